@@ -1,0 +1,184 @@
+// The fabric: the one narrow interface between drtmx and the network.
+//
+// A Fabric is one node's view of the cluster. It owns the node's registered
+// memory regions and one Endpoint per worker thread. Two backends implement it
+// (selected at run time, see make_fabric in fabric_factory.h):
+//   shm   — regions are shared-memory segments mapped by every node on the
+//           host; the issuing thread executes one-sided ops directly on the
+//           target's memory, so the target's CPU is never involved.
+//   verbs — rdma-core: per-thread device context, one RC QP per peer for
+//           one-sided ops, one UD QP for messaging.
+//
+// Life cycle (per node):
+//   1. make the fabric (config), 2. register_region() for every region,
+//   3. connect(control) — exchanges descriptors with every other node over
+//      the control plane and maps/connects to them; 4. each worker thread
+//      uses its own endpoint(t). No region can be registered after connect.
+//
+// The RDMA contract every backend keeps, and every upper layer may rely on:
+//   * Ops posted on one channel — (this worker thread, peer node) — are
+//     executed and complete in FIFO order. A signaled completion therefore
+//     implies the completion of every earlier op on the same channel
+//     (passive ACK for unsignaled ops).
+//   * A READ is NOT atomic beyond 8 aligned bytes: it may observe a
+//     concurrent writer half-way. Upper layers must detect torn reads.
+//   * CAS and FAA act on 8-byte, 8-byte-aligned words and are atomic with
+//     respect to other fabric atomics on the same word from any node. On shm
+//     they are also atomic with respect to CPU atomics; on verbs they are not
+//     (ask atomics_coherent_with_cpu()).
+//   * A remote address is (node, region, offset). An op whose range is not
+//     inside the region (or names a missing node/region, or is a misaligned
+//     atomic) touches nothing and completes with an error status — even if it
+//     was posted unsignaled, as with an RNIC.
+//   * Local buffers (READ destination, WRITE source, atomic result) must lie
+//     inside a region registered on the local node; otherwise the op
+//     completes with kBadLocalBuffer. This holds on shm too, so code that
+//     passes its tests on shm also works on an RNIC.
+//
+// Threading: Fabric::register_region/connect are called by one set-up
+// thread. An Endpoint is used by exactly one worker thread at a time.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "base/status.h"
+
+namespace drtmx::r2 {
+
+class ControlClient;
+
+using NodeId = uint16_t;
+using ThreadId = uint16_t;
+using RegionId = uint16_t;
+
+struct RemoteAddr {
+  NodeId node = 0;
+  RegionId region = 0;
+  uint64_t offset = 0;
+};
+
+enum class Verb : uint8_t { kRead, kWrite, kCas, kFaa };
+const char* verb_name(Verb v);
+
+// Status of one completed op. Small and cheap: it sits on the hot path.
+enum class OpStatus : uint8_t {
+  kOk = 0,
+  kOutOfBounds,     // [offset, offset + len) is not inside the region
+  kBadRegion,       // the target node has no such region
+  kBadNode,         // no such node in the cluster
+  kMisaligned,      // atomic on an address that is not 8-byte aligned
+  kBadLocalBuffer,  // local buffer not inside a locally registered region
+  kBadLength,       // zero-length op, or longer than max_op_bytes()
+  kTransportError,  // the connection or device failed
+};
+const char* op_status_name(OpStatus s);
+
+struct WorkRequest {
+  Verb verb = Verb::kRead;
+  bool signaled = true;   // false: no completion unless it fails (passive ACK)
+  uint32_t len = 0;       // bytes for READ/WRITE; atomics always move 8 bytes
+  void* local = nullptr;  // READ dst, WRITE src, CAS/FAA old-value dst
+  RemoteAddr remote;      // remote.node must equal the channel's peer
+  uint64_t compare = 0;   // CAS: expected value
+  uint64_t operand = 0;   // CAS: new value; FAA: value to add
+  uint64_t wr_id = 0;     // returned in the completion, never interpreted
+};
+
+struct Completion {
+  uint64_t wr_id = 0;
+  OpStatus status = OpStatus::kOk;
+  Verb verb = Verb::kRead;
+  NodeId peer = 0;
+};
+
+enum class PostResult : uint8_t {
+  kOk,         // queued; sent at the next doorbell()
+  kQueueFull,  // the channel's send queue is full: poll() and retry
+};
+
+enum class SendResult : uint8_t {
+  kOk,        // queued; visible to the receiver after flush_sends()
+  kNoSpace,   // receiver's ring or credits exhausted: poll, then retry
+  kTooLarge,  // len > mtu(): split it above (the RPC layer does)
+  kBadPeer,   // no such node or thread
+};
+
+// A received message. `data` stays valid until the next poll_messages() call
+// on the same endpoint, which releases the space back to the sender.
+struct Message {
+  NodeId src_node = 0;
+  ThreadId src_thread = 0;
+  uint32_t len = 0;
+  const uint8_t* data = nullptr;
+};
+
+struct Region {
+  RegionId id = 0;
+  uint8_t* base = nullptr;
+  size_t size = 0;
+};
+
+// One worker thread's access to the fabric.
+class Endpoint {
+ public:
+  virtual ~Endpoint() = default;
+
+  virtual ThreadId thread() const = 0;
+
+  // --- one-sided -----------------------------------------------------------
+  // Queues `wr` on the channel to wr.remote.node. Nothing moves until
+  // doorbell(peer). Errors in the request itself are reported as an error
+  // completion, never here.
+  virtual PostResult post(const WorkRequest& wr) = 0;
+  // Sends every request queued on the channel to `peer` as one batch.
+  virtual void doorbell(NodeId peer) = 0;
+  // Returns up to `max` completions (FIFO per channel). Non-blocking.
+  virtual int poll(Completion* out, int max) = 0;
+  // Requests posted or in flight but not yet completed on the channel.
+  virtual uint32_t outstanding(NodeId peer) const = 0;
+  virtual uint32_t send_queue_depth() const = 0;
+
+  // --- messaging -------------------------------------------------------------
+  virtual uint32_t mtu() const = 0;
+  // Queues one message to thread `thread` of node `node`.
+  virtual SendResult send(NodeId node, ThreadId thread, const void* msg, uint32_t len) = 0;
+  // Makes every queued message visible to its receiver (one doorbell).
+  virtual void flush_sends() = 0;
+  // Returns up to `max` received messages, releasing those of the last call.
+  virtual int poll_messages(Message* out, int max) = 0;
+
+  // True when the node's registered memory contains [p, p + len).
+  virtual bool is_registered(const void* p, size_t len) const = 0;
+};
+
+struct FabricInfo {
+  std::string backend;  // "shm" or "verbs"
+  NodeId node = 0;
+  uint16_t num_nodes = 0;
+  uint16_t threads = 0;
+  bool atomics_coherent_with_cpu = false;
+};
+
+class Fabric {
+ public:
+  virtual ~Fabric() = default;
+
+  virtual const FabricInfo& info() const = 0;
+  // Registers a zeroed region of `bytes` bytes with id `id` (ids are
+  // chosen by the caller and must agree across nodes for symmetric tables).
+  virtual Result<Region> register_region(RegionId id, size_t bytes) = 0;
+  // Exchanges descriptors with all nodes and makes every peer reachable.
+  virtual Status connect(ControlClient& control) = 0;
+  virtual Endpoint* endpoint(ThreadId t) = 0;
+  // Local region by id, or nullptr.
+  virtual const Region* region(RegionId id) const = 0;
+  // Size of a peer's region as learned at connect, or 0 when absent.
+  virtual size_t remote_region_size(NodeId node, RegionId id) const = 0;
+  // Upper bound on the length of one READ/WRITE.
+  virtual uint32_t max_op_bytes() const = 0;
+};
+
+}  // namespace drtmx::r2

@@ -1,0 +1,14 @@
+#include "r2/fabric_factory.h"
+
+#include "r2/shm/shm_fabric.h"
+#include "r2/verbs/verbs_fabric.h"
+
+namespace drtmx::r2 {
+
+Result<std::unique_ptr<Fabric>> make_fabric(const FabricConfig& cfg) {
+  DRTMX_RETURN_IF_ERROR(cfg.validate());
+  if (cfg.backend == "verbs") return make_verbs_fabric(cfg);
+  return make_shm_fabric(cfg);
+}
+
+}  // namespace drtmx::r2
