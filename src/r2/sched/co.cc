@@ -1,0 +1,202 @@
+// The coroutine side of Worker: everything a Co call does before and after
+// it suspends.
+#include "r2/sched/co.h"
+
+#include "r2/common/clock.h"
+#include "r2/sched/worker.h"
+#include "r2/sched/wr_id.h"
+
+namespace drtmx::r2 {
+
+NodeId Co::node() const { return worker_->node(); }
+ThreadId Co::thread() const { return worker_->thread(); }
+
+OpStatus Co::run(OpBatch& batch) { return worker_->run_batch(worker_->current(), batch); }
+
+OpStatus Co::read(RemoteAddr from, void* to, uint32_t len) {
+  single_.clear();
+  single_.read(from, to, len);
+  return run(single_);
+}
+
+OpStatus Co::write(RemoteAddr to, const void* from, uint32_t len) {
+  single_.clear();
+  single_.write(to, from, len);
+  return run(single_);
+}
+
+OpStatus Co::cas(RemoteAddr at, uint64_t expected, uint64_t desired, uint64_t* old) {
+  single_.clear();
+  single_.cas(at, expected, desired, old);
+  return run(single_);
+}
+
+OpStatus Co::faa(RemoteAddr at, uint64_t add, uint64_t* old) {
+  single_.clear();
+  single_.faa(at, add, old);
+  return run(single_);
+}
+
+Status Co::call(std::span<const Target> targets, uint16_t rpc_id, const void* req, uint32_t len,
+                std::span<RpcBuffer> replies) {
+  return worker_->call(worker_->current(), targets, rpc_id, req, len, replies);
+}
+
+Status Co::call(Target target, uint16_t rpc_id, const void* req, uint32_t len, RpcBuffer& reply) {
+  return call(std::span<const Target>(&target, 1), rpc_id, req, len,
+              std::span<RpcBuffer>(&reply, 1));
+}
+
+Status Co::send_passive(Target target, uint16_t rpc_id, const void* msg, uint32_t len) {
+  return worker_->send_passive(worker_->current(), target, rpc_id, msg, len);
+}
+
+Status Co::wait_passive_acks() { return worker_->wait_passive_acks(worker_->current()); }
+
+void Co::yield() { worker_->yield_now(worker_->current()); }
+
+// --- Worker, coroutine side ---------------------------------------------------
+
+void Worker::yield_now(CoState& c) {
+  runq_[(runq_head_ + runq_count_) % runq_.size()] = c.co.id_;
+  ++runq_count_;
+  suspend();
+}
+
+OpStatus Worker::run_batch(CoState& c, OpBatch& b) {
+  if (b.ops_.empty()) return OpStatus::kOk;
+  if (b.ops_.size() > kMaxBatchOps) {
+    for (auto& s : b.status_) s = OpStatus::kBadLength;
+    return OpStatus::kBadLength;
+  }
+  ++c.epoch;
+  c.batch = &b;
+  c.pending = 0;
+  c.wait = Wait::kOps;
+  // Peers with posted but not yet doorbelled requests, in first-use order.
+  NodeId touched[64];
+  size_t ntouched = 0;
+  uint64_t touched_mask[4] = {0, 0, 0, 0};  // nodes < 256
+  auto ring_all = [&] {
+    for (size_t i = 0; i < ntouched; ++i) ep_->doorbell(touched[i]);
+    ntouched = 0;
+    touched_mask[0] = touched_mask[1] = touched_mask[2] = touched_mask[3] = 0;
+  };
+  for (size_t i = 0; i < b.ops_.size(); ++i) {
+    WorkRequest& wr = b.ops_[i];
+    b.status_[i] = OpStatus::kOk;
+    wr.wr_id = encode_wr_id({c.co.id_, static_cast<uint16_t>(i), c.epoch});
+    while (ep_->post(wr) == PostResult::kQueueFull) {
+      // The channel is full: send what is queued and let the loop poll.
+      ring_all();
+      yield_now(c);
+    }
+    if (wr.signaled) ++c.pending;
+    const NodeId p = wr.remote.node;
+    if (p < 256 && !(touched_mask[p >> 6] & (1ull << (p & 63)))) {
+      touched_mask[p >> 6] |= 1ull << (p & 63);
+      touched[ntouched++] = p;
+      if (ntouched == 64) ring_all();
+    } else if (p >= 256) {
+      ep_->doorbell(p);  // an invalid node: its error completes at once
+    }
+  }
+  ring_all();
+  if (c.pending > 0) {
+    c.state = State::kWaiting;
+    ++waiting_;
+    suspend();
+  }
+  c.wait = Wait::kNone;
+  c.batch = nullptr;
+  return b.first_error();
+}
+
+Status Worker::call(CoState& c, std::span<const Target> targets, uint16_t rpc_id, const void* req,
+                    uint32_t len, std::span<RpcBuffer> replies) {
+  if (targets.size() != replies.size()) {
+    return invalid_argument("call(): " + std::to_string(targets.size()) + " targets but " +
+                            std::to_string(replies.size()) + " reply buffers");
+  }
+  if (targets.empty()) return Status::ok();
+  if (len > cfg_.max_rpc_bytes) {
+    return out_of_range("RPC " + std::to_string(rpc_id) + " request of " + std::to_string(len) +
+                        " bytes exceeds the limit of " + std::to_string(cfg_.max_rpc_bytes) +
+                        " bytes (max_rpc_bytes)");
+  }
+  for (const Target& t : targets) {
+    if (t.node >= nodes_ || t.thread >= threads_) {
+      return invalid_argument("RPC target node " + std::to_string(t.node) + " thread " +
+                              std::to_string(t.thread) + " is outside the cluster (" +
+                              std::to_string(nodes_) + " nodes x " + std::to_string(threads_) +
+                              " threads)");
+    }
+  }
+  ++c.rpc_seq;
+  c.got.assign(targets.size(), 0);
+  c.targets = targets;
+  c.replies = replies;
+  c.rpc_status = Status::ok();
+  c.pending = static_cast<uint32_t>(targets.size());
+  c.wait = Wait::kRpc;
+  RpcHeader h;
+  h.type = static_cast<uint8_t>(RpcType::kRequest);
+  h.rpc_id = rpc_id;
+  h.cor = c.co.id_;
+  h.seq = c.rpc_seq;
+  for (const Target& t : targets) {
+    send_logical(t.node, t.thread, h, static_cast<const uint8_t*>(req), len);
+  }
+  c.deadline_ns = cfg_.rpc_timeout_ms ? now_ns() + uint64_t{cfg_.rpc_timeout_ms} * 1000000 : 0;
+  c.state = State::kWaiting;
+  ++waiting_;
+  ++rpc_waiters_;
+  suspend();
+  c.wait = Wait::kNone;
+  c.targets = {};
+  c.replies = {};
+  return std::move(c.rpc_status);
+}
+
+Status Worker::send_passive(CoState& c, Target t, uint16_t rpc_id, const void* msg,
+                            uint32_t len) {
+  if (len > cfg_.max_rpc_bytes) {
+    return out_of_range("passive RPC " + std::to_string(rpc_id) + " of " + std::to_string(len) +
+                        " bytes exceeds the limit of " + std::to_string(cfg_.max_rpc_bytes) +
+                        " bytes (max_rpc_bytes)");
+  }
+  if (t.node >= nodes_ || t.thread >= threads_) {
+    return invalid_argument("passive RPC target node " + std::to_string(t.node) + " thread " +
+                            std::to_string(t.thread) + " is outside the cluster");
+  }
+  const uint32_t dest = dest_index(t.node, t.thread);
+  while (passive_unacked_[dest] >= cfg_.passive_window) {
+    c.wait = Wait::kPassiveWindow;
+    c.wait_dest = dest;
+    c.state = State::kWaiting;
+    ++waiting_;
+    suspend();
+    c.wait = Wait::kNone;
+  }
+  RpcHeader h;
+  h.type = static_cast<uint8_t>(RpcType::kOneWay);
+  h.rpc_id = rpc_id;
+  h.cor = c.co.id_;
+  send_logical(t.node, t.thread, h, static_cast<const uint8_t*>(msg), len);
+  ++passive_unacked_[dest];
+  ++passive_unacked_total_;
+  return Status::ok();
+}
+
+Status Worker::wait_passive_acks(CoState& c) {
+  while (passive_unacked_total_ > 0) {
+    c.wait = Wait::kAllAcks;
+    c.state = State::kWaiting;
+    ++waiting_;
+    suspend();
+    c.wait = Wait::kNone;
+  }
+  return Status::ok();
+}
+
+}  // namespace drtmx::r2

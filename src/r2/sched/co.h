@@ -1,0 +1,65 @@
+// Co: what a coroutine body holds. Every call that waits suspends only this
+// coroutine; its worker's event loop runs the others, serves incoming RPCs,
+// and resumes this one when all its completions or replies are in.
+//
+// A Co is used only from inside its own coroutine (its worker's thread).
+// Local buffers of one-sided ops must lie in registered memory.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "r2/fabric.h"
+#include "r2/sched/op_batch.h"
+#include "r2/sched/rpc.h"
+
+namespace drtmx::r2 {
+
+class Worker;
+
+class Co {
+ public:
+  uint16_t id() const { return id_; }
+  Worker& worker() { return *worker_; }
+  NodeId node() const;
+  ThreadId thread() const;
+
+  // --- one-sided ------------------------------------------------------------
+  // Posts the batch (one doorbell per peer) and waits for every signaled op.
+  // Returns the first error (details per op in batch.status(i)).
+  OpStatus run(OpBatch& batch);
+  OpStatus read(RemoteAddr from, void* to, uint32_t len);
+  OpStatus write(RemoteAddr to, const void* from, uint32_t len);
+  OpStatus cas(RemoteAddr at, uint64_t expected, uint64_t desired, uint64_t* old);
+  OpStatus faa(RemoteAddr at, uint64_t add, uint64_t* old);
+
+  // --- RPC ------------------------------------------------------------------
+  // Sends one request to each target and waits for all replies; replies[i]
+  // receives target i's reply. Fails on an error reply, a refused (too
+  // large) request, or no reply within the worker's rpc timeout.
+  Status call(std::span<const Target> targets, uint16_t rpc_id, const void* req, uint32_t len,
+              std::span<RpcBuffer> replies);
+  Status call(Target target, uint16_t rpc_id, const void* req, uint32_t len, RpcBuffer& reply);
+  // Fire-and-forget: the receiver's handler runs, no reply is sent; the
+  // acknowledgement rides on later traffic back to this worker (passive
+  // ACK). Waits only when the destination has `passive_window` messages
+  // unacknowledged.
+  Status send_passive(Target target, uint16_t rpc_id, const void* msg, uint32_t len);
+  // Waits until every passive message this worker sent is acknowledged.
+  Status wait_passive_acks();
+
+  // Lets the other coroutines run; resumes at the next turn.
+  void yield();
+
+ private:
+  friend class Worker;
+  Co() = default;
+  Worker* worker_ = nullptr;
+  uint16_t id_ = 0;
+  OpBatch single_;  // reused by read/write/cas/faa
+};
+
+}  // namespace drtmx::r2

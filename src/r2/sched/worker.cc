@@ -1,0 +1,182 @@
+// The event loop and the coroutine machinery of Worker. The RPC paths live
+// in rpc_recv.cc and rpc_send.cc, the coroutine-side waits in co.cc.
+#include "r2/sched/worker.h"
+
+#include <boost/context/protected_fixedsize_stack.hpp>
+#include <exception>
+
+#include "r2/common/clock.h"
+#include "r2/sched/wr_id.h"
+
+namespace drtmx::r2 {
+
+Status WorkerConfig::validate() const {
+  if (coroutines == 0 || coroutines > kMaxCoroutines) {
+    return invalid_argument("--coroutines=" + std::to_string(coroutines) + ": expected 1.." +
+                            std::to_string(kMaxCoroutines));
+  }
+  if (stack_bytes < 16 * 1024) {
+    return invalid_argument("coroutine stack of " + std::to_string(stack_bytes) +
+                            " bytes: expected at least 16384");
+  }
+  if (max_rpc_bytes == 0 || max_rpc_bytes > (1u << 30)) {
+    return invalid_argument("max RPC bytes " + std::to_string(max_rpc_bytes) +
+                            ": expected 1..1073741824");
+  }
+  if (passive_window == 0 || ack_batch == 0 || ack_batch > 65535) {
+    return invalid_argument("passive window and ACK batch must be positive (ACK batch <= 65535)");
+  }
+  return Status::ok();
+}
+
+Worker::Worker(Endpoint* ep, NodeId self, uint16_t num_nodes, uint16_t threads_per_node,
+               const WorkerConfig& cfg)
+    : ep_(ep), self_(self), nodes_(num_nodes), threads_(threads_per_node), cfg_(cfg) {
+  const size_t dests = static_cast<size_t>(nodes_) * threads_;
+  acks_owed_.assign(dests, 0);
+  passive_unacked_.assign(dests, 0);
+  backlog_.resize(dests);
+  partial_.resize(dests);
+  runq_.assign(cfg_.coroutines, 0);
+  comps_.resize(64);
+  msgs_.resize(64);
+  scratch_.resize(ep_->mtu());
+}
+
+Worker::~Worker() = default;
+
+Status Worker::register_handler(uint16_t rpc_id, RpcHandler handler) {
+  if (rpc_id >= handlers_.size()) handlers_.resize(rpc_id + 1u);
+  if (handlers_[rpc_id]) {
+    return already_exists("RPC handler " + std::to_string(rpc_id) + " registered twice");
+  }
+  handlers_[rpc_id] = std::move(handler);
+  return Status::ok();
+}
+
+Status Worker::spawn(std::function<void(Co&)> body) {
+  if (cos_.size() >= cfg_.coroutines) {
+    return exhausted("worker already has its " + std::to_string(cfg_.coroutines) +
+                     " coroutines; raise --coroutines");
+  }
+  auto c = std::make_unique<CoState>();
+  const auto index = static_cast<uint16_t>(cos_.size());
+  c->co.worker_ = this;
+  c->co.id_ = index;
+  c->body = std::move(body);
+  CoState* cs = c.get();
+  c->fiber = boost::context::fiber(
+      std::allocator_arg, boost::context::protected_fixedsize_stack(cfg_.stack_bytes),
+      [this, cs](boost::context::fiber&& sched) {
+        cs->sched = std::move(sched);
+        try {
+          cs->body(cs->co);
+        } catch (const std::exception& e) {
+          if (failure_.is_ok()) failure_ = internal_error(std::string("coroutine threw: ") + e.what());
+        } catch (...) {
+          if (failure_.is_ok()) failure_ = internal_error("coroutine threw a non-standard exception");
+        }
+        cs->state = State::kFinished;
+        return std::move(cs->sched);
+      });
+  cos_.push_back(std::move(c));
+  runq_[(runq_head_ + runq_count_) % runq_.size()] = index;
+  ++runq_count_;
+  return Status::ok();
+}
+
+void Worker::make_runnable(CoState& c) {
+  if (c.state == State::kWaiting) --waiting_;
+  c.state = State::kRunnable;
+  runq_[(runq_head_ + runq_count_) % runq_.size()] = c.co.id_;
+  ++runq_count_;
+}
+
+void Worker::suspend() {
+  CoState& c = *cos_[current_];
+  c.sched = std::move(c.sched).resume();
+}
+
+void Worker::resume(uint16_t index) {
+  CoState& c = *cos_[index];
+  current_ = index;
+  c.fiber = std::move(c.fiber).resume();
+  if (c.state == State::kFinished) {
+    ++finished_;
+    c.fiber = {};
+  }
+}
+
+bool Worker::poll_completions() {
+  const int n = ep_->poll(comps_.data(), static_cast<int>(comps_.size()));
+  for (int i = 0; i < n; ++i) {
+    const Completion& cp = comps_[i];
+    const WrId id = decode_wr_id(cp.wr_id);
+    ++stats_.completions;
+    if (id.cor >= cos_.size()) {
+      if (cp.status != OpStatus::kOk) ++stats_.async_errors;
+      continue;
+    }
+    CoState& c = *cos_[id.cor];
+    if (c.wait != Wait::kOps || c.epoch != id.epoch || c.batch == nullptr ||
+        id.slot >= c.batch->size()) {
+      // A passive op's error, reported after its coroutine moved on.
+      if (cp.status != OpStatus::kOk) ++stats_.async_errors;
+      continue;
+    }
+    c.batch->status_[id.slot] = cp.status;
+    // Unsignaled ops report only errors and were never counted as pending.
+    if (!c.batch->ops_[id.slot].signaled) continue;
+    if (--c.pending == 0 && c.state == State::kWaiting) make_runnable(c);
+  }
+  return n > 0;
+}
+
+void Worker::check_deadlines(uint64_t now) {
+  for (auto& cp : cos_) {
+    CoState& c = *cp;
+    if (c.state != State::kWaiting || c.wait != Wait::kRpc || c.deadline_ns == 0) continue;
+    if (now < c.deadline_ns) continue;
+    std::string missing;
+    for (size_t i = 0; i < c.targets.size(); ++i) {
+      if (c.got[i]) continue;
+      if (!missing.empty()) missing += ", ";
+      missing += "node " + std::to_string(c.targets[i].node) + " thread " +
+                 std::to_string(c.targets[i].thread);
+    }
+    c.rpc_status = timeout_error("no reply from " + missing + " within " +
+                                 std::to_string(cfg_.rpc_timeout_ms) +
+                                 " ms (is that node alive and serving?)");
+    ++stats_.timeouts;
+    --rpc_waiters_;
+    make_runnable(c);
+  }
+}
+
+void Worker::run_until(const std::function<bool()>& done) {
+  while (!done()) {
+    ++iteration_;
+    bool work = poll_completions();
+    work |= poll_messages();
+    size_t n = runq_count_;
+    if (n > 0) work = true;
+    while (n-- > 0) {
+      uint16_t index = runq_[runq_head_];
+      runq_head_ = (runq_head_ + 1) % runq_.size();
+      --runq_count_;
+      resume(index);
+    }
+    if (backlog_count_ > 0) work |= drain_backlog();
+    if (acks_owed_total_ > 0) flush_acks(!work);
+    ep_->flush_sends();
+    if (rpc_waiters_ > 0 && (iteration_ & 255) == 0) check_deadlines(now_ns());
+    if (work) {
+      backoff_.on_work();
+    } else if (backoff_.on_idle(waiting_ > 0)) {
+      ++stats_.idle_sleeps;
+    }
+  }
+  ep_->flush_sends();
+}
+
+}  // namespace drtmx::r2

@@ -1,0 +1,52 @@
+// A named POSIX shared-memory segment, created by its owner node and mapped
+// by every node of the cluster on the host.
+//
+// Names: "/drtmx.<cluster>.n<node>.<what>". The owner creates its segments
+// exclusively (after removing a stale one of a crashed earlier run with the
+// same name) and unlinks them when it is destroyed; peers only map them.
+// Pages are reserved at creation (posix_fallocate), so a full /dev/shm is a
+// clear error at start instead of a SIGBUS later.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "base/status.h"
+
+namespace drtmx::r2::shm {
+
+std::string segment_name(const std::string& cluster, uint16_t node, const std::string& what);
+
+class Segment {
+ public:
+  Segment() = default;
+  ~Segment();
+  Segment(Segment&& o) noexcept { *this = std::move(o); }
+  Segment& operator=(Segment&& o) noexcept;
+  Segment(const Segment&) = delete;
+  Segment& operator=(const Segment&) = delete;
+
+  // Creates, sizes, reserves and maps a zeroed segment; the object owns it
+  // (unlinks on destruction).
+  static Result<Segment> create(const std::string& name, size_t size);
+  // Maps an existing segment of a peer, checking that its size is `size`.
+  static Result<Segment> open(const std::string& name, size_t size);
+
+  uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
+  const std::string& name() const { return name_; }
+
+ private:
+  void release();
+  std::string name_;
+  uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+  bool owner_ = false;
+};
+
+// Unlinks every segment whose name starts with "drtmx.<cluster>." and, when
+// node >= 0, belongs to that node. Returns how many were removed.
+int remove_segments(const std::string& cluster, int node);
+
+}  // namespace drtmx::r2::shm

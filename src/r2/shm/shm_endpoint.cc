@@ -1,0 +1,172 @@
+#include "r2/shm/shm_endpoint.h"
+
+#include <atomic>
+#include <cstring>
+
+#include "r2/common/clock.h"
+
+namespace drtmx::r2::shm {
+
+ShmEndpoint::ShmEndpoint(const FabricConfig& cfg, ThreadId thread, const RegionTable* table,
+                         uint32_t max_op_bytes)
+    : table_(table),
+      self_(cfg.node),
+      thread_(thread),
+      nodes_(cfg.num_nodes),
+      threads_(cfg.threads),
+      depth_(cfg.send_queue_depth),
+      mtu_(cfg.mtu),
+      ring_bytes_(cfg.ring_bytes),
+      max_op_bytes_(max_op_bytes),
+      delay_ns_(cfg.delay_ns) {
+  channels_.reserve(nodes_);
+  for (uint16_t n = 0; n < nodes_; ++n) channels_.emplace_back(depth_);
+  cq_.resize(static_cast<size_t>(nodes_) * depth_);
+}
+
+void ShmEndpoint::attach_rings(const std::vector<uint8_t*>& msg_segments) {
+  const size_t stride = ring_stride(ring_bytes_);
+  writers_.clear();
+  readers_.clear();
+  for (NodeId n = 0; n < nodes_; ++n) {
+    for (ThreadId t = 0; t < threads_; ++t) {
+      // To (n, t): the ring for sender (me) in n's segment, receiver t.
+      uint8_t* out = msg_segments[n] +
+                     ring_index(nodes_, threads_, t, self_, thread_) * stride;
+      writers_.emplace_back(out, ring_bytes_);
+      // From (n, t): the ring for sender (n, t) in my segment, receiver me.
+      uint8_t* in = msg_segments[self_] +
+                    ring_index(nodes_, threads_, thread_, n, t) * stride;
+      readers_.emplace_back(in, ring_bytes_);
+    }
+  }
+}
+
+PostResult ShmEndpoint::post(const WorkRequest& wr) {
+  OpStatus st = table_->check(wr, max_op_bytes_);
+  if (st != OpStatus::kOk) {
+    errors_.push_back({wr.wr_id, st, wr.verb, wr.remote.node});
+    return PostResult::kOk;
+  }
+  Channel& ch = channels_[wr.remote.node];
+  if (!ch.sq.has_room()) return PostResult::kQueueFull;
+  bool forced = false;
+  bool signal = ch.sq.on_post(wr.signaled, &forced);
+  ch.queued.push_back({wr, signal, forced});
+  return PostResult::kOk;
+}
+
+void ShmEndpoint::execute(NodeId peer, const Queued& q) {
+  const WorkRequest& wr = q.wr;
+  const RegionEntry* r = table_->find(peer, wr.remote.region);
+  auto* remote = reinterpret_cast<uint8_t*>(r->base + wr.remote.offset);
+  switch (wr.verb) {
+    case Verb::kRead:
+      std::memcpy(wr.local, remote, wr.len);
+      break;
+    case Verb::kWrite:
+      std::memcpy(remote, wr.local, wr.len);
+      break;
+    case Verb::kCas: {
+      uint64_t expected = wr.compare;
+      __atomic_compare_exchange_n(reinterpret_cast<uint64_t*>(remote), &expected, wr.operand,
+                                  false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+      *static_cast<uint64_t*>(wr.local) = expected;  // the old value, as an RNIC returns it
+      break;
+    }
+    case Verb::kFaa:
+      *static_cast<uint64_t*>(wr.local) =
+          __atomic_fetch_add(reinterpret_cast<uint64_t*>(remote), wr.operand, __ATOMIC_SEQ_CST);
+      break;
+  }
+}
+
+void ShmEndpoint::push_cqe(const Cqe& e) {
+  cq_[(cq_head_ + cq_count_) % cq_.size()] = e;
+  ++cq_count_;
+}
+
+void ShmEndpoint::doorbell(NodeId peer) {
+  if (peer >= nodes_) return;
+  Channel& ch = channels_[peer];
+  if (ch.queued.empty()) return;
+  // Everything this thread wrote before the doorbell is visible to the
+  // executed ops; everything they wrote is visible before the completions.
+  std::atomic_thread_fence(std::memory_order_acquire);
+  const uint64_t visible = delay_ns_ != 0 ? now_ns() + delay_ns_ : 0;
+  for (const Queued& q : ch.queued) {
+    execute(peer, q);
+    if (q.signal) push_cqe({{q.wr.wr_id, OpStatus::kOk, q.wr.verb, peer}, visible, q.forced});
+  }
+  std::atomic_thread_fence(std::memory_order_release);
+  ch.queued.clear();
+}
+
+int ShmEndpoint::poll(Completion* out, int max) {
+  int n = 0;
+  while (errors_head_ < errors_.size() && n < max) out[n++] = errors_[errors_head_++];
+  if (errors_head_ == errors_.size() && errors_head_ != 0) {
+    errors_.clear();
+    errors_head_ = 0;
+  }
+  uint64_t now = 0;
+  while (cq_count_ > 0 && n < max) {
+    const Cqe& e = cq_[cq_head_];
+    if (e.visible_at != 0) {
+      if (now < e.visible_at) now = now_ns();
+      if (now < e.visible_at) break;
+    }
+    channels_[e.c.peer].sq.on_signaled_completion();
+    if (!e.forced) out[n++] = e.c;
+    cq_head_ = (cq_head_ + 1) % cq_.size();
+    --cq_count_;
+  }
+  return n;
+}
+
+uint32_t ShmEndpoint::outstanding(NodeId peer) const {
+  return peer < nodes_ ? channels_[peer].sq.used() : 0;
+}
+
+SendResult ShmEndpoint::send(NodeId node, ThreadId thread, const void* msg, uint32_t len) {
+  if (node >= nodes_ || thread >= threads_) return SendResult::kBadPeer;
+  if (len > mtu_) return SendResult::kTooLarge;
+  const uint32_t w = static_cast<uint32_t>(node) * threads_ + thread;
+  RingWriter& rw = writers_[w];
+  const bool was_dirty = rw.dirty();
+  const uint64_t visible = delay_ns_ != 0 ? now_ns() + delay_ns_ : 0;
+  if (!rw.append(msg, len, visible)) return SendResult::kNoSpace;
+  if (!was_dirty) dirty_writers_.push_back(w);
+  return SendResult::kOk;
+}
+
+void ShmEndpoint::flush_sends() {
+  for (uint32_t w : dirty_writers_) writers_[w].publish();
+  dirty_writers_.clear();
+}
+
+int ShmEndpoint::poll_messages(Message* out, int max) {
+  for (uint32_t r : touched_readers_) readers_[r].release();
+  touched_readers_.clear();
+  const uint64_t now = delay_ns_ != 0 ? now_ns() : 0;
+  const uint32_t rings = static_cast<uint32_t>(readers_.size());
+  int n = 0;
+  for (uint32_t i = 0; i < rings && n < max; ++i) {
+    uint32_t r = next_reader_ + i;
+    if (r >= rings) r -= rings;
+    RingReader& rr = readers_[r];
+    bool touched = false;
+    while (n < max) {
+      uint32_t len = 0;
+      const uint8_t* p = rr.next(&len, now);
+      if (p == nullptr) break;
+      out[n++] = {static_cast<NodeId>(r / threads_), static_cast<ThreadId>(r % threads_), len, p};
+      touched = true;
+    }
+    if (touched) touched_readers_.push_back(r);
+  }
+  if (++next_reader_ >= rings) next_reader_ = 0;
+  return n;
+}
+
+}  // namespace drtmx::r2::shm

@@ -1,0 +1,182 @@
+#include "r2/shm/shm_fabric.h"
+
+#include <sstream>
+
+#include "r2/control/control.h"
+#include "r2/shm/segment.h"
+#include "r2/shm/shm_endpoint.h"
+
+namespace drtmx::r2 {
+namespace shm {
+namespace {
+
+constexpr uint32_t kMaxOpBytes = 1u << 30;
+
+// What a node tells its peers at connect: one line per segment,
+// "msg <bytes>" and "region <id> <bytes>". Names follow from the cluster,
+// the node id and the kind, so they are not sent.
+struct Descriptor {
+  uint64_t msg_bytes = 0;
+  std::vector<std::pair<RegionId, uint64_t>> regions;
+};
+
+std::string encode(const Descriptor& d) {
+  std::ostringstream os;
+  os << "msg " << d.msg_bytes << "\n";
+  for (auto& [id, bytes] : d.regions) os << "region " << id << " " << bytes << "\n";
+  return os.str();
+}
+
+Result<Descriptor> decode(const std::string& blob, NodeId from) {
+  Descriptor d;
+  std::istringstream is(blob);
+  std::string kind;
+  auto bad = [&](const std::string& why) {
+    return invalid_argument("node " + std::to_string(from) + " sent a malformed shm descriptor (" +
+                            why + "); are all nodes running the same drtmx build?");
+  };
+  while (is >> kind) {
+    if (kind == "msg") {
+      if (!(is >> d.msg_bytes) || d.msg_bytes == 0) return bad("msg size");
+    } else if (kind == "region") {
+      uint64_t id = 0, bytes = 0;
+      if (!(is >> id >> bytes) || id > 0xffff || bytes == 0) return bad("region entry");
+      d.regions.emplace_back(static_cast<RegionId>(id), bytes);
+    } else {
+      return bad("unknown entry '" + kind + "'");
+    }
+  }
+  if (d.msg_bytes == 0) return bad("no msg entry");
+  return d;
+}
+
+size_t page_round(size_t n) { return (n + 4095) & ~size_t{4095}; }
+
+class ShmFabric final : public Fabric {
+ public:
+  explicit ShmFabric(const FabricConfig& cfg) : cfg_(cfg) {
+    info_.backend = "shm";
+    info_.node = cfg.node;
+    info_.num_nodes = cfg.num_nodes;
+    info_.threads = cfg.threads;
+    info_.atomics_coherent_with_cpu = true;
+    table_.reset(cfg.num_nodes);
+  }
+
+  Status init() {
+    remove_segments(cfg_.cluster, cfg_.node);  // stale ones of a crashed run
+    const size_t rings = static_cast<size_t>(cfg_.threads) * cfg_.num_nodes * cfg_.threads;
+    msg_bytes_ = page_round(rings * ring_stride(cfg_.ring_bytes));
+    auto seg = Segment::create(segment_name(cfg_.cluster, cfg_.node, "msg"), msg_bytes_);
+    if (!seg) return seg.status();
+    msg_ = std::move(seg.value());
+    for (ThreadId t = 0; t < cfg_.threads; ++t) {
+      endpoints_.push_back(std::make_unique<ShmEndpoint>(cfg_, t, &table_, kMaxOpBytes));
+    }
+    return Status::ok();
+  }
+
+  const FabricInfo& info() const override { return info_; }
+
+  Result<Region> register_region(RegionId id, size_t bytes) override {
+    if (connected_) {
+      return invalid_argument("region " + std::to_string(id) +
+                              " registered after connect(); register every region first");
+    }
+    if (bytes == 0) return invalid_argument("region " + std::to_string(id) + " has size 0");
+    if (region(id) != nullptr) {
+      return already_exists("region " + std::to_string(id) + " is already registered");
+    }
+    auto seg = Segment::create(segment_name(cfg_.cluster, cfg_.node, "r" + std::to_string(id)),
+                               page_round(bytes));
+    if (!seg) return seg.status();
+    Region r{id, seg->data(), bytes};
+    own_.push_back(std::move(seg.value()));
+    regions_.push_back(r);
+    table_.set(cfg_.node, id, {reinterpret_cast<uint64_t>(r.base), bytes});
+    table_.add_local(r.base, bytes);
+    return r;
+  }
+
+  Status connect(ControlClient& control) override {
+    if (connected_) return invalid_argument("connect() called twice");
+    Descriptor mine;
+    mine.msg_bytes = msg_bytes_;
+    for (const Region& r : regions_) mine.regions.emplace_back(r.id, r.size);
+    auto all = control.exchange("r2.shm.descriptors", encode(mine));
+    if (!all) return all.status().with_context("shm connect");
+    if (all->size() != cfg_.num_nodes) {
+      return internal_error("control plane returned " + std::to_string(all->size()) +
+                            " descriptors for " + std::to_string(cfg_.num_nodes) + " nodes");
+    }
+    std::vector<uint8_t*> msg_bases(cfg_.num_nodes, nullptr);
+    for (NodeId n = 0; n < cfg_.num_nodes; ++n) {
+      auto d = decode((*all)[n], n);
+      if (!d) return d.status();
+      if (n == cfg_.node) {
+        msg_bases[n] = msg_.data();
+        continue;
+      }
+      auto m = Segment::open(segment_name(cfg_.cluster, n, "msg"), d->msg_bytes);
+      if (!m) return m.status();
+      msg_bases[n] = m->data();
+      peers_.push_back(std::move(m.value()));
+      for (auto& [id, bytes] : d->regions) {
+        auto s = Segment::open(segment_name(cfg_.cluster, n, "r" + std::to_string(id)),
+                               page_round(bytes));
+        if (!s) return s.status();
+        table_.set(n, id, {reinterpret_cast<uint64_t>(s->data()), bytes});
+        peers_.push_back(std::move(s.value()));
+      }
+    }
+    for (auto& ep : endpoints_) ep->attach_rings(msg_bases);
+    // Nobody may leave (and unlink) before everybody has mapped everything.
+    DRTMX_RETURN_IF_ERROR(control.barrier("r2.shm.mapped").with_context("shm connect"));
+    connected_ = true;
+    return Status::ok();
+  }
+
+  Endpoint* endpoint(ThreadId t) override {
+    return t < endpoints_.size() ? endpoints_[t].get() : nullptr;
+  }
+
+  const Region* region(RegionId id) const override {
+    for (const Region& r : regions_) {
+      if (r.id == id) return &r;
+    }
+    return nullptr;
+  }
+
+  size_t remote_region_size(NodeId node, RegionId id) const override {
+    const RegionEntry* e = table_.find(node, id);
+    return e ? e->size : 0;
+  }
+
+  uint32_t max_op_bytes() const override { return kMaxOpBytes; }
+
+ private:
+  FabricConfig cfg_;
+  FabricInfo info_;
+  RegionTable table_;
+  Segment msg_;
+  size_t msg_bytes_ = 0;
+  std::vector<Segment> own_;
+  std::vector<Region> regions_;
+  std::vector<Segment> peers_;
+  std::vector<std::unique_ptr<ShmEndpoint>> endpoints_;
+  bool connected_ = false;
+};
+
+}  // namespace
+}  // namespace shm
+
+Result<std::unique_ptr<Fabric>> make_shm_fabric(const FabricConfig& cfg) {
+  DRTMX_RETURN_IF_ERROR(cfg.validate());
+  auto f = std::make_unique<shm::ShmFabric>(cfg);
+  DRTMX_RETURN_IF_ERROR(f->init());
+  return std::unique_ptr<Fabric>(std::move(f));
+}
+
+int remove_shm_segments(const std::string& cluster) { return shm::remove_segments(cluster, -1); }
+
+}  // namespace drtmx::r2

@@ -1,0 +1,279 @@
+// The shm fabric's one-sided ops, checks, ordering, delay and messaging,
+// with nodes as threads of this process.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstring>
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include <thread>
+
+#include "r2/common/clock.h"
+#include "r2/shm/segment.h"
+#include "support/inproc_cluster.h"
+
+namespace drtmx::r2 {
+namespace {
+
+using testing::InProcCluster;
+using testing::poll_n;
+
+constexpr RegionId kData = 1;
+constexpr RegionId kScratch = 2;
+
+WorkRequest wr(Verb v, RemoteAddr r, void* local, uint32_t len, uint64_t id) {
+  WorkRequest w;
+  w.verb = v;
+  w.remote = r;
+  w.local = local;
+  w.len = len;
+  w.wr_id = id;
+  return w;
+}
+
+int count_segments(const std::string& cluster) {
+  std::string prefix = "drtmx." + cluster + ".";
+  int n = 0;
+  DIR* d = opendir("/dev/shm");
+  while (dirent* e = readdir(d)) n += std::strncmp(e->d_name, prefix.c_str(), prefix.size()) == 0;
+  closedir(d);
+  return n;
+}
+
+TEST(ShmFabric, ReadWriteCasFaaAcrossNodes) {
+  auto c = InProcCluster::make(3, 1, {{kData, 1 << 16}, {kScratch, 1 << 16}});
+  ASSERT_TRUE(c->error.is_ok()) << c->error.to_string();
+  std::memcpy(c->base(2, kData) + 128, "hello, node two", 16);
+  Endpoint* ep = c->f(0).endpoint(0);
+  uint8_t* local = c->base(0, kScratch);
+
+  ASSERT_EQ(ep->post(wr(Verb::kRead, {2, kData, 128}, local, 16, 7)), PostResult::kOk);
+  std::memcpy(local + 64, "written by zero", 16);
+  ASSERT_EQ(ep->post(wr(Verb::kWrite, {2, kData, 512}, local + 64, 16, 8)), PostResult::kOk);
+  auto cas = wr(Verb::kCas, {1, kData, 8}, local + 256, 8, 9);
+  cas.compare = 0;
+  cas.operand = 42;
+  ASSERT_EQ(ep->post(cas), PostResult::kOk);
+  auto faa = wr(Verb::kFaa, {1, kData, 16}, local + 264, 8, 10);
+  faa.operand = 5;
+  ASSERT_EQ(ep->post(faa), PostResult::kOk);
+  ep->doorbell(2);
+  ep->doorbell(1);
+  auto comps = poll_n(ep, 4);
+  ASSERT_EQ(comps.size(), 4u);
+  for (auto& cp : comps) EXPECT_EQ(cp.status, OpStatus::kOk);
+  EXPECT_EQ(std::memcmp(local, "hello, node two", 16), 0);
+  EXPECT_EQ(std::memcmp(c->base(2, kData) + 512, "written by zero", 16), 0);
+  uint64_t word = 0;
+  std::memcpy(&word, c->base(1, kData) + 8, 8);
+  EXPECT_EQ(word, 42u);
+  EXPECT_EQ(*reinterpret_cast<uint64_t*>(local + 256), 0u);  // old value
+  std::memcpy(&word, c->base(1, kData) + 16, 8);
+  EXPECT_EQ(word, 5u);
+
+  // A failing CAS returns the current value and changes nothing.
+  cas.compare = 1;
+  cas.operand = 99;
+  ASSERT_EQ(ep->post(cas), PostResult::kOk);
+  ep->doorbell(1);
+  ASSERT_EQ(poll_n(ep, 1).size(), 1u);
+  EXPECT_EQ(*reinterpret_cast<uint64_t*>(local + 256), 42u);
+  std::memcpy(&word, c->base(1, kData) + 8, 8);
+  EXPECT_EQ(word, 42u);
+}
+
+TEST(ShmFabric, BadRequestsCompleteWithErrorsAndTouchNothing) {
+  auto c = InProcCluster::make(2, 1, {{kData, 4096}, {kScratch, 4096}});
+  ASSERT_TRUE(c->error.is_ok()) << c->error.to_string();
+  Endpoint* ep = c->f(0).endpoint(0);
+  uint8_t* local = c->base(0, kScratch);
+  std::memset(local, 0xAB, 64);
+  uint8_t stack_buf[16];
+  struct Case {
+    WorkRequest w;
+    OpStatus want;
+  } cases[] = {
+      {wr(Verb::kWrite, {1, kData, 4090}, local, 16, 1), OpStatus::kOutOfBounds},
+      {wr(Verb::kWrite, {1, kData, ~0ull - 4}, local, 16, 2), OpStatus::kOutOfBounds},
+      {wr(Verb::kWrite, {1, 77, 0}, local, 16, 3), OpStatus::kBadRegion},
+      {wr(Verb::kWrite, {9, kData, 0}, local, 16, 4), OpStatus::kBadNode},
+      {wr(Verb::kCas, {1, kData, 4}, local, 8, 5), OpStatus::kMisaligned},
+      {wr(Verb::kRead, {1, kData, 0}, stack_buf, 16, 6), OpStatus::kBadLocalBuffer},
+      {wr(Verb::kRead, {1, kData, 0}, local, 0, 7), OpStatus::kBadLength},
+  };
+  for (auto& cs : cases) {
+    cs.w.signaled = false;  // errors complete even when unsignaled
+    ASSERT_EQ(ep->post(cs.w), PostResult::kOk);
+    ep->doorbell(cs.w.remote.node);
+  }
+  auto comps = poll_n(ep, std::size(cases));
+  ASSERT_EQ(comps.size(), std::size(cases));
+  for (size_t i = 0; i < comps.size(); ++i) {
+    EXPECT_EQ(comps[i].wr_id, cases[i].w.wr_id);
+    EXPECT_EQ(comps[i].status, cases[i].want) << op_status_name(comps[i].status);
+  }
+  for (size_t i = 0; i < 4096; ++i) ASSERT_EQ(c->base(1, kData)[i], 0) << "byte " << i;
+  EXPECT_EQ(ep->outstanding(1), 0u);
+}
+
+TEST(ShmFabric, CompletionsAreFifoPerChannelAndUnsignaledNeverOverflow) {
+  auto c = InProcCluster::make(2, 1, {{kData, 1 << 16}, {kScratch, 1 << 16}},
+                               [](FabricConfig& f) { f.send_queue_depth = 16; });
+  ASSERT_TRUE(c->error.is_ok()) << c->error.to_string();
+  Endpoint* ep = c->f(0).endpoint(0);
+  uint8_t* local = c->base(0, kScratch);
+  // Signaled: a full queue refuses until polled.
+  for (uint64_t i = 0; i < 16; ++i) {
+    ASSERT_EQ(ep->post(wr(Verb::kRead, {1, kData, i * 8}, local, 8, i)), PostResult::kOk);
+  }
+  EXPECT_EQ(ep->post(wr(Verb::kRead, {1, kData, 0}, local, 8, 99)), PostResult::kQueueFull);
+  ep->doorbell(1);
+  auto comps = poll_n(ep, 16);
+  ASSERT_EQ(comps.size(), 16u);
+  for (uint64_t i = 0; i < 16; ++i) EXPECT_EQ(comps[i].wr_id, i);
+  EXPECT_EQ(ep->outstanding(1), 0u);
+  // Thousands of unsignaled writes: forced signals keep the queue moving and
+  // are never reported.
+  uint64_t posted = 0;
+  Completion buf[8];
+  for (int i = 0; i < 5000; ++i) {
+    auto w = wr(Verb::kWrite, {1, kData, 0}, local, 8, 1000 + i);
+    w.signaled = false;
+    while (ep->post(w) == PostResult::kQueueFull) {
+      ep->doorbell(1);
+      ASSERT_EQ(ep->poll(buf, 8), 0);  // forced completions are internal
+    }
+    ++posted;
+  }
+  ep->doorbell(1);
+  EXPECT_EQ(posted, 5000u);
+  EXPECT_LT(ep->outstanding(1), 16u);
+}
+
+TEST(ShmFabric, DelayHoldsCompletionsAndMessages) {
+  constexpr uint64_t kDelay = 2'000'000;  // 2 ms
+  auto c = InProcCluster::make(2, 1, {{kData, 4096}, {kScratch, 4096}},
+                               [](FabricConfig& f) { f.delay_ns = kDelay; });
+  ASSERT_TRUE(c->error.is_ok()) << c->error.to_string();
+  Endpoint* ep = c->f(0).endpoint(0);
+  const uint64_t t0 = now_ns();
+  ASSERT_EQ(ep->post(wr(Verb::kRead, {1, kData, 0}, c->base(0, kScratch), 8, 1)), PostResult::kOk);
+  ep->doorbell(1);
+  ASSERT_EQ(ep->send(1, 0, "ping", 4), SendResult::kOk);
+  ep->flush_sends();
+  auto comps = poll_n(ep, 1);
+  ASSERT_EQ(comps.size(), 1u);
+  EXPECT_GE(now_ns() - t0, kDelay);
+  Endpoint* rx = c->f(1).endpoint(0);
+  Message m[4];
+  int got = 0;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (got == 0 && std::chrono::steady_clock::now() < deadline) got = rx->poll_messages(m, 4);
+  ASSERT_EQ(got, 1);
+  EXPECT_GE(now_ns() - t0, kDelay);
+}
+
+TEST(ShmFabric, MessagingDeliversInOrderAndReportsFullRings) {
+  auto c = InProcCluster::make(2, 2, {{kData, 4096}});
+  ASSERT_TRUE(c->error.is_ok()) << c->error.to_string();
+  Endpoint* tx = c->f(0).endpoint(1);
+  Endpoint* rx = c->f(1).endpoint(0);
+  EXPECT_EQ(tx->send(1, 0, "x", tx->mtu() + 1), SendResult::kTooLarge);
+  EXPECT_EQ(tx->send(5, 0, "x", 1), SendResult::kBadPeer);
+  EXPECT_EQ(tx->send(1, 9, "x", 1), SendResult::kBadPeer);
+  // Fill the ring until it refuses, without the receiver polling.
+  std::vector<uint8_t> payload(1000);
+  uint32_t sent = 0;
+  for (; sent < 100000; ++sent) {
+    std::memcpy(payload.data(), &sent, 4);
+    if (tx->send(1, 0, payload.data(), 1000) != SendResult::kOk) break;
+  }
+  tx->flush_sends();
+  ASSERT_GT(sent, 10u);
+  ASSERT_LT(sent, 100000u);
+  // Drain; then the ring takes messages again. Order is FIFO.
+  uint32_t next = 0;
+  Message m[16];
+  for (int rounds = 0; rounds < 100000 && next < sent; ++rounds) {
+    int n = rx->poll_messages(m, 16);
+    for (int i = 0; i < n; ++i) {
+      EXPECT_EQ(m[i].src_node, 0);
+      EXPECT_EQ(m[i].src_thread, 1);
+      ASSERT_EQ(m[i].len, 1000u);
+      uint32_t v;
+      std::memcpy(&v, m[i].data, 4);
+      ASSERT_EQ(v, next);
+      ++next;
+    }
+  }
+  EXPECT_EQ(next, sent);
+  rx->poll_messages(m, 16);  // releases the last batch
+  EXPECT_EQ(tx->send(1, 0, payload.data(), 1000), SendResult::kOk);
+}
+
+TEST(ShmFabric, SegmentsAreRemovedOnExitAndStaleOnesCleanedAtStart) {
+  std::string name;
+  {
+    auto c = InProcCluster::make(2, 1, {{kData, 4096}});
+    ASSERT_TRUE(c->error.is_ok()) << c->error.to_string();
+    name = c->cluster;
+    EXPECT_EQ(count_segments(name), 4);  // 2 x (msg + region)
+    c->fabrics.clear();
+    EXPECT_EQ(count_segments(name), 0);
+  }
+  // A stale segment left by a crashed node 0 of the same cluster.
+  FabricConfig cfg;
+  cfg.cluster = name;
+  cfg.num_nodes = 2;
+  {
+    std::string stale = shm::segment_name(name, 0, "r9");
+    int fd = shm_open(stale.c_str(), O_CREAT | O_RDWR, 0600);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(ftruncate(fd, 4096), 0);
+    close(fd);
+  }
+  EXPECT_EQ(count_segments(name), 1);
+  {
+    auto f = make_fabric(cfg);
+    ASSERT_TRUE(f.is_ok()) << f.status().to_string();
+    EXPECT_EQ(count_segments(name), 1);  // stale r9 gone, own msg created
+  }
+  EXPECT_EQ(count_segments(name), 0);
+}
+
+TEST(ShmFabric, RegistrationErrors) {
+  FabricConfig cfg;
+  cfg.cluster = testing::unique_cluster("reg");
+  auto f = make_fabric(cfg);
+  ASSERT_TRUE(f.is_ok());
+  EXPECT_TRUE((*f)->register_region(1, 4096).is_ok());
+  auto dup = (*f)->register_region(1, 4096);
+  EXPECT_EQ(dup.status().code(), Code::kAlreadyExists);
+  EXPECT_EQ((*f)->register_region(2, 0).status().code(), Code::kInvalidArgument);
+}
+
+TEST(FabricConfig, BadValuesAreRefusedWithTheOptionName) {
+  FabricConfig c;
+  c.backend = "tcp";
+  EXPECT_NE(c.validate().message().find("--fabric"), std::string::npos);
+  c = FabricConfig();
+  c.node = 3;
+  c.num_nodes = 2;
+  EXPECT_NE(c.validate().message().find("--node"), std::string::npos);
+  c = FabricConfig();
+  c.cluster = "a/b";
+  EXPECT_NE(c.validate().message().find("--cluster"), std::string::npos);
+  c = FabricConfig();
+  c.threads = 0;
+  EXPECT_NE(c.validate().message().find("--threads"), std::string::npos);
+  c = FabricConfig();
+  c.backend = "verbs";
+  c.delay_ns = 10;
+  EXPECT_NE(c.validate().message().find("--fabric-delay-ns"), std::string::npos);
+  EXPECT_TRUE(FabricConfig().validate().is_ok());
+}
+
+}  // namespace
+}  // namespace drtmx::r2

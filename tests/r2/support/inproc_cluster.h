@@ -1,0 +1,94 @@
+// A cluster of shm nodes that are threads of the test process: fabrics
+// built, regions registered, connected through LocalControl.
+#pragma once
+
+#include <unistd.h>
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "r2/fabric_factory.h"
+#include "r2/shm/shm_fabric.h"
+#include "support/local_control.h"
+
+namespace drtmx::r2::testing {
+
+inline std::string unique_cluster(const std::string& tag) {
+  static std::atomic<int> counter{0};
+  return "t" + std::to_string(getpid()) + "-" + tag + "-" + std::to_string(counter++);
+}
+
+struct InProcCluster {
+  // Builds `nodes` fabrics with `threads` endpoints each and the given
+  // regions (id, bytes) on every node; `tweak` may change each config.
+  static std::unique_ptr<InProcCluster> make(
+      uint16_t nodes, uint16_t threads, std::vector<std::pair<RegionId, size_t>> regions,
+      const std::function<void(FabricConfig&)>& tweak = nullptr) {
+    auto c = std::make_unique<InProcCluster>();
+    c->cluster = unique_cluster("c");
+    auto hub = std::make_shared<LocalControlHub>(nodes);
+    for (uint16_t n = 0; n < nodes; ++n) {
+      FabricConfig cfg;
+      cfg.cluster = c->cluster;
+      cfg.node = n;
+      cfg.num_nodes = nodes;
+      cfg.threads = threads;
+      cfg.ring_bytes = 64 * 1024;
+      if (tweak) tweak(cfg);
+      auto f = make_fabric(cfg);
+      if (!f) {
+        c->error = f.status();
+        return c;
+      }
+      for (auto& [id, bytes] : regions) {
+        auto r = (*f)->register_region(id, bytes);
+        if (!r) {
+          c->error = r.status();
+          return c;
+        }
+      }
+      c->fabrics.push_back(std::move(f.value()));
+      c->controls.push_back(std::make_unique<LocalControl>(hub, n, nodes));
+    }
+    std::vector<std::thread> ts;
+    std::vector<Status> st(nodes);
+    for (uint16_t n = 0; n < nodes; ++n) {
+      ts.emplace_back([&, n] { st[n] = c->fabrics[n]->connect(*c->controls[n]); });
+    }
+    for (auto& t : ts) t.join();
+    for (auto& s : st) {
+      if (!s.is_ok()) c->error = s;
+    }
+    return c;
+  }
+
+  ~InProcCluster() {
+    fabrics.clear();
+    remove_shm_segments(cluster);
+  }
+
+  Fabric& f(NodeId n) { return *fabrics[n]; }
+  uint8_t* base(NodeId n, RegionId r) { return fabrics[n]->region(r)->base; }
+
+  std::string cluster;
+  Status error;
+  std::vector<std::unique_ptr<Fabric>> fabrics;
+  std::vector<std::unique_ptr<LocalControl>> controls;
+};
+
+// Polls `ep` until `want` completions arrived (bounded: fails after 5 s).
+inline std::vector<Completion> poll_n(Endpoint* ep, size_t want) {
+  std::vector<Completion> out;
+  Completion buf[32];
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (out.size() < want && std::chrono::steady_clock::now() < deadline) {
+    int n = ep->poll(buf, 32);
+    out.insert(out.end(), buf, buf + n);
+  }
+  return out;
+}
+
+}  // namespace drtmx::r2::testing

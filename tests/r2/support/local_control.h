@@ -1,0 +1,71 @@
+// An in-process ControlClient for tests whose nodes are threads of one
+// process: exchange() is an all-gather through shared memory of the process.
+// The real control plane (TCP) is tested in control_*_test.cc and used by
+// the multi-process tests.
+#pragma once
+
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include "r2/control/control.h"
+
+namespace drtmx::r2::testing {
+
+class LocalControlHub {
+ public:
+  explicit LocalControlHub(uint16_t nodes) : nodes_(nodes) {}
+
+  Result<std::vector<std::string>> exchange(uint16_t node, const std::string& name,
+                                            const std::string& blob,
+                                            std::chrono::milliseconds timeout) {
+    std::unique_lock<std::mutex> lk(mu_);
+    Round& r = rounds_[name];
+    if (r.blobs.empty()) r.blobs.resize(nodes_);
+    r.blobs[node] = blob;
+    if (++r.arrived == nodes_) cv_.notify_all();
+    if (!cv_.wait_for(lk, timeout, [&] { return r.arrived >= nodes_; })) {
+      return timeout_error("local exchange '" + name + "' timed out");
+    }
+    return r.blobs;
+  }
+
+ private:
+  struct Round {
+    std::vector<std::string> blobs;
+    uint16_t arrived = 0;
+  };
+  uint16_t nodes_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<std::string, Round> rounds_;
+};
+
+class LocalControl final : public ControlClient {
+ public:
+  LocalControl(std::shared_ptr<LocalControlHub> hub, uint16_t node, uint16_t nodes)
+      : hub_(std::move(hub)), node_(node), nodes_(nodes) {
+    for (uint16_t i = 0; i < nodes; ++i) members_.push_back({i, "127.0.0.1"});
+  }
+  uint16_t node() const override { return node_; }
+  uint16_t num_nodes() const override { return nodes_; }
+  const std::vector<Member>& membership() const override { return members_; }
+  using ControlClient::exchange;
+  Result<std::vector<std::string>> exchange(const std::string& name, const std::string& blob,
+                                            std::chrono::milliseconds timeout) override {
+    return hub_->exchange(node_, name, blob, timeout);
+  }
+  std::chrono::milliseconds default_timeout() const override {
+    return std::chrono::milliseconds(20000);
+  }
+  void report_failure(const std::string&) override {}
+  Status leave() override { return Status::ok(); }
+
+ private:
+  std::shared_ptr<LocalControlHub> hub_;
+  uint16_t node_, nodes_;
+  std::vector<Member> members_;
+};
+
+}  // namespace drtmx::r2::testing
