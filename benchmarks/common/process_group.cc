@@ -1,0 +1,108 @@
+#include "process_group.h"
+
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <thread>
+
+extern char** environ;
+
+namespace drtmx::bench {
+
+std::string self_exe() {
+  char buf[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return {};
+  buf[n] = 0;
+  return buf;
+}
+
+ProcessGroup::~ProcessGroup() { kill_all(); }
+
+Status ProcessGroup::spawn(const std::string& name, const std::string& exe,
+                           const std::vector<std::string>& args) {
+  std::vector<std::string> all;
+  all.push_back(exe);
+  all.insert(all.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : all) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  int err = posix_spawn(&pid, exe.c_str(), nullptr, nullptr, argv.data(), environ);
+  if (err != 0) return io_error("starting " + name + " (" + exe + ")", err);
+  children_.push_back({name, pid, false});
+  return Status::ok();
+}
+
+Status ProcessGroup::wait_all(std::chrono::milliseconds timeout) {
+  const auto until = std::chrono::steady_clock::now() + timeout;
+  Status first;
+  size_t left = 0;
+  for (auto& c : children_) left += !c.done;
+  while (left > 0) {
+    bool reaped = false;
+    for (auto& c : children_) {
+      if (c.done) continue;
+      int st = 0;
+      pid_t r = waitpid(c.pid, &st, WNOHANG);
+      if (r == 0) continue;
+      c.done = true;
+      --left;
+      reaped = true;
+      if (r < 0) continue;
+      std::string why;
+      if (WIFEXITED(st) && WEXITSTATUS(st) != 0) {
+        why = c.name + " exited with status " + std::to_string(WEXITSTATUS(st));
+      } else if (WIFSIGNALED(st)) {
+        why = c.name + " was killed by signal " + std::to_string(WTERMSIG(st));
+      }
+      if (!why.empty() && first.is_ok()) {
+        first = unavailable(why + " (its error is printed above)");
+        kill_all();  // the rest cannot finish without it
+      }
+    }
+    if (left == 0) break;
+    if (std::chrono::steady_clock::now() > until) {
+      kill_all();
+      return timeout_error("node processes did not finish within " +
+                           std::to_string(timeout.count()) + " ms; stopped them");
+    }
+    if (!reaped) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return first;
+}
+
+void ProcessGroup::kill_all() {
+  bool any = false;
+  for (auto& c : children_) {
+    if (!c.done) {
+      kill(c.pid, SIGTERM);
+      any = true;
+    }
+  }
+  if (!any) return;
+  const auto grace = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  for (auto& c : children_) {
+    while (!c.done) {
+      int st = 0;
+      pid_t r = waitpid(c.pid, &st, WNOHANG);
+      if (r != 0) {
+        c.done = true;
+        break;
+      }
+      if (std::chrono::steady_clock::now() > grace) {
+        kill(c.pid, SIGKILL);
+        waitpid(c.pid, &st, 0);
+        c.done = true;
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  }
+}
+
+}  // namespace drtmx::bench

@@ -1,0 +1,80 @@
+#include "r2/node_runtime.h"
+
+#include "r2/fabric_factory.h"
+
+namespace drtmx::r2 {
+
+Result<std::unique_ptr<NodeRuntime>> NodeRuntime::start(const NodeRuntimeConfig& cfg) {
+  DRTMX_RETURN_IF_ERROR(cfg.worker.validate());
+  std::unique_ptr<NodeRuntime> rt(new NodeRuntime());
+  auto fabric = make_fabric(cfg.fabric);
+  if (!fabric) return fabric.status();
+  rt->fabric_ = std::move(fabric.value());
+  for (auto& [id, bytes] : cfg.regions) {
+    auto r = rt->fabric_->register_region(id, bytes);
+    if (!r) return r.status();
+  }
+  ControlClientConfig cc = cfg.control;
+  cc.cluster = cfg.fabric.cluster;
+  cc.node = cfg.fabric.node;
+  cc.num_nodes = cfg.fabric.num_nodes;
+  cc.fingerprint = cfg.fabric.fingerprint();
+  for (auto& [k, v] : cfg.control.fingerprint) cc.fingerprint[k] = v;
+  auto control = ControlClient::join(cc);
+  if (!control) return control.status();
+  rt->control_ = std::move(control.value());
+  if (Status s = rt->fabric_->connect(*rt->control_); !s.is_ok()) {
+    rt->control_->report_failure(s.message());
+    return s;
+  }
+  for (ThreadId t = 0; t < cfg.fabric.threads; ++t) {
+    rt->workers_.push_back(std::make_unique<Worker>(rt->fabric_->endpoint(t), cfg.fabric.node,
+                                                    cfg.fabric.num_nodes, cfg.fabric.threads,
+                                                    cfg.worker));
+  }
+  return rt;
+}
+
+NodeRuntime::~NodeRuntime() { stop(); }
+
+void NodeRuntime::launch(const std::function<void(Worker&)>& setup) {
+  for (auto& w : workers_) {
+    Worker* wp = w.get();
+    threads_.emplace_back([this, wp, setup] {
+      setup(*wp);
+      bool counted = false;
+      wp->run_until([&] {
+        if (!counted && wp->coroutines_finished()) {
+          counted = true;
+          finished_.fetch_add(1);
+        }
+        return stop_.load(std::memory_order_relaxed);
+      });
+      if (!counted) finished_.fetch_add(1);
+    });
+  }
+}
+
+bool NodeRuntime::wait_coroutines(std::chrono::milliseconds timeout) const {
+  const auto until = std::chrono::steady_clock::now() + timeout;
+  while (!coroutines_finished()) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
+void NodeRuntime::stop() {
+  stop_.store(true);
+  for (auto& t : threads_) t.join();
+  threads_.clear();
+}
+
+Status NodeRuntime::failure() const {
+  for (auto& w : workers_) {
+    if (!w->failure().is_ok()) return w->failure();
+  }
+  return Status::ok();
+}
+
+}  // namespace drtmx::r2

@@ -1,0 +1,65 @@
+// NodeRuntime: one node of a cluster, put together — its fabric with its
+// regions, its control-plane client, and one Worker per worker thread.
+// What a node program (r2-bench, drtmx-node) starts with.
+//
+// start() builds the fabric, registers the regions, joins the cluster
+// through the coordinator and connects the fabric (a collective: every node
+// must start). launch() runs each worker on its own thread: `setup` runs
+// there first (register handlers, spawn coroutines), then the loop serves
+// until stop(). Workers keep serving after their coroutines finish, so that
+// slower nodes still get answers; stop() after a cluster-wide barrier.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "base/status.h"
+#include "r2/control/control.h"
+#include "r2/fabric.h"
+#include "r2/fabric_config.h"
+#include "r2/sched/worker.h"
+
+namespace drtmx::r2 {
+
+struct NodeRuntimeConfig {
+  FabricConfig fabric;
+  ControlClientConfig control;  // node, num_nodes, cluster and fingerprint are filled from fabric
+  WorkerConfig worker;
+  std::vector<std::pair<RegionId, size_t>> regions;
+};
+
+class NodeRuntime {
+ public:
+  static Result<std::unique_ptr<NodeRuntime>> start(const NodeRuntimeConfig& cfg);
+  ~NodeRuntime();
+
+  Fabric& fabric() { return *fabric_; }
+  ControlClient& control() { return *control_; }
+  Worker& worker(ThreadId t) { return *workers_[t]; }
+  uint16_t threads() const { return static_cast<uint16_t>(workers_.size()); }
+
+  void launch(const std::function<void(Worker&)>& setup);
+  // True once every worker's coroutines have returned.
+  bool coroutines_finished() const { return finished_.load() == workers_.size(); }
+  // Waits (bounded) until coroutines_finished(); false on timeout.
+  bool wait_coroutines(std::chrono::milliseconds timeout) const;
+  // Ends the loops and joins the worker threads.
+  void stop();
+  // The first failure of any worker (an escaped exception), if any.
+  Status failure() const;
+
+ private:
+  NodeRuntime() = default;
+  std::unique_ptr<Fabric> fabric_;
+  std::unique_ptr<ControlClient> control_;
+  std::vector<std::unique_ptr<Worker>> workers_;
+  std::vector<std::thread> threads_;
+  std::atomic<bool> stop_{false};
+  std::atomic<size_t> finished_{0};
+};
+
+}  // namespace drtmx::r2

@@ -1,0 +1,115 @@
+// Device-independent pieces shared by the backends: send-queue slot
+// accounting, request checking, the latency histogram, wr_id encoding.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "base/histogram.h"
+#include "r2/common/region_table.h"
+#include "r2/common/send_queue.h"
+
+namespace drtmx::r2 {
+namespace {
+
+TEST(SendQueue, SignaledCompletionFreesItsRunOfUnsignaled) {
+  SendQueue q(8);
+  bool forced = false;
+  EXPECT_FALSE(q.on_post(false, &forced));
+  EXPECT_FALSE(q.on_post(false, &forced));
+  EXPECT_TRUE(q.on_post(true, &forced));
+  EXPECT_FALSE(forced);
+  EXPECT_EQ(q.used(), 3u);
+  q.on_signaled_completion();
+  EXPECT_EQ(q.used(), 0u);
+}
+
+TEST(SendQueue, LongUnsignaledRunsAreForcedToSignal) {
+  SendQueue q(8);
+  bool forced = false;
+  int forced_count = 0;
+  for (int i = 0; i < 4; ++i) {
+    bool sig = q.on_post(false, &forced);
+    forced_count += forced;
+    EXPECT_EQ(sig, forced);
+  }
+  EXPECT_EQ(forced_count, 1);  // the 4th of a run (depth / 2) is signaled
+  EXPECT_EQ(q.pending_signals(), 1u);
+  q.on_signaled_completion();
+  EXPECT_EQ(q.used(), 0u);
+}
+
+TEST(SendQueue, RandomizedNeverOverflowsAndDrainsToZero) {
+  std::mt19937 rng(7);
+  SendQueue q(16);
+  uint32_t inflight_signals = 0;
+  for (int i = 0; i < 100000; ++i) {
+    if (q.has_room() && rng() % 3 != 0) {
+      bool forced = false;
+      if (q.on_post(rng() % 5 == 0, &forced)) ++inflight_signals;
+    } else if (inflight_signals > 0) {
+      q.on_signaled_completion();
+      --inflight_signals;
+    }
+    ASSERT_LE(q.used(), q.depth());
+    // Whenever it is full, something signaled is in flight to free it.
+    if (!q.has_room()) ASSERT_GT(inflight_signals, 0u);
+  }
+}
+
+TEST(RegionTable, ChecksEveryField) {
+  RegionTable t;
+  t.reset(2);
+  alignas(8) static uint8_t mem[256];
+  t.add_local(mem, sizeof mem);
+  t.set(1, 3, {0x10000, 4096});
+  WorkRequest w;
+  w.verb = Verb::kRead;
+  w.local = mem;
+  w.len = 16;
+  w.remote = {1, 3, 0};
+  EXPECT_EQ(t.check(w, 1 << 20), OpStatus::kOk);
+  w.remote.offset = 4080;
+  EXPECT_EQ(t.check(w, 1 << 20), OpStatus::kOk);
+  w.remote.offset = 4081;
+  EXPECT_EQ(t.check(w, 1 << 20), OpStatus::kOutOfBounds);
+  w.remote.offset = ~0ull;
+  EXPECT_EQ(t.check(w, 1 << 20), OpStatus::kOutOfBounds);
+  w.remote = {1, 4, 0};
+  EXPECT_EQ(t.check(w, 1 << 20), OpStatus::kBadRegion);
+  w.remote = {2, 3, 0};
+  EXPECT_EQ(t.check(w, 1 << 20), OpStatus::kBadNode);
+  w.remote = {1, 3, 0};
+  w.local = mem + 250;
+  EXPECT_EQ(t.check(w, 1 << 20), OpStatus::kBadLocalBuffer);
+  w.local = mem;
+  w.len = 2 << 20;
+  EXPECT_EQ(t.check(w, 1 << 20), OpStatus::kBadLength);
+  w.verb = Verb::kFaa;
+  w.remote.offset = 12;
+  EXPECT_EQ(t.check(w, 1 << 20), OpStatus::kMisaligned);
+  w.remote.offset = 16;
+  EXPECT_EQ(t.check(w, 1 << 20), OpStatus::kOk);
+}
+
+TEST(LatencyHistogram, QuantilesWithinBucketErrorAndRoundTrip) {
+  LatencyHistogram h;
+  for (uint64_t v = 1; v <= 100000; ++v) h.record(v);
+  auto near = [](uint64_t got, double want) {
+    return got >= want * 0.93 && got <= want * 1.07;
+  };
+  EXPECT_TRUE(near(h.quantile(0.5), 50000)) << h.quantile(0.5);
+  EXPECT_TRUE(near(h.quantile(0.99), 99000)) << h.quantile(0.99);
+  EXPECT_EQ(h.quantile(1.0), 100000u);
+  LatencyHistogram back;
+  ASSERT_TRUE(back.decode(h.encode()));
+  EXPECT_EQ(back.count(), h.count());
+  EXPECT_EQ(back.quantile(0.5), h.quantile(0.5));
+  EXPECT_FALSE(back.decode("max:1,99999:1"));
+  EXPECT_FALSE(back.decode("garbage"));
+  for (uint64_t v : {0ull, 1ull, 15ull, 16ull, 17ull, 1000ull, 123456789ull, ~0ull}) {
+    EXPECT_GE(LatencyHistogram::bucket_upper(LatencyHistogram::bucket(v)), v);
+  }
+}
+
+}  // namespace
+}  // namespace drtmx::r2
