@@ -367,6 +367,33 @@ TEST(Worker, BadOpsReportErrorsToTheCoroutine) {
   EXPECT_EQ(checks.load(), 1);
 }
 
+TEST(Worker, DestroyingAWorkerWithSuspendedCoroutinesUnwindsThem) {
+  auto c = InProcCluster::make(2, 1, {{kScratch, 4096}});
+  ASSERT_TRUE(c->error.is_ok());
+  WorkerConfig wc;
+  wc.coroutines = 2;
+  wc.rpc_timeout_ms = 0;  // wait forever: node 1 never serves
+  auto destroyed = std::make_shared<int>(0);
+  {
+    Worker w(c->f(0).endpoint(0), 0, 2, 1, wc);
+    for (int i = 0; i < 2; ++i) {
+      ASSERT_TRUE(w.spawn([destroyed](Co& co) {
+                     struct Guard {
+                       std::shared_ptr<int> d;
+                       ~Guard() { ++*d; }
+                     } g{destroyed};
+                     RpcBuffer reply;
+                     (void)co.call({1, 0}, kEcho, "x", 1, reply);
+                     ADD_FAILURE() << "the call cannot return: nobody serves node 1";
+                   }).is_ok());
+    }
+    int loops = 0;
+    w.run_until([&] { return ++loops > 100; });
+    EXPECT_FALSE(w.coroutines_finished());
+  }
+  EXPECT_EQ(*destroyed, 2);  // both stacks were unwound
+}
+
 TEST(Worker, SpawnBeyondTheConfiguredCoroutinesIsRefused) {
   auto c = InProcCluster::make(1, 1, {{kScratch, 4096}});
   ASSERT_TRUE(c->error.is_ok());

@@ -71,6 +71,8 @@ Status Worker::spawn(std::function<void(Co&)> body) {
         cs->sched = std::move(sched);
         try {
           cs->body(cs->co);
+        } catch (const boost::context::detail::forced_unwind&) {
+          throw;  // a suspended coroutine being destroyed: let it unwind
         } catch (const std::exception& e) {
           if (failure_.is_ok()) failure_ = internal_error(std::string("coroutine threw: ") + e.what());
         } catch (...) {
