@@ -1,0 +1,112 @@
+// RcChannel: the device-independent half of one one-sided channel
+// (this worker thread -> one peer node, i.e. one RC QP).
+//
+// It owns the channel's SendQueue accounting, the WrChain of requests posted
+// but not yet doorbelled, and the slot array that remembers the user's
+// wr_id, verb and signal choice of every request until it retires. The ibv
+// wr_id of a request is an encoded WrTag {kRc, flags, peer, seq}; the slot is
+// slots[seq % capacity] (capacity = depth rounded up to a power of two; the
+// SendQueue never lets more than `depth` requests be unretired, so a slot is
+// never reused while its request may still complete).
+//
+// Who calls what (all from the endpoint's worker thread):
+//   post()           — Endpoint::post, after RegionTable::check passed.
+//   chain()/on_posted() — Endpoint::doorbell: link, ibv_post_send, clear.
+//   on_post_failed() — ibv_post_send refused the chain from some entry on.
+//   on_completion()  — for every CQE of this channel (success or error) and
+//                      for every entry that never reached the wire.
+//
+// Completion rules (the RDMA contract of fabric.h):
+//   * success CQE of a signaled request retires it and every earlier
+//     request (FIFO): SendQueue::on_signaled_completion.
+//   * it is reported iff the user asked for a signal; forced signals are
+//     consumed here.
+//   * an error CQE (or an unposted entry) is ALWAYS reported, with
+//     kTransportError, even for unsignaled requests, exactly as an RNIC
+//     generates error CQEs for unsignaled work requests.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "r2/common/region_table.h"
+#include "r2/common/send_queue.h"
+#include "r2/fabric.h"
+#include "r2/verbs/keys.h"
+#include "r2/verbs/wr_chain.h"
+
+namespace drtmx::r2::verbs {
+
+// Read-only tables a channel needs to translate a request.
+struct ChannelTables {
+  const RegionTable* regions = nullptr;  // base VA (and size) of remote regions
+  const RkeyTable* rkeys = nullptr;
+  const LocalKeys* lkeys = nullptr;  // this thread's PD
+  ThreadId thread = 0;               // selects the rkey of the peer's thread
+  uint32_t max_inline = 0;           // the QP's max_inline_data
+};
+
+struct PostOutcome {
+  PostResult result = PostResult::kOk;
+  // Not kOk: the request was not queued and must complete locally with
+  // this status (a key is missing although the region check passed).
+  OpStatus local_error = OpStatus::kOk;
+};
+
+class RcChannel {
+ public:
+  RcChannel(NodeId peer, uint32_t depth);
+
+  NodeId peer() const { return peer_; }
+
+  // Appends `wr` (already checked) to the chain. kQueueFull when the send
+  // queue has no room; nothing is changed then.
+  PostOutcome post(const WorkRequest& wr, const ChannelTables& t);
+
+  WrChain& chain() { return chain_; }
+  // The whole chain went to ibv_post_send successfully.
+  void on_posted() { chain_.clear(); }
+  // ibv_post_send failed at chain entry `first_bad`: that entry and all
+  // later ones never reached the wire. Their seqs are kept in unposted()
+  // until the endpoint completes them with on_completion(seq, false).
+  void on_post_failed(uint32_t first_bad);
+  std::vector<uint32_t>& unposted() { return unposted_; }
+
+  // A completion (or local failure when !ok) for the request with `seq`.
+  // Returns true and fills `*out` when the user must see it.
+  bool on_completion(uint32_t seq, bool ok, Completion* out);
+
+  // Requests posted (queued or on the wire) and not yet retired.
+  uint32_t outstanding() const { return sq_.used(); }
+  const SendQueue& send_queue() const { return sq_; }
+  // Completions that matched no live slot (a bug or a corrupted wr_id).
+  uint64_t stale_completions() const { return stale_; }
+
+ private:
+  struct Slot {
+    uint64_t user_wr_id = 0;
+    uint32_t seq = 0;
+    Verb verb = Verb::kRead;
+    bool live = false;
+    bool user_signaled = false;
+    bool sq_signaled = false;  // user-signaled or forced
+    bool reported = false;     // an error was already reported for it
+  };
+
+  void retire_through(uint32_t seq);
+
+  NodeId peer_;
+  SendQueue sq_;
+  std::vector<Slot> slots_;
+  uint32_t mask_;
+  uint32_t next_seq_ = 0;  // seq of the next post
+  uint32_t tail_seq_ = 0;  // oldest seq not yet retired
+  WrChain chain_;
+  std::vector<uint32_t> unposted_;
+  uint64_t stale_ = 0;
+};
+
+// Smallest power of two >= n (n >= 1).
+uint32_t round_up_pow2(uint32_t n);
+
+}  // namespace drtmx::r2::verbs
