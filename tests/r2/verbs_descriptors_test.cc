@@ -15,6 +15,7 @@ NodeDesc sample() {
   d.threads = 2;
   d.msg_mtu = 4088;
   d.max_op_bytes = 1u << 30;
+  d.recv_buffers = 1024;
   d.regions.push_back({0, 0x7f0012340000ull, 1ull << 33, {0x101, 0x201}});
   d.regions.push_back({7, 0x55aa00001000ull, 4096, {0xffffffff, 0}});
   for (int t = 0; t < 2; ++t) {

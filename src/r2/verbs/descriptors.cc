@@ -69,6 +69,7 @@ std::string serialize_node_desc(const NodeDesc& d) {
   w.u16(d.threads);
   w.u32(d.msg_mtu);
   w.u32(d.max_op_bytes);
+  w.u32(d.recv_buffers);
   w.u16(static_cast<uint16_t>(d.regions.size()));
   for (const RegionDesc& r : d.regions) {
     w.u16(r.id);
@@ -107,7 +108,7 @@ Result<NodeDesc> parse_node_desc(const std::string& blob, NodeId from, uint16_t 
   }
   if (!r.u16(&d.node, "node") || !r.u16(&d.num_nodes, "num_nodes") ||
       !r.u16(&d.threads, "threads") || !r.u32(&d.msg_mtu, "msg_mtu") ||
-      !r.u32(&d.max_op_bytes, "max_op_bytes")) {
+      !r.u32(&d.max_op_bytes, "max_op_bytes") || !r.u32(&d.recv_buffers, "recv_buffers")) {
     return bad(r.error());
   }
   if (d.node != from) return bad("it names node " + std::to_string(d.node));

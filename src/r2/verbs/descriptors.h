@@ -6,6 +6,8 @@
 //   u16 node, u16 num_nodes, u16 threads
 //   u32 msg_mtu        largest message payload this node accepts
 //   u32 max_op_bytes   largest READ/WRITE its port accepts
+//   u32 recv_buffers   receive buffers per UD QP (the credit plan needs it
+//                      equal on every node)
 //   u16 region count, then per region:
 //       u16 id, u64 base VA, u64 size, u32 rkey[threads]
 //   per thread (threads entries):
@@ -57,6 +59,7 @@ struct NodeDesc {
   uint16_t threads = 0;
   uint32_t msg_mtu = 0;
   uint32_t max_op_bytes = 0;
+  uint32_t recv_buffers = 0;
   std::vector<RegionDesc> regions;
   std::vector<ThreadDesc> thread_descs;  // [thread]
   friend bool operator==(const NodeDesc&, const NodeDesc&) = default;

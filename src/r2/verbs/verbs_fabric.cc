@@ -125,6 +125,7 @@ class VerbsFabric final : public Fabric {
     d.threads = cfg_.threads;
     d.msg_mtu = endpoints_[0]->local_msg_mtu();
     d.max_op_bytes = max_op_bytes_;
+    d.recv_buffers = cfg_.recv_buffers;
     for (size_t i = 0; i < regions_.size(); ++i) {
       d.regions.push_back({regions_[i].id, reinterpret_cast<uint64_t>(regions_[i].base),
                            regions_[i].size, region_rkeys_[i]});
@@ -151,6 +152,13 @@ class VerbsFabric final : public Fabric {
     for (NodeId n = 0; n < cfg_.num_nodes; ++n) {
       auto d = parse_node_desc((*blobs)[n], n, cfg_.num_nodes, cfg_.threads);
       if (!d.is_ok()) return d.status();
+      if (d->recv_buffers != cfg_.recv_buffers) {
+        return invalid_argument("verbs connect: node " + std::to_string(n) + " posts " +
+                                std::to_string(d->recv_buffers) +
+                                " receive buffers per thread, this node " +
+                                std::to_string(cfg_.recv_buffers) +
+                                "; messaging credits need the same number on every node");
+      }
       msg_mtu = std::min(msg_mtu, d->msg_mtu);
       max_op_bytes_ = std::min(max_op_bytes_, d->max_op_bytes);
       for (const RegionDesc& r : d->regions) {
