@@ -212,13 +212,20 @@ TEST(VerbsWrChain, UnpostedEntriesCompleteLocally) {
   Fixture f;
   RcChannel ch(kPeer, 16);
   for (int i = 0; i < 3; ++i) ch.post(f.wr(Verb::kRead, 8, 0, true, 10 + i), f.tables());
-  ch.on_post_failed(1);
+  ch.on_post_failed(1);  // entry 0 went out; 1 and 2 did not
   EXPECT_TRUE(ch.chain().empty());
-  ASSERT_EQ(ch.unposted(), (std::vector<uint32_t>{1, 2}));
-  Completion c;
-  ASSERT_TRUE(ch.on_completion(1, false, &c));
-  EXPECT_EQ(c.wr_id, 11u);
-  EXPECT_EQ(c.status, OpStatus::kTransportError);
+  EXPECT_TRUE(ch.has_unposted());
+  Completion c[4];
+  EXPECT_EQ(ch.drain_unposted(c, 4), 0) << "waits for the earlier request in flight (FIFO)";
+  ASSERT_TRUE(ch.on_completion(0, true, &c[0]));
+  EXPECT_EQ(c[0].wr_id, 10u);
+  ASSERT_EQ(ch.drain_unposted(c, 1), 1) << "respects max";
+  EXPECT_EQ(c[0].wr_id, 11u);
+  EXPECT_EQ(c[0].status, OpStatus::kTransportError);
+  ASSERT_EQ(ch.drain_unposted(c, 4), 1);
+  EXPECT_EQ(c[0].wr_id, 12u);
+  EXPECT_FALSE(ch.has_unposted());
+  EXPECT_EQ(ch.outstanding(), 0u);
 }
 
 TEST(VerbsWrChain, MissingKeysCompleteLocally) {

@@ -55,6 +55,23 @@ void RcChannel::on_post_failed(uint32_t first_bad) {
   chain_.clear();
 }
 
+int RcChannel::drain_unposted(Completion* out, int max) {
+  if (unposted_.empty()) return 0;
+  uint32_t signaled_unposted = 0;
+  for (uint32_t seq : unposted_) {
+    const Slot& s = slots_[seq & mask_];
+    if (s.live && s.seq == seq && s.sq_signaled) ++signaled_unposted;
+  }
+  if (sq_.pending_signals() > signaled_unposted) return 0;  // earlier ones in flight
+  int n = 0;
+  size_t i = 0;
+  for (; i < unposted_.size() && n < max; ++i) {
+    if (on_completion(unposted_[i], false, &out[n])) ++n;
+  }
+  unposted_.erase(unposted_.begin(), unposted_.begin() + static_cast<long>(i));
+  return n;
+}
+
 void RcChannel::retire_through(uint32_t seq) {
   // FIFO: everything from the tail up to and including `seq` is done.
   while (static_cast<int32_t>(seq - tail_seq_) >= 0) {

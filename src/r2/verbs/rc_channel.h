@@ -67,10 +67,14 @@ class RcChannel {
   // The whole chain went to ibv_post_send successfully.
   void on_posted() { chain_.clear(); }
   // ibv_post_send failed at chain entry `first_bad`: that entry and all
-  // later ones never reached the wire. Their seqs are kept in unposted()
-  // until the endpoint completes them with on_completion(seq, false).
+  // later ones never reached the wire. They complete with kTransportError
+  // through drain_unposted().
   void on_post_failed(uint32_t first_bad);
-  std::vector<uint32_t>& unposted() { return unposted_; }
+  bool has_unposted() const { return !unposted_.empty(); }
+  // Completes up to `max` unposted requests into `out`, in order, once
+  // every signaled request posted before them has completed (so FIFO and
+  // the SendQueue accounting hold). Returns how many it wrote.
+  int drain_unposted(Completion* out, int max);
 
   // A completion (or local failure when !ok) for the request with `seq`.
   // Returns true and fills `*out` when the user must see it.

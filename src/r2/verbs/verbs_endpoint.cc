@@ -228,19 +228,6 @@ int VerbsEndpoint::poll(Completion* out, int max) {
     local_done_.clear();
     local_head_ = 0;
   }
-  if (any_unposted_) {
-    bool left = false;
-    for (RcChannel& ch : channels_) {
-      auto& seqs = ch.unposted();
-      size_t i = 0;
-      for (; i < seqs.size() && n < max; ++i) {
-        if (ch.on_completion(seqs[i], false, &out[n])) ++n;
-      }
-      seqs.erase(seqs.begin(), seqs.begin() + static_cast<long>(i));
-      left = left || !seqs.empty();
-    }
-    any_unposted_ = left;
-  }
   while (n < max) {
     const int want = std::min(max - n, kPollBatch);
     const int got = ibv_poll_cq(rc_cq_.get(), want, wcs_.data());
@@ -258,6 +245,21 @@ int VerbsEndpoint::poll(Completion* out, int max) {
     }
     if (got < want) break;
   }
+  if (any_unposted_) {
+    // After the CQ, so earlier requests of a channel complete first.
+    n += drain_unposted(out + n, max - n);
+  }
+  return n;
+}
+
+int VerbsEndpoint::drain_unposted(Completion* out, int max) {
+  int n = 0;
+  bool left = false;
+  for (RcChannel& ch : channels_) {
+    if (n < max) n += ch.drain_unposted(out + n, max - n);
+    left = left || ch.has_unposted();
+  }
+  any_unposted_ = left;
   return n;
 }
 

@@ -94,6 +94,7 @@ class VerbsEndpoint final : public Endpoint {
   }
   // Queues one UD message (header + payload); caller checked room/credits.
   void queue_ud(uint32_t peer, MsgType type, const void* payload, uint32_t len);
+  int drain_unposted(Completion* out, int max);
   void reap_ud_sends();
   void post_receives();
   void return_credits();
