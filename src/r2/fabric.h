@@ -30,6 +30,14 @@
 //     inside the region (or names a missing node/region, or is a misaligned
 //     atomic) touches nothing and completes with an error status — even if it
 //     was posted unsignaled, as with an RNIC.
+//   * A request that fails those checks never reaches the wire; its error
+//     completion is delivered at the next poll() and may overtake the
+//     completions of requests posted earlier on the same channel.
+//   * Messages: FIFO per (sender thread, receiver thread). On shm delivery is
+//     reliable; on verbs (UD) a message may in rare cases be lost, so callers
+//     that wait for an answer need a timeout (the RPC layer has one).
+//     Receivers must keep calling poll_messages(): that is what returns
+//     ring space / credits to senders.
 //   * Local buffers (READ destination, WRITE source, atomic result) must lie
 //     inside a region registered on the local node; otherwise the op
 //     completes with kBadLocalBuffer. This holds on shm too, so code that
@@ -101,7 +109,7 @@ enum class PostResult : uint8_t {
 
 enum class SendResult : uint8_t {
   kOk,        // queued; visible to the receiver after flush_sends()
-  kNoSpace,   // receiver's ring or credits exhausted: poll, then retry
+  kNoSpace,   // receiver's ring or credits exhausted: poll_messages(), then retry
   kTooLarge,  // len > mtu(): split it above (the RPC layer does)
   kBadPeer,   // no such node or thread
 };
@@ -142,6 +150,8 @@ class Endpoint {
   virtual uint32_t send_queue_depth() const = 0;
 
   // --- messaging -------------------------------------------------------------
+  // Largest message payload of this endpoint. May be below the configured
+  // mtu (verbs: one UD packet of the port's MTU); split by this value.
   virtual uint32_t mtu() const = 0;
   // Queues one message to thread `thread` of node `node`.
   virtual SendResult send(NodeId node, ThreadId thread, const void* msg, uint32_t len) = 0;

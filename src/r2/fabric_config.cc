@@ -66,6 +66,7 @@ std::map<std::string, std::string> FabricConfig::fingerprint() const {
       {"send_queue_depth", std::to_string(send_queue_depth)},
       {"fabric_delay_ns", std::to_string(delay_ns)},
       {"ring_bytes", std::to_string(ring_bytes)},
+      {"recv_buffers", std::to_string(recv_buffers)},
   };
 }
 

@@ -21,7 +21,8 @@ struct FabricConfig {
 
   // Requests a channel may have posted but not completed.
   uint32_t send_queue_depth = 256;
-  // Largest message payload accepted by Endpoint::send.
+  // Largest message payload wanted. The endpoint may offer less (verbs: the
+  // port MTU minus a header); Endpoint::mtu() is what holds.
   uint32_t mtu = 4096;
 
   // shm: a completion (or message) becomes visible this long after the
