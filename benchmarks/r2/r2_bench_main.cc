@@ -126,6 +126,8 @@ Result<R2BenchOptions> parse_r2_bench(int argc, char** argv) {
   }
   if (o.host_coordinator && o.node != 0) return bad("--host-coordinator needs --node=0");
   if (o.processes && o.node >= 0) return bad("--processes and --node exclude each other");
+  // A node started on its own is a process of its own (the report says so).
+  if (o.node >= 0) o.processes = true;
   o.fabric.backend = fabric;
   o.fabric.num_nodes = static_cast<uint16_t>(nodes);
   o.fabric.threads = static_cast<uint16_t>(threads);
@@ -185,8 +187,7 @@ int run_cluster(R2BenchOptions o) {
       if (!st[n].is_ok() && result.is_ok()) result = st[n].with_context("node " + std::to_string(n));
     }
   }
-  Status done = (*server)->wait_done(std::chrono::milliseconds(5000));
-  if (result.is_ok() && !done.is_ok()) result = done;
+  if (result.is_ok()) result = (*server)->wait_done(std::chrono::milliseconds(5000));
   if (shm) r2::remove_shm_segments(o.fabric.cluster);
   return result.is_ok() ? 0 : fail(result);
 }

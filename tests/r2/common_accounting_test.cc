@@ -52,7 +52,9 @@ TEST(SendQueue, RandomizedNeverOverflowsAndDrainsToZero) {
     }
     ASSERT_LE(q.used(), q.depth());
     // Whenever it is full, something signaled is in flight to free it.
-    if (!q.has_room()) ASSERT_GT(inflight_signals, 0u);
+    if (!q.has_room()) {
+      ASSERT_GT(inflight_signals, 0u);
+    }
   }
 }
 

@@ -19,13 +19,13 @@ namespace {
 
 const std::string kBench = R2_BENCH_PATH;
 
-struct Run {
+struct CmdResult {
   int code;
   std::string out;
 };
 
-Run sh(const std::string& cmd) {
-  Run r{-1, {}};
+CmdResult sh(const std::string& cmd) {
+  CmdResult r{-1, {}};
   FILE* p = popen((cmd + " 2>&1").c_str(), "r");
   if (p == nullptr) return r;
   char buf[4096];
@@ -59,7 +59,7 @@ TEST(ProcessCluster, AtomicsAcrossProcessesGiveExactTotals) {
   for (const char* op : {"faa", "cas"}) {
     const std::string c = cluster(op);
     const std::string json = ::testing::TempDir() + c + ".json";
-    Run r = sh(kBench + " --processes --nodes=3 --threads=2 --coroutines=4 --op=" + op +
+    CmdResult r = sh(kBench + " --processes --nodes=3 --threads=2 --coroutines=4 --op=" + op +
                " --seconds=0.5 --warmup=0.1 --region-mb=1 --cluster=" + c + " --json=" + json);
     ASSERT_EQ(r.code, 0) << r.out;
     EXPECT_NE(r.out.find("check"), std::string::npos) << r.out;
@@ -75,7 +75,7 @@ TEST(ProcessCluster, ReadsWritesAndRpcAcrossProcesses) {
                            "--op=rpc --payload=3000 --mtu=1024", "--op=rpc --passive-ack"}) {
     const std::string c = cluster("rw");
     const std::string json = ::testing::TempDir() + c + ".json";
-    Run r = sh(kBench + " --processes --nodes=2 --coroutines=4 " + args +
+    CmdResult r = sh(kBench + " --processes --nodes=2 --coroutines=4 " + args +
                " --seconds=0.3 --warmup=0.1 --cluster=" + c + " --json=" + json);
     ASSERT_EQ(r.code, 0) << args << "\n" << r.out;
     std::string j = slurp(json);
@@ -115,12 +115,12 @@ TEST(ProcessCluster, MissingNodeIsNamedOnEveryNode) {
   const std::string c = cluster("missing");
   ManualCluster m(3, c);
   ASSERT_TRUE(m.server);
-  Run r0, r1;
+  CmdResult r0, r1;
   std::thread t0([&] { r0 = sh(node_cmd(c, 3, 0, m.coord)); });
   std::thread t1([&] { r1 = sh(node_cmd(c, 3, 1, m.coord)); });
   t0.join();
   t1.join();
-  for (Run* r : {&r0, &r1}) {
+  for (CmdResult* r : {&r0, &r1}) {
     EXPECT_NE(r->code, 0) << r->out;
     EXPECT_NE(r->out.find("2"), std::string::npos) << r->out;
     EXPECT_NE(r->out.find("did not join"), std::string::npos) << r->out;
@@ -133,12 +133,12 @@ TEST(ProcessCluster, DuplicateNodeIdIsRefusedEverywhere) {
   const std::string c = cluster("dup");
   ManualCluster m(2, c);
   ASSERT_TRUE(m.server);
-  Run r0, r1;
+  CmdResult r0, r1;
   std::thread t0([&] { r0 = sh(node_cmd(c, 2, 1, m.coord)); });
   std::thread t1([&] { r1 = sh(node_cmd(c, 2, 1, m.coord)); });
   t0.join();
   t1.join();
-  for (Run* r : {&r0, &r1}) {
+  for (CmdResult* r : {&r0, &r1}) {
     EXPECT_NE(r->code, 0) << r->out;
     EXPECT_NE(r->out.find("duplicate node id 1"), std::string::npos) << r->out;
   }
@@ -149,12 +149,12 @@ TEST(ProcessCluster, MismatchedConfigurationNamesTheSetting) {
   const std::string c = cluster("mismatch");
   ManualCluster m(2, c);
   ASSERT_TRUE(m.server);
-  Run r0, r1;
+  CmdResult r0, r1;
   std::thread t0([&] { r0 = sh(node_cmd(c, 2, 0, m.coord, "--payload=64")); });
   std::thread t1([&] { r1 = sh(node_cmd(c, 2, 1, m.coord, "--payload=128")); });
   t0.join();
   t1.join();
-  for (Run* r : {&r0, &r1}) {
+  for (CmdResult* r : {&r0, &r1}) {
     EXPECT_NE(r->code, 0) << r->out;
     EXPECT_NE(r->out.find("payload"), std::string::npos) << r->out;
   }
@@ -175,17 +175,17 @@ TEST(ProcessCluster, BadCommandLinesAreRefusedClearly) {
       {"--node=1", "--coordinator"},
   };
   for (auto& cs : cases) {
-    Run r = sh(kBench + " " + cs.args);
+    CmdResult r = sh(kBench + " " + cs.args);
     EXPECT_EQ(r.code, 1) << cs.args << "\n" << r.out;
     EXPECT_NE(r.out.find(cs.want), std::string::npos) << cs.args << "\n" << r.out;
   }
-  Run h = sh(kBench + " --help");
+  CmdResult h = sh(kBench + " --help");
   EXPECT_EQ(h.code, 0);
   EXPECT_NE(h.out.find("--fabric-delay-ns"), std::string::npos);
 }
 
 TEST(ProcessCluster, VerbsWithoutADeviceStopsWithTheRecipe) {
-  Run r = sh(kBench + " --fabric=verbs --nodes=1 --seconds=0.1 --warmup=0");
+  CmdResult r = sh(kBench + " --fabric=verbs --nodes=1 --seconds=0.1 --warmup=0");
   if (r.code == 0) GTEST_SKIP() << "an RDMA device is present";
   EXPECT_NE(r.out.find("--fabric=shm"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("rdma link add"), std::string::npos) << r.out;
