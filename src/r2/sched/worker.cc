@@ -2,13 +2,19 @@
 // in rpc_recv.cc and rpc_send.cc, the coroutine-side waits in co.cc.
 #include "r2/sched/worker.h"
 
-#include <boost/context/protected_fixedsize_stack.hpp>
 #include <exception>
 
 #include "r2/common/clock.h"
 #include "r2/sched/wr_id.h"
 
 namespace drtmx::r2 {
+
+namespace {
+// Thrown at a suspended coroutine's switch point when its worker is
+// destroyed, so its stack unwinds (destructors run) through our own,
+// sanitizer-annotated switches.
+struct CoroutineCancelled {};
+}  // namespace
 
 Status WorkerConfig::validate() const {
   if (coroutines == 0 || coroutines > kMaxCoroutines) {
@@ -43,7 +49,17 @@ Worker::Worker(Endpoint* ep, NodeId self, uint16_t num_nodes, uint16_t threads_p
   scratch_.resize(ep_->mtu());
 }
 
-Worker::~Worker() = default;
+Worker::~Worker() {
+  for (uint16_t i = 0; i < cos_.size(); ++i) {
+    CoState& c = *cos_[i];
+    // Bounded: a body that swallows the cancellation and suspends again is
+    // cancelled again; after that boost's own unwinding takes over.
+    for (int tries = 0; tries < 16 && c.state != State::kFinished; ++tries) {
+      c.cancelled = true;
+      resume(i);
+    }
+  }
+}
 
 Status Worker::register_handler(uint16_t rpc_id, RpcHandler handler) {
   if (rpc_id >= handlers_.size()) handlers_.resize(rpc_id + 1u);
@@ -66,11 +82,14 @@ Status Worker::spawn(std::function<void(Co&)> body) {
   c->body = std::move(body);
   CoState* cs = c.get();
   c->fiber = boost::context::fiber(
-      std::allocator_arg, boost::context::protected_fixedsize_stack(cfg_.stack_bytes),
+      std::allocator_arg, RecordingStack(cfg_.stack_bytes, &cs->stack),
       [this, cs](boost::context::fiber&& sched) {
+        fiber_switch_end(nullptr, &sched_stack_);
         cs->sched = std::move(sched);
         try {
-          cs->body(cs->co);
+          if (!cs->cancelled) cs->body(cs->co);
+        } catch (const CoroutineCancelled&) {
+          // unwound on purpose by ~Worker
         } catch (const boost::context::detail::forced_unwind&) {
           throw;  // a suspended coroutine being destroyed: let it unwind
         } catch (const std::exception& e) {
@@ -79,6 +98,7 @@ Status Worker::spawn(std::function<void(Co&)> body) {
           if (failure_.is_ok()) failure_ = internal_error("coroutine threw a non-standard exception");
         }
         cs->state = State::kFinished;
+        fiber_switch_begin(nullptr, sched_stack_);  // this stack goes away
         return std::move(cs->sched);
       });
   cos_.push_back(std::move(c));
@@ -96,13 +116,18 @@ void Worker::make_runnable(CoState& c) {
 
 void Worker::suspend() {
   CoState& c = *cos_[current_];
+  fiber_switch_begin(&c.fake_stack, sched_stack_);
   c.sched = std::move(c.sched).resume();
+  fiber_switch_end(c.fake_stack, nullptr);
+  if (c.cancelled) throw CoroutineCancelled();
 }
 
 void Worker::resume(uint16_t index) {
   CoState& c = *cos_[index];
   current_ = index;
+  fiber_switch_begin(&sched_fake_stack_, c.stack);
   c.fiber = std::move(c.fiber).resume();
+  fiber_switch_end(sched_fake_stack_, nullptr);
   if (c.state == State::kFinished) {
     ++finished_;
     c.fiber = {};

@@ -31,6 +31,7 @@
 #include "base/status.h"
 #include "r2/fabric.h"
 #include "r2/sched/co.h"
+#include "r2/sched/fiber_sanitizer.h"
 #include "r2/sched/idle_backoff.h"
 #include "r2/sched/rpc.h"
 #include "r2/sched/rpc_wire.h"
@@ -114,6 +115,9 @@ class Worker {
     std::function<void(Co&)> body;
     boost::context::fiber fiber;  // the coroutine, while suspended
     boost::context::fiber sched;  // the scheduler, while the coroutine runs
+    bool cancelled = false;       // being destroyed: unwind at the next switch
+    FiberStack stack;             // for the sanitizer's stack bookkeeping
+    void* fake_stack = nullptr;
     State state = State::kRunnable;
     Wait wait = Wait::kNone;
     uint32_t pending = 0;  // completions or replies still awaited
@@ -199,6 +203,8 @@ class Worker {
   std::vector<Completion> comps_;
   std::vector<Message> msgs_;
   IdleBackoff backoff_;
+  FiberStack sched_stack_;  // the worker thread's own stack (sanitizer)
+  void* sched_fake_stack_ = nullptr;
   uint64_t iteration_ = 0;
   uint32_t rpc_waiters_ = 0;
 };
