@@ -21,7 +21,9 @@ std::string self_exe() {
   return buf;
 }
 
-ProcessGroup::~ProcessGroup() { kill_all(); }
+ProcessGroup::~ProcessGroup() {
+  kill_all();
+}
 
 Status ProcessGroup::spawn(const std::string& name, const std::string& exe,
                            const std::vector<std::string>& args) {

@@ -26,8 +26,8 @@ struct R2BenchOptions {
   std::string json;
   bool processes = false;
   uint32_t region_mb = 4;
-  int node = -1;  // >= 0: run as this node of an already started cluster
-  std::string coordinator;  // node mode: the coordinator; launcher: where to listen
+  int node = -1;                  // >= 0: run as this node of an already started cluster
+  std::string coordinator;        // node mode: the coordinator; launcher: where to listen
   bool host_coordinator = false;  // node mode: this node also hosts the coordinator
   uint32_t join_timeout_ms = 20000;
 

@@ -49,38 +49,37 @@ Result<R2BenchOptions> parse_r2_bench(int argc, char** argv) {
   po::options_description desc(
       "r2-bench: one-sided READ/WRITE/CAS/FAA and RPC echo between the nodes of a cluster\n"
       "Options");
-  desc.add_options()
-      ("help,h", "show this help")
-      ("fabric", po::value(&fabric)->default_value("shm"), "shm | verbs")
-      ("nodes", po::value(&nodes)->default_value(2), "nodes in the cluster")
-      ("threads", po::value(&threads)->default_value(1), "worker threads per node")
-      ("coroutines", po::value(&coroutines)->default_value(8), "coroutines per worker thread")
-      ("op", po::value(&o.op_name)->default_value("read"), "read | write | cas | faa | rpc")
-      ("payload", po::value(&o.payload)->default_value(64),
-       "bytes per READ/WRITE or RPC request (atomics always move 8)")
-      ("batch", po::value(&o.batch)->default_value(1),
-       "ops per doorbell (one-sided) or requests per flush (rpc), 1..64")
-      ("seconds", po::value(&o.seconds)->default_value(3), "measured seconds")
-      ("warmup", po::value(&o.warmup)->default_value(1), "seconds before measuring")
-      ("fabric-delay-ns", po::value(&o.fabric.delay_ns)->default_value(0),
-       "shm: completions and messages become visible this long after sending")
-      ("passive-ack", po::bool_switch(&o.passive_ack),
-       "rpc: one-way messages acknowledged on later traffic; one-sided: only the last op "
-       "of each batch is signaled")
-      ("json", po::value(&o.json), "also write the report as JSON to this file")
-      ("processes", po::bool_switch(&o.processes), "run every node as its own process")
-      ("cluster", po::value(&o.fabric.cluster),
-       "cluster name (names shm segments); default r2bench-<pid>")
-      ("region-mb", po::value(&o.region_mb)->default_value(4), "registered data MiB per node")
-      ("mtu", po::value(&o.fabric.mtu)->default_value(4096), "largest message payload")
-      ("device", po::value(&o.fabric.device), "verbs: RDMA device name (default: first)")
-      ("node", po::value(&o.node), "run only this node of a cluster started elsewhere")
-      ("coordinator", po::value(&o.coordinator),
-       "with --node: the coordinator's host:port; otherwise where to listen")
-      ("host-coordinator", po::bool_switch(&o.host_coordinator),
-       "with --node=0: this node also serves the coordinator at --coordinator")
-      ("join-timeout-ms", po::value(&o.join_timeout_ms)->default_value(20000),
-       "how long nodes wait for each other at start");
+  desc.add_options()("help,h", "show this help")("fabric", po::value(&fabric)->default_value("shm"),
+                                                 "shm | verbs")(
+      "nodes", po::value(&nodes)->default_value(2), "nodes in the cluster")(
+      "threads", po::value(&threads)->default_value(1), "worker threads per node")(
+      "coroutines", po::value(&coroutines)->default_value(8), "coroutines per worker thread")(
+      "op", po::value(&o.op_name)->default_value("read"), "read | write | cas | faa | rpc")(
+      "payload", po::value(&o.payload)->default_value(64),
+      "bytes per READ/WRITE or RPC request (atomics always move 8)")(
+      "batch", po::value(&o.batch)->default_value(1),
+      "ops per doorbell (one-sided) or requests per flush (rpc), 1..64")(
+      "seconds", po::value(&o.seconds)->default_value(3), "measured seconds")(
+      "warmup", po::value(&o.warmup)->default_value(1), "seconds before measuring")(
+      "fabric-delay-ns", po::value(&o.fabric.delay_ns)->default_value(0),
+      "shm: completions and messages become visible this long after sending")(
+      "passive-ack", po::bool_switch(&o.passive_ack),
+      "rpc: one-way messages acknowledged on later traffic; one-sided: only the last op "
+      "of each batch is signaled")("json", po::value(&o.json),
+                                   "also write the report as JSON to this file")(
+      "processes", po::bool_switch(&o.processes), "run every node as its own process")(
+      "cluster", po::value(&o.fabric.cluster),
+      "cluster name (names shm segments); default r2bench-<pid>")(
+      "region-mb", po::value(&o.region_mb)->default_value(4), "registered data MiB per node")(
+      "mtu", po::value(&o.fabric.mtu)->default_value(4096), "largest message payload")(
+      "device", po::value(&o.fabric.device), "verbs: RDMA device name (default: first)")(
+      "node", po::value(&o.node), "run only this node of a cluster started elsewhere")(
+      "coordinator", po::value(&o.coordinator),
+      "with --node: the coordinator's host:port; otherwise where to listen")(
+      "host-coordinator", po::bool_switch(&o.host_coordinator),
+      "with --node=0: this node also serves the coordinator at --coordinator")(
+      "join-timeout-ms", po::value(&o.join_timeout_ms)->default_value(20000),
+      "how long nodes wait for each other at start");
   po::variables_map vm;
   try {
     po::store(po::parse_command_line(argc, argv, desc), vm);
@@ -96,19 +95,29 @@ Result<R2BenchOptions> parse_r2_bench(int argc, char** argv) {
     return not_found(os.str());
   }
   auto bad = [](const std::string& m) { return invalid_argument(m); };
-  if (o.op_name == "read") o.op = Op::kRead;
-  else if (o.op_name == "write") o.op = Op::kWrite;
-  else if (o.op_name == "cas") o.op = Op::kCas;
-  else if (o.op_name == "faa") o.op = Op::kFaa;
-  else if (o.op_name == "rpc") o.op = Op::kRpc;
-  else return bad("--op=" + o.op_name + ": expected read, write, cas, faa or rpc");
-  if (nodes == 0 || nodes > 256) return bad("--nodes=" + std::to_string(nodes) + ": expected 1..256");
-  if (threads == 0 || threads > 64) return bad("--threads=" + std::to_string(threads) + ": expected 1..64");
+  if (o.op_name == "read")
+    o.op = Op::kRead;
+  else if (o.op_name == "write")
+    o.op = Op::kWrite;
+  else if (o.op_name == "cas")
+    o.op = Op::kCas;
+  else if (o.op_name == "faa")
+    o.op = Op::kFaa;
+  else if (o.op_name == "rpc")
+    o.op = Op::kRpc;
+  else
+    return bad("--op=" + o.op_name + ": expected read, write, cas, faa or rpc");
+  if (nodes == 0 || nodes > 256)
+    return bad("--nodes=" + std::to_string(nodes) + ": expected 1..256");
+  if (threads == 0 || threads > 64)
+    return bad("--threads=" + std::to_string(threads) + ": expected 1..64");
   if (coroutines == 0 || coroutines > 256) {
     return bad("--coroutines=" + std::to_string(coroutines) + ": expected 1..256");
   }
-  if (o.batch == 0 || o.batch > 64) return bad("--batch=" + std::to_string(o.batch) + ": expected 1..64");
-  if (!(o.seconds > 0 && o.seconds <= 3600)) return bad("--seconds: expected more than 0, at most 3600");
+  if (o.batch == 0 || o.batch > 64)
+    return bad("--batch=" + std::to_string(o.batch) + ": expected 1..64");
+  if (!(o.seconds > 0 && o.seconds <= 3600))
+    return bad("--seconds: expected more than 0, at most 3600");
   if (!(o.warmup >= 0 && o.warmup <= 600)) return bad("--warmup: expected 0..600");
   if (o.region_mb == 0 || o.region_mb > 65536) return bad("--region-mb: expected 1..65536");
   if (o.op == Op::kCas || o.op == Op::kFaa) o.payload = 8;
@@ -122,7 +131,8 @@ Result<R2BenchOptions> parse_r2_bench(int argc, char** argv) {
     return bad("--node needs --coordinator=HOST:PORT (where the cluster's coordinator listens)");
   }
   if (o.node >= static_cast<int>(nodes)) {
-    return bad("--node=" + std::to_string(o.node) + ": must be below --nodes=" + std::to_string(nodes));
+    return bad("--node=" + std::to_string(o.node) +
+               ": must be below --nodes=" + std::to_string(nodes));
   }
   if (o.host_coordinator && o.node != 0) return bad("--host-coordinator needs --node=0");
   if (o.processes && o.node >= 0) return bad("--processes and --node exclude each other");
@@ -160,8 +170,8 @@ int run_cluster(R2BenchOptions o) {
   auto server = r2::ControlServer::start(sc);
   if (!server) return fail(server.status());
   const std::string coord = "127.0.0.1:" + std::to_string((*server)->port());
-  const auto limit = std::chrono::milliseconds(
-      static_cast<int64_t>((o.seconds + o.warmup) * 1000) + o.join_timeout_ms + 60000);
+  const auto limit = std::chrono::milliseconds(static_cast<int64_t>((o.seconds + o.warmup) * 1000) +
+                                               o.join_timeout_ms + 60000);
   Status result;
   if (o.processes) {
     ProcessGroup group;
@@ -184,7 +194,8 @@ int run_cluster(R2BenchOptions o) {
     }
     for (auto& t : ts) t.join();
     for (uint16_t n = 0; n < o.fabric.num_nodes; ++n) {
-      if (!st[n].is_ok() && result.is_ok()) result = st[n].with_context("node " + std::to_string(n));
+      if (!st[n].is_ok() && result.is_ok())
+        result = st[n].with_context("node " + std::to_string(n));
     }
   }
   if (result.is_ok()) result = (*server)->wait_done(std::chrono::milliseconds(5000));

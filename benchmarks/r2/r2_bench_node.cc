@@ -52,15 +52,17 @@ uint64_t xorshift(uint64_t& s) {
   return s;
 }
 
-uint32_t stride_of(const R2BenchOptions& o) { return (std::max<uint32_t>(o.payload, 8) + 7) & ~7u; }
+uint32_t stride_of(const R2BenchOptions& o) {
+  return (std::max<uint32_t>(o.payload, 8) + 7) & ~7u;
+}
 
 void one_sided_loop(const R2BenchOptions& o, Co& co, uint8_t* local, Shared& sh,
                     ThreadCounters& tc) {
   const uint32_t stride = stride_of(o);
   const uint64_t slots = (uint64_t{o.region_mb} << 20) / stride;
   const uint16_t nodes = o.fabric.num_nodes;
-  uint64_t rng = 0x9E3779B97F4A7C15ull ^ (uint64_t{co.node()} << 40) ^
-                 (uint64_t{co.thread()} << 20) ^ co.id();
+  uint64_t rng =
+      0x9E3779B97F4A7C15ull ^ (uint64_t{co.node()} << 40) ^ (uint64_t{co.thread()} << 20) ^ co.id();
   // Last seen value per word (direct-mapped), so CAS often succeeds.
   std::vector<uint64_t> guess(o.op == Op::kCas ? 1024 : 0, 0);
   std::vector<uint64_t> expected(o.batch), slot_of(o.batch);
@@ -79,14 +81,21 @@ void one_sided_loop(const R2BenchOptions& o, Co& co, uint8_t* local, Shared& sh,
       const RemoteAddr at{peer, kData, slot * stride};
       uint8_t* buf = local + size_t{i} * stride;
       switch (o.op) {
-        case Op::kRead: b.read(at, buf, o.payload); break;
-        case Op::kWrite: b.write(at, buf, o.payload, !o.passive_ack || i + 1 == o.batch); break;
+        case Op::kRead:
+          b.read(at, buf, o.payload);
+          break;
+        case Op::kWrite:
+          b.write(at, buf, o.payload, !o.passive_ack || i + 1 == o.batch);
+          break;
         case Op::kCas:
           expected[i] = guess[slot % guess.size()];
           b.cas(at, expected[i], expected[i] + 1, reinterpret_cast<uint64_t*>(buf));
           break;
-        case Op::kFaa: b.faa(at, 1, reinterpret_cast<uint64_t*>(buf)); break;
-        case Op::kRpc: break;
+        case Op::kFaa:
+          b.faa(at, 1, reinterpret_cast<uint64_t*>(buf));
+          break;
+        case Op::kRpc:
+          break;
       }
     }
     const bool sample = (++n % kSampleEvery) == 0 && sh.measuring.load(std::memory_order_relaxed);
@@ -94,7 +103,8 @@ void one_sided_loop(const R2BenchOptions& o, Co& co, uint8_t* local, Shared& sh,
     const OpStatus st = co.run(b);
     if (sample) tc.hist.record(r2::now_ns() - t0);
     if (st != OpStatus::kOk) {
-      if (tc.error.is_ok()) tc.error = internal_error(std::string("op failed: ") + r2::op_status_name(st));
+      if (tc.error.is_ok())
+        tc.error = internal_error(std::string("op failed: ") + r2::op_status_name(st));
       sh.stop.store(true);
       return;
     }
@@ -108,15 +118,17 @@ void one_sided_loop(const R2BenchOptions& o, Co& co, uint8_t* local, Shared& sh,
         guess[slot_of[i] % guess.size()] = won ? old + 1 : old;
       }
     }
-    if (ok) tc.successes.store(tc.successes.load(std::memory_order_relaxed) + ok, std::memory_order_relaxed);
+    if (ok)
+      tc.successes.store(tc.successes.load(std::memory_order_relaxed) + ok,
+                         std::memory_order_relaxed);
     tc.ops.store(tc.ops.load(std::memory_order_relaxed) + o.batch, std::memory_order_relaxed);
   }
 }
 
 void rpc_loop(const R2BenchOptions& o, Co& co, Shared& sh, ThreadCounters& tc) {
   const uint16_t nodes = o.fabric.num_nodes;
-  uint64_t rng = 0xD1B54A32D192ED03ull ^ (uint64_t{co.node()} << 40) ^
-                 (uint64_t{co.thread()} << 20) ^ co.id();
+  uint64_t rng =
+      0xD1B54A32D192ED03ull ^ (uint64_t{co.node()} << 40) ^ (uint64_t{co.thread()} << 20) ^ co.id();
   std::vector<uint8_t> req(o.payload, static_cast<uint8_t>(co.id()));
   std::vector<Target> targets(o.batch);
   std::vector<RpcBuffer> replies(o.batch);
@@ -140,7 +152,8 @@ void rpc_loop(const R2BenchOptions& o, Co& co, Shared& sh, ThreadCounters& tc) {
     } else {
       std::fill(targets.begin(), targets.end(), t);
       st = co.call(targets, kEcho, req.data(), o.payload, replies);
-      if (st.is_ok() && replies[0].size() != o.payload) st = internal_error("echo reply has the wrong size");
+      if (st.is_ok() && replies[0].size() != o.payload)
+        st = internal_error("echo reply has the wrong size");
     }
     if (sample) tc.hist.record(r2::now_ns() - t0);
     if (!st.is_ok()) {
@@ -166,8 +179,8 @@ struct NodeResult {
 
   std::string encode() const {
     std::ostringstream os;
-    os << ops << " " << measured_ns << " " << successes << " " << words_sum << " "
-       << hist.encode() << " " << (error.empty() ? "-" : "E") << error;
+    os << ops << " " << measured_ns << " " << successes << " " << words_sum << " " << hist.encode()
+       << " " << (error.empty() ? "-" : "E") << error;
     return os.str();
   }
   static bool decode(const std::string& s, NodeResult* r) {
@@ -192,7 +205,8 @@ Status report(const R2BenchOptions& o, const std::vector<NodeResult>& rs) {
   LatencyHistogram h;
   for (auto& r : rs) {
     if (!r.error.empty()) return internal_error(r.error);
-    if (r.measured_ns > 0) mops += static_cast<double>(r.ops) * 1e3 / static_cast<double>(r.measured_ns);
+    if (r.measured_ns > 0)
+      mops += static_cast<double>(r.ops) * 1e3 / static_cast<double>(r.measured_ns);
     ops += r.ops;
     successes += r.successes;
     words += r.words_sum;
@@ -221,8 +235,8 @@ Status report(const R2BenchOptions& o, const std::vector<NodeResult>& rs) {
     std::ofstream f(o.json);
     f << "{\"mops\": " << fmt(mops, 4) << ", \"p50_us\": " << fmt(p50, 3)
       << ", \"p99_us\": " << fmt(p99, 3) << ", \"ops\": " << ops << ", \"check\": \"" << check
-      << "\", \"config\": {\"fabric\": \"" << o.fabric.backend << "\", \"nodes\": "
-      << o.fabric.num_nodes << ", \"threads\": " << o.fabric.threads
+      << "\", \"config\": {\"fabric\": \"" << o.fabric.backend
+      << "\", \"nodes\": " << o.fabric.num_nodes << ", \"threads\": " << o.fabric.threads
       << ", \"coroutines\": " << o.coroutines << ", \"op\": \"" << o.op_name
       << "\", \"payload\": " << o.payload << ", \"batch\": " << o.batch
       << ", \"fabric_delay_ns\": " << o.fabric.delay_ns
@@ -231,7 +245,10 @@ Status report(const R2BenchOptions& o, const std::vector<NodeResult>& rs) {
       << "}, \"per_node_mops\": [";
     for (size_t i = 0; i < rs.size(); ++i) {
       f << (i ? ", " : "")
-        << fmt(rs[i].measured_ns ? static_cast<double>(rs[i].ops) * 1e3 / static_cast<double>(rs[i].measured_ns) : 0, 4);
+        << fmt(rs[i].measured_ns
+                   ? static_cast<double>(rs[i].ops) * 1e3 / static_cast<double>(rs[i].measured_ns)
+                   : 0,
+               4);
     }
     f << "]}\n";
     if (!f) return io_error("writing --json=" + o.json, errno);
@@ -277,7 +294,8 @@ Status run_node(const R2BenchOptions& o, r2::NodeRuntime& rt) {
     return t;
   };
   auto sleep_s = [&](double s) {
-    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(static_cast<int64_t>(s * 1e6));
+    const auto until =
+        std::chrono::steady_clock::now() + std::chrono::microseconds(static_cast<int64_t>(s * 1e6));
     while (!sh.stop.load() && std::chrono::steady_clock::now() < until) {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
@@ -305,7 +323,8 @@ Status run_node(const R2BenchOptions& o, r2::NodeRuntime& rt) {
   for (auto& c : counters) {
     mine.successes += c.successes.load();
     mine.hist.merge(c.hist);
-    if (!c.error.is_ok() && mine.error.empty()) mine.error = "node " + std::to_string(o.node) + ": " + c.error.to_string();
+    if (!c.error.is_ok() && mine.error.empty())
+      mine.error = "node " + std::to_string(o.node) + ": " + c.error.to_string();
   }
   if (!st.is_ok()) {
     rt.control().report_failure(st.message());
@@ -341,7 +360,8 @@ Status run_r2_bench_node(const R2BenchOptions& o) {
   cfg.fabric.node = static_cast<uint16_t>(o.node);
   cfg.control.coordinator = o.coordinator;
   cfg.control.join_timeout = std::chrono::milliseconds(o.join_timeout_ms);
-  cfg.control.fingerprint = {{"op", o.op_name}, {"payload", std::to_string(o.payload)},
+  cfg.control.fingerprint = {{"op", o.op_name},
+                             {"payload", std::to_string(o.payload)},
                              {"batch", std::to_string(o.batch)},
                              {"coroutines", std::to_string(o.coroutines)}};
   cfg.worker.coroutines = o.coroutines;

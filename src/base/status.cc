@@ -6,17 +6,28 @@ namespace drtmx {
 
 const char* code_name(Code c) {
   switch (c) {
-    case Code::kOk: return "ok";
-    case Code::kInvalidArgument: return "invalid argument";
-    case Code::kNotFound: return "not found";
-    case Code::kAlreadyExists: return "already exists";
-    case Code::kOutOfRange: return "out of range";
-    case Code::kResourceExhausted: return "resource exhausted";
-    case Code::kTimeout: return "timeout";
-    case Code::kUnavailable: return "unavailable";
-    case Code::kAborted: return "aborted";
-    case Code::kInternal: return "internal error";
-    case Code::kIoError: return "I/O error";
+    case Code::kOk:
+      return "ok";
+    case Code::kInvalidArgument:
+      return "invalid argument";
+    case Code::kNotFound:
+      return "not found";
+    case Code::kAlreadyExists:
+      return "already exists";
+    case Code::kOutOfRange:
+      return "out of range";
+    case Code::kResourceExhausted:
+      return "resource exhausted";
+    case Code::kTimeout:
+      return "timeout";
+    case Code::kUnavailable:
+      return "unavailable";
+    case Code::kAborted:
+      return "aborted";
+    case Code::kInternal:
+      return "internal error";
+    case Code::kIoError:
+      return "I/O error";
   }
   return "unknown";
 }

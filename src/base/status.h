@@ -16,16 +16,16 @@ namespace drtmx {
 
 enum class Code : unsigned char {
   kOk = 0,
-  kInvalidArgument,   // bad configuration, command line or parameter
-  kNotFound,          // a named thing (node, region, handler, device) is absent
-  kAlreadyExists,     // duplicate node id, region id, handler id
-  kOutOfRange,        // remote address outside a region, value too large
-  kResourceExhausted, // queue, ring or memory full
-  kTimeout,           // a peer did not answer in time
-  kUnavailable,       // peer gone, connection lost, device missing
-  kAborted,           // the cluster was torn down because of another error
-  kInternal,          // a broken invariant; a bug
-  kIoError,           // a system call failed
+  kInvalidArgument,    // bad configuration, command line or parameter
+  kNotFound,           // a named thing (node, region, handler, device) is absent
+  kAlreadyExists,      // duplicate node id, region id, handler id
+  kOutOfRange,         // remote address outside a region, value too large
+  kResourceExhausted,  // queue, ring or memory full
+  kTimeout,            // a peer did not answer in time
+  kUnavailable,        // peer gone, connection lost, device missing
+  kAborted,            // the cluster was torn down because of another error
+  kInternal,           // a broken invariant; a bug
+  kIoError,            // a system call failed
 };
 
 const char* code_name(Code c);
@@ -51,15 +51,33 @@ class [[nodiscard]] Status {
   std::string msg_;
 };
 
-inline Status invalid_argument(std::string m) { return {Code::kInvalidArgument, std::move(m)}; }
-inline Status not_found(std::string m) { return {Code::kNotFound, std::move(m)}; }
-inline Status already_exists(std::string m) { return {Code::kAlreadyExists, std::move(m)}; }
-inline Status out_of_range(std::string m) { return {Code::kOutOfRange, std::move(m)}; }
-inline Status exhausted(std::string m) { return {Code::kResourceExhausted, std::move(m)}; }
-inline Status timeout_error(std::string m) { return {Code::kTimeout, std::move(m)}; }
-inline Status unavailable(std::string m) { return {Code::kUnavailable, std::move(m)}; }
-inline Status aborted(std::string m) { return {Code::kAborted, std::move(m)}; }
-inline Status internal_error(std::string m) { return {Code::kInternal, std::move(m)}; }
+inline Status invalid_argument(std::string m) {
+  return {Code::kInvalidArgument, std::move(m)};
+}
+inline Status not_found(std::string m) {
+  return {Code::kNotFound, std::move(m)};
+}
+inline Status already_exists(std::string m) {
+  return {Code::kAlreadyExists, std::move(m)};
+}
+inline Status out_of_range(std::string m) {
+  return {Code::kOutOfRange, std::move(m)};
+}
+inline Status exhausted(std::string m) {
+  return {Code::kResourceExhausted, std::move(m)};
+}
+inline Status timeout_error(std::string m) {
+  return {Code::kTimeout, std::move(m)};
+}
+inline Status unavailable(std::string m) {
+  return {Code::kUnavailable, std::move(m)};
+}
+inline Status aborted(std::string m) {
+  return {Code::kAborted, std::move(m)};
+}
+inline Status internal_error(std::string m) {
+  return {Code::kInternal, std::move(m)};
+}
 // An I/O error naming the call and errno's text.
 Status io_error(const std::string& what, int err);
 
@@ -89,8 +107,8 @@ class [[nodiscard]] Result {
 }  // namespace drtmx
 
 // Propagates an error Status out of the enclosing function.
-#define DRTMX_RETURN_IF_ERROR(expr)              \
-  do {                                           \
-    ::drtmx::Status drtmx_st_ = (expr);          \
-    if (!drtmx_st_.is_ok()) return drtmx_st_;    \
+#define DRTMX_RETURN_IF_ERROR(expr)           \
+  do {                                        \
+    ::drtmx::Status drtmx_st_ = (expr);       \
+    if (!drtmx_st_.is_ok()) return drtmx_st_; \
   } while (0)

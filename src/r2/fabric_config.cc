@@ -26,8 +26,8 @@ Status FabricConfig::validate() const {
     return invalid_argument("--nodes=" + std::to_string(num_nodes) + ": expected 1..256");
   }
   if (node >= num_nodes) {
-    return invalid_argument("--node=" + std::to_string(node) + ": must be below --nodes=" +
-                            std::to_string(num_nodes));
+    return invalid_argument("--node=" + std::to_string(node) +
+                            ": must be below --nodes=" + std::to_string(num_nodes));
   }
   if (threads == 0 || threads > 256) {
     return invalid_argument("--threads=" + std::to_string(threads) + ": expected 1..256");

@@ -13,7 +13,7 @@
 namespace drtmx::r2 {
 
 struct FabricConfig {
-  std::string backend = "shm";  // "shm" or "verbs"
+  std::string backend = "shm";    // "shm" or "verbs"
   std::string cluster = "drtmx";  // names shm segments; must match on all nodes
   NodeId node = 0;
   uint16_t num_nodes = 1;

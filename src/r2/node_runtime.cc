@@ -35,7 +35,9 @@ Result<std::unique_ptr<NodeRuntime>> NodeRuntime::start(const NodeRuntimeConfig&
   return rt;
 }
 
-NodeRuntime::~NodeRuntime() { stop(); }
+NodeRuntime::~NodeRuntime() {
+  stop();
+}
 
 void NodeRuntime::launch(const std::function<void(Worker&)>& setup) {
   for (auto& w : workers_) {

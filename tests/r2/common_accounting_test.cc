@@ -96,9 +96,7 @@ TEST(RegionTable, ChecksEveryField) {
 TEST(LatencyHistogram, QuantilesWithinBucketErrorAndRoundTrip) {
   LatencyHistogram h;
   for (uint64_t v = 1; v <= 100000; ++v) h.record(v);
-  auto near = [](uint64_t got, double want) {
-    return got >= want * 0.93 && got <= want * 1.07;
-  };
+  auto near = [](uint64_t got, double want) { return got >= want * 0.93 && got <= want * 1.07; };
   EXPECT_TRUE(near(h.quantile(0.5), 50000)) << h.quantile(0.5);
   EXPECT_TRUE(near(h.quantile(0.99), 99000)) << h.quantile(0.99);
   EXPECT_EQ(h.quantile(1.0), 100000u);

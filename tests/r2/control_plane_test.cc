@@ -199,8 +199,7 @@ TEST(ControlPlane, ReportedFailureReachesEveryNode) {
   });
   for (uint16_t n : {0, 2}) {
     EXPECT_EQ(st[n].code(), Code::kAborted) << st[n].to_string();
-    EXPECT_NE(st[n].message().find("node 1: disk on fire"), std::string::npos)
-        << st[n].to_string();
+    EXPECT_NE(st[n].message().find("node 1: disk on fire"), std::string::npos) << st[n].to_string();
   }
 }
 

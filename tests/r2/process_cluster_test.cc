@@ -59,8 +59,9 @@ TEST(ProcessCluster, AtomicsAcrossProcessesGiveExactTotals) {
   for (const char* op : {"faa", "cas"}) {
     const std::string c = cluster(op);
     const std::string json = ::testing::TempDir() + c + ".json";
-    CmdResult r = sh(kBench + " --processes --nodes=3 --threads=2 --coroutines=4 --op=" + op +
-               " --seconds=0.5 --warmup=0.1 --region-mb=1 --cluster=" + c + " --json=" + json);
+    CmdResult r =
+        sh(kBench + " --processes --nodes=3 --threads=2 --coroutines=4 --op=" + op +
+           " --seconds=0.5 --warmup=0.1 --region-mb=1 --cluster=" + c + " --json=" + json);
     ASSERT_EQ(r.code, 0) << r.out;
     EXPECT_NE(r.out.find("check"), std::string::npos) << r.out;
     std::string j = slurp(json);
@@ -76,7 +77,7 @@ TEST(ProcessCluster, ReadsWritesAndRpcAcrossProcesses) {
     const std::string c = cluster("rw");
     const std::string json = ::testing::TempDir() + c + ".json";
     CmdResult r = sh(kBench + " --processes --nodes=2 --coroutines=4 " + args +
-               " --seconds=0.3 --warmup=0.1 --cluster=" + c + " --json=" + json);
+                     " --seconds=0.3 --warmup=0.1 --cluster=" + c + " --json=" + json);
     ASSERT_EQ(r.code, 0) << args << "\n" << r.out;
     std::string j = slurp(json);
     double mops = -1;

@@ -1,13 +1,13 @@
 // The shm fabric's one-sided ops, checks, ordering, delay and messaging,
 // with nodes as threads of this process.
+#include <dirent.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstring>
-#include <dirent.h>
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <unistd.h>
 #include <thread>
 
 #include "r2/common/clock.h"

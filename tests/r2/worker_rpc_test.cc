@@ -100,8 +100,10 @@ TEST(Worker, RpcUnderLoadLosesNothing) {
   constexpr uint16_t kNodes = 3, kThreads = 2, kCos = 16;
   constexpr int kCalls = 1500;
   // Small rings force the backlog path.
-  auto c = InProcCluster::make(kNodes, kThreads, {{kScratch, 4096}},
-                               [](FabricConfig& f) { f.ring_bytes = 4096; f.mtu = 512; });
+  auto c = InProcCluster::make(kNodes, kThreads, {{kScratch, 4096}}, [](FabricConfig& f) {
+    f.ring_bytes = 4096;
+    f.mtu = 512;
+  });
   ASSERT_TRUE(c->error.is_ok()) << c->error.to_string();
   std::atomic<int> bad{0};
   std::atomic<uint64_t> served{0}, done{0};
@@ -122,8 +124,8 @@ TEST(Worker, RpcUnderLoadLosesNothing) {
                                 static_cast<ThreadId>(rng() % kThreads)};
                        req.resize(8 + rng() % 900);  // often two fragments
                        for (auto& b : req) b = static_cast<uint8_t>(rng());
-                       Status s = co.call(t, kEcho, req.data(), static_cast<uint32_t>(req.size()),
-                                          reply);
+                       Status s =
+                           co.call(t, kEcho, req.data(), static_cast<uint32_t>(req.size()), reply);
                        if (!s.is_ok() || reply != req) ++bad;
                        ++done;
                      }
@@ -146,8 +148,10 @@ TEST(Worker, RpcUnderLoadLosesNothing) {
 }
 
 TEST(Worker, LargeMessagesAreFragmentedAndOversizedOnesRefused) {
-  auto c = InProcCluster::make(2, 1, {{kScratch, 4096}},
-                               [](FabricConfig& f) { f.mtu = 512; f.ring_bytes = 16 * 1024; });
+  auto c = InProcCluster::make(2, 1, {{kScratch, 4096}}, [](FabricConfig& f) {
+    f.mtu = 512;
+    f.ring_bytes = 16 * 1024;
+  });
   ASSERT_TRUE(c->error.is_ok()) << c->error.to_string();
   WorkerConfig wc;
   wc.coroutines = 2;
@@ -198,9 +202,8 @@ TEST(Worker, MissingHandlerDeferredReplyAndMulticast) {
     echo_handler(w);
     // Handler 2 answers from a coroutine, later.
     auto tokens = std::make_shared<std::vector<ReplyToken>>();
-    ASSERT_TRUE(w.register_handler(2, [tokens](RpcRequest& r) {
-                   tokens->push_back(r.defer());
-                 }).is_ok());
+    ASSERT_TRUE(
+        w.register_handler(2, [tokens](RpcRequest& r) { tokens->push_back(r.defer()); }).is_ok());
     Worker* wp = &w;
     if (w.node() == 1) {
       ASSERT_TRUE(w.spawn([tokens, wp](Co& co) {
@@ -216,8 +219,7 @@ TEST(Worker, MissingHandlerDeferredReplyAndMulticast) {
                    RpcBuffer reply;
                    Status s = co.call({2, 0}, 77, "x", 1, reply);
                    EXPECT_EQ(s.code(), Code::kNotFound);
-                   EXPECT_NE(s.message().find("no handler for RPC 77 on node 2"),
-                             std::string::npos)
+                   EXPECT_NE(s.message().find("no handler for RPC 77 on node 2"), std::string::npos)
                        << s.to_string();
                    ++checks;
                    s = co.call({1, 0}, 2, "q", 1, reply);
@@ -314,8 +316,8 @@ TEST(Worker, MalformedMessagesAreDroppedAndServingGoesOn) {
   Endpoint* raw = c->f(0).endpoint(0);
   uint8_t junk[64];
   std::memset(junk, 0xEE, sizeof junk);
-  ASSERT_EQ(raw->send(1, 0, junk, 5), SendResult::kOk);         // too short
-  ASSERT_EQ(raw->send(1, 0, junk, 64), SendResult::kOk);        // bad type
+  ASSERT_EQ(raw->send(1, 0, junk, 5), SendResult::kOk);   // too short
+  ASSERT_EQ(raw->send(1, 0, junk, 64), SendResult::kOk);  // bad type
   RpcHeader h;
   h.type = static_cast<uint8_t>(RpcType::kRequest);
   h.total = 1000;  // claims more than it carries, at an offset nobody started

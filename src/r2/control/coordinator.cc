@@ -56,7 +56,8 @@ class Coordinator final : public ControlServer {
     addrinfo* res = nullptr;
     const std::string host = hp->host == "*" ? "0.0.0.0" : hp->host;
     if (int e = getaddrinfo(host.c_str(), std::to_string(hp->port).c_str(), &hints, &res); e != 0) {
-      return invalid_argument("cannot resolve coordinator address '" + addr + "': " + gai_strerror(e));
+      return invalid_argument("cannot resolve coordinator address '" + addr +
+                              "': " + gai_strerror(e));
     }
     listen_fd_ = socket(AF_INET, SOCK_STREAM, 0);
     int one = 1;
@@ -65,8 +66,9 @@ class Coordinator final : public ControlServer {
     int err = errno;
     freeaddrinfo(res);
     if (rc != 0) {
-      return unavailable("cannot listen on " + addr + ": " + std::strerror(err) +
-                         (err == EADDRINUSE ? " (another cluster uses that port? pick another)" : ""));
+      return unavailable(
+          "cannot listen on " + addr + ": " + std::strerror(err) +
+          (err == EADDRINUSE ? " (another cluster uses that port? pick another)" : ""));
     }
     if (listen(listen_fd_, 128) != 0) return io_error("listen(" + addr + ")", errno);
     control::tune_socket(listen_fd_);
@@ -133,9 +135,9 @@ class Coordinator final : public ControlServer {
                   "' but the coordinator serves '" + cfg_.cluster + "' (check --cluster)");
     }
     if (j.num_nodes() != cfg_.num_nodes) {
-      return fail("node " + std::to_string(j.node()) + " expects " +
-                  std::to_string(j.num_nodes()) + " nodes but the cluster has " +
-                  std::to_string(cfg_.num_nodes) + " (check --nodes)");
+      return fail("node " + std::to_string(j.node()) + " expects " + std::to_string(j.num_nodes()) +
+                  " nodes but the cluster has " + std::to_string(cfg_.num_nodes) +
+                  " (check --nodes)");
     }
     if (j.node() >= cfg_.num_nodes) {
       return fail("node id " + std::to_string(j.node()) + " is out of range: the cluster has " +
@@ -144,7 +146,8 @@ class Coordinator final : public ControlServer {
     }
     if (joined_[j.node()] >= 0) {
       return fail("duplicate node id " + std::to_string(j.node()) + ": already joined from " +
-                  hosts_[j.node()] + ", again from " + c.peer + " (give every node its own --node)");
+                  hosts_[j.node()] + ", again from " + c.peer +
+                  " (give every node its own --node)");
     }
     std::map<std::string, std::string> fp(j.fingerprint().begin(), j.fingerprint().end());
     if (first_node_ < 0) {
@@ -212,14 +215,18 @@ class Coordinator final : public ControlServer {
 
   void on_frame(Conn& c, const Envelope& e) {
     switch (e.body_case()) {
-      case Envelope::kJoin: return on_join(c, e.join());
-      case Envelope::kExchange: return on_exchange(c, e.exchange());
+      case Envelope::kJoin:
+        return on_join(c, e.join());
+      case Envelope::kExchange:
+        return on_exchange(c, e.exchange());
       case Envelope::kLeave:
         c.left = true;
         if (c.node >= 0 && ++left_count_ == cfg_.num_nodes) finish(Status::ok());
         return;
-      case Envelope::kFailure: return fail(name_of(c) + ": " + e.failure().reason());
-      default: return fail(name_of(c) + " sent a message only the coordinator may send");
+      case Envelope::kFailure:
+        return fail(name_of(c) + ": " + e.failure().reason());
+      default:
+        return fail(name_of(c) + " sent a message only the coordinator may send");
     }
   }
 
@@ -240,8 +247,8 @@ class Coordinator final : public ControlServer {
     }
     if (!open) {
       if (c.node >= 0 && !c.left) {
-        fail("node " + std::to_string(c.node) + " disconnected without leaving (" +
-             err.message() + "; did its process die?)");
+        fail("node " + std::to_string(c.node) + " disconnected without leaving (" + err.message() +
+             "; did its process die?)");
       }
       drop(c);
     }
@@ -292,7 +299,8 @@ class Coordinator final : public ControlServer {
       ++n_missing;
     }
     fail((n_missing == 1 ? "node " : "nodes ") + missing + " did not join within " +
-         std::to_string(cfg_.join_timeout.count()) + " ms (not started, crashed, or given another "
+         std::to_string(cfg_.join_timeout.count()) +
+         " ms (not started, crashed, or given another "
          "--coordinator?)");
   }
 

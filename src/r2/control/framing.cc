@@ -97,10 +97,11 @@ bool FrameReader::fill(int fd, Status* err) {
 bool FrameReader::next(Envelope* out, Status* err) {
   if (buf_.size() - pos_ < 4) return false;
   uint32_t n = 0;
-  for (int i = 0; i < 4; ++i) n |= static_cast<uint32_t>(static_cast<uint8_t>(buf_[pos_ + i])) << (8 * i);
+  for (int i = 0; i < 4; ++i)
+    n |= static_cast<uint32_t>(static_cast<uint8_t>(buf_[pos_ + i])) << (8 * i);
   if (n > kMaxFrameBytes) {
-    *err = invalid_argument("malformed control frame: length " + std::to_string(n) +
-                            " exceeds " + std::to_string(kMaxFrameBytes) +
+    *err = invalid_argument("malformed control frame: length " + std::to_string(n) + " exceeds " +
+                            std::to_string(kMaxFrameBytes) +
                             " (is something else talking to the coordinator port?)");
     return false;
   }

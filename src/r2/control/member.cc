@@ -57,7 +57,8 @@ class MemberClient final : public ControlClient {
     hints.ai_family = AF_INET;
     hints.ai_socktype = SOCK_STREAM;
     addrinfo* res = nullptr;
-    if (int e = getaddrinfo(hp->host.c_str(), std::to_string(hp->port).c_str(), &hints, &res); e != 0) {
+    if (int e = getaddrinfo(hp->host.c_str(), std::to_string(hp->port).c_str(), &hints, &res);
+        e != 0) {
       return invalid_argument("cannot resolve --coordinator=" + cfg_.coordinator + ": " +
                               gai_strerror(e));
     }
@@ -117,8 +118,8 @@ class MemberClient final : public ControlClient {
       Status s = receive(&r, deadline, "collective '" + name + "'");
       if (!s.is_ok()) return s;
       if (r.body_case() != Envelope::kExchangeDone) {
-        return fail_locally(internal_error("unexpected message from the coordinator during '" +
-                                           name + "'"));
+        return fail_locally(
+            internal_error("unexpected message from the coordinator during '" + name + "'"));
       }
       const auto& d = r.exchange_done();
       if (d.blobs_size() != cfg_.num_nodes) {
@@ -159,7 +160,8 @@ class MemberClient final : public ControlClient {
   Status receive(Envelope* out, Clock::time_point deadline, const std::string& doing) {
     Status s = control::recv_frame(fd_, reader_, out, deadline);
     if (s.code() == Code::kTimeout) {
-      Status t = timeout_error(doing + " did not complete within the timeout (a node is stuck or "
+      Status t = timeout_error(doing +
+                               " did not complete within the timeout (a node is stuck or "
                                "was not started)");
       report_failure(t.message());
       return failed_;

@@ -8,10 +8,16 @@
 
 namespace drtmx::r2 {
 
-NodeId Co::node() const { return worker_->node(); }
-ThreadId Co::thread() const { return worker_->thread(); }
+NodeId Co::node() const {
+  return worker_->node();
+}
+ThreadId Co::thread() const {
+  return worker_->thread();
+}
 
-OpStatus Co::run(OpBatch& batch) { return worker_->run_batch(worker_->current(), batch); }
+OpStatus Co::run(OpBatch& batch) {
+  return worker_->run_batch(worker_->current(), batch);
+}
 
 OpStatus Co::read(RemoteAddr from, void* to, uint32_t len) {
   single_.clear();
@@ -51,9 +57,13 @@ Status Co::send_passive(Target target, uint16_t rpc_id, const void* msg, uint32_
   return worker_->send_passive(worker_->current(), target, rpc_id, msg, len);
 }
 
-Status Co::wait_passive_acks() { return worker_->wait_passive_acks(worker_->current()); }
+Status Co::wait_passive_acks() {
+  return worker_->wait_passive_acks(worker_->current());
+}
 
-void Co::yield() { worker_->yield_now(worker_->current()); }
+void Co::yield() {
+  worker_->yield_now(worker_->current());
+}
 
 // --- Worker, coroutine side ---------------------------------------------------
 
@@ -158,8 +168,7 @@ Status Worker::call(CoState& c, std::span<const Target> targets, uint16_t rpc_id
   return std::move(c.rpc_status);
 }
 
-Status Worker::send_passive(CoState& c, Target t, uint16_t rpc_id, const void* msg,
-                            uint32_t len) {
+Status Worker::send_passive(CoState& c, Target t, uint16_t rpc_id, const void* msg, uint32_t len) {
   if (len > cfg_.max_rpc_bytes) {
     return out_of_range("passive RPC " + std::to_string(rpc_id) + " of " + std::to_string(len) +
                         " bytes exceeds the limit of " + std::to_string(cfg_.max_rpc_bytes) +

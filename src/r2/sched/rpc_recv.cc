@@ -40,8 +40,7 @@ void Worker::on_message(const Message& m) {
     pa.data.resize(h.total);
     pa.received = 0;
   } else if (!pa.active || pa.first.seq != h.seq || pa.first.type != h.type ||
-             pa.first.total != h.total || pa.first.rpc_id != h.rpc_id ||
-             h.offset != pa.received) {
+             pa.first.total != h.total || pa.first.rpc_id != h.rpc_id || h.offset != pa.received) {
     ++stats_.malformed;
     pa.active = false;
     return;
@@ -71,9 +70,9 @@ void Worker::dispatch(NodeId from_node, ThreadId from_thread, const RpcHeader& h
     handlers_[h.rpc_id](req);
     if (req.wants_reply_ && !req.answered_) send_reply(req.token_, 0, nullptr, 0);
   } else if (!one_way) {
-    std::string why = std::string(1, static_cast<char>(Code::kNotFound)) +
-                      "no handler for RPC " + std::to_string(h.rpc_id) + " on node " +
-                      std::to_string(self_) + " thread " + std::to_string(thread());
+    std::string why = std::string(1, static_cast<char>(Code::kNotFound)) + "no handler for RPC " +
+                      std::to_string(h.rpc_id) + " on node " + std::to_string(self_) + " thread " +
+                      std::to_string(thread());
     send_reply(req.token_, kRpcFlagError, why.data(), static_cast<uint32_t>(why.size()));
   } else {
     ++stats_.malformed;  // a one-way message nobody handles
@@ -114,9 +113,9 @@ void Worker::on_reply(NodeId from_node, ThreadId from_thread, const RpcHeader& h
         if (payload[0] > static_cast<uint8_t>(Code::kIoError)) code = Code::kInternal;
         text.assign(reinterpret_cast<const char*>(payload) + 1, len - 1);
       }
-      c.rpc_status = Status(code, "RPC " + std::to_string(h.rpc_id) + " to node " +
-                                      std::to_string(from_node) + " thread " +
-                                      std::to_string(from_thread) + " failed there: " + text);
+      c.rpc_status =
+          Status(code, "RPC " + std::to_string(h.rpc_id) + " to node " + std::to_string(from_node) +
+                           " thread " + std::to_string(from_thread) + " failed there: " + text);
     }
     c.replies[i].clear();
   } else {

@@ -7,8 +7,7 @@
 
 namespace drtmx::r2 {
 
-bool Worker::send_logical(NodeId n, ThreadId t, RpcHeader h, const uint8_t* payload,
-                          uint32_t len) {
+bool Worker::send_logical(NodeId n, ThreadId t, RpcHeader h, const uint8_t* payload, uint32_t len) {
   if (len > cfg_.max_rpc_bytes) return false;
   const uint32_t dest = dest_index(n, t);
   const uint32_t chunk_max = ep_->mtu() - static_cast<uint32_t>(sizeof(RpcHeader));
@@ -57,9 +56,9 @@ bool Worker::drain_backlog() {
     auto& q = backlog_[dest];
     while (!q.empty()) {
       const auto& m = q.front();
-      const SendResult r = ep_->send(static_cast<NodeId>(dest / threads_),
-                                     static_cast<ThreadId>(dest % threads_), m.data(),
-                                     static_cast<uint32_t>(m.size()));
+      const SendResult r =
+          ep_->send(static_cast<NodeId>(dest / threads_), static_cast<ThreadId>(dest % threads_),
+                    m.data(), static_cast<uint32_t>(m.size()));
       if (r != SendResult::kOk) break;
       q.pop_front();
       --backlog_count_;

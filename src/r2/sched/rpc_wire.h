@@ -17,8 +17,8 @@ namespace drtmx::r2 {
 enum class RpcType : uint8_t {
   kRequest = 1,  // wants a reply
   kReply = 2,
-  kOneWay = 3,   // no reply; acknowledged passively
-  kAck = 4,      // carries only acknowledgements (header.acks)
+  kOneWay = 3,  // no reply; acknowledged passively
+  kAck = 4,     // carries only acknowledgements (header.acks)
 };
 
 enum RpcFlags : uint8_t {
@@ -29,16 +29,18 @@ struct RpcHeader {
   uint8_t type = 0;
   uint8_t flags = 0;
   uint16_t rpc_id = 0;
-  uint16_t cor = 0;    // the requesting coroutine (requests and replies)
-  uint16_t acks = 0;   // one-way messages of the receiver acknowledged here
-  uint32_t seq = 0;    // the request's sequence number (matches the reply)
-  uint32_t total = 0;  // length of the whole logical message
-  uint32_t offset = 0; // this fragment's offset in it
+  uint16_t cor = 0;     // the requesting coroutine (requests and replies)
+  uint16_t acks = 0;    // one-way messages of the receiver acknowledged here
+  uint32_t seq = 0;     // the request's sequence number (matches the reply)
+  uint32_t total = 0;   // length of the whole logical message
+  uint32_t offset = 0;  // this fragment's offset in it
   uint32_t reserved = 0;
 };
 static_assert(sizeof(RpcHeader) == 24);
 
-inline bool valid_type(uint8_t t) { return t >= 1 && t <= 4; }
+inline bool valid_type(uint8_t t) {
+  return t >= 1 && t <= 4;
+}
 
 // Parses a received message. False when it is too short or its header is
 // inconsistent (unknown type, fragment outside the logical message, a

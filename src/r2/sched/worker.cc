@@ -93,9 +93,11 @@ Status Worker::spawn(std::function<void(Co&)> body) {
         } catch (const boost::context::detail::forced_unwind&) {
           throw;  // a suspended coroutine being destroyed: let it unwind
         } catch (const std::exception& e) {
-          if (failure_.is_ok()) failure_ = internal_error(std::string("coroutine threw: ") + e.what());
+          if (failure_.is_ok())
+            failure_ = internal_error(std::string("coroutine threw: ") + e.what());
         } catch (...) {
-          if (failure_.is_ok()) failure_ = internal_error("coroutine threw a non-standard exception");
+          if (failure_.is_ok())
+            failure_ = internal_error("coroutine threw a non-standard exception");
         }
         cs->state = State::kFinished;
         fiber_switch_begin(nullptr, sched_stack_);  // this stack goes away

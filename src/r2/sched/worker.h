@@ -56,17 +56,17 @@ struct WorkerConfig {
 };
 
 struct WorkerStats {
-  uint64_t completions = 0;        // one-sided completions routed
-  uint64_t messages_in = 0;        // fabric messages received
-  uint64_t messages_out = 0;       // fabric messages sent
-  uint64_t requests_served = 0;    // handler invocations
-  uint64_t acks_sent = 0;          // standalone ACK messages
-  uint64_t async_errors = 0;       // failed ops nobody waited for (passive)
-  uint64_t malformed = 0;          // messages dropped as malformed
-  uint64_t stale_replies = 0;      // replies for calls that already ended
-  uint64_t timeouts = 0;           // calls that timed out
-  uint64_t backlog_peak = 0;       // most messages waiting for ring space
-  uint64_t idle_sleeps = 0;        // back-off sleeps taken
+  uint64_t completions = 0;      // one-sided completions routed
+  uint64_t messages_in = 0;      // fabric messages received
+  uint64_t messages_out = 0;     // fabric messages sent
+  uint64_t requests_served = 0;  // handler invocations
+  uint64_t acks_sent = 0;        // standalone ACK messages
+  uint64_t async_errors = 0;     // failed ops nobody waited for (passive)
+  uint64_t malformed = 0;        // messages dropped as malformed
+  uint64_t stale_replies = 0;    // replies for calls that already ended
+  uint64_t timeouts = 0;         // calls that timed out
+  uint64_t backlog_peak = 0;     // most messages waiting for ring space
+  uint64_t idle_sleeps = 0;      // back-off sleeps taken
 };
 
 class Worker {
@@ -157,10 +157,10 @@ class Worker {
   bool poll_completions();
   bool poll_messages();
   void on_message(const Message& m);
-  void dispatch(NodeId from_node, ThreadId from_thread, const RpcHeader& h,
-                const uint8_t* payload, uint32_t len);
-  void on_reply(NodeId from_node, ThreadId from_thread, const RpcHeader& h,
-                const uint8_t* payload, uint32_t len);
+  void dispatch(NodeId from_node, ThreadId from_thread, const RpcHeader& h, const uint8_t* payload,
+                uint32_t len);
+  void on_reply(NodeId from_node, ThreadId from_thread, const RpcHeader& h, const uint8_t* payload,
+                uint32_t len);
   void on_acks(uint32_t dest, uint16_t acks);
   void check_deadlines(uint64_t now);
   void flush_acks(bool all_owed);
@@ -191,7 +191,7 @@ class Worker {
   std::vector<RpcHandler> handlers_;
 
   // Per destination (node * threads + thread).
-  std::vector<uint32_t> acks_owed_;       // one-way messages we received
+  std::vector<uint32_t> acks_owed_;        // one-way messages we received
   std::vector<uint32_t> passive_unacked_;  // one-way messages we sent
   uint64_t passive_unacked_total_ = 0;
   uint32_t acks_owed_total_ = 0;

@@ -23,8 +23,7 @@ inline uint64_t encode_wr_id(WrId w) {
 }
 
 inline WrId decode_wr_id(uint64_t v) {
-  return {static_cast<uint16_t>(v >> 48), static_cast<uint16_t>(v >> 32),
-          static_cast<uint32_t>(v)};
+  return {static_cast<uint16_t>(v >> 48), static_cast<uint16_t>(v >> 32), static_cast<uint32_t>(v)};
 }
 
 }  // namespace drtmx::r2

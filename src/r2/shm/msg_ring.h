@@ -39,15 +39,21 @@ static_assert(sizeof(RecordHeader) == 16);
 constexpr uint32_t kMessage = 1;
 constexpr uint32_t kWrap = 2;
 
-inline size_t ring_stride(uint32_t capacity) { return sizeof(RingControl) + capacity; }
-inline uint64_t record_bytes(uint32_t len) { return (sizeof(RecordHeader) + len + 15u) & ~15ull; }
+inline size_t ring_stride(uint32_t capacity) {
+  return sizeof(RingControl) + capacity;
+}
+inline uint64_t record_bytes(uint32_t len) {
+  return (sizeof(RecordHeader) + len + 15u) & ~15ull;
+}
 
 // Sender side of one ring. Lives in the sender's private memory.
 class RingWriter {
  public:
   RingWriter() = default;
-  RingWriter(uint8_t* ring, uint32_t capacity) : ctl_(reinterpret_cast<RingControl*>(ring)),
-        data_(ring + sizeof(RingControl)), cap_(capacity) {}
+  RingWriter(uint8_t* ring, uint32_t capacity)
+      : ctl_(reinterpret_cast<RingControl*>(ring)),
+        data_(ring + sizeof(RingControl)),
+        cap_(capacity) {}
 
   // Appends one record; false when the ring has no room (nothing written).
   bool append(const void* msg, uint32_t len, uint64_t visible_at_ns);
@@ -69,8 +75,10 @@ class RingWriter {
 class RingReader {
  public:
   RingReader() = default;
-  RingReader(uint8_t* ring, uint32_t capacity) : ctl_(reinterpret_cast<RingControl*>(ring)),
-        data_(ring + sizeof(RingControl)), cap_(capacity) {}
+  RingReader(uint8_t* ring, uint32_t capacity)
+      : ctl_(reinterpret_cast<RingControl*>(ring)),
+        data_(ring + sizeof(RingControl)),
+        cap_(capacity) {}
 
   // Next visible record at or after the read cursor, or nullptr. With
   // `now_ns` != 0, a record whose visible_at_ns is later is not returned.

@@ -15,7 +15,9 @@ std::string segment_name(const std::string& cluster, uint16_t node, const std::s
   return "/drtmx." + cluster + ".n" + std::to_string(node) + "." + what;
 }
 
-Segment::~Segment() { release(); }
+Segment::~Segment() {
+  release();
+}
 
 Segment& Segment::operator=(Segment&& o) noexcept {
   if (this != &o) {
@@ -47,8 +49,8 @@ Result<Segment> Segment::create(const std::string& name, size_t size) {
     close(fd);
     shm_unlink(name.c_str());
     if (err == ENOSPC) {
-      return exhausted("/dev/shm has no room for " + std::to_string(size >> 20) +
-                       " MiB (segment " + name +
+      return exhausted("/dev/shm has no room for " + std::to_string(size >> 20) + " MiB (segment " +
+                       name +
                        "): free space there, enlarge it (mount -o remount,size=...), or use "
                        "smaller regions");
     }

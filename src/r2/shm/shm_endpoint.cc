@@ -31,12 +31,10 @@ void ShmEndpoint::attach_rings(const std::vector<uint8_t*>& msg_segments) {
   for (NodeId n = 0; n < nodes_; ++n) {
     for (ThreadId t = 0; t < threads_; ++t) {
       // To (n, t): the ring for sender (me) in n's segment, receiver t.
-      uint8_t* out = msg_segments[n] +
-                     ring_index(nodes_, threads_, t, self_, thread_) * stride;
+      uint8_t* out = msg_segments[n] + ring_index(nodes_, threads_, t, self_, thread_) * stride;
       writers_.emplace_back(out, ring_bytes_);
       // From (n, t): the ring for sender (n, t) in my segment, receiver me.
-      uint8_t* in = msg_segments[self_] +
-                    ring_index(nodes_, threads_, thread_, n, t) * stride;
+      uint8_t* in = msg_segments[self_] + ring_index(nodes_, threads_, thread_, n, t) * stride;
       readers_.emplace_back(in, ring_bytes_);
     }
   }
@@ -69,8 +67,8 @@ void ShmEndpoint::execute(NodeId peer, const Queued& q) {
       break;
     case Verb::kCas: {
       uint64_t expected = wr.compare;
-      __atomic_compare_exchange_n(reinterpret_cast<uint64_t*>(remote), &expected, wr.operand,
-                                  false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+      __atomic_compare_exchange_n(reinterpret_cast<uint64_t*>(remote), &expected, wr.operand, false,
+                                  __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
       *static_cast<uint64_t*>(wr.local) = expected;  // the old value, as an RNIC returns it
       break;
     }

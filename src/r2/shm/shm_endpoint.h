@@ -46,9 +46,7 @@ class ShmEndpoint final : public Endpoint {
   void flush_sends() override;
   int poll_messages(Message* out, int max) override;
 
-  bool is_registered(const void* p, size_t len) const override {
-    return table_->is_local(p, len);
-  }
+  bool is_registered(const void* p, size_t len) const override { return table_->is_local(p, len); }
 
   // Index of the ring (receiver thread r, sender node n, sender thread s)
   // inside a node's message segment.

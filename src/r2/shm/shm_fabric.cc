@@ -50,7 +50,9 @@ Result<Descriptor> decode(const std::string& blob, NodeId from) {
   return d;
 }
 
-size_t page_round(size_t n) { return (n + 4095) & ~size_t{4095}; }
+size_t page_round(size_t n) {
+  return (n + 4095) & ~size_t{4095};
+}
 
 class ShmFabric final : public Fabric {
  public:
@@ -177,6 +179,8 @@ Result<std::unique_ptr<Fabric>> make_shm_fabric(const FabricConfig& cfg) {
   return std::unique_ptr<Fabric>(std::move(f));
 }
 
-int remove_shm_segments(const std::string& cluster) { return shm::remove_segments(cluster, -1); }
+int remove_shm_segments(const std::string& cluster) {
+  return shm::remove_segments(cluster, -1);
+}
 
 }  // namespace drtmx::r2

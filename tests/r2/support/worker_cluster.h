@@ -31,8 +31,7 @@ inline WorkerRun run_workers(InProcCluster& c, const WorkerConfig& wcfg,
   const uint16_t threads = c.fabrics[0]->info().threads;
   for (NodeId n = 0; n < nodes; ++n) {
     for (ThreadId t = 0; t < threads; ++t) {
-      run.workers.push_back(
-          std::make_unique<Worker>(c.f(n).endpoint(t), n, nodes, threads, wcfg));
+      run.workers.push_back(std::make_unique<Worker>(c.f(n).endpoint(t), n, nodes, threads, wcfg));
       setup(*run.workers.back());
     }
   }
