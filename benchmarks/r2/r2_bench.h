@@ -13,6 +13,15 @@ namespace drtmx::bench {
 
 enum class Op { kRead, kWrite, kCas, kFaa, kRpc };
 
+// What one run measured (filled by node 0).
+struct R2Summary {
+  double mops = 0;
+  double p50_us = 0;
+  double p99_us = 0;
+  uint64_t ops = 0;
+  std::string check;
+};
+
 struct R2BenchOptions {
   r2::FabricConfig fabric;  // backend, nodes, threads, delay, mtu, device
   uint16_t coroutines = 8;
@@ -30,6 +39,9 @@ struct R2BenchOptions {
   std::string coordinator;        // node mode: the coordinator; launcher: where to listen
   bool host_coordinator = false;  // node mode: this node also hosts the coordinator
   uint32_t join_timeout_ms = 20000;
+  std::string suite;             // "thesis": run the comparison suite instead of one run
+  bool quiet = false;            // no per-run table (the suite prints its own)
+  R2Summary* summary = nullptr;  // in-process runs: node 0 stores the result here
 
   // The arguments that make a node process of the same experiment.
   std::vector<std::string> node_args(int node, const std::string& coordinator) const;
@@ -37,6 +49,13 @@ struct R2BenchOptions {
 
 // Parses argv; on --help returns kNotFound with the usage text as message.
 Result<R2BenchOptions> parse_r2_bench(int argc, char** argv);
+
+// Runs a whole local cluster: a coordinator here, the nodes as threads of
+// this process or (o.processes) as child processes.
+Status run_local_cluster(const R2BenchOptions& o);
+
+// Runs the comparison suite `o.suite` (see README "r2-bench").
+Status run_suite(const R2BenchOptions& o);
 
 // Runs node `o.node` to completion: joins, measures, verifies; node 0 prints
 // the report (and writes the JSON file).

@@ -79,7 +79,10 @@ Result<R2BenchOptions> parse_r2_bench(int argc, char** argv) {
       "host-coordinator", po::bool_switch(&o.host_coordinator),
       "with --node=0: this node also serves the coordinator at --coordinator")(
       "join-timeout-ms", po::value(&o.join_timeout_ms)->default_value(20000),
-      "how long nodes wait for each other at start");
+      "how long nodes wait for each other at start")(
+      "suite", po::value(&o.suite),
+      "thesis: run the Fig 2-4 / 2-5 comparisons back to back (--seconds each) and print them "
+      "with their ratios");
   po::variables_map vm;
   try {
     po::store(po::parse_command_line(argc, argv, desc), vm);
@@ -135,6 +138,12 @@ Result<R2BenchOptions> parse_r2_bench(int argc, char** argv) {
                ": must be below --nodes=" + std::to_string(nodes));
   }
   if (o.host_coordinator && o.node != 0) return bad("--host-coordinator needs --node=0");
+  if (!o.suite.empty() && o.suite != "thesis") {
+    return bad("--suite=" + o.suite + ": the only suite is 'thesis'");
+  }
+  if (!o.suite.empty() && (o.node >= 0 || o.processes)) {
+    return bad("--suite runs its nodes as threads; drop --node/--processes");
+  }
   if (o.processes && o.node >= 0) return bad("--processes and --node exclude each other");
   // A node started on its own is a process of its own (the report says so).
   if (o.node >= 0) o.processes = true;
@@ -150,15 +159,7 @@ Result<R2BenchOptions> parse_r2_bench(int argc, char** argv) {
   return o;
 }
 
-namespace {
-
-int fail(const Status& s) {
-  std::cerr << "r2-bench: " << s.to_string() << "\n";
-  return 1;
-}
-
-// Launcher modes: a coordinator here, the nodes as threads or processes.
-int run_cluster(R2BenchOptions o) {
+Status run_local_cluster(const R2BenchOptions& o) {
   const std::string listen = o.coordinator.empty() ? "127.0.0.1:0" : o.coordinator;
   const bool shm = o.fabric.backend == "shm";
   if (shm) r2::remove_shm_segments(o.fabric.cluster);
@@ -168,7 +169,7 @@ int run_cluster(R2BenchOptions o) {
   sc.num_nodes = o.fabric.num_nodes;
   sc.join_timeout = std::chrono::milliseconds(o.join_timeout_ms);
   auto server = r2::ControlServer::start(sc);
-  if (!server) return fail(server.status());
+  if (!server) return server.status();
   const std::string coord = "127.0.0.1:" + std::to_string((*server)->port());
   const auto limit = std::chrono::milliseconds(static_cast<int64_t>((o.seconds + o.warmup) * 1000) +
                                                o.join_timeout_ms + 60000);
@@ -200,9 +201,14 @@ int run_cluster(R2BenchOptions o) {
   }
   if (result.is_ok()) result = (*server)->wait_done(std::chrono::milliseconds(5000));
   if (shm) r2::remove_shm_segments(o.fabric.cluster);
-  return result.is_ok() ? 0 : fail(result);
+  return result;
 }
 
+namespace {
+int fail(const Status& s) {
+  std::cerr << "r2-bench: " << s.to_string() << "\n";
+  return 1;
+}
 }  // namespace
 }  // namespace drtmx::bench
 
@@ -235,5 +241,6 @@ int main(int argc, char** argv) {
     }
     return st.is_ok() ? 0 : fail(st);
   }
-  return run_cluster(*o);
+  drtmx::Status st = o->suite.empty() ? run_local_cluster(*o) : run_suite(*o);
+  return st.is_ok() ? 0 : fail(st);
 }

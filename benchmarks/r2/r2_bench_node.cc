@@ -212,7 +212,8 @@ Status report(const R2BenchOptions& o, const std::vector<NodeResult>& rs) {
     words += r.words_sum;
     h.merge(r.hist);
   }
-  const double p50 = h.quantile(0.50) / 1e3, p99 = h.quantile(0.99) / 1e3;
+  const double p50 = static_cast<double>(h.quantile(0.50)) / 1e3;
+  const double p99 = static_cast<double>(h.quantile(0.99)) / 1e3;
   std::string check = "none";
   if (o.op == Op::kCas || o.op == Op::kFaa) {
     if (words != successes) {
@@ -221,16 +222,19 @@ Status report(const R2BenchOptions& o, const std::vector<NodeResult>& rs) {
     }
     check = "ok (" + std::to_string(successes) + " increments)";
   }
-  std::ostringstream cfg;
-  cfg << "fabric=" << o.fabric.backend << " nodes=" << o.fabric.num_nodes
-      << " threads=" << o.fabric.threads << " coroutines=" << o.coroutines << " op=" << o.op_name
-      << " payload=" << o.payload << " batch=" << o.batch << " delay_ns=" << o.fabric.delay_ns
-      << " passive_ack=" << (o.passive_ack ? 1 : 0) << " processes=" << (o.processes ? 1 : 0)
-      << " seconds=" << o.seconds;
-  std::cout << "r2-bench " << cfg.str() << "\n"
-            << "  mops      p50_us    p99_us    ops         check\n"
-            << "  " << std::left << std::setw(10) << fmt(mops, 3) << std::setw(10) << fmt(p50, 2)
-            << std::setw(10) << fmt(p99, 2) << std::setw(12) << ops << check << "\n";
+  if (o.summary != nullptr) *o.summary = {mops, p50, p99, ops, check};
+  if (!o.quiet) {
+    std::ostringstream cfg;
+    cfg << "fabric=" << o.fabric.backend << " nodes=" << o.fabric.num_nodes
+        << " threads=" << o.fabric.threads << " coroutines=" << o.coroutines << " op=" << o.op_name
+        << " payload=" << o.payload << " batch=" << o.batch << " delay_ns=" << o.fabric.delay_ns
+        << " passive_ack=" << (o.passive_ack ? 1 : 0) << " processes=" << (o.processes ? 1 : 0)
+        << " seconds=" << o.seconds;
+    std::cout << "r2-bench " << cfg.str() << "\n"
+              << "  mops      p50_us    p99_us    ops         check\n"
+              << "  " << std::left << std::setw(10) << fmt(mops, 3) << std::setw(10) << fmt(p50, 2)
+              << std::setw(10) << fmt(p99, 2) << std::setw(12) << ops << check << "\n";
+  }
   if (!o.json.empty()) {
     std::ofstream f(o.json);
     f << "{\"mops\": " << fmt(mops, 4) << ", \"p50_us\": " << fmt(p50, 3)

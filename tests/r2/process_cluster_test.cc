@@ -185,6 +185,20 @@ TEST(ProcessCluster, BadCommandLinesAreRefusedClearly) {
   EXPECT_NE(h.out.find("--fabric-delay-ns"), std::string::npos);
 }
 
+TEST(ProcessCluster, ThesisSuiteRunsEveryExperimentAndReportsRatios) {
+  const std::string json = ::testing::TempDir() + cluster("suite") + ".json";
+  CmdResult r =
+      sh(kBench + " --suite=thesis --seconds=0.05 --warmup=0 --cluster=" + cluster("suite") +
+         " --json=" + json);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("PA: passive vs replies, RPC"), std::string::npos) << r.out;
+  std::string j = slurp(json);
+  EXPECT_NE(j.find("\"ratios\": {"), std::string::npos) << j;
+  EXPECT_NE(j.find("\"name\": \"fig2-4 rpc 4096B\""), std::string::npos) << j;
+  EXPECT_EQ(j.find("\"mops\": 0.0000"), std::string::npos) << "an experiment measured nothing\n"
+                                                           << j;
+}
+
 TEST(ProcessCluster, VerbsWithoutADeviceStopsWithTheRecipe) {
   CmdResult r = sh(kBench + " --fabric=verbs --nodes=1 --seconds=0.1 --warmup=0");
   if (r.code == 0) GTEST_SKIP() << "an RDMA device is present";
