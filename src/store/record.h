@@ -1,0 +1,113 @@
+// A record in registered memory, as every node sees it through one-sided
+// READs, and the protocol that lets one READ tell a consistent copy from a
+// torn or stale one.
+//
+// Layout of one record slot (all offsets from the slot start, 8-byte words):
+//
+//   +0   lock         8 B   0 = free; otherwise the holder (see lock_word()).
+//                           The one-sided CAS target. NOT covered by the seal.
+//   +8   version      8 B   bumped by every committed write (never 0 once
+//                           the record exists).
+//   +16  key          8 B   the record's key.
+//   +24  incarnation  4 B   bumped each time the slot is freed, so a cached
+//                           address of an earlier tenant is recognised.
+//   +28  flags        4 B   kLive / kDeleted.
+//   +32  seal         8 B   hash of [version, key, incarnation, flags, value]
+//   +40  value        value_size B, then padding to a multiple of 64 B.
+//
+// Why a seal and not per-cache-line versions: an RNIC gives no ordering
+// across cache lines, and on shm a READ is a memcpy that may copy the bytes
+// in any order and width. Any mix of two writes' bytes breaks the seal (up
+// to a 2^-64 chance), whatever the copy order; a copy whose seal verifies is
+// one write's complete image. The lock word is outside the seal because it
+// changes by CAS independently of the data.
+//
+// Writer protocol (the holder of the lock — a transaction's commit, or the
+// owner on insert/delete):
+//   1. own the lock (CAS 0 -> lock_word) — or be the owner under its
+//      partition latch for inserts/deletes;
+//   2. write [version .. end of value] with the new version, the value and
+//      a seal computed by seal() — in one WRITE (remote) or one store
+//      sequence (local); readers in between see a broken seal;
+//   3. release: store 0 to the lock (after 2; on a fabric channel the FIFO
+//      order of a WRITE then an unlock WRITE in one doorbell gives this).
+//
+// Reader protocol: READ the whole slot; verify(). On kTorn re-read (bounded
+// by the caller). Then check identity (key, incarnation, flags) against what
+// was expected: a mismatch means the cached address is stale.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+namespace drtmx::store {
+
+struct RecordHeader {
+  uint64_t lock;
+  uint64_t version;
+  uint64_t key;
+  uint32_t incarnation;
+  uint32_t flags;
+  uint64_t seal;
+};
+static_assert(sizeof(RecordHeader) == 40);
+static_assert(offsetof(RecordHeader, lock) == 0);
+
+constexpr uint32_t kLive = 1;
+constexpr uint32_t kDeleted = 2;
+
+// Size of a slot holding `value_size` value bytes: header + value, padded to
+// 64 bytes so no two records share a cache line.
+constexpr size_t record_slot_size(size_t value_size) {
+  return (sizeof(RecordHeader) + value_size + 63) & ~size_t{63};
+}
+
+// The lock word a transaction coroutine writes (never 0).
+constexpr uint64_t lock_word(uint16_t node, uint16_t thread, uint16_t coroutine) {
+  return (uint64_t{node} << 40) | (uint64_t{thread} << 20) | (uint64_t{coroutine} + 1);
+}
+
+// 64-bit hash over the sealed part of a slot image: header fields from
+// `version` on (the seal itself excluded) and the value.
+uint64_t compute_seal(const RecordHeader& h, const void* value, size_t value_size);
+
+// Writer: fills the seal of a slot image (header + value contiguous).
+inline void seal(void* slot, size_t value_size) {
+  auto* h = static_cast<RecordHeader*>(slot);
+  h->seal = compute_seal(*h, static_cast<uint8_t*>(slot) + sizeof(RecordHeader), value_size);
+}
+
+enum class RecordCheck : uint8_t {
+  kOk,                // a consistent copy of the expected record
+  kTorn,              // the seal does not verify: a concurrent write; read again
+  kEmpty,             // never written (all zero)
+  kWrongKey,          // the slot holds another key: the cached address is stale
+  kWrongIncarnation,  // the slot was freed and reused since it was cached
+  kDeleted,           // the record was deleted
+};
+
+// Reader: checks a copy of a slot (as READ from the fabric).
+inline RecordCheck verify(const void* copy, size_t value_size) {
+  RecordHeader h;
+  std::memcpy(&h, copy, sizeof h);
+  if (h.version == 0 && h.seal == 0 && h.key == 0 && h.flags == 0) return RecordCheck::kEmpty;
+  if (compute_seal(h, static_cast<const uint8_t*>(copy) + sizeof(RecordHeader), value_size) !=
+      h.seal) {
+    return RecordCheck::kTorn;
+  }
+  return h.flags == kDeleted ? RecordCheck::kDeleted : RecordCheck::kOk;
+}
+
+// Reader: verify() plus the identity a cached address promised.
+inline RecordCheck verify(const void* copy, size_t value_size, uint64_t key, uint32_t incarnation) {
+  RecordCheck c = verify(copy, value_size);
+  if (c != RecordCheck::kOk && c != RecordCheck::kDeleted) return c;
+  RecordHeader h;
+  std::memcpy(&h, copy, sizeof h);
+  if (h.key != key) return RecordCheck::kWrongKey;
+  if (h.incarnation != incarnation) return RecordCheck::kWrongIncarnation;
+  return c;
+}
+
+}  // namespace drtmx::store
