@@ -12,7 +12,7 @@
 
 #include "r2/common/clock.h"
 #include "r2/shm/segment.h"
-#include "support/inproc_cluster.h"
+#include "r2/support/inproc_cluster.h"
 
 namespace drtmx::r2 {
 namespace {

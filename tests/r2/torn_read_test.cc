@@ -7,7 +7,7 @@
 #include <atomic>
 #include <thread>
 
-#include "support/inproc_cluster.h"
+#include "r2/support/inproc_cluster.h"
 
 namespace drtmx::r2 {
 namespace {

@@ -4,7 +4,7 @@
 #include <cstring>
 #include <random>
 
-#include "support/worker_cluster.h"
+#include "r2/support/worker_cluster.h"
 
 namespace drtmx::r2 {
 namespace {

@@ -12,7 +12,7 @@
 
 #include "r2/fabric_factory.h"
 #include "r2/shm/shm_fabric.h"
-#include "support/local_control.h"
+#include "r2/support/local_control.h"
 
 namespace drtmx::r2::testing {
 

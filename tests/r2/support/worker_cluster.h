@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "r2/sched/worker.h"
-#include "support/inproc_cluster.h"
+#include "r2/support/inproc_cluster.h"
 
 namespace drtmx::r2::testing {
 
