@@ -2,7 +2,13 @@
 // built, regions registered, connected through LocalControl.
 #pragma once
 
+#include <dirent.h>
+#include <signal.h>
+#include <sys/mman.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
 
 #include <atomic>
 #include <memory>
@@ -16,8 +22,28 @@
 
 namespace drtmx::r2::testing {
 
+// Test clusters are named "t<pid>-..."; a test process that crashed (an
+// assertion abort, a sanitizer report) leaves its segments behind. Remove
+// those whose process is gone, once per test process.
+inline void sweep_dead_test_segments() {
+  DIR* d = opendir("/dev/shm");
+  if (d == nullptr) return;
+  std::vector<std::string> dead;
+  while (dirent* e = readdir(d)) {
+    int pid = 0;
+    if (std::sscanf(e->d_name, "drtmx.t%d-", &pid) == 1 && pid > 0 && kill(pid, 0) != 0 &&
+        errno == ESRCH) {
+      dead.push_back(std::string("/") + e->d_name);
+    }
+  }
+  closedir(d);
+  for (auto& n : dead) shm_unlink(n.c_str());
+}
+
 inline std::string unique_cluster(const std::string& tag) {
   static std::atomic<int> counter{0};
+  static const bool swept = (sweep_dead_test_segments(), true);
+  (void)swept;
   return "t" + std::to_string(getpid()) + "-" + tag + "-" + std::to_string(counter++);
 }
 
