@@ -8,7 +8,7 @@
 #include <sstream>
 #include <thread>
 
-#include "../common/process_group.h"
+#include "process_group.h"
 #include "r2/control/control.h"
 #include "r2/shm/shm_fabric.h"
 #include "r2_bench.h"
