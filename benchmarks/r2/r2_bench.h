@@ -47,6 +47,10 @@ struct R2BenchOptions {
   std::vector<std::string> node_args(int node, const std::string& coordinator) const;
 };
 
+class JsonWriter;
+// The run's configuration as members of the current JSON object.
+void write_config(const R2BenchOptions& o, JsonWriter& j);
+
 // Parses argv; on --help returns kNotFound with the usage text as message.
 Result<R2BenchOptions> parse_r2_bench(int argc, char** argv);
 

@@ -2,13 +2,13 @@
 // window, the atomics check, and (node 0) the report.
 #include <atomic>
 #include <cstring>
-#include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <sstream>
 #include <thread>
 
 #include "base/histogram.h"
+#include "json_writer.h"
 #include "r2/common/clock.h"
 #include "r2/node_runtime.h"
 #include "r2_bench.h"
@@ -199,6 +199,21 @@ std::string fmt(double v, int prec) {
   return os.str();
 }
 
+}  // namespace
+
+void write_config(const R2BenchOptions& o, JsonWriter& j) {
+  j.key("fabric").value(o.fabric.backend).key("nodes").value(unsigned{o.fabric.num_nodes});
+  j.key("threads")
+      .value(unsigned{o.fabric.threads})
+      .key("coroutines")
+      .value(unsigned{o.coroutines});
+  j.key("op").value(o.op_name).key("payload").value(o.payload).key("batch").value(o.batch);
+  j.key("fabric_delay_ns").value(o.fabric.delay_ns).key("passive_ack").value(o.passive_ack);
+  j.key("processes").value(o.processes).key("seconds").value(o.seconds, 3);
+}
+
+namespace {
+
 Status report(const R2BenchOptions& o, const std::vector<NodeResult>& rs) {
   double mops = 0;
   uint64_t ops = 0, successes = 0, words = 0;
@@ -236,26 +251,21 @@ Status report(const R2BenchOptions& o, const std::vector<NodeResult>& rs) {
               << std::setw(10) << fmt(p99, 2) << std::setw(12) << ops << check << "\n";
   }
   if (!o.json.empty()) {
-    std::ofstream f(o.json);
-    f << "{\"mops\": " << fmt(mops, 4) << ", \"p50_us\": " << fmt(p50, 3)
-      << ", \"p99_us\": " << fmt(p99, 3) << ", \"ops\": " << ops << ", \"check\": \"" << check
-      << "\", \"config\": {\"fabric\": \"" << o.fabric.backend
-      << "\", \"nodes\": " << o.fabric.num_nodes << ", \"threads\": " << o.fabric.threads
-      << ", \"coroutines\": " << o.coroutines << ", \"op\": \"" << o.op_name
-      << "\", \"payload\": " << o.payload << ", \"batch\": " << o.batch
-      << ", \"fabric_delay_ns\": " << o.fabric.delay_ns
-      << ", \"passive_ack\": " << (o.passive_ack ? "true" : "false")
-      << ", \"processes\": " << (o.processes ? "true" : "false") << ", \"seconds\": " << o.seconds
-      << "}, \"per_node_mops\": [";
-    for (size_t i = 0; i < rs.size(); ++i) {
-      f << (i ? ", " : "")
-        << fmt(rs[i].measured_ns
-                   ? static_cast<double>(rs[i].ops) * 1e3 / static_cast<double>(rs[i].measured_ns)
-                   : 0,
-               4);
+    JsonWriter j;
+    j.begin_object();
+    j.key("mops").value(mops).key("p50_us").value(p50, 3).key("p99_us").value(p99, 3);
+    j.key("ops").value(ops).key("check").value(check);
+    j.key("config").begin_object();
+    write_config(o, j);
+    j.end_object();
+    j.key("per_node_mops").begin_array();
+    for (const NodeResult& r : rs) {
+      j.value(r.measured_ns ? static_cast<double>(r.ops) * 1e3 / static_cast<double>(r.measured_ns)
+                            : 0.0);
     }
-    f << "]}\n";
-    if (!f) return io_error("writing --json=" + o.json, errno);
+    j.end_array().end_object();
+    std::string err;
+    if (!write_file(o.json, j.str() + "\n", &err)) return io_error(err, errno);
   }
   return Status::ok();
 }

@@ -2,11 +2,11 @@
 // Every experiment is a full local cluster run (nodes as threads) with the
 // user's fabric, nodes, threads and --seconds; results come out as one table
 // plus the ratios the thesis discusses, and optionally as JSON.
-#include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <sstream>
 
+#include "json_writer.h"
 #include "r2_bench.h"
 
 namespace drtmx::bench {
@@ -132,25 +132,26 @@ Status run_suite(const R2BenchOptions& base) {
     std::cout << "  " << std::left << std::setw(34) << r.name << fixed(r.value, 2) << "x\n";
   }
   if (!base.json.empty()) {
-    std::ofstream f(base.json);
-    f << "{\"suite\": \"thesis\", \"config\": {\"fabric\": \"" << base.fabric.backend
-      << "\", \"nodes\": " << base.fabric.num_nodes << ", \"threads\": " << base.fabric.threads
-      << ", \"seconds\": " << base.seconds << "}, \"experiments\": [";
-    for (size_t i = 0; i < ex.size(); ++i) {
-      const Experiment& e = ex[i];
-      f << (i ? ", " : "") << "{\"name\": \"" << e.name << "\", \"op\": \"" << e.op
-        << "\", \"payload\": " << e.payload << ", \"coroutines\": " << e.coroutines
-        << ", \"batch\": " << e.batch << ", \"passive_ack\": " << (e.passive ? "true" : "false")
-        << ", \"fabric_delay_ns\": " << e.delay_ns << ", \"mops\": " << fixed(e.result.mops, 4)
-        << ", \"p50_us\": " << fixed(e.result.p50_us, 3)
-        << ", \"p99_us\": " << fixed(e.result.p99_us, 3) << "}";
+    JsonWriter j;
+    j.begin_object().key("suite").value("thesis");
+    j.key("config").begin_object();
+    j.key("fabric").value(base.fabric.backend).key("nodes").value(unsigned{base.fabric.num_nodes});
+    j.key("threads").value(unsigned{base.fabric.threads}).key("seconds").value(base.seconds, 3);
+    j.end_object();
+    j.key("experiments").begin_array();
+    for (const Experiment& e : ex) {
+      j.begin_object().key("name").value(e.name).key("op").value(e.op);
+      j.key("payload").value(e.payload).key("coroutines").value(unsigned{e.coroutines});
+      j.key("batch").value(e.batch).key("passive_ack").value(e.passive);
+      j.key("fabric_delay_ns").value(e.delay_ns).key("mops").value(e.result.mops);
+      j.key("p50_us").value(e.result.p50_us, 3).key("p99_us").value(e.result.p99_us, 3);
+      j.end_object();
     }
-    f << "], \"ratios\": {";
-    for (size_t i = 0; i < ratios.size(); ++i) {
-      f << (i ? ", " : "") << "\"" << ratios[i].name << "\": " << fixed(ratios[i].value, 3);
-    }
-    f << "}}\n";
-    if (!f) return io_error("writing --json=" + base.json, errno);
+    j.end_array().key("ratios").begin_object();
+    for (const Ratio& r : ratios) j.key(r.name).value(r.value, 3);
+    j.end_object().end_object();
+    std::string err;
+    if (!write_file(base.json, j.str() + "\n", &err)) return io_error(err, errno);
   }
   return Status::ok();
 }
