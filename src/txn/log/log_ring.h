@@ -1,0 +1,140 @@
+// Replication log rings: how a coordinator makes its redo log durable-in-
+// memory on a backup with one-sided WRITEs, and how the backup applies and
+// reclaims it. Thesis §4.3.4 / DESIGN.md §4 (Log phase).
+//
+// Every backup node holds one ring per remote coordinator (node, thread) in
+// a registered region (the log region). A ring is `ring_bytes` (a power of
+// two) of entries; entries never wrap: when one does not fit before the end,
+// the writer first writes a wrap entry there and continues at 0.
+//
+// Entry layout (8-byte aligned, `entry_bytes(payload)` long):
+//   +0   len      4 B   payload length
+//   +4   kind     4 B   kData or kWrap
+//   +8   seq      8 B   the writer's entry sequence number (1, 2, ...)
+//   +16  seal     8 B   hash of (len, kind, seq, payload)
+//   +24  payload  len B, padded to 8
+//   end-8 len2    4 B   the length again, then 4 B padding
+// The length sits at both ends (thesis) and the seal covers the rest: on
+// shm a WRITE is a memcpy that may place the last bytes first, so matching
+// lengths alone would not prove the middle arrived. An entry is complete
+// iff len == len2 and the seal verifies.
+//
+// Protocol.
+//  * Writer (coordinator thread, one per backup): knows its tail and the
+//    last head the backup reported. `prepare()` builds the entry image in
+//    local registered memory and says where it goes, or refuses when the
+//    ring lacks room (back-pressure: the caller waits for a reclaim and
+//    retries; an entry not yet applied is never overwritten). The caller
+//    WRITEs the image (signaled: the completion means the entry is in the
+//    backup's memory — the Log phase waits for all backups' completions).
+//  * Reader (backup, one per ring, polled by a backup worker): `poll()`
+//    hands each complete entry, in ring order, to the applier, then zeroes
+//    it (so a stale image can never look complete later) and advances its
+//    head. Reclaim is lazy: once `reclaim_every` bytes were freed since the
+//    last report, `poll()` says so and the caller messages the new head to
+//    the writer, which calls `on_reclaimed(head)`.
+//  * Sequence numbers let the reader refuse an entry from the future or
+//    the past (a protocol bug or a corrupt ring) instead of applying it.
+//
+// Threading: a LogWriter belongs to one coordinator worker thread, a
+// LogReader to one backup worker thread.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+
+#include "base/status.h"
+
+namespace drtmx::txn {
+
+constexpr uint32_t kLogData = 1;
+constexpr uint32_t kLogWrap = 2;
+constexpr size_t kLogHeaderBytes = 24;
+constexpr size_t kLogTrailerBytes = 8;
+
+constexpr size_t log_entry_bytes(size_t payload) {
+  return kLogHeaderBytes + ((payload + 7) & ~size_t{7}) + kLogTrailerBytes;
+}
+
+// Where the rings live inside a backup's log region.
+struct LogRingLayout {
+  uint16_t nodes = 0;    // coordinator nodes
+  uint16_t threads = 0;  // coordinator threads per node
+  uint32_t ring_bytes = 0;
+
+  Status validate() const;
+  size_t region_bytes() const { return size_t{nodes} * threads * ring_bytes; }
+  // Offset of the ring for coordinator (node, thread) inside the region.
+  uint64_t ring_offset(uint16_t node, uint16_t thread) const {
+    return (uint64_t{node} * threads + thread) * ring_bytes;
+  }
+};
+
+class LogWriter {
+ public:
+  // `ring_offset`: where this writer's ring starts in the backup's log region.
+  LogWriter(uint64_t ring_offset, uint32_t ring_bytes);
+
+  // Largest payload one entry can carry.
+  size_t max_payload() const;
+
+  struct Placement {
+    uint64_t offset;  // in the backup's log region
+    uint32_t bytes;   // image length to WRITE
+    uint64_t seq;
+  };
+  // Builds the entry image for `payload` into `image` (registered memory,
+  // at least log_entry_bytes(len) + a wrap entry's bytes long) and returns
+  // the WRITEs to issue: one entry, preceded by a wrap entry when the ring
+  // wraps (then two placements, the wrap first). Returns 0 placements when
+  // the ring lacks room (retry after on_reclaimed), or an error for a
+  // payload above max_payload().
+  Result<int> prepare(const void* payload, uint32_t len, uint8_t* image, Placement out[2]);
+
+  // The backup reported that everything before ring position `head`
+  // (monotonic byte count) has been applied and freed.
+  void on_reclaimed(uint64_t head);
+
+  uint64_t tail() const { return tail_; }
+  uint64_t head() const { return head_; }
+  uint64_t entries() const { return seq_; }
+
+ private:
+  uint64_t base_;
+  uint32_t bytes_;
+  uint64_t tail_ = 0;  // monotonic byte position of the next entry
+  uint64_t head_ = 0;  // reclaimed up to here (as last reported)
+  uint64_t seq_ = 0;
+};
+
+class LogReader {
+ public:
+  // `ring`: the ring's memory on this backup (inside the log region).
+  LogReader(uint8_t* ring, uint32_t ring_bytes, uint32_t reclaim_every);
+
+  using Apply = std::function<void(uint64_t seq, const uint8_t* payload, uint32_t len)>;
+  struct Polled {
+    uint32_t applied = 0;
+    bool report = false;   // send head() to the writer now
+    bool corrupt = false;  // an entry with a wrong sequence number: stop
+  };
+  // Applies up to `max` complete entries in order.
+  Polled poll(const Apply& apply, uint32_t max);
+
+  uint64_t head() const { return head_; }
+  void reported() { reported_ = head_; }
+
+ private:
+  uint8_t* ring_;
+  uint32_t bytes_;
+  uint32_t reclaim_every_;
+  uint64_t head_ = 0;  // monotonic byte position of the next entry
+  uint64_t reported_ = 0;
+  uint64_t next_seq_ = 1;
+};
+
+// Seal of a log entry image (also used by tests to forge torn images).
+uint64_t log_entry_seal(uint32_t len, uint32_t kind, uint64_t seq, const void* payload);
+
+}  // namespace drtmx::txn
