@@ -1,0 +1,41 @@
+#include "txn/policy.h"
+
+#include <gtest/gtest.h>
+
+namespace drtmx::txn {
+namespace {
+
+TEST(Policy, PresetsFollowTable43) {
+  auto d = make_policy("drtmh", {}, false);
+  ASSERT_TRUE(d.is_ok());
+  EXPECT_EQ(d->describe(), "E=hybrid V=cas+read L=write C=write+pa RO=hybrid+read");
+  EXPECT_EQ(make_policy("farm", {}, false)->describe(),
+            "E=onesided V=rpc+read L=write C=rpc RO=onesided+read");
+  EXPECT_EQ(make_policy("drtm-r", {}, false)->describe(),
+            "E=cached V=cas+read L=write C=write RO=cached+read");
+  EXPECT_EQ(make_policy("fasst", {}, false)->describe(), "E=rpc V=rpc+rpc L=rpc C=rpc RO=rpc+rpc");
+}
+
+TEST(Policy, OverridesAndErrors) {
+  auto p = make_policy("fasst", {{"log", "write"}, {"execute", "hybrid"}}, false);
+  ASSERT_TRUE(p.is_ok());
+  EXPECT_EQ(p->describe(), "E=hybrid V=rpc+rpc L=write C=rpc RO=rpc+rpc");
+  EXPECT_EQ(p->preset, "fasst+overrides");
+  auto bad = make_policy("drtmz", {}, true);
+  EXPECT_NE(bad.status().message().find("farm, drtm-r, fasst, drtmh"), std::string::npos);
+  EXPECT_NE(make_policy("drtmh", {{"lock", "mutex"}}, true).status().message().find("--lock=mutex"),
+            std::string::npos);
+  EXPECT_NE(make_policy("drtmh", {{"colour", "red"}}, true).status().message().find("--colour"),
+            std::string::npos);
+}
+
+TEST(Policy, CasLocksWithCpuCommitAreRefusedOnlyWhereAtomicsAreNotCoherent) {
+  auto unsafe = make_policy("drtmh", {{"commit", "rpc"}}, /*coherent=*/false);
+  ASSERT_FALSE(unsafe.is_ok());
+  EXPECT_NE(unsafe.status().message().find("--commit=write"), std::string::npos);
+  EXPECT_TRUE(make_policy("drtmh", {{"commit", "rpc"}}, /*coherent=*/true).is_ok());
+  EXPECT_TRUE(make_policy("drtmh", {{"commit", "rpc"}, {"lock", "rpc"}}, false).is_ok());
+}
+
+}  // namespace
+}  // namespace drtmx::txn
