@@ -6,6 +6,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <map>
+#include <mutex>
 #include <thread>
 
 #include "r2/control/control.h"
@@ -75,6 +77,38 @@ TEST(ControlPlane, JoinExchangeAndBarriers) {
   });
   for (auto& x : st) EXPECT_TRUE(x.is_ok()) << x.to_string();
   EXPECT_TRUE(s->wait_done(milliseconds(3000)).is_ok());
+}
+
+TEST(ControlPlane, PublishedReportsReachTheHostInOrderPerNode) {
+  ControlServerConfig sc;
+  sc.cluster = "ctl";
+  sc.num_nodes = 3;
+  std::mutex mu;
+  std::map<uint16_t, std::vector<std::string>> got;
+  sc.on_publish = [&](uint16_t node, const std::string& topic, const std::string& blob) {
+    std::lock_guard<std::mutex> lk(mu);
+    got[node].push_back(topic + "=" + blob);
+  };
+  auto s = ControlServer::start(sc);
+  ASSERT_TRUE(s.is_ok());
+  auto st = on_nodes(3, [&](uint16_t n) -> Status {
+    auto c = ControlClient::join(client_cfg(**s, n, 3));
+    if (!c) return c.status();
+    for (int i = 0; i < 50; ++i) {
+      DRTMX_RETURN_IF_ERROR((*c)->publish("progress", std::to_string(i)));
+    }
+    // The barrier comes after the publishes on the same connection, so the
+    // coordinator has handled them all when it completes.
+    DRTMX_RETURN_IF_ERROR((*c)->barrier("done"));
+    return (*c)->leave();
+  });
+  for (auto& x : st) EXPECT_TRUE(x.is_ok()) << x.to_string();
+  std::lock_guard<std::mutex> lk(mu);
+  ASSERT_EQ(got.size(), 3u);
+  for (auto& [node, v] : got) {
+    ASSERT_EQ(v.size(), 50u) << "node " << node;
+    for (int i = 0; i < 50; ++i) EXPECT_EQ(v[i], "progress=" + std::to_string(i));
+  }
 }
 
 TEST(ControlPlane, MissingNodeIsNamedOnEveryJoinedNode) {

@@ -24,6 +24,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -39,6 +40,9 @@ struct ControlServerConfig {
   uint16_t num_nodes = 1;
   // All nodes must have joined within this time after the server started.
   std::chrono::milliseconds join_timeout{10000};
+  // Called on the server's thread for every ControlClient::publish(), in
+  // arrival order per node. Must be quick (it holds up the control plane).
+  std::function<void(uint16_t node, const std::string& topic, const std::string& blob)> on_publish;
 };
 
 class ControlServer {
@@ -100,6 +104,10 @@ class ControlClient {
   }
   Status barrier(const std::string& name) { return barrier(name, default_timeout()); }
   virtual std::chrono::milliseconds default_timeout() const = 0;
+  // Sends `blob` under `topic` to the coordinator's on_publish callback.
+  // Fire-and-forget: no collective, no reply; errors only if the connection
+  // is gone.
+  virtual Status publish(const std::string& topic, const std::string& blob) = 0;
   // Fails the whole cluster with `why` (this node's id is prepended).
   virtual void report_failure(const std::string& why) = 0;
   // Leaves cleanly. Called by the destructor if not called before.

@@ -225,6 +225,12 @@ class Coordinator final : public ControlServer {
         return;
       case Envelope::kFailure:
         return fail(name_of(c) + ": " + e.failure().reason());
+      case Envelope::kPublish:
+        if (c.node < 0) return fail(c.peer + " published before joining");
+        if (cfg_.on_publish) {
+          cfg_.on_publish(static_cast<uint16_t>(c.node), e.publish().topic(), e.publish().blob());
+        }
+        return;
       default:
         return fail(name_of(c) + " sent a message only the coordinator may send");
     }

@@ -130,6 +130,15 @@ class MemberClient final : public ControlClient {
     }
   }
 
+  Status publish(const std::string& topic, const std::string& blob) override {
+    if (!failed_.is_ok()) return failed_;
+    if (fd_ < 0) return unavailable("publish '" + topic + "' after leave()");
+    Envelope e;
+    e.mutable_publish()->set_topic(topic);
+    e.mutable_publish()->set_blob(blob);
+    return send(e, Clock::now() + std::chrono::seconds(2));
+  }
+
   void report_failure(const std::string& why) override {
     if (fd_ < 0 || !failed_.is_ok()) return;
     Envelope e;

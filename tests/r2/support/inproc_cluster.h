@@ -7,10 +7,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
-
-#include <atomic>
 #include <memory>
 #include <string>
 #include <thread>
