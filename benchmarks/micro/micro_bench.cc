@@ -88,13 +88,19 @@ BENCHMARK(BM_MsgRingRoundTrip)->Arg(64)->Arg(512)->Arg(4000);
 
 void BM_HistogramRecord(benchmark::State& st) {
   LatencyHistogram h;
-  uint64_t v = 1;
-  for (auto _ : st) {
-    h.record(v);
-    benchmark::ClobberMemory();
-    v = (v * 6364136223846793005ull + 1442695040888963407ull) >> 40;
+  std::vector<uint64_t> samples(4096);
+  uint64_t x = 88172645463325252ull;
+  for (auto& v : samples) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    v = 100 + (x % 100000);  // 0.1 .. 100 us in ns
   }
-  benchmark::DoNotOptimize(h.count());
+  size_t i = 0;
+  for (auto _ : st) {
+    h.record(samples[i++ & 4095]);
+    benchmark::DoNotOptimize(h);
+  }
 }
 BENCHMARK(BM_HistogramRecord);
 
