@@ -45,7 +45,23 @@ OpStatus Co::faa(RemoteAddr at, uint64_t add, uint64_t* old) {
 
 Status Co::call(std::span<const Target> targets, uint16_t rpc_id, const void* req, uint32_t len,
                 std::span<RpcBuffer> replies) {
-  return worker_->call(worker_->current(), targets, rpc_id, req, len, replies);
+  // The same body for every target.
+  const std::span<const uint8_t> body(static_cast<const uint8_t*>(req), len);
+  constexpr size_t kInline = 16;
+  if (targets.size() <= kInline) {
+    std::span<const uint8_t> bodies[kInline];
+    for (size_t i = 0; i < targets.size(); ++i) bodies[i] = body;
+    return worker_->call(worker_->current(), targets, rpc_id,
+                         std::span<const std::span<const uint8_t>>(bodies, targets.size()),
+                         replies);
+  }
+  std::vector<std::span<const uint8_t>> bodies(targets.size(), body);
+  return worker_->call(worker_->current(), targets, rpc_id, bodies, replies);
+}
+
+Status Co::call(std::span<const Target> targets, uint16_t rpc_id,
+                std::span<const std::span<const uint8_t>> bodies, std::span<RpcBuffer> replies) {
+  return worker_->call(worker_->current(), targets, rpc_id, bodies, replies);
 }
 
 Status Co::call(Target target, uint16_t rpc_id, const void* req, uint32_t len, RpcBuffer& reply) {
@@ -122,17 +138,21 @@ OpStatus Worker::run_batch(CoState& c, OpBatch& b) {
   return b.first_error();
 }
 
-Status Worker::call(CoState& c, std::span<const Target> targets, uint16_t rpc_id, const void* req,
-                    uint32_t len, std::span<RpcBuffer> replies) {
-  if (targets.size() != replies.size()) {
-    return invalid_argument("call(): " + std::to_string(targets.size()) + " targets but " +
+Status Worker::call(CoState& c, std::span<const Target> targets, uint16_t rpc_id,
+                    std::span<const std::span<const uint8_t>> bodies,
+                    std::span<RpcBuffer> replies) {
+  if (targets.size() != replies.size() || targets.size() != bodies.size()) {
+    return invalid_argument("call(): " + std::to_string(targets.size()) + " targets, " +
+                            std::to_string(bodies.size()) + " bodies and " +
                             std::to_string(replies.size()) + " reply buffers");
   }
   if (targets.empty()) return Status::ok();
-  if (len > cfg_.max_rpc_bytes) {
-    return out_of_range("RPC " + std::to_string(rpc_id) + " request of " + std::to_string(len) +
-                        " bytes exceeds the limit of " + std::to_string(cfg_.max_rpc_bytes) +
-                        " bytes (max_rpc_bytes)");
+  for (const auto& b : bodies) {
+    if (b.size() > cfg_.max_rpc_bytes) {
+      return out_of_range("RPC " + std::to_string(rpc_id) + " request of " +
+                          std::to_string(b.size()) + " bytes exceeds the limit of " +
+                          std::to_string(cfg_.max_rpc_bytes) + " bytes (max_rpc_bytes)");
+    }
   }
   for (const Target& t : targets) {
     if (t.node >= nodes_ || t.thread >= threads_) {
@@ -154,8 +174,9 @@ Status Worker::call(CoState& c, std::span<const Target> targets, uint16_t rpc_id
   h.rpc_id = rpc_id;
   h.cor = c.co.id_;
   h.seq = c.rpc_seq;
-  for (const Target& t : targets) {
-    send_logical(t.node, t.thread, h, static_cast<const uint8_t*>(req), len);
+  for (size_t i = 0; i < targets.size(); ++i) {
+    send_logical(targets[i].node, targets[i].thread, h, bodies[i].data(),
+                 static_cast<uint32_t>(bodies[i].size()));
   }
   c.deadline_ns = cfg_.rpc_timeout_ms ? now_ns() + uint64_t{cfg_.rpc_timeout_ms} * 1000000 : 0;
   c.state = State::kWaiting;

@@ -43,6 +43,9 @@ class Co {
   Status call(std::span<const Target> targets, uint16_t rpc_id, const void* req, uint32_t len,
               std::span<RpcBuffer> replies);
   Status call(Target target, uint16_t rpc_id, const void* req, uint32_t len, RpcBuffer& reply);
+  // As above, with its own request body per target (bodies[i] to targets[i]).
+  Status call(std::span<const Target> targets, uint16_t rpc_id,
+              std::span<const std::span<const uint8_t>> bodies, std::span<RpcBuffer> replies);
   // Fire-and-forget: the receiver's handler runs, no reply is sent; the
   // acknowledgement rides on later traffic back to this worker (passive
   // ACK). Waits only when the destination has `passive_window` messages

@@ -23,8 +23,11 @@ class OpBatch {
     add(Verb::kWrite, to, const_cast<void*>(from), len, 0, 0, signaled);
   }
   // *old receives the word's previous value; success iff *old == expected.
-  void cas(RemoteAddr at, uint64_t expected, uint64_t desired, uint64_t* old) {
-    add(Verb::kCas, at, old, 8, expected, desired);
+  // Unsignaled (signaled = false) is correct only when a later signaled op
+  // on the same channel is awaited: its completion implies this one's.
+  void cas(RemoteAddr at, uint64_t expected, uint64_t desired, uint64_t* old,
+           bool signaled = true) {
+    add(Verb::kCas, at, old, 8, expected, desired, signaled);
   }
   void faa(RemoteAddr at, uint64_t add_value, uint64_t* old) {
     add(Verb::kFaa, at, old, 8, 0, add_value);

@@ -146,8 +146,8 @@ class Worker {
   void suspend();  // switch to the scheduler
   void make_runnable(CoState& c);
   OpStatus run_batch(CoState& c, OpBatch& b);
-  Status call(CoState& c, std::span<const Target> targets, uint16_t rpc_id, const void* req,
-              uint32_t len, std::span<RpcBuffer> replies);
+  Status call(CoState& c, std::span<const Target> targets, uint16_t rpc_id,
+              std::span<const std::span<const uint8_t>> bodies, std::span<RpcBuffer> replies);
   Status send_passive(CoState& c, Target t, uint16_t rpc_id, const void* msg, uint32_t len);
   Status wait_passive_acks(CoState& c);
   void yield_now(CoState& c);

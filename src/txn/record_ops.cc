@@ -1,0 +1,290 @@
+#include "txn/record_ops.h"
+
+#include <cstring>
+#include <map>
+
+#include "store/record.h"
+
+namespace drtmx::txn {
+
+using store::RecordHeader;
+
+namespace {
+
+r2::RemoteAddr at(const RecordRef& r, uint64_t plus) {
+  return {r.addr.node, r.addr.region, r.addr.offset + plus};
+}
+
+// Wire format of the list RPCs.
+struct ListHeader {
+  uint64_t lock_word;
+  uint32_t count;
+  uint32_t with_images;  // commit: an image follows each item
+};
+struct Item {
+  uint16_t region;
+  uint16_t pad;
+  uint32_t value_size;
+  uint64_t offset;
+  uint64_t version;
+};
+static_assert(sizeof(ListHeader) == 16 && sizeof(Item) == 24);
+
+constexpr uint8_t kLocked = 1, kValid = 2;
+
+size_t image_bytes(uint32_t value_size) {
+  return sizeof(RecordHeader) - 8 + value_size;
+}
+
+// Resolves an item to local memory, or nullptr when it is out of range.
+uint8_t* resolve(const LocalRegions& lr, const Item& it) {
+  auto [base, size] = lr.lookup(it.region);
+  const uint64_t slot = store::record_slot_size(it.value_size);
+  if (base == nullptr || it.offset % 8 != 0 || it.offset > size || slot > size - it.offset) {
+    return nullptr;
+  }
+  return base + it.offset;
+}
+
+uint64_t* lock_of(uint8_t* rec) {
+  return reinterpret_cast<uint64_t*>(rec);
+}
+uint64_t version_of(const uint8_t* rec) {
+  return __atomic_load_n(reinterpret_cast<const uint64_t*>(rec + 8), __ATOMIC_ACQUIRE);
+}
+
+// Parses a list request; false (and an error reply) when malformed.
+bool parse(r2::RpcRequest& req, ListHeader* h, const uint8_t** items) {
+  auto p = req.payload();
+  if (p.size() < sizeof(ListHeader)) {
+    req.reply_error("record list request of " + std::to_string(p.size()) + " bytes is truncated");
+    return false;
+  }
+  std::memcpy(h, p.data(), sizeof *h);
+  *items = p.data() + sizeof *h;
+  // Sizes are checked per item as they are walked (images vary).
+  return true;
+}
+
+// Walks the items of a request, calling f(item, image-or-null). Replies with
+// an error and returns false on a malformed or out-of-range item.
+template <typename F>
+bool walk(r2::RpcRequest& req, const LocalRegions& lr, const ListHeader& h, const uint8_t* items,
+          F f) {
+  const uint8_t* end = req.payload().data() + req.payload().size();
+  const uint8_t* p = items;
+  for (uint32_t i = 0; i < h.count; ++i) {
+    Item it;
+    if (end - p < static_cast<ptrdiff_t>(sizeof it)) {
+      req.reply_error("record list request truncated at item " + std::to_string(i));
+      return false;
+    }
+    std::memcpy(&it, p, sizeof it);
+    p += sizeof it;
+    const uint8_t* image = nullptr;
+    if (h.with_images) {
+      const size_t n = image_bytes(it.value_size);
+      if (static_cast<size_t>(end - p) < n) {
+        req.reply_error("record list request truncated in the image of item " + std::to_string(i));
+        return false;
+      }
+      image = p;
+      p += (n + 7) & ~size_t{7};
+    }
+    uint8_t* rec = resolve(lr, it);
+    if (rec == nullptr) {
+      req.reply_error("record at region " + std::to_string(it.region) + " offset " +
+                      std::to_string(it.offset) + " is outside the registered memory");
+      return false;
+    }
+    f(i, it, rec, image);
+  }
+  return true;
+}
+
+void build_request(std::vector<uint8_t>* out, uint64_t lock_word, const RecordRef* const* refs,
+                   size_t n, const uint8_t* const* images) {
+  ListHeader h{lock_word, static_cast<uint32_t>(n), images != nullptr};
+  out->assign(reinterpret_cast<const uint8_t*>(&h),
+              reinterpret_cast<const uint8_t*>(&h) + sizeof h);
+  for (size_t i = 0; i < n; ++i) {
+    const RecordRef& r = *refs[i];
+    Item it{r.addr.region, 0, r.value_size, r.addr.offset, r.version};
+    out->insert(out->end(), reinterpret_cast<const uint8_t*>(&it),
+                reinterpret_cast<const uint8_t*>(&it) + sizeof it);
+    if (images != nullptr) {
+      const size_t bytes = image_bytes(r.value_size);
+      const uint8_t* img = images[i] + 8;  // [version .. end]
+      out->insert(out->end(), img, img + bytes);
+      out->resize(out->size() + (((bytes + 7) & ~size_t{7}) - bytes), 0);
+    }
+  }
+}
+
+// Groups refs by primary, keeping order; calls send(node, indices).
+template <typename F>
+void by_node(std::span<const RecordRef> refs, F send) {
+  std::map<r2::NodeId, std::vector<size_t>> groups;
+  for (size_t i = 0; i < refs.size(); ++i) groups[refs[i].addr.node].push_back(i);
+  for (auto& [node, idx] : groups) send(node, idx);
+}
+
+Status list_call(r2::Co& co, std::span<const RecordRef> refs, uint16_t rpc, uint64_t word,
+                 std::vector<ItemResult>* out) {
+  out->assign(refs.size(), {});
+  std::vector<r2::Target> targets;
+  std::vector<std::vector<uint8_t>> reqs;
+  std::vector<std::vector<size_t>> index;
+  by_node(refs, [&](r2::NodeId node, const std::vector<size_t>& idx) {
+    std::vector<const RecordRef*> group;
+    for (size_t i : idx) group.push_back(&refs[i]);
+    reqs.emplace_back();
+    build_request(&reqs.back(), word, group.data(), group.size(), nullptr);
+    targets.push_back({node, co.thread()});
+    index.push_back(idx);
+  });
+  // All primaries in parallel: one request body each, one wait for all.
+  std::vector<std::span<const uint8_t>> bodies(reqs.begin(), reqs.end());
+  std::vector<r2::RpcBuffer> replies(targets.size());
+  DRTMX_RETURN_IF_ERROR(co.call(targets, rpc, bodies, replies));
+  for (size_t g = 0; g < targets.size(); ++g) {
+    if (replies[g].size() != index[g].size()) {
+      return internal_error("record list reply has " + std::to_string(replies[g].size()) +
+                            " results for " + std::to_string(index[g].size()) + " records");
+    }
+    for (size_t k = 0; k < index[g].size(); ++k) {
+      (*out)[index[g][k]].locked = replies[g][k] & kLocked;
+      (*out)[index[g][k]].valid = replies[g][k] & kValid;
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+void add_lock(r2::OpBatch& b, const RecordRef& r, uint64_t lock_word, uint64_t* old,
+              LockState* state) {
+  b.cas(at(r, 0), 0, lock_word, old, /*signaled=*/false);
+  b.read(at(r, 0), state, sizeof(LockState));
+}
+
+void add_check(r2::OpBatch& b, const RecordRef& r, LockState* state) {
+  b.read(at(r, 0), state, sizeof(LockState));
+}
+
+void add_commit(r2::OpBatch& b, const RecordRef& r, const uint8_t* image, const uint64_t* zero,
+                bool passive) {
+  b.write(at(r, 8), image + 8, static_cast<uint32_t>(image_bytes(r.value_size)), !passive);
+  b.write(at(r, 0), zero, 8, !passive);
+}
+
+void add_unlock(r2::OpBatch& b, const RecordRef& r, const uint64_t* zero, bool passive) {
+  b.write(at(r, 0), zero, 8, !passive);
+}
+
+void build_image(uint8_t* image, uint64_t key, uint32_t incarnation, uint64_t version,
+                 const void* value, uint32_t value_size) {
+  RecordHeader h{};
+  h.version = version;
+  h.key = key;
+  h.incarnation = incarnation;
+  h.flags = store::kLive;
+  std::memcpy(image, &h, sizeof h);
+  std::memcpy(image + sizeof h, value, value_size);
+  store::seal(image, value_size);
+}
+
+Status register_record_handlers(r2::Worker& w, LocalRegions lr) {
+  DRTMX_RETURN_IF_ERROR(w.register_handler(kRpcLock, [lr](r2::RpcRequest& req) {
+    ListHeader h;
+    const uint8_t* items;
+    if (!parse(req, &h, &items) || h.with_images) return;
+    std::vector<uint8_t> res(h.count, 0);
+    const bool ok =
+        walk(req, lr, h, items, [&](uint32_t i, const Item& it, uint8_t* rec, const uint8_t*) {
+          uint64_t expected = 0;
+          const bool got = __atomic_compare_exchange_n(lock_of(rec), &expected, h.lock_word, false,
+                                                       __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+          res[i] = (got ? kLocked : 0) | (got && version_of(rec) == it.version ? kValid : 0);
+        });
+    if (ok) req.reply(res.data(), h.count);
+  }));
+  DRTMX_RETURN_IF_ERROR(w.register_handler(kRpcCheck, [lr](r2::RpcRequest& req) {
+    ListHeader h;
+    const uint8_t* items;
+    if (!parse(req, &h, &items) || h.with_images) return;
+    std::vector<uint8_t> res(h.count, 0);
+    const bool walked =
+        walk(req, lr, h, items, [&](uint32_t i, const Item& it, uint8_t* rec, const uint8_t*) {
+          const uint64_t lock = __atomic_load_n(lock_of(rec), __ATOMIC_ACQUIRE);
+          const bool ok = (lock == 0 || lock == h.lock_word) && version_of(rec) == it.version;
+          res[i] = ok ? kValid : 0;
+        });
+    if (walked) req.reply(res.data(), h.count);
+  }));
+  DRTMX_RETURN_IF_ERROR(w.register_handler(kRpcCommit, [lr](r2::RpcRequest& req) {
+    ListHeader h;
+    const uint8_t* items;
+    if (!parse(req, &h, &items) || !h.with_images) return;
+    walk(req, lr, h, items, [&](uint32_t, const Item& it, uint8_t* rec, const uint8_t* image) {
+      std::memcpy(rec + 8, image, image_bytes(it.value_size));
+      // The data is in place before the lock is free.
+      __atomic_store_n(lock_of(rec), 0, __ATOMIC_RELEASE);
+    });
+  }));
+  return w.register_handler(kRpcUnlock, [lr](r2::RpcRequest& req) {
+    ListHeader h;
+    const uint8_t* items;
+    if (!parse(req, &h, &items) || h.with_images) return;
+    walk(req, lr, h, items, [&](uint32_t, const Item&, uint8_t* rec, const uint8_t*) {
+      uint64_t expected = h.lock_word;  // only our own lock
+      __atomic_compare_exchange_n(lock_of(rec), &expected, 0, false, __ATOMIC_RELEASE,
+                                  __ATOMIC_RELAXED);
+    });
+  });
+}
+
+Status rpc_lock(r2::Co& co, std::span<const RecordRef> refs, uint64_t lock_word,
+                std::vector<ItemResult>* out) {
+  return list_call(co, refs, kRpcLock, lock_word, out);
+}
+
+Status rpc_check(r2::Co& co, std::span<const RecordRef> refs, uint64_t my_lock,
+                 std::vector<ItemResult>* out) {
+  return list_call(co, refs, kRpcCheck, my_lock, out);
+}
+
+namespace {
+Status one_way_lists(r2::Co& co, std::span<const RecordRef> refs, uint16_t rpc, uint64_t word,
+                     const uint8_t* const* images, bool passive) {
+  Status st;
+  std::vector<uint8_t> req;
+  r2::RpcBuffer reply;
+  by_node(refs, [&](r2::NodeId node, const std::vector<size_t>& idx) {
+    if (!st.is_ok()) return;
+    std::vector<const RecordRef*> group;
+    std::vector<const uint8_t*> imgs;
+    for (size_t i : idx) {
+      group.push_back(&refs[i]);
+      if (images != nullptr) imgs.push_back(images[i]);
+    }
+    build_request(&req, word, group.data(), group.size(), images ? imgs.data() : nullptr);
+    const r2::Target t{node, co.thread()};
+    st = passive ? co.send_passive(t, rpc, req.data(), static_cast<uint32_t>(req.size()))
+                 : co.call(t, rpc, req.data(), static_cast<uint32_t>(req.size()), reply);
+  });
+  return st;
+}
+}  // namespace
+
+Status rpc_commit(r2::Co& co, std::span<const RecordRef> refs,
+                  std::span<const uint8_t* const> images, bool passive) {
+  if (images.size() != refs.size()) return invalid_argument("rpc_commit: one image per record");
+  return one_way_lists(co, refs, kRpcCommit, 0, images.data(), passive);
+}
+
+Status rpc_unlock(r2::Co& co, std::span<const RecordRef> refs, uint64_t lock_word, bool passive) {
+  return one_way_lists(co, refs, kRpcUnlock, lock_word, nullptr, passive);
+}
+
+}  // namespace drtmx::txn

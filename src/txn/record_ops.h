@@ -1,0 +1,117 @@
+// The per-record steps of the OCC phases, on records whose address the
+// coordinator already knows (from the Execute phase): lock + check, check
+// only, write back + unlock — each as one-sided ops queued into an OpBatch
+// (one doorbell per peer) or as an RPC the primary serves with its CPU.
+// Record layout and writer protocol: store/record.h.
+//
+// One-sided forms (thesis §4.3.2-4.3.3):
+//   lock    CAS(lock: 0 -> lock word) then READ [lock, version] (16 B) on the
+//           same channel, one doorbell: FIFO order makes the READ see the
+//           state after the CAS. Locked iff the CAS returned 0; valid iff the
+//           version read equals the one seen in Execute.
+//   check   READ [lock, version]: valid iff unlocked (or locked by us) and
+//           the version is unchanged.
+//   commit  WRITE [version .. end of value] (new version, value, new seal),
+//           then WRITE 0 to the lock, same channel, one doorbell: the unlock
+//           lands after the data. With passive ACK both are unsignaled.
+//
+// RPC forms do the same with the primary's CPU: a lock is a CPU CAS, the
+// check reads the words after it with acquire ordering, the commit stores
+// the image, then releases the lock with a release store. Both forms are
+// interchangeable only where the fabric's atomics are coherent with the
+// CPU's (see policy.h); a policy never mixes them otherwise.
+//
+// Requests name records by (region, offset) on the primary: the address
+// Execute learned. The primary checks the range against its region before
+// touching memory (a malformed request gets an error, never a crash).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "base/status.h"
+#include "r2/fabric.h"
+#include "r2/sched/co.h"
+#include "r2/sched/op_batch.h"
+#include "r2/sched/worker.h"
+
+namespace drtmx::txn {
+
+// Where a record lives and what Execute saw of it.
+struct RecordRef {
+  r2::RemoteAddr addr;      // the record slot's start on its primary
+  uint32_t value_size = 0;  // the table's value size
+  uint64_t version = 0;     // the version read in Execute
+};
+
+// The lock word and version as READ by lock/check (16 bytes, registered).
+struct LockState {
+  uint64_t lock;
+  uint64_t version;
+};
+
+// --- one-sided -------------------------------------------------------------
+
+// Queues CAS + READ for `r` into `b`. `old` and `state` must be registered.
+void add_lock(r2::OpBatch& b, const RecordRef& r, uint64_t lock_word, uint64_t* old,
+              LockState* state);
+// Queues the READ of [lock, version].
+void add_check(r2::OpBatch& b, const RecordRef& r, LockState* state);
+// Queues the write-back of `image` (a full slot image whose [version..end]
+// part is written: the caller built it with the new version, value and seal)
+// and the unlock. `zero` is a registered 8-byte 0. Signaled only when
+// `passive` is false.
+void add_commit(r2::OpBatch& b, const RecordRef& r, const uint8_t* image, const uint64_t* zero,
+                bool passive);
+// Queues only the unlock (after an abort).
+void add_unlock(r2::OpBatch& b, const RecordRef& r, const uint64_t* zero, bool passive);
+
+// Interpreting what came back.
+inline bool lock_acquired(uint64_t old) {
+  return old == 0;
+}
+inline bool unchanged(const LockState& s, const RecordRef& r, uint64_t my_lock) {
+  return s.version == r.version && (s.lock == 0 || s.lock == my_lock);
+}
+
+// Builds the image add_commit writes: header and value at `image` (slot
+// layout), with `version`, the given identity and a fresh seal.
+void build_image(uint8_t* image, uint64_t key, uint32_t incarnation, uint64_t version,
+                 const void* value, uint32_t value_size);
+
+// --- RPC ---------------------------------------------------------------------
+
+constexpr uint16_t kRpcLock = 100;    // lock + check a list of records
+constexpr uint16_t kRpcCheck = 101;   // check a list of records
+constexpr uint16_t kRpcCommit = 102;  // write back + unlock a list of records
+constexpr uint16_t kRpcUnlock = 103;  // unlock a list of records
+
+// Registers the primary-side handlers on `w`. `region_base(id)` returns the
+// local base of a registered region and its size (0 when absent).
+struct LocalRegions {
+  std::function<std::pair<uint8_t*, size_t>(r2::RegionId)> lookup;
+};
+Status register_record_handlers(r2::Worker& w, LocalRegions regions);
+
+// Outcome of a list operation by RPC or one-sided: per record, in order.
+struct ItemResult {
+  bool locked = false;  // lock: we hold it now
+  bool valid = false;   // lock/check: version unchanged and not locked by others
+};
+
+// Coordinator side of the RPCs: one request per primary (records grouped by
+// node, order kept), all primaries in parallel; results in `out` by index.
+// For lock: stops at nothing — every record is attempted, so the caller
+// unlocks exactly those with `locked`.
+Status rpc_lock(r2::Co& co, std::span<const RecordRef> refs, uint64_t lock_word,
+                std::vector<ItemResult>* out);
+Status rpc_check(r2::Co& co, std::span<const RecordRef> refs, uint64_t my_lock,
+                 std::vector<ItemResult>* out);
+// Write-back + unlock; `images[i]` is refs[i]'s slot image. With `passive`
+// the messages are one-way (acknowledged on later traffic).
+Status rpc_commit(r2::Co& co, std::span<const RecordRef> refs,
+                  std::span<const uint8_t* const> images, bool passive);
+Status rpc_unlock(r2::Co& co, std::span<const RecordRef> refs, uint64_t lock_word, bool passive);
+
+}  // namespace drtmx::txn
