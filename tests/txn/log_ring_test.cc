@@ -157,6 +157,34 @@ TEST(LogRing, PartialImagesAreNeverApplied) {
   EXPECT_EQ(applied, 200u);
 }
 
+TEST(LogRing, AGapTooSmallForAnEntryIsSkippedAlikeOnBothSides) {
+  // Two entries of 2040 bytes leave 16 bytes at the end of a 4096-byte
+  // ring: the reader's head after them must be a head the writer accepts,
+  // or a writer waiting for room would wait forever.
+  std::vector<uint8_t> ring(4096, 0), image(8192), payload(2008, 5);
+  LogWriter w(0, 4096);
+  LogReader r(ring.data(), 4096, 1);
+  LogWriter::Placement pl[2];
+  for (int i = 0; i < 2; ++i) {
+    auto n = w.prepare(payload.data(), 2008, image.data(), pl);
+    ASSERT_TRUE(n.is_ok() && *n == 1);
+    std::memcpy(ring.data() + pl[0].offset, image.data(), pl[0].bytes);
+  }
+  EXPECT_EQ(w.tail(), 4096u);  // the 16-byte gap is taken at once
+  auto n = w.prepare(payload.data(), 2008, image.data(), pl);
+  ASSERT_TRUE(n.is_ok());
+  EXPECT_EQ(*n, 0);  // full until the reader reclaims
+  auto res = r.poll([](uint64_t, const uint8_t*, uint32_t) {}, 8);
+  EXPECT_EQ(res.applied, 2u);
+  EXPECT_EQ(r.head(), 4096u);
+  w.on_reclaimed(r.head());
+  EXPECT_EQ(w.head(), w.tail());
+  n = w.prepare(payload.data(), 2008, image.data(), pl);
+  ASSERT_TRUE(n.is_ok());
+  EXPECT_EQ(*n, 1);
+  EXPECT_EQ(pl[0].offset, 0u);
+}
+
 TEST(LogRing, ErrorsAndCorruption) {
   LogWriter w(0, 4096);
   std::vector<uint8_t> big(4096), image(8192);

@@ -218,6 +218,25 @@ Status Worker::send_passive(CoState& c, Target t, uint16_t rpc_id, const void* m
   return Status::ok();
 }
 
+Status Worker::post_oneway(Target t, uint16_t rpc_id, const void* msg, uint32_t len) {
+  if (len > cfg_.max_rpc_bytes) {
+    return out_of_range("one-way RPC " + std::to_string(rpc_id) + " of " + std::to_string(len) +
+                        " bytes exceeds the limit of " + std::to_string(cfg_.max_rpc_bytes) +
+                        " bytes (max_rpc_bytes)");
+  }
+  if (t.node >= nodes_ || t.thread >= threads_) {
+    return invalid_argument("one-way RPC target node " + std::to_string(t.node) + " thread " +
+                            std::to_string(t.thread) + " is outside the cluster");
+  }
+  RpcHeader h;
+  h.type = static_cast<uint8_t>(RpcType::kOneWay);
+  h.rpc_id = rpc_id;
+  send_logical(t.node, t.thread, h, static_cast<const uint8_t*>(msg), len);
+  ++passive_unacked_[dest_index(t.node, t.thread)];
+  ++passive_unacked_total_;
+  return Status::ok();
+}
+
 Status Worker::wait_passive_acks(CoState& c) {
   while (passive_unacked_total_ > 0) {
     c.wait = Wait::kAllAcks;

@@ -187,6 +187,7 @@ void Worker::run_until(const std::function<bool()>& done) {
     ++iteration_;
     bool work = poll_completions();
     work |= poll_messages();
+    for (auto& p : pollers_) work |= p();
     size_t n = runq_count_;
     if (n > 0) work = true;
     while (n-- > 0) {

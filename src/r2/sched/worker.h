@@ -89,6 +89,15 @@ class Worker {
   // The first failure of a coroutine body (an escaped exception), if any.
   const Status& failure() const { return failure_; }
 
+  // Adds a poller the loop calls every iteration (after messages, before
+  // coroutines); it returns true when it did work. Pollers run on the
+  // worker's thread, must not block, and may send with post_oneway().
+  void add_poller(std::function<bool()> poller) { pollers_.push_back(std::move(poller)); }
+  // Sends a one-way message from a handler or poller (outside coroutines):
+  // like Co::send_passive, but it never waits; the message is acknowledged
+  // on later traffic. Fails only for a bad target or size.
+  Status post_oneway(Target target, uint16_t rpc_id, const void* msg, uint32_t len);
+
   // Replies to a deferred request (RpcRequest::defer).
   void reply(const ReplyToken& token, const void* data, uint32_t len);
   void reply_error(const ReplyToken& token, const std::string& why);
@@ -189,6 +198,7 @@ class Worker {
   size_t waiting_ = 0;  // coroutines in State::kWaiting
 
   std::vector<RpcHandler> handlers_;
+  std::vector<std::function<bool()>> pollers_;
 
   // Per destination (node * threads + thread).
   std::vector<uint32_t> acks_owed_;        // one-way messages we received

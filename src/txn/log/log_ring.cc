@@ -66,8 +66,13 @@ Result<int> LogWriter::prepare(const void* payload, uint32_t len, uint8_t* image
   const uint64_t pos = tail_ & (bytes_ - 1);
   const uint64_t to_end = bytes_ - pos;
   const uint64_t skip = need > to_end ? to_end : 0;
+  // A gap too small for an entry left behind this one is skipped at once,
+  // exactly as the reader skips it after reading this entry, so the heads
+  // it reports never run ahead of this tail.
+  const uint64_t end_pos = (tail_ + skip + need) & (bytes_ - 1);
+  const uint64_t gap = end_pos != 0 && bytes_ - end_pos < kMinEntry ? bytes_ - end_pos : 0;
   const uint64_t room = bytes_ - (tail_ - head_);
-  if (skip + need > room) return 0;  // back-pressure: wait for a reclaim
+  if (skip + need + gap > room) return 0;  // back-pressure: wait for a reclaim
   int n = 0;
   size_t img = 0;
   if (skip >= kMinEntry) {
@@ -75,12 +80,11 @@ Result<int> LogWriter::prepare(const void* payload, uint32_t len, uint8_t* image
     out[n++] = {base_ + pos, static_cast<uint32_t>(kMinEntry), seq_};
     img = kMinEntry;
   }
-  // (A gap below kMinEntry is skipped implicitly by both sides.)
-  tail_ += skip;
+  tail_ += skip;  // (a skip below kMinEntry cannot happen: see `gap`)
   const uint64_t at = tail_ & (bytes_ - 1);
   build(image + img, kLogData, ++seq_, payload, len);
   out[n++] = {base_ + at, static_cast<uint32_t>(need), seq_};
-  tail_ += need;
+  tail_ += need + gap;
   return n;
 }
 

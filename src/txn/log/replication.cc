@@ -1,0 +1,163 @@
+#include "txn/log/replication.h"
+
+#include <cstring>
+
+#include "r2/common/clock.h"
+
+namespace drtmx::txn {
+
+namespace {
+struct RedoHead {
+  uint16_t table;
+  uint8_t op;
+  uint8_t pad;
+  uint32_t value_len;
+  uint64_t key;
+  uint64_t version;
+};
+static_assert(sizeof(RedoHead) == 24);
+
+size_t pad8(size_t n) {
+  return (n + 7) & ~size_t{7};
+}
+}  // namespace
+
+void encode_redo(std::span<const RedoRecord> records, std::vector<uint8_t>* out) {
+  out->clear();
+  for (const RedoRecord& r : records) {
+    RedoHead h{r.table, static_cast<uint8_t>(r.op),
+               0,       static_cast<uint32_t>(r.value.size()),
+               r.key,   r.version};
+    const size_t at = out->size();
+    out->resize(at + sizeof h + pad8(r.value.size()), 0);
+    std::memcpy(out->data() + at, &h, sizeof h);
+    if (!r.value.empty()) std::memcpy(out->data() + at + sizeof h, r.value.data(), r.value.size());
+  }
+}
+
+bool decode_redo(const uint8_t* p, uint32_t len, std::vector<RedoRecord>* out) {
+  out->clear();
+  size_t off = 0;
+  while (off < len) {
+    RedoHead h;
+    if (len - off < sizeof h) return false;
+    std::memcpy(&h, p + off, sizeof h);
+    off += sizeof h;
+    if (h.op < 1 || h.op > 3 || h.value_len > len - off) return false;
+    RedoRecord r;
+    r.table = h.table;
+    r.op = static_cast<RedoOp>(h.op);
+    r.key = h.key;
+    r.version = h.version;
+    r.value = {p + off, h.value_len};
+    out->push_back(r);
+    off += pad8(h.value_len);
+  }
+  return off == len || off == pad8(len);
+}
+
+size_t Replicator::image_bytes(const ReplicationConfig& cfg) {
+  // One entry image (plus a wrap entry) per backup, written concurrently.
+  return size_t{cfg.layout.nodes} * (cfg.layout.ring_bytes / 2 + 64);
+}
+
+Replicator::Replicator(r2::Worker& w, const ReplicationConfig& cfg) : w_(w), cfg_(cfg) {
+  for (uint16_t n = 0; n < cfg.layout.nodes; ++n) {
+    writers_.emplace_back(cfg.layout.ring_offset(w.node(), w.thread()), cfg.layout.ring_bytes);
+  }
+}
+
+Status Replicator::attach() {
+  return w_.register_handler(kRpcLogReclaim, [this](r2::RpcRequest& req) {
+    uint64_t head;
+    if (req.payload().size() != sizeof head || req.from_node() >= writers_.size()) return;
+    std::memcpy(&head, req.payload().data(), sizeof head);
+    writers_[req.from_node()].on_reclaimed(head);
+  });
+}
+
+Status Replicator::log(r2::Co& co, std::span<const r2::NodeId> backups,
+                       std::span<const RedoRecord> records, LogBuffers& buf) {
+  if (backups.empty()) return Status::ok();
+  encode_redo(records, &buf.payload);
+  const uint32_t len = static_cast<uint32_t>(buf.payload.size());
+  const size_t stride = cfg_.layout.ring_bytes / 2 + 64;
+  r2::OpBatch batch;
+  uint64_t deadline = 0;
+  for (r2::NodeId b : backups) {
+    if (b >= writers_.size()) {
+      return invalid_argument("log(): backup node " + std::to_string(b) +
+                              " is outside the cluster");
+    }
+    uint8_t* image = buf.images + b * stride;
+    LogWriter::Placement pl[2];
+    for (;;) {
+      auto n = writers_[b].prepare(buf.payload.data(), len, image, pl);
+      if (!n) return n.status();
+      if (*n > 0) {
+        uint32_t off = 0;
+        for (int k = 0; k < *n; ++k) {
+          batch.write({b, cfg_.log_region, pl[k].offset}, image + off, pl[k].bytes);
+          off += pl[k].bytes;
+        }
+        break;
+      }
+      // Back-pressure: wait for the backup to apply and reclaim.
+      ++full_waits_;
+      const uint64_t now = r2::now_ns();
+      if (deadline == 0) deadline = now + uint64_t{cfg_.full_timeout_ms} * 1000000;
+      if (now > deadline) {
+        return exhausted("log full: the log ring on node " + std::to_string(b) +
+                         " stayed full for " + std::to_string(cfg_.full_timeout_ms) +
+                         " ms (is its applier running? raise --log-ring-bytes)");
+      }
+      co.yield();
+    }
+  }
+  const r2::OpStatus st = co.run(batch);
+  if (st != r2::OpStatus::kOk) {
+    return unavailable(std::string("log WRITE failed: ") + r2::op_status_name(st));
+  }
+  ++entries_;
+  return Status::ok();
+}
+
+BackupApplier::BackupApplier(r2::Worker& w, const ReplicationConfig& cfg, uint8_t* log_base,
+                             Install install)
+    : w_(w), cfg_(cfg), install_(std::move(install)) {
+  const uint32_t every = cfg.reclaim_every ? cfg.reclaim_every : cfg.layout.ring_bytes / 4;
+  for (uint16_t n = 0; n < cfg.layout.nodes; ++n) {
+    readers_.emplace_back(log_base + cfg.layout.ring_offset(n, w.thread()), cfg.layout.ring_bytes,
+                          every);
+  }
+  w.add_poller([this] { return poll(); });
+}
+
+bool BackupApplier::poll() {
+  if (corrupt_) return false;
+  bool work = false;
+  for (uint16_t n = 0; n < readers_.size(); ++n) {
+    LogReader& r = readers_[n];
+    auto res = r.poll(
+        [&](uint64_t, const uint8_t* p, uint32_t len) {
+          if (!decode_redo(p, len, &decoded_)) {
+            corrupt_ = true;
+            return;
+          }
+          for (const RedoRecord& rec : decoded_) install_(rec);
+          ++applied_;
+        },
+        32);
+    if (res.corrupt) corrupt_ = true;
+    if (res.applied > 0) work = true;
+    if (res.report) {
+      const uint64_t head = r.head();
+      if (w_.post_oneway({n, w_.thread()}, kRpcLogReclaim, &head, sizeof head).is_ok()) {
+        r.reported();
+      }
+    }
+  }
+  return work;
+}
+
+}  // namespace drtmx::txn

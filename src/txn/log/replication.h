@@ -1,0 +1,116 @@
+// The Log phase and its backup side, on top of the log rings (log_ring.h).
+//
+// Coordinator: Replicator::log() encodes the transaction's redo records into
+// one log entry and WRITEs it into this worker's ring on every backup — one
+// doorbell per backup, all backups at once — and returns when every WRITE
+// has completed: then the entry is in every backup's memory and the
+// transaction is committed (thesis §4.1: committed iff all log acks are in).
+// A full ring on some backup is back-pressure: log() yields until that
+// backup reclaims space, and fails with kLogFull after `full_timeout`.
+//
+// Backup: BackupApplier polls, on each worker thread t, the rings written by
+// coordinator threads t of every node (thread t of a node writes only to
+// rings read by thread t of its backups, like its QPs). It installs each
+// redo record through the `install` callback — which must keep the newest
+// version per record, so entries of different coordinators may be applied
+// in any interleaving and still leave every record at its last committed
+// version — zeroes the entry, and reports the freed space to the writer
+// with a one-way message every `reclaim_every` bytes.
+//
+// Threading: a Replicator and a BackupApplier belong to one worker.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "base/status.h"
+#include "r2/fabric.h"
+#include "r2/sched/co.h"
+#include "r2/sched/worker.h"
+#include "txn/log/log_ring.h"
+
+namespace drtmx::txn {
+
+enum class RedoOp : uint8_t { kUpdate = 1, kInsert = 2, kDelete = 3 };
+
+struct RedoRecord {
+  uint16_t table = 0;
+  RedoOp op = RedoOp::kUpdate;
+  uint64_t key = 0;
+  uint64_t version = 0;
+  std::span<const uint8_t> value;  // empty for kDelete
+};
+
+// Entry payload: a sequence of {table u16, op u8, pad u8, value_len u32,
+// key u64, version u64, value (padded to 8)}.
+void encode_redo(std::span<const RedoRecord> records, std::vector<uint8_t>* out);
+// False on a malformed payload (nothing is installed from it).
+bool decode_redo(const uint8_t* p, uint32_t len, std::vector<RedoRecord>* out);
+
+constexpr uint16_t kRpcLogReclaim = 110;
+
+struct ReplicationConfig {
+  LogRingLayout layout;
+  r2::RegionId log_region = 0;
+  uint32_t reclaim_every = 0;  // bytes; 0 = ring_bytes / 4
+  uint32_t full_timeout_ms = 2000;
+};
+
+// What one coroutine needs to log: images in registered memory (one per
+// backup, written concurrently) and room to encode the payload. Each
+// coroutine owns one; a coroutine may yield inside log().
+struct LogBuffers {
+  uint8_t* images = nullptr;  // registered, Replicator::image_bytes(cfg) long
+  std::vector<uint8_t> payload;
+};
+
+class Replicator {
+ public:
+  Replicator(r2::Worker& w, const ReplicationConfig& cfg);
+  static size_t image_bytes(const ReplicationConfig& cfg);
+  // Registers the reclaim handler on the worker.
+  Status attach();
+
+  // The Log phase for one transaction. Errors: kResourceExhausted ("log
+  // full") after the back-pressure timeout, kOutOfRange for an entry above
+  // the ring's limit, fabric errors as kUnavailable.
+  Status log(r2::Co& co, std::span<const r2::NodeId> backups, std::span<const RedoRecord> records,
+             LogBuffers& buffers);
+
+  uint64_t entries() const { return entries_; }
+  uint64_t full_waits() const { return full_waits_; }
+  const std::vector<LogWriter>& writers() const { return writers_; }
+
+ private:
+  r2::Worker& w_;
+  ReplicationConfig cfg_;
+  std::vector<LogWriter> writers_;  // by backup node
+  uint64_t entries_ = 0, full_waits_ = 0;
+};
+
+class BackupApplier {
+ public:
+  using Install = std::function<void(const RedoRecord&)>;
+  // `log_base`: this node's log region. Registers itself as a poller.
+  BackupApplier(r2::Worker& w, const ReplicationConfig& cfg, uint8_t* log_base, Install install);
+
+  uint64_t applied() const { return applied_; }
+  // True when a ring held an entry that is not the next in sequence or a
+  // payload that does not decode: the applier stopped that ring.
+  bool corrupt() const { return corrupt_; }
+
+ private:
+  bool poll();
+  r2::Worker& w_;
+  ReplicationConfig cfg_;
+  Install install_;
+  std::vector<LogReader> readers_;  // by coordinator node (thread = this worker's)
+  std::vector<RedoRecord> decoded_;
+  uint64_t applied_ = 0;
+  bool corrupt_ = false;
+};
+
+}  // namespace drtmx::txn

@@ -1,0 +1,195 @@
+// The Log phase end to end: coordinators on every node replicate redo
+// records to two backups through small log rings (back-pressure, wraps),
+// backups apply in the background and reclaim by message; in the end every
+// backup holds exactly the last version of every record, and a backup that
+// never applies makes log() fail with "log full" instead of hanging.
+#include "txn/log/replication.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <map>
+#include <random>
+
+#include "r2/support/worker_cluster.h"
+
+namespace drtmx::txn {
+namespace {
+
+using r2::Co;
+
+constexpr r2::RegionId kLog = 1, kScratch = 2;
+
+struct Value {
+  uint64_t version;
+  std::vector<uint8_t> bytes;
+};
+using Copy = std::map<std::pair<uint16_t, uint64_t>, Value>;  // (table, key)
+
+TEST(Replication, BackupsEndWithTheLastVersionOfEveryRecord) {
+  constexpr uint16_t kNodes = 3, kThreads = 2, kCos = 4;
+  constexpr int kTxns = 400;
+  ReplicationConfig cfg;
+  cfg.layout = {kNodes, kThreads, 4096};
+  cfg.log_region = kLog;
+  const size_t img = Replicator::image_bytes(cfg);
+  auto c = r2::testing::InProcCluster::make(
+      kNodes, kThreads, {{kLog, cfg.layout.region_bytes()}, {kScratch, kThreads * kCos * img}});
+  ASSERT_TRUE(c->error.is_ok()) << c->error.to_string();
+  // Per worker: what its applier installed; per coroutine: what it logged.
+  std::vector<Copy> backup(kNodes * kThreads);
+  std::vector<Copy> logged(kNodes * kThreads * kCos);
+  std::vector<std::unique_ptr<Replicator>> reps(kNodes * kThreads);
+  std::vector<std::unique_ptr<BackupApplier>> apps(kNodes * kThreads);
+  std::atomic<uint64_t> failures{0};
+  const uint64_t per_node = uint64_t{kThreads} * kCos * kTxns * (kNodes - 1);
+  r2::WorkerConfig wc;
+  wc.coroutines = kCos + 1;
+  auto run = r2::testing::run_workers(*c, wc, [&](r2::Worker& w) {
+    const size_t wi = w.node() * kThreads + w.thread();
+    reps[wi] = std::make_unique<Replicator>(w, cfg);
+    ASSERT_TRUE(reps[wi]->attach().is_ok());
+    apps[wi] = std::make_unique<BackupApplier>(
+        w, cfg, c->base(w.node(), kLog), [&backup, wi](const RedoRecord& r) {
+          Value& v = backup[wi][{r.table, r.key}];
+          if (r.version > v.version) v = {r.version, {r.value.begin(), r.value.end()}};
+        });
+    for (uint16_t k = 0; k < kCos; ++k) {
+      ASSERT_TRUE(w.spawn([&, wi, k](Co& co) {
+                     LogBuffers buf;
+                     buf.images = c->base(co.node(), kScratch) + (co.thread() * kCos + k) * img;
+                     Copy& mine = logged[wi * kCos + k];
+                     std::mt19937 rng(static_cast<uint32_t>(wi * 17 + k));
+                     std::vector<r2::NodeId> backups;
+                     for (r2::NodeId n = 0; n < kNodes; ++n) {
+                       if (n != co.node()) backups.push_back(n);
+                     }
+                     for (int t = 0; t < kTxns; ++t) {
+                       std::vector<RedoRecord> recs(1 + rng() % 3);
+                       std::vector<std::vector<uint8_t>> vals(recs.size());
+                       for (size_t i = 0; i < recs.size(); ++i) {
+                         // Keys private to this coroutine; versions grow.
+                         recs[i].table = static_cast<uint16_t>(rng() % 2);
+                         recs[i].key = (uint64_t{wi * kCos + k} << 32) | (rng() % 16);
+                         Value& v = mine[{recs[i].table, recs[i].key}];
+                         recs[i].version = ++v.version;
+                         vals[i].assign(8 + rng() % 200, static_cast<uint8_t>(rng()));
+                         v.bytes = vals[i];
+                         recs[i].value = vals[i];
+                       }
+                       if (!reps[wi]->log(co, backups, recs, buf).is_ok()) ++failures;
+                     }
+                   }).is_ok());
+    }
+    // Keep the node alive until its applier has seen every entry for it.
+    ASSERT_TRUE(w.spawn([&, wi](Co& co) {
+                   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+                   const uint16_t node = static_cast<uint16_t>(wi / kThreads);
+                   auto total = [&] {
+                     uint64_t s = 0;
+                     for (uint16_t t = 0; t < kThreads; ++t)
+                       s += apps[node * kThreads + t]->applied();
+                     return s;
+                   };
+                   while (total() < per_node && std::chrono::steady_clock::now() < until)
+                     co.yield();
+                 }).is_ok());
+  });
+  if (run.timed_out) {
+    for (size_t i = 0; i < reps.size(); ++i) {
+      ADD_FAILURE() << "worker " << i << ": logged " << reps[i]->entries() << " waits "
+                    << reps[i]->full_waits() << " applied " << apps[i]->applied() << " corrupt "
+                    << apps[i]->corrupt();
+      for (size_t b = 0; b < reps[i]->writers().size(); ++b) {
+        ADD_FAILURE() << "  writer to " << b << ": tail " << reps[i]->writers()[b].tail()
+                      << " head " << reps[i]->writers()[b].head();
+      }
+    }
+  }
+  ASSERT_FALSE(run.timed_out);
+  EXPECT_EQ(failures.load(), 0u);
+  uint64_t waits = 0;
+  for (auto& r : reps) waits += r->full_waits();
+  EXPECT_GT(waits, 0u) << "rings never filled: back-pressure went untested";
+  for (auto& a : apps) EXPECT_FALSE(a->corrupt());
+  // Expected state, and each node's backup copy (merged over its threads).
+  for (uint16_t node = 0; node < kNodes; ++node) {
+    Copy want, have;
+    for (size_t wi = 0; wi < size_t{kNodes} * kThreads; ++wi) {
+      if (wi / kThreads == node) continue;  // a node is not its own backup
+      for (uint16_t k = 0; k < kCos; ++k) {
+        for (auto& [key, v] : logged[wi * kCos + k]) want[key] = v;
+      }
+    }
+    for (uint16_t t = 0; t < kThreads; ++t) {
+      for (auto& [key, v] : backup[node * kThreads + t]) have[key] = v;
+    }
+    ASSERT_EQ(have.size(), want.size()) << "node " << node;
+    for (auto& [key, v] : want) {
+      auto it = have.find(key);
+      ASSERT_NE(it, have.end());
+      EXPECT_EQ(it->second.version, v.version);
+      EXPECT_EQ(it->second.bytes, v.bytes);
+    }
+  }
+}
+
+TEST(Replication, ABackupThatNeverAppliesMakesLogFullNotAHang) {
+  ReplicationConfig cfg;
+  cfg.layout = {2, 1, 4096};
+  cfg.log_region = kLog;
+  cfg.full_timeout_ms = 200;
+  const size_t img = Replicator::image_bytes(cfg);
+  auto c =
+      r2::testing::InProcCluster::make(2, 1, {{kLog, cfg.layout.region_bytes()}, {kScratch, img}});
+  ASSERT_TRUE(c->error.is_ok());
+  std::unique_ptr<Replicator> rep;
+  std::atomic<int> checks{0};
+  r2::WorkerConfig wc;
+  wc.coroutines = 1;
+  auto run = r2::testing::run_workers(*c, wc, [&](r2::Worker& w) {
+    if (w.node() != 0) return;  // node 1 runs no applier
+    rep = std::make_unique<Replicator>(w, cfg);
+    ASSERT_TRUE(rep->attach().is_ok());
+    ASSERT_TRUE(w.spawn([&](Co& co) {
+                   LogBuffers buf;
+                   buf.images = c->base(0, kScratch);
+                   std::vector<uint8_t> v(300, 1);
+                   RedoRecord r;
+                   r.value = v;
+                   const r2::NodeId backups[1] = {1};
+                   Status s;
+                   for (int i = 0; i < 1000 && s.is_ok(); ++i) {
+                     r.version = i + 1;
+                     s = rep->log(co, backups, std::span<const RedoRecord>(&r, 1), buf);
+                   }
+                   EXPECT_EQ(s.code(), Code::kResourceExhausted) << s.to_string();
+                   EXPECT_NE(s.message().find("log full"), std::string::npos);
+                   ++checks;
+                 }).is_ok());
+  });
+  EXPECT_FALSE(run.timed_out);
+  EXPECT_EQ(checks.load(), 1);
+}
+
+TEST(Replication, RedoPayloadsRoundTripAndMalformedOnesAreRefused) {
+  std::vector<uint8_t> a(5, 1), b(16, 2), out;
+  RedoRecord in[3];
+  in[0] = {1, RedoOp::kUpdate, 10, 3, a};
+  in[1] = {2, RedoOp::kInsert, 11, 1, b};
+  in[2] = {1, RedoOp::kDelete, 12, 7, {}};
+  encode_redo(in, &out);
+  std::vector<RedoRecord> back;
+  ASSERT_TRUE(decode_redo(out.data(), static_cast<uint32_t>(out.size()), &back));
+  ASSERT_EQ(back.size(), 3u);
+  EXPECT_EQ(back[1].key, 11u);
+  EXPECT_EQ(back[1].op, RedoOp::kInsert);
+  EXPECT_EQ(back[0].value.size(), 5u);
+  EXPECT_TRUE(back[2].value.empty());
+  EXPECT_FALSE(decode_redo(out.data(), 10, &back));  // truncated
+  out[2] = 9;                                        // bad op
+  EXPECT_FALSE(decode_redo(out.data(), static_cast<uint32_t>(out.size()), &back));
+}
+
+}  // namespace
+}  // namespace drtmx::txn
