@@ -1,0 +1,235 @@
+// XTree: the XStore owner's concurrent B+tree over 64-bit keys, whose leaves
+// live in a registered region in the format of store/xstore/leaf.h so that
+// clients can READ them one-sided (thesis-spec §4.3, §4.7).
+//
+// Shape. Inner nodes are ordinary heap memory (never read remotely); the
+// lowest inner level points at leaves by ALN (leaf number). Leaves are an
+// array of `leaf_capacity` slots at `leaf_offset` in region `region`,
+// handed out by a bump allocator (the "leaf slab") and never freed: a leaf
+// emptied by deletes stays in the chain. Leaf 0 is the first (leftmost)
+// leaf and covers keys from 0. Leaves form a chain by NXT in key order.
+//
+// Leaf contents (owner writes, under the leaf's lock; see leaf.h):
+//   insert  appends the pair at slot `count`, then reseals;
+//   full    -> split: the fanout+1 pairs are sorted, the lower half stays
+//             (rewritten in key order at slots [0, m)), the upper half goes
+//             to a fresh right sibling from the slab, the old leaf's
+//             incarnation is bumped and its NXT points to the sibling; the
+//             split key goes into the parent; a SplitEvent is logged;
+//   delete  moves the last pair into the hole, count - 1, reseal;
+//   update  rewrites the value slot in place (value seal).
+// A value slot that no key uses any more (after a delete or a split) gets a
+// seal that never verifies, so a client holding an older key image that
+// READs it sees "torn" and re-reads the leaf rather than a dead value.
+// Unused key words are zero.
+//
+// Order of the writes, for one-sided readers (each step is made visible
+// after the previous one: x86 stores are ordered, and a release fence
+// stands between steps for the compiler):
+//   1. value slots (each with its own seal), 2. key words, 3. meta, 4. the
+//   keys seal. A reader that sees a verifying keys seal saw one complete
+//   image; the value slots it names were written before it.
+//
+// Concurrency on the owner (several worker threads; no HTM): optimistic
+// lock coupling. Every inner node and every leaf has a version word
+// (bit 0 = locked; a writer's unlock adds 2). Readers remember the version,
+// read, and re-check it; on a change they restart from the root. Writers
+// lock (CAS) only the nodes they change: a leaf for insert/update/delete,
+// plus its parent for a split; inner nodes that are full are split on the
+// way down (parent and node locked), so a leaf split always finds room in
+// its parent. Nothing is ever freed, so no reclamation scheme is needed.
+// Leaf locks are owner-side only (ordinary memory); remote readers rely on
+// the seals alone. Critical sections are a few hundred ns: a writer that
+// finds a lock taken spins with pause, then yields the CPU.
+//
+// Thread safety: every public member may be called from any number of
+// threads concurrently, except the constructor/create and the destructor.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "r2/fabric.h"
+#include "store/xstore/leaf.h"
+
+namespace drtmx::store::xstore {
+
+// Where a tree's leaves are: all a client needs to compute a leaf's or a
+// value slot's remote address. Plain data; also sent by kRpcDescribe.
+struct LeafArea {
+  r2::RegionId region = 0;
+  uint64_t leaf_offset = 0;    // offset in the region of leaf 0
+  uint32_t fanout = 16;        // key slots per leaf, 1 .. kMaxFanout (>= 3)
+  uint32_t value_bytes = 8;    // inline value size (8 for secondary indexes)
+  uint32_t leaf_capacity = 0;  // number of leaf slots
+
+  size_t leaf_size() const { return leaf_bytes(fanout, value_bytes); }
+  // Bytes of the area: leaf_capacity * leaf_size().
+  size_t bytes() const { return size_t{leaf_capacity} * leaf_size(); }
+  uint64_t leaf_addr(uint32_t aln) const { return leaf_offset + uint64_t{aln} * leaf_size(); }
+  // Region offset of value slot i of leaf aln.
+  uint64_t value_addr(uint32_t aln, uint32_t i) const {
+    return leaf_addr(aln) + value_slot_offset(fanout, value_bytes, i);
+  }
+};
+
+// One leaf of a training run (thesis-spec §4.5 TRAIN_SUBMODEL): the leaf's
+// physical number, the incarnation and count of the image the keys come
+// from, its key range, and its keys in ascending order.
+struct LeafRun {
+  uint32_t aln = 0;
+  uint32_t incarnation = 0;
+  uint32_t count = 0;  // == keys.size()
+  uint64_t low = 0;    // fence: every key of the leaf is >= low
+  uint64_t high = 0;   // fence: every key is < high, unless last_leaf
+  bool last_leaf = false;  // no right sibling: the leaf covers [low, 2^64)
+  std::vector<uint64_t> keys;
+};
+
+// A split, as logged for retraining (thesis-spec §4.7): the keys in
+// [lo, hi] (inclusive) moved or may have moved; `left` kept the lower half
+// (incarnation bumped), `right` is the new sibling. hi = UINT64_MAX when the
+// right leaf is the last one.
+struct SplitEvent {
+  uint64_t seq = 0;  // 1, 2, 3, ... in the order splits were published
+  uint64_t lo = 0;
+  uint64_t hi = 0;
+  uint32_t left = 0;
+  uint32_t right = 0;
+};
+
+// Result of a tree operation. Cheap (hot path); to_status() for APIs that
+// want a Status.
+enum class XStatus : uint8_t {
+  kOk = 0,
+  kNotFound,       // get/update/delete: no such key
+  kAlreadyExists,  // insert without upsert: the key is there
+  kOutOfLeaves,    // insert needed a new leaf and the slab is used up
+};
+const char* xstatus_name(XStatus s);
+
+struct XTreeOptions {
+  LeafArea area;
+  // Split events kept for splits_since(); older ones are reported as lost.
+  uint32_t split_log_capacity = 4096;
+
+  Status validate(size_t region_bytes) const;
+};
+
+struct XTreeStats {
+  uint64_t leaves_used = 0;
+  uint64_t splits = 0;
+  uint64_t inner_nodes = 0;
+  uint64_t restarts = 0;  // optimistic reads or lock upgrades that restarted
+};
+
+class XTree {
+ public:
+  // `region_base` is this node's local mapping of options.area.region (of
+  // `region_bytes` bytes). Formats the leaf area: leaf 0 empty, every other
+  // slot zero. Fails with kInvalidArgument naming the bad option.
+  static Result<std::unique_ptr<XTree>> create(uint8_t* region_base, size_t region_bytes,
+                                               const XTreeOptions& options);
+  ~XTree();
+  XTree(const XTree&) = delete;
+  XTree& operator=(const XTree&) = delete;
+
+  const LeafArea& area() const { return opt_.area; }
+  uint32_t value_bytes() const { return opt_.area.value_bytes; }
+
+  // --- key/value operations (any thread) -----------------------------------
+  // `value` / `out` hold exactly value_bytes() bytes.
+  XStatus get(uint64_t key, void* out) const;
+  // Inserts; with upsert, an existing key's value is overwritten instead of
+  // failing with kAlreadyExists. kOutOfLeaves leaves the tree unchanged.
+  XStatus insert(uint64_t key, const void* value, bool upsert = false);
+  XStatus update(uint64_t key, const void* value);
+  // Update with a client's position hint: if leaf `aln` still has
+  // `incarnation` and holds the key, the value is written there without a
+  // traversal (*hint_used = true); otherwise the normal path runs.
+  XStatus update_hinted(uint64_t key, const void* value, uint32_t aln, uint32_t incarnation,
+                        bool* hint_used);
+  XStatus remove(uint64_t key);
+
+  // Up to `n` pairs with key >= start, ascending, following NXT across
+  // leaves. Not atomic across leaves (thesis-spec §4.6): a pair inserted or
+  // deleted concurrently may or may not appear; each leaf is a consistent
+  // image. `keys` is cleared and filled; `values` gets value_bytes() bytes
+  // per key. Returns true when the tree holds no key after the last one
+  // returned (the scan reached the end of the tree).
+  bool scan(uint64_t start, size_t n, std::vector<uint64_t>& keys,
+            std::vector<uint8_t>& values) const;
+
+  // Where a key lives now (for GET replies): the leaf that covers it and
+  // that leaf's incarnation.
+  void locate(uint64_t key, uint32_t* aln, uint32_t* incarnation) const;
+
+  // --- training data (any thread) ------------------------------------------
+  // The leaves that cover [lo, hi], in key order: from the leaf covering lo
+  // through the leaf covering hi, at most max_leaves of them. Each leaf is a
+  // consistent image; the run as a whole is not a snapshot (a concurrent
+  // split shows up as an incarnation mismatch later, see §4.7). When the run
+  // was cut by max_leaves, *next_lo (if given) is the low fence of the
+  // first leaf not returned, else hi + 1 saturated (0 meaning "done").
+  std::vector<LeafRun> export_range(uint64_t lo, uint64_t hi, size_t max_leaves = SIZE_MAX,
+                                    uint64_t* next_lo = nullptr) const;
+  std::vector<LeafRun> export_all() const { return export_range(0, UINT64_MAX); }
+
+  // --- retraining hooks ----------------------------------------------------
+  // Split events with seq > since, oldest first, at most max. *next is the
+  // seq to pass next time; *lost is true when events after `since` were
+  // dropped from the bounded log (the consumer should retrain everything).
+  std::vector<SplitEvent> splits_since(uint64_t since, size_t max, uint64_t* next,
+                                       bool* lost) const;
+  // Seq of the newest split published (0 = none).
+  uint64_t split_seq() const;
+
+  XTreeStats stats() const;
+
+ private:
+  struct Inner;
+  struct LeafCtl;
+  struct Pair;
+  XTree(uint8_t* region_base, const XTreeOptions& options);
+
+  // (private helpers live in xtree.cc)
+  uint8_t* leaf_ptr(uint32_t aln) const { return base_ + opt_.area.leaf_addr(aln); }
+  struct Path;
+  bool find_leaf(uint64_t key, Path& p) const;
+  XStatus insert_at(uint64_t key, const void* value, bool upsert);
+  XStatus split_leaf(Path& p, uint64_t key, const void* value);
+  bool split_inner(Inner* parent, uint64_t parent_v, Inner* node, uint64_t node_v);
+  void write_value_slot(uint32_t aln, uint32_t i, uint64_t key, const void* value);
+  void kill_value_slot(uint32_t aln, uint32_t i);
+  void reseal(uint32_t aln, const LeafMeta& m);
+  void log_split(uint64_t lo, uint64_t hi, uint32_t left, uint32_t right);
+  bool read_leaf(uint32_t aln, uint64_t v, LeafMeta* m, uint64_t* keys) const;
+  Inner* new_inner();
+
+  uint8_t* base_;
+  XTreeOptions opt_;
+  std::unique_ptr<LeafCtl[]> leaves_;  // per ALN: version lock, low fence
+  std::atomic<uint32_t> next_leaf_{1};
+  std::atomic<Inner*> root_{nullptr};
+  mutable std::atomic<uint64_t> restarts_{0};
+  std::atomic<uint64_t> splits_{0};
+
+  std::mutex inner_mu_;  // guards inner_nodes_ (allocation only)
+  std::vector<std::unique_ptr<Inner>> inner_nodes_;
+
+  mutable std::mutex log_mu_;  // guards the split log
+  std::vector<SplitEvent> log_;  // ring of split_log_capacity
+  uint64_t log_seq_ = 0;         // seq of the newest event
+};
+
+// The Status form of an XStatus (kOk -> OK), naming the key.
+Status to_status(XStatus s, uint64_t key);
+
+}  // namespace drtmx::store::xstore
