@@ -81,6 +81,12 @@ void Co::yield() {
   worker_->yield_now(worker_->current());
 }
 
+void Co::yield_idle() {
+  Worker::CoState& c = worker_->current();
+  c.idle_yield = true;
+  worker_->yield_now(c);
+}
+
 // --- Worker, coroutine side ---------------------------------------------------
 
 void Worker::yield_now(CoState& c) {

@@ -56,6 +56,11 @@ class Co {
 
   // Lets the other coroutines run; resumes at the next turn.
   void yield();
+  // As yield(), for a coroutine that is only polling (waiting for a
+  // condition it checks itself, or backing off): an iteration in which only
+  // such coroutines ran counts as idle, so the worker backs off and leaves
+  // the core to busy threads instead of spinning through its time slice.
+  void yield_idle();
 
  private:
   friend class Worker;

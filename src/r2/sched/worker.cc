@@ -189,11 +189,17 @@ void Worker::run_until(const std::function<bool()>& done) {
     work |= poll_messages();
     for (auto& p : pollers_) work |= p();
     size_t n = runq_count_;
-    if (n > 0) work = true;
+    bool pollers_only = n > 0;
     while (n-- > 0) {
       uint16_t index = runq_[runq_head_];
       runq_head_ = (runq_head_ + 1) % runq_.size();
       --runq_count_;
+      CoState& c = *cos_[index];
+      if (!c.idle_yield) {
+        work = true;
+        pollers_only = false;
+      }
+      c.idle_yield = false;
       resume(index);
     }
     if (backlog_count_ > 0) work |= drain_backlog();
@@ -202,7 +208,7 @@ void Worker::run_until(const std::function<bool()>& done) {
     if (rpc_waiters_ > 0 && (iteration_ & 255) == 0) check_deadlines(now_ns());
     if (work) {
       backoff_.on_work();
-    } else if (backoff_.on_idle(waiting_ > 0)) {
+    } else if (backoff_.on_idle(waiting_ > 0 || pollers_only)) {
       ++stats_.idle_sleeps;
     }
   }

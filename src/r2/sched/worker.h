@@ -125,6 +125,7 @@ class Worker {
     boost::context::fiber fiber;  // the coroutine, while suspended
     boost::context::fiber sched;  // the scheduler, while the coroutine runs
     bool cancelled = false;       // being destroyed: unwind at the next switch
+    bool idle_yield = false;      // queued by yield_idle(): not work
     FiberStack stack;             // for the sanitizer's stack bookkeeping
     void* fake_stack = nullptr;
     State state = State::kRunnable;

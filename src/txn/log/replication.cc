@@ -78,21 +78,30 @@ Status Replicator::attach() {
 
 Status Replicator::log(r2::Co& co, std::span<const r2::NodeId> backups,
                        std::span<const RedoRecord> records, LogBuffers& buf) {
-  if (backups.empty()) return Status::ok();
-  encode_redo(records, &buf.payload);
-  const uint32_t len = static_cast<uint32_t>(buf.payload.size());
+  std::vector<BackupEntry> entries;
+  for (r2::NodeId n : backups) entries.push_back({n, records});
+  return log(co, entries, buf);
+}
+
+Status Replicator::log(r2::Co& co, std::span<const BackupEntry> entries, LogBuffers& buf) {
+  if (entries.empty()) return Status::ok();
   const size_t stride = cfg_.layout.ring_bytes / 2 + 64;
+  if (buf.payloads.size() < entries.size()) buf.payloads.resize(entries.size());
   r2::OpBatch batch;
   uint64_t deadline = 0;
-  for (r2::NodeId b : backups) {
+  for (size_t e = 0; e < entries.size(); ++e) {
+    const r2::NodeId b = entries[e].node;
     if (b >= writers_.size()) {
       return invalid_argument("log(): backup node " + std::to_string(b) +
                               " is outside the cluster");
     }
+    std::vector<uint8_t>& payload = buf.payloads[e];
+    encode_redo(entries[e].records, &payload);
+    const uint32_t len = static_cast<uint32_t>(payload.size());
     uint8_t* image = buf.images + b * stride;
     LogWriter::Placement pl[2];
     for (;;) {
-      auto n = writers_[b].prepare(buf.payload.data(), len, image, pl);
+      auto n = writers_[b].prepare(payload.data(), len, image, pl);
       if (!n) return n.status();
       if (*n > 0) {
         uint32_t off = 0;
@@ -118,7 +127,7 @@ Status Replicator::log(r2::Co& co, std::span<const r2::NodeId> backups,
   if (st != r2::OpStatus::kOk) {
     return unavailable(std::string("log WRITE failed: ") + r2::op_status_name(st));
   }
-  ++entries_;
+  entries_ += entries.size();
   return Status::ok();
 }
 

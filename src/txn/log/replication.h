@@ -60,27 +60,38 @@ struct ReplicationConfig {
 };
 
 // What one coroutine needs to log: images in registered memory (one per
-// backup, written concurrently) and room to encode the payload. Each
+// backup, written concurrently) and room to encode the payloads. Each
 // coroutine owns one; a coroutine may yield inside log().
 struct LogBuffers {
   uint8_t* images = nullptr;  // registered, Replicator::image_bytes(cfg) long
-  std::vector<uint8_t> payload;
+  std::vector<std::vector<uint8_t>> payloads;
+};
+
+// The records one backup must receive (those of the partitions it backs up).
+struct BackupEntry {
+  r2::NodeId node;
+  std::span<const RedoRecord> records;
 };
 
 class Replicator {
  public:
   Replicator(r2::Worker& w, const ReplicationConfig& cfg);
   static size_t image_bytes(const ReplicationConfig& cfg);
+  size_t image_bytes() const { return image_bytes(cfg_); }
   // Registers the reclaim handler on the worker.
   Status attach();
 
-  // The Log phase for one transaction. Errors: kResourceExhausted ("log
-  // full") after the back-pressure timeout, kOutOfRange for an entry above
-  // the ring's limit, fabric errors as kUnavailable.
+  // The Log phase for one transaction: one entry per backup (each with its
+  // own records), all WRITEs in one batch, returns when all completed.
+  // Errors: kResourceExhausted ("log full") after the back-pressure
+  // timeout, kOutOfRange for an entry above the ring's limit, fabric errors
+  // as kUnavailable.
+  Status log(r2::Co& co, std::span<const BackupEntry> entries, LogBuffers& buffers);
+  // The same records to every node of `backups`.
   Status log(r2::Co& co, std::span<const r2::NodeId> backups, std::span<const RedoRecord> records,
              LogBuffers& buffers);
 
-  uint64_t entries() const { return entries_; }
+  uint64_t entries() const { return entries_; }  // entries written (one per backup)
   uint64_t full_waits() const { return full_waits_; }
   const std::vector<LogWriter>& writers() const { return writers_; }
 

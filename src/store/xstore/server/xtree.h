@@ -46,6 +46,7 @@
 // threads concurrently, except the constructor/create and the destructor.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -162,8 +163,9 @@ class XTree {
   // leaves. Not atomic across leaves (thesis-spec §4.6): a pair inserted or
   // deleted concurrently may or may not appear; each leaf is a consistent
   // image. `keys` is cleared and filled; `values` gets value_bytes() bytes
-  // per key. Returns true when the tree holds no key after the last one
-  // returned (the scan reached the end of the tree).
+  // per key. Returns true when the scan walked off the last leaf (fewer
+  // than n pairs means the tree has no more keys >= start); false when it
+  // stopped because it had n pairs.
   bool scan(uint64_t start, size_t n, std::vector<uint64_t>& keys,
             std::vector<uint8_t>& values) const;
 
@@ -177,7 +179,7 @@ class XTree {
   // consistent image; the run as a whole is not a snapshot (a concurrent
   // split shows up as an incarnation mismatch later, see §4.7). When the run
   // was cut by max_leaves, *next_lo (if given) is the low fence of the
-  // first leaf not returned, else hi + 1 saturated (0 meaning "done").
+  // first leaf not returned (> 0); 0 when the run is complete.
   std::vector<LeafRun> export_range(uint64_t lo, uint64_t hi, size_t max_leaves = SIZE_MAX,
                                     uint64_t* next_lo = nullptr) const;
   std::vector<LeafRun> export_all() const { return export_range(0, UINT64_MAX); }
@@ -196,22 +198,49 @@ class XTree {
  private:
   struct Inner;
   struct LeafCtl;
-  struct Pair;
-  XTree(uint8_t* region_base, const XTreeOptions& options);
-
-  // (private helpers live in xtree.cc)
-  uint8_t* leaf_ptr(uint32_t aln) const { return base_ + opt_.area.leaf_addr(aln); }
   struct Path;
+  // The words of one leaf as read (optimistically or under its lock).
+  struct LeafImage {
+    LeafMeta meta{};
+    uint32_t count = 0;  // min(meta.count, fanout)
+    std::array<uint64_t, kMaxFanout> keys{};
+  };
+  // A leaf image plus the values of the slots whose key is >= a bound.
+  struct LeafSnap {
+    LeafImage img;
+    std::vector<uint32_t> order;  // selected slots
+    std::vector<uint8_t> values;  // their values, in `order`
+  };
+  struct Attempt {
+    bool done;
+    XStatus status;
+  };
+
+  XTree(uint8_t* region_base, const XTreeOptions& options);
+  uint8_t* leaf_ptr(uint32_t aln) const { return base_ + opt_.area.leaf_addr(aln); }
+  Inner* new_inner();
+
+  // Optimistic descent to the leaf covering key; false = restart.
   bool find_leaf(uint64_t key, Path& p) const;
-  XStatus insert_at(uint64_t key, const void* value, bool upsert);
-  XStatus split_leaf(Path& p, uint64_t key, const void* value);
-  bool split_inner(Inner* parent, uint64_t parent_v, Inner* node, uint64_t node_v);
+  LeafImage read_leaf_words(uint32_t aln) const;
+  static int find_slot(const LeafImage& img, uint64_t key);
+  bool snapshot_leaf(uint32_t aln, uint64_t from, LeafSnap& s) const;
+
+  Attempt try_insert(uint64_t key, const void* value, bool upsert);
+  // Caller holds parent (if any) and node; parent has room.
+  void split_inner(Inner* parent, Inner* node);
+  void insert_separator(Inner* parent, uint64_t sep, uint64_t right_child);
+  bool alloc_leaf(uint32_t* aln);
+  // Caller holds the leaf's and the parent's locks.
+  XStatus split_leaf(Inner* parent, uint32_t aln, const LeafImage& img, uint64_t key,
+                     const void* value);
+
+  // Leaf writes (caller holds the leaf's lock or the leaf is unpublished).
   void write_value_slot(uint32_t aln, uint32_t i, uint64_t key, const void* value);
   void kill_value_slot(uint32_t aln, uint32_t i);
+  void break_seal(uint32_t aln);
   void reseal(uint32_t aln, const LeafMeta& m);
   void log_split(uint64_t lo, uint64_t hi, uint32_t left, uint32_t right);
-  bool read_leaf(uint32_t aln, uint64_t v, LeafMeta* m, uint64_t* keys) const;
-  Inner* new_inner();
 
   uint8_t* base_;
   XTreeOptions opt_;
@@ -221,7 +250,7 @@ class XTree {
   mutable std::atomic<uint64_t> restarts_{0};
   std::atomic<uint64_t> splits_{0};
 
-  std::mutex inner_mu_;  // guards inner_nodes_ (allocation only)
+  mutable std::mutex inner_mu_;  // guards inner_nodes_ (allocation only)
   std::vector<std::unique_ptr<Inner>> inner_nodes_;
 
   mutable std::mutex log_mu_;  // guards the split log

@@ -1,0 +1,668 @@
+#include "store/xstore/server/xtree.h"
+
+#include <algorithm>
+#include <numeric>
+#include <thread>
+
+#include "store/xstore/server/version_lock.h"
+
+namespace drtmx::store::xstore {
+
+namespace {
+
+// Leaf words in registered memory are read by optimistic owner-side readers
+// while a writer may change them: every 8-byte word goes through
+// atomic_ref (relaxed; the version lock orders them). Value bytes are
+// copied with memcpy and the copy is discarded unless the version validates.
+inline uint64_t load_word(const uint8_t* p) {
+  return std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(const_cast<uint8_t*>(p)))
+      .load(std::memory_order_relaxed);
+}
+inline void store_word(uint8_t* p, uint64_t v) {
+  std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(p)).store(v, std::memory_order_relaxed);
+}
+
+// Separators per inner node; children = separators + 1.
+constexpr uint32_t kInnerKeys = 32;
+
+}  // namespace
+
+// An inner node. Child i holds the keys in [keys[i-1], keys[i]) (with
+// keys[-1] = -inf, keys[count] = +inf). All fields are atomics read
+// optimistically under `lock`; leaf_children never changes.
+struct XTree::Inner {
+  VersionLock lock;
+  std::atomic<uint32_t> count{0};
+  bool leaf_children = false;
+  std::atomic<uint64_t> keys[kInnerKeys];
+  std::atomic<uint64_t> child[kInnerKeys + 1];  // Inner* or ALN
+
+  uint32_t route(uint64_t key) const {
+    uint32_t n = std::min(count.load(std::memory_order_relaxed), kInnerKeys);
+    uint32_t i = 0;
+    while (i < n && keys[i].load(std::memory_order_relaxed) <= key) ++i;
+    return i;
+  }
+  bool full() const { return count.load(std::memory_order_relaxed) >= kInnerKeys; }
+};
+
+// Owner-side control of one leaf: its version lock and its low fence (set
+// before the leaf is published, never changed afterwards).
+struct XTree::LeafCtl {
+  VersionLock lock;
+  std::atomic<uint64_t> low{0};
+};
+
+// Where a descent ended: the leaf covering the key and its parent, with the
+// versions they had.
+struct XTree::Path {
+  Inner* parent = nullptr;
+  uint64_t parent_v = 0;
+  uint32_t aln = 0;
+  uint64_t leaf_v = 0;
+};
+
+const char* xstatus_name(XStatus s) {
+  switch (s) {
+    case XStatus::kOk:
+      return "ok";
+    case XStatus::kNotFound:
+      return "not found";
+    case XStatus::kAlreadyExists:
+      return "already exists";
+    case XStatus::kOutOfLeaves:
+      return "out of leaves";
+  }
+  return "?";
+}
+
+Status to_status(XStatus s, uint64_t key) {
+  const std::string k = std::to_string(key);
+  switch (s) {
+    case XStatus::kOk:
+      return Status::ok();
+    case XStatus::kNotFound:
+      return not_found("xstore: key " + k + " is not in the tree");
+    case XStatus::kAlreadyExists:
+      return already_exists("xstore: key " + k + " is already in the tree (insert with upsert "
+                            "to overwrite, or update)");
+    case XStatus::kOutOfLeaves:
+      return exhausted("xstore: inserting key " + k +
+                       " needs a new leaf but every leaf of the slab is in use; raise "
+                       "XTreeOptions::area.leaf_capacity (and the region size to hold it)");
+  }
+  return internal_error("xstore: unknown XStatus");
+}
+
+Status XTreeOptions::validate(size_t region_bytes) const {
+  const LeafArea& a = area;
+  if (a.fanout < 2 || a.fanout > kMaxFanout) {
+    return invalid_argument("XTreeOptions::area.fanout = " + std::to_string(a.fanout) +
+                            ": must be in [2, " + std::to_string(kMaxFanout) + "]");
+  }
+  if (a.value_bytes == 0 || a.value_bytes > 65536) {
+    return invalid_argument("XTreeOptions::area.value_bytes = " + std::to_string(a.value_bytes) +
+                            ": must be in [1, 65536]");
+  }
+  if (a.leaf_capacity == 0 || a.leaf_capacity > (1u << 31) - 1) {
+    return invalid_argument("XTreeOptions::area.leaf_capacity = " +
+                            std::to_string(a.leaf_capacity) + ": must be in [1, 2^31 - 1]");
+  }
+  if (a.leaf_offset % 64 != 0) {
+    return invalid_argument("XTreeOptions::area.leaf_offset = " + std::to_string(a.leaf_offset) +
+                            ": must be a multiple of 64 (cache-line aligned leaves)");
+  }
+  if (a.leaf_offset > region_bytes || region_bytes - a.leaf_offset < a.bytes()) {
+    return invalid_argument("XTree leaf area [" + std::to_string(a.leaf_offset) + ", +" +
+                            std::to_string(a.bytes()) + ") does not fit region " +
+                            std::to_string(a.region) + " of " + std::to_string(region_bytes) +
+                            " bytes: enlarge the region or lower area.leaf_capacity");
+  }
+  if (split_log_capacity == 0) {
+    return invalid_argument("XTreeOptions::split_log_capacity must be at least 1");
+  }
+  return Status::ok();
+}
+
+Result<std::unique_ptr<XTree>> XTree::create(uint8_t* region_base, size_t region_bytes,
+                                             const XTreeOptions& options) {
+  if (region_base == nullptr) return invalid_argument("XTree::create: region_base is null");
+  DRTMX_RETURN_IF_ERROR(options.validate(region_bytes));
+  return std::unique_ptr<XTree>(new XTree(region_base, options));
+}
+
+XTree::XTree(uint8_t* region_base, const XTreeOptions& options)
+    : base_(region_base), opt_(options) {
+  leaves_ = std::make_unique<LeafCtl[]>(opt_.area.leaf_capacity);
+  log_.resize(opt_.split_log_capacity);
+  std::memset(base_ + opt_.area.leaf_offset, 0, opt_.area.bytes());
+  reseal(0, LeafMeta{0, 0, 0});  // leaf 0: empty, covers [0, 2^64)
+  Inner* root = new_inner();
+  root->leaf_children = true;
+  root->child[0].store(0, std::memory_order_relaxed);
+  root_.store(root, std::memory_order_release);
+}
+
+XTree::~XTree() = default;
+
+XTree::Inner* XTree::new_inner() {
+  auto n = std::make_unique<Inner>();
+  Inner* p = n.get();
+  std::lock_guard<std::mutex> g(inner_mu_);
+  inner_nodes_.push_back(std::move(n));
+  return p;
+}
+
+// --- leaf writes (caller holds the leaf's lock, or the leaf is unpublished) --
+
+void XTree::write_value_slot(uint32_t aln, uint32_t i, uint64_t key, const void* value) {
+  const LeafArea& a = opt_.area;
+  uint8_t* s = base_ + a.value_addr(aln, i);
+  store_word(s + 8, ~uint64_t{0});  // the slot is torn while it is rewritten
+  std::atomic_thread_fence(std::memory_order_release);
+  store_word(s, key);
+  std::memcpy(s + 16, value, a.value_bytes);
+  std::atomic_thread_fence(std::memory_order_release);
+  store_word(s + 8, value_seal(key, value, a.value_bytes));
+}
+
+void XTree::kill_value_slot(uint32_t aln, uint32_t i) {
+  const LeafArea& a = opt_.area;
+  uint8_t* s = base_ + a.value_addr(aln, i);
+  const uint64_t key = load_word(s);
+  store_word(s + 8, ~value_seal(key, s + 16, a.value_bytes));
+}
+
+void XTree::break_seal(uint32_t aln) {
+  uint8_t* l = leaf_ptr(aln);
+  store_word(l + 8, ~load_word(l + 8));
+  std::atomic_thread_fence(std::memory_order_release);
+}
+
+void XTree::reseal(uint32_t aln, const LeafMeta& m) {
+  uint8_t* l = leaf_ptr(aln);
+  const uint64_t meta = pack_meta(m);
+  std::atomic_thread_fence(std::memory_order_release);  // keys and values before meta
+  store_word(l, meta);
+  const uint64_t seal =
+      keys_seal(meta, reinterpret_cast<const uint64_t*>(l + 16), opt_.area.fanout);
+  std::atomic_thread_fence(std::memory_order_release);  // meta before the seal
+  store_word(l + 8, seal);
+}
+
+// --- optimistic reads ---------------------------------------------------------
+
+bool XTree::find_leaf(uint64_t key, Path& p) const {
+  Inner* node = root_.load(std::memory_order_acquire);
+  uint64_t v = node->lock.read_begin();
+  if (node != root_.load(std::memory_order_acquire)) return false;
+  for (;;) {
+    // Acquire: a child published by a split is complete before its pointer.
+    const uint64_t c = node->child[node->route(key)].load(std::memory_order_acquire);
+    if (node->leaf_children) {
+      const auto aln = static_cast<uint32_t>(c);
+      if (aln >= opt_.area.leaf_capacity) return false;  // torn read of a moving node
+      const uint64_t lv = leaves_[aln].lock.read_begin();
+      if (!node->lock.validate(v)) return false;
+      p = Path{node, v, aln, lv};
+      return true;
+    }
+    auto* next = reinterpret_cast<Inner*>(c);
+    if (next == nullptr || !node->lock.validate(v)) return false;
+    const uint64_t nv = next->lock.read_begin();
+    if (!node->lock.validate(v)) return false;
+    node = next;
+    v = nv;
+  }
+}
+
+XTree::LeafImage XTree::read_leaf_words(uint32_t aln) const {
+  LeafImage img;
+  const uint8_t* l = leaf_ptr(aln);
+  img.meta = unpack_meta(load_word(l));
+  img.count = std::min(img.meta.count, opt_.area.fanout);
+  for (uint32_t i = 0; i < img.count; ++i) img.keys[i] = load_word(l + 16 + 8 * i);
+  return img;
+}
+
+int XTree::find_slot(const LeafImage& img, uint64_t key) {
+  for (uint32_t i = 0; i < img.count; ++i) {
+    if (img.keys[i] == key) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+XStatus XTree::get(uint64_t key, void* out) const {
+  const size_t vb = opt_.area.value_bytes;
+  for (;;) {
+    Path p;
+    if (!find_leaf(key, p)) {
+      restarts_.fetch_add(1, std::memory_order_relaxed);
+      continue;
+    }
+    LeafImage img = read_leaf_words(p.aln);
+    const int i = find_slot(img, key);
+    if (i >= 0) std::memcpy(out, base_ + opt_.area.value_addr(p.aln, i) + 16, vb);
+    if (!leaves_[p.aln].lock.validate(p.leaf_v)) {
+      restarts_.fetch_add(1, std::memory_order_relaxed);
+      continue;
+    }
+    return i >= 0 ? XStatus::kOk : XStatus::kNotFound;
+  }
+}
+
+void XTree::locate(uint64_t key, uint32_t* aln, uint32_t* incarnation) const {
+  for (;;) {
+    Path p;
+    if (!find_leaf(key, p)) continue;
+    const LeafMeta m = unpack_meta(load_word(leaf_ptr(p.aln)));
+    if (!leaves_[p.aln].lock.validate(p.leaf_v)) continue;
+    *aln = p.aln;
+    *incarnation = m.incarnation;
+    return;
+  }
+}
+
+bool XTree::snapshot_leaf(uint32_t aln, uint64_t from, LeafSnap& s) const {
+  const size_t vb = opt_.area.value_bytes;
+  for (int attempt = 0;; ++attempt) {
+    const uint64_t v = leaves_[aln].lock.read_begin();
+    LeafImage img = read_leaf_words(aln);
+    s.order.clear();
+    for (uint32_t i = 0; i < img.count; ++i) {
+      if (img.keys[i] >= from) s.order.push_back(i);
+    }
+    s.values.resize(s.order.size() * vb);
+    for (size_t j = 0; j < s.order.size(); ++j) {
+      std::memcpy(s.values.data() + j * vb, base_ + opt_.area.value_addr(aln, s.order[j]) + 16,
+                  vb);
+    }
+    if (leaves_[aln].lock.validate(v)) {
+      s.img = img;
+      return true;
+    }
+    restarts_.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+bool XTree::scan(uint64_t start, size_t n, std::vector<uint64_t>& keys,
+                 std::vector<uint8_t>& values) const {
+  const size_t vb = opt_.area.value_bytes;
+  keys.clear();
+  values.clear();
+  if (n == 0) return false;
+  Path p;
+  while (!find_leaf(start, p)) restarts_.fetch_add(1, std::memory_order_relaxed);
+  LeafSnap s;
+  uint32_t aln = p.aln;
+  uint64_t from = start;
+  for (;;) {
+    snapshot_leaf(aln, from, s);
+    // Sort this leaf's selected pairs by key and append.
+    std::vector<uint32_t> idx(s.order.size());
+    std::iota(idx.begin(), idx.end(), 0u);
+    std::sort(idx.begin(), idx.end(), [&](uint32_t a, uint32_t b) {
+      return s.img.keys[s.order[a]] < s.img.keys[s.order[b]];
+    });
+    for (uint32_t j : idx) {
+      if (keys.size() == n) return false;
+      keys.push_back(s.img.keys[s.order[j]]);
+      values.insert(values.end(), s.values.begin() + j * vb, s.values.begin() + (j + 1) * vb);
+    }
+    if (s.img.meta.next == 0) return true;
+    if (keys.size() == n) return false;
+    // Keys only ever move right, so the sibling holds keys above this leaf's;
+    // the filter guards against a concurrent split seen half-way.
+    if (!keys.empty()) {
+      if (keys.back() == UINT64_MAX) return true;
+      from = std::max(from, keys.back() + 1);
+    }
+    aln = s.img.meta.next - 1;
+  }
+}
+
+std::vector<LeafRun> XTree::export_range(uint64_t lo, uint64_t hi, size_t max_leaves,
+                                         uint64_t* next_lo) const {
+  std::vector<LeafRun> runs;
+  if (next_lo) *next_lo = 0;
+  if (lo > hi || max_leaves == 0) return runs;
+  Path p;
+  while (!find_leaf(lo, p)) restarts_.fetch_add(1, std::memory_order_relaxed);
+  uint32_t aln = p.aln;
+  for (;;) {
+    LeafImage img;
+    for (;;) {
+      const uint64_t v = leaves_[aln].lock.read_begin();
+      img = read_leaf_words(aln);
+      if (leaves_[aln].lock.validate(v)) break;
+      restarts_.fetch_add(1, std::memory_order_relaxed);
+    }
+    LeafRun r;
+    r.aln = aln;
+    r.incarnation = img.meta.incarnation;
+    r.count = img.count;
+    r.low = leaves_[aln].low.load(std::memory_order_acquire);
+    r.last_leaf = img.meta.next == 0;
+    r.high = r.last_leaf ? 0 : leaves_[img.meta.next - 1].low.load(std::memory_order_acquire);
+    r.keys.assign(img.keys.begin(), img.keys.begin() + img.count);
+    std::sort(r.keys.begin(), r.keys.end());
+    const bool done = r.last_leaf || r.high > hi;
+    const uint64_t high = r.high;
+    runs.push_back(std::move(r));
+    if (done) return runs;
+    if (runs.size() >= max_leaves) {
+      if (next_lo) *next_lo = high;
+      return runs;
+    }
+    aln = img.meta.next - 1;
+  }
+}
+
+// --- writes -------------------------------------------------------------------
+
+XStatus XTree::insert(uint64_t key, const void* value, bool upsert) {
+  for (;;) {
+    const Attempt a = try_insert(key, value, upsert);
+    if (a.done) return a.status;
+    restarts_.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+XTree::Attempt XTree::try_insert(uint64_t key, const void* value, bool upsert) {
+  const Attempt retry{false, XStatus::kOk};
+  Inner* parent = nullptr;
+  uint64_t pv = 0;
+  Inner* node = root_.load(std::memory_order_acquire);
+  uint64_t v = node->lock.read_begin();
+  if (node != root_.load(std::memory_order_acquire)) return retry;
+  for (;;) {
+    if (node->full()) {
+      // Split full inner nodes on the way down, so that a leaf split below
+      // always finds room in its parent.
+      if (parent != nullptr && !parent->lock.try_upgrade(pv)) return retry;
+      if (!node->lock.try_upgrade(v)) {
+        if (parent) parent->lock.unlock();
+        return retry;
+      }
+      if (parent == nullptr && node != root_.load(std::memory_order_acquire)) {
+        node->lock.unlock();
+        return retry;
+      }
+      split_inner(parent, node);
+      node->lock.unlock();
+      if (parent) parent->lock.unlock();
+      return retry;
+    }
+    const uint64_t c = node->child[node->route(key)].load(std::memory_order_acquire);
+    if (!node->leaf_children) {
+      auto* next = reinterpret_cast<Inner*>(c);
+      if (next == nullptr || !node->lock.validate(v)) return retry;
+      const uint64_t nv = next->lock.read_begin();
+      if (!node->lock.validate(v)) return retry;
+      parent = node;
+      pv = v;
+      node = next;
+      v = nv;
+      continue;
+    }
+    const auto aln = static_cast<uint32_t>(c);
+    if (aln >= opt_.area.leaf_capacity) return retry;
+    LeafCtl& leaf = leaves_[aln];
+    const uint64_t lv = leaf.lock.read_begin();
+    if (!node->lock.validate(v)) return retry;
+    if (!leaf.lock.try_upgrade(lv)) return retry;
+    // The leaf is locked and (validated parent) covers the key.
+    LeafImage img = read_leaf_words(aln);
+    const int i = find_slot(img, key);
+    if (i >= 0) {
+      if (upsert) write_value_slot(aln, i, key, value);
+      leaf.lock.unlock();
+      return {true, upsert ? XStatus::kOk : XStatus::kAlreadyExists};
+    }
+    if (img.count < opt_.area.fanout) {
+      const uint32_t k = img.count;
+      write_value_slot(aln, k, key, value);
+      store_word(leaf_ptr(aln) + 16 + 8 * k, key);
+      LeafMeta m = img.meta;
+      m.count = k + 1;
+      reseal(aln, m);
+      leaf.lock.unlock();
+      return {true, XStatus::kOk};
+    }
+    // Full leaf: split under the parent's lock.
+    if (!node->lock.try_upgrade(v)) {
+      leaf.lock.unlock();
+      return retry;
+    }
+    const XStatus st = split_leaf(node, aln, img, key, value);
+    leaf.lock.unlock();
+    node->lock.unlock();
+    return {true, st};
+  }
+}
+
+void XTree::split_inner(Inner* parent, Inner* node) {
+  const uint32_t n = node->count.load(std::memory_order_relaxed);
+  const uint32_t mid = n / 2;
+  const uint64_t sep = node->keys[mid].load(std::memory_order_relaxed);
+  Inner* right = new_inner();
+  right->leaf_children = node->leaf_children;
+  uint32_t rc = 0;
+  for (uint32_t i = mid + 1; i < n; ++i, ++rc) {
+    right->keys[rc].store(node->keys[i].load(std::memory_order_relaxed), std::memory_order_relaxed);
+    right->child[rc].store(node->child[i].load(std::memory_order_relaxed),
+                           std::memory_order_relaxed);
+  }
+  right->child[rc].store(node->child[n].load(std::memory_order_relaxed), std::memory_order_relaxed);
+  right->count.store(rc, std::memory_order_relaxed);
+  node->count.store(mid, std::memory_order_relaxed);
+  if (parent == nullptr) {
+    Inner* root = new_inner();
+    root->leaf_children = false;
+    root->keys[0].store(sep, std::memory_order_relaxed);
+    root->child[0].store(reinterpret_cast<uint64_t>(node), std::memory_order_relaxed);
+    root->child[1].store(reinterpret_cast<uint64_t>(right), std::memory_order_relaxed);
+    root->count.store(1, std::memory_order_relaxed);
+    root_.store(root, std::memory_order_release);  // before node's unlock
+    return;
+  }
+  insert_separator(parent, sep, reinterpret_cast<uint64_t>(right));
+}
+
+void XTree::insert_separator(Inner* parent, uint64_t sep, uint64_t right_child) {
+  const uint32_t n = parent->count.load(std::memory_order_relaxed);
+  const uint32_t pos = parent->route(sep);  // first separator > sep
+  for (uint32_t i = n; i > pos; --i) {
+    parent->keys[i].store(parent->keys[i - 1].load(std::memory_order_relaxed),
+                          std::memory_order_relaxed);
+    parent->child[i + 1].store(parent->child[i].load(std::memory_order_relaxed),
+                               std::memory_order_relaxed);
+  }
+  parent->keys[pos].store(sep, std::memory_order_relaxed);
+  parent->child[pos + 1].store(right_child, std::memory_order_release);  // publishes right
+  parent->count.store(n + 1, std::memory_order_relaxed);
+}
+
+bool XTree::alloc_leaf(uint32_t* aln) {
+  uint32_t n = next_leaf_.load(std::memory_order_relaxed);
+  do {
+    if (n >= opt_.area.leaf_capacity) return false;
+  } while (!next_leaf_.compare_exchange_weak(n, n + 1, std::memory_order_relaxed));
+  *aln = n;
+  return true;
+}
+
+XStatus XTree::split_leaf(Inner* parent, uint32_t aln, const LeafImage& img, uint64_t key,
+                          const void* value) {
+  const LeafArea& a = opt_.area;
+  const size_t vb = a.value_bytes;
+  uint32_t right;
+  if (!alloc_leaf(&right)) return XStatus::kOutOfLeaves;
+
+  // All pairs plus the new one, in key order (values copied out first: the
+  // old leaf's slots are rewritten below).
+  const uint32_t total = img.count + 1;
+  std::vector<uint64_t> ks(total);
+  std::vector<uint8_t> vs(size_t{total} * vb);
+  for (uint32_t i = 0; i < img.count; ++i) {
+    ks[i] = img.keys[i];
+    std::memcpy(vs.data() + i * vb, base_ + a.value_addr(aln, i) + 16, vb);
+  }
+  ks[img.count] = key;
+  std::memcpy(vs.data() + size_t{img.count} * vb, value, vb);
+  std::vector<uint32_t> order(total);
+  std::iota(order.begin(), order.end(), 0u);
+  std::sort(order.begin(), order.end(), [&](uint32_t x, uint32_t y) { return ks[x] < ks[y]; });
+  const uint32_t left_n = total / 2;
+  const uint32_t right_n = total - left_n;
+  const uint64_t sep = ks[order[left_n]];
+
+  // 1. The new right sibling, complete before anything points at it.
+  uint8_t* rl = leaf_ptr(right);
+  for (uint32_t j = 0; j < right_n; ++j) {
+    const uint32_t o = order[left_n + j];
+    write_value_slot(right, j, ks[o], vs.data() + size_t{o} * vb);
+    store_word(rl + 16 + 8 * j, ks[o]);
+  }
+  const LeafMeta rold = unpack_meta(load_word(rl));
+  leaves_[right].low.store(sep, std::memory_order_release);
+  reseal(right, LeafMeta{rold.incarnation, right_n, img.meta.next});
+
+  // 2. The old leaf keeps the lower half, in key order, with a new
+  // incarnation and NXT = right. Its seal is broken first so that the old
+  // image stops verifying before any slot changes.
+  break_seal(aln);
+  uint8_t* ll = leaf_ptr(aln);
+  for (uint32_t j = 0; j < left_n; ++j) {
+    const uint32_t o = order[j];
+    write_value_slot(aln, j, ks[o], vs.data() + size_t{o} * vb);
+    store_word(ll + 16 + 8 * j, ks[o]);
+  }
+  for (uint32_t j = left_n; j < a.fanout; ++j) {
+    kill_value_slot(aln, j);
+    store_word(ll + 16 + 8 * j, 0);
+  }
+  reseal(aln, LeafMeta{(img.meta.incarnation + 1) & 0xFFFFFF, left_n, right + 1});
+
+  // 3. The parent routes [sep, ...) to the new leaf.
+  insert_separator(parent, sep, right);
+  splits_.fetch_add(1, std::memory_order_relaxed);
+  const uint64_t lo = leaves_[aln].low.load(std::memory_order_relaxed);
+  const uint64_t hi =
+      img.meta.next == 0 ? UINT64_MAX
+                         : leaves_[img.meta.next - 1].low.load(std::memory_order_relaxed) - 1;
+  log_split(lo, hi, aln, right);
+  return XStatus::kOk;
+}
+
+XStatus XTree::update(uint64_t key, const void* value) {
+  for (;;) {
+    Path p;
+    if (!find_leaf(key, p) || !leaves_[p.aln].lock.try_upgrade(p.leaf_v)) {
+      restarts_.fetch_add(1, std::memory_order_relaxed);
+      continue;
+    }
+    LeafImage img = read_leaf_words(p.aln);
+    const int i = find_slot(img, key);
+    if (i >= 0) write_value_slot(p.aln, i, key, value);
+    leaves_[p.aln].lock.unlock();
+    return i >= 0 ? XStatus::kOk : XStatus::kNotFound;
+  }
+}
+
+XStatus XTree::update_hinted(uint64_t key, const void* value, uint32_t aln, uint32_t incarnation,
+                             bool* hint_used) {
+  *hint_used = false;
+  if (aln < next_leaf_.load(std::memory_order_acquire)) {
+    LeafCtl& leaf = leaves_[aln];
+    leaf.lock.lock();
+    // Under the leaf's lock, a key found in the leaf is the key's only copy
+    // (a key lives in exactly one leaf), whatever the path would say.
+    LeafImage img = read_leaf_words(aln);
+    const int i = img.meta.incarnation == (incarnation & 0xFFFFFF) ? find_slot(img, key) : -1;
+    if (i >= 0) write_value_slot(aln, i, key, value);
+    leaf.lock.unlock();
+    if (i >= 0) {
+      *hint_used = true;
+      return XStatus::kOk;
+    }
+  }
+  return update(key, value);
+}
+
+XStatus XTree::remove(uint64_t key) {
+  for (;;) {
+    Path p;
+    if (!find_leaf(key, p) || !leaves_[p.aln].lock.try_upgrade(p.leaf_v)) {
+      restarts_.fetch_add(1, std::memory_order_relaxed);
+      continue;
+    }
+    const uint32_t aln = p.aln;
+    LeafImage img = read_leaf_words(aln);
+    const int i = find_slot(img, key);
+    if (i < 0) {
+      leaves_[aln].lock.unlock();
+      return XStatus::kNotFound;
+    }
+    const uint32_t last = img.count - 1;
+    uint8_t* l = leaf_ptr(aln);
+    break_seal(aln);
+    if (static_cast<uint32_t>(i) != last) {
+      const uint8_t* ls = base_ + opt_.area.value_addr(aln, last);
+      std::vector<uint8_t> v(ls + 16, ls + 16 + opt_.area.value_bytes);
+      write_value_slot(aln, i, img.keys[last], v.data());
+      store_word(l + 16 + 8 * i, img.keys[last]);
+    }
+    kill_value_slot(aln, last);
+    store_word(l + 16 + 8 * last, 0);
+    LeafMeta m = img.meta;
+    m.count = last;
+    reseal(aln, m);
+    leaves_[aln].lock.unlock();
+    return XStatus::kOk;
+  }
+}
+
+// --- split log -----------------------------------------------------------------
+
+void XTree::log_split(uint64_t lo, uint64_t hi, uint32_t left, uint32_t right) {
+  std::lock_guard<std::mutex> g(log_mu_);
+  const uint64_t seq = ++log_seq_;
+  log_[seq % log_.size()] = SplitEvent{seq, lo, hi, left, right};
+}
+
+std::vector<SplitEvent> XTree::splits_since(uint64_t since, size_t max, uint64_t* next,
+                                            bool* lost) const {
+  std::vector<SplitEvent> out;
+  std::lock_guard<std::mutex> g(log_mu_);
+  const uint64_t cap = log_.size();
+  uint64_t first = since + 1;
+  *lost = false;
+  if (log_seq_ >= cap && first <= log_seq_ - cap) {
+    *lost = true;
+    first = log_seq_ - cap + 1;
+  }
+  uint64_t s = first;
+  for (; s <= log_seq_ && out.size() < max; ++s) out.push_back(log_[s % cap]);
+  *next = s - 1;
+  return out;
+}
+
+uint64_t XTree::split_seq() const {
+  std::lock_guard<std::mutex> g(log_mu_);
+  return log_seq_;
+}
+
+XTreeStats XTree::stats() const {
+  XTreeStats s;
+  s.leaves_used = std::min(next_leaf_.load(std::memory_order_relaxed), opt_.area.leaf_capacity);
+  s.splits = splits_.load(std::memory_order_relaxed);
+  {
+    std::lock_guard<std::mutex> g(inner_mu_);
+    s.inner_nodes = inner_nodes_.size();
+  }
+  s.restarts = restarts_.load(std::memory_order_relaxed);
+  return s;
+}
+
+}  // namespace drtmx::store::xstore

@@ -1,0 +1,41 @@
+// The Commit phase: write back and unlock at the primaries.
+#include "store/record.h"
+#include "txn/engine.h"
+
+namespace drtmx::txn {
+
+void Engine::commit() {
+  auto* zero = reinterpret_cast<uint64_t*>(alloc(8));
+  if (zero != nullptr) *zero = 0;
+  refs_.clear();
+  images_.clear();
+  batch_.clear();
+  for (Access& a : set_) {
+    if (!a.write) continue;
+    const uint32_t vs = a.ref.value_size;
+    uint8_t* image = alloc(store::record_slot_size(vs));
+    if (image == nullptr || zero == nullptr) {
+      // Cannot happen with a sane arena (Execute checked its size); the
+      // records stay locked rather than being written half.
+      continue;
+    }
+    // An entry read for update but never put keeps its value: write it back
+    // with a new version anyway (it was locked; the version tells readers).
+    const uint8_t* value = a.new_value ? a.new_value : a.copy + sizeof(store::RecordHeader);
+    build_image(image, a.key, a.incarnation, a.ref.version + 1, value, vs);
+    if (policy_.commit == CommitPath::kWrite) {
+      add_commit(batch_, a.ref, image, zero, policy_.passive_ack);
+    } else {
+      refs_.push_back(a.ref);
+      images_.push_back(image);
+    }
+    a.held = false;
+  }
+  if (policy_.commit == CommitPath::kWrite) {
+    (void)co_.run(batch_);
+  } else if (!refs_.empty()) {
+    (void)rpc_commit(co_, refs_, images_, policy_.passive_ack);
+  }
+}
+
+}  // namespace drtmx::txn

@@ -1,0 +1,147 @@
+// The Execute phase and the transaction driver.
+#include <cstring>
+
+#include "store/record.h"
+#include "txn/engine.h"
+
+namespace drtmx::txn {
+
+const char* abort_name(Abort a) {
+  switch (a) {
+    case Abort::kNone:
+      return "committed";
+    case Abort::kLockHeld:
+      return "lock held";
+    case Abort::kVersionChanged:
+      return "version changed";
+    case Abort::kRecordMissing:
+      return "record missing";
+    case Abort::kDuplicateInsert:
+      return "duplicate insert";
+    case Abort::kLogFull:
+      return "log full";
+    case Abort::kNodeFailure:
+      return "node failure";
+    case Abort::kUserAbort:
+      return "user abort";
+    case Abort::kTornRead:
+      return "torn read";
+    case Abort::kNotSupported:
+      return "not supported";
+  }
+  return "?";
+}
+
+Engine::Engine(r2::Co& co, Locator& loc, Replicator* replicator, const Policy& policy,
+               uint8_t* arena, size_t arena_bytes)
+    : co_(co),
+      loc_(loc),
+      rep_(replicator),
+      policy_(policy),
+      arena_(arena),
+      arena_bytes_(arena_bytes),
+      lock_word_(store::lock_word(co.node(), co.thread(), co.id())) {
+  if (rep_ != nullptr && arena_bytes_ > rep_->image_bytes()) {
+    arena_bytes_ -= rep_->image_bytes();
+    log_.images = arena_ + arena_bytes_;
+  }
+}
+
+uint8_t* Engine::alloc(size_t bytes) {
+  bytes = (bytes + 63) & ~size_t{63};
+  if (used_ + bytes > arena_bytes_) {
+    overflow_ = true;
+    return nullptr;
+  }
+  uint8_t* p = arena_ + used_;
+  used_ += bytes;
+  return p;
+}
+
+Engine::Access* Engine::find(TableId t, Key k) {
+  for (Access& a : set_) {
+    if (a.table == t && a.key == k) return &a;
+  }
+  return nullptr;
+}
+
+Abort Engine::read(TableId t, Key k, void* out, bool for_update) {
+  const uint32_t vs = loc_.value_size(t);
+  if (Access* a = find(t, k)) {  // read again: serve from the transaction
+    a->write |= for_update;
+    std::memcpy(out, a->new_value ? a->new_value : a->copy + sizeof(store::RecordHeader), vs);
+    return Abort::kNone;
+  }
+  uint8_t* copy = alloc(store::record_slot_size(vs));
+  if (copy == nullptr) return Abort::kNotSupported;
+  Access a{};
+  a.table = t;
+  a.key = k;
+  a.copy = copy;
+  a.write = for_update;
+  Abort r = loc_.read(co_, policy_.execute, t, k, &a.ref, copy);
+  if (r != Abort::kNone) return r;
+  store::RecordHeader h;
+  std::memcpy(&h, copy, sizeof h);
+  a.incarnation = h.incarnation;
+  set_.push_back(a);
+  std::memcpy(out, copy + sizeof h, vs);
+  return Abort::kNone;
+}
+
+Abort Engine::get(TableId t, Key k, void* out) {
+  return read(t, k, out, false);
+}
+Abort Engine::get_for_update(TableId t, Key k, void* out) {
+  return read(t, k, out, true);
+}
+
+Abort Engine::put(TableId t, Key k, const void* value) {
+  Access* a = find(t, k);
+  if (a == nullptr) {
+    // A blind write: read it first so Validate has its address and version.
+    std::vector<uint8_t> tmp(loc_.value_size(t));
+    if (Abort r = read(t, k, tmp.data(), true); r != Abort::kNone) return r;
+    a = find(t, k);
+  }
+  const uint32_t vs = loc_.value_size(t);
+  if (a->new_value == nullptr) {
+    a->new_value = alloc(vs);
+    if (a->new_value == nullptr) return Abort::kNotSupported;
+  }
+  std::memcpy(a->new_value, value, vs);
+  a->write = true;
+  return Abort::kNone;
+}
+
+Abort Engine::finish(Abort a) {
+  if (a == Abort::kNone) {
+    ++stats_.committed;
+  } else {
+    ++stats_.aborts[static_cast<int>(a)];
+  }
+  return a;
+}
+
+Abort Engine::run(const Procedure& proc) {
+  set_.clear();
+  used_ = 0;
+  overflow_ = false;
+  Abort r = proc(*this);
+  if (overflow_ && r == Abort::kNone) r = Abort::kNotSupported;  // arena too small
+  if (r != Abort::kNone) return finish(r);                       // nothing is locked in Execute
+  bool writes = false;
+  for (const Access& a : set_) writes |= a.write;
+  // A single-key read-only transaction is consistent as read.
+  if (!writes && set_.size() <= 1) return finish(Abort::kNone);
+  if (Abort v = validate(); v != Abort::kNone) return finish(v);
+  if (!writes) return finish(Abort::kNone);
+  if (Abort l = log(); l != Abort::kNone) {
+    release(policy_.passive_ack);
+    return finish(l);
+  }
+  commit();
+  return finish(Abort::kNone);
+}
+
+}  // namespace drtmx::txn

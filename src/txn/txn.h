@@ -1,0 +1,60 @@
+// The stored-procedure API: what users touch most.
+//
+// A transaction is a C++ callable over a Txn handle. Reads that go remote
+// suspend only the calling coroutine; writes are buffered until commit.
+//
+//   Abort transfer(Txn& tx, Key from, Key to, int64_t amount) {
+//     Account a, b;
+//     if (Abort r = tx.get_for_update(kAccounts, from, &a); r != Abort::kNone) return r;
+//     if (Abort r = tx.get_for_update(kAccounts, to, &b); r != Abort::kNone) return r;
+//     if (a.balance < amount) return tx.user_abort();
+//     a.balance -= amount;
+//     b.balance += amount;
+//     tx.put(kAccounts, from, &a);
+//     tx.put(kAccounts, to, &b);
+//     return Abort::kNone;  // commit
+//   }
+//
+// The engine then validates (locks the write set, checks the read set's
+// versions), replicates the redo log to every backup, and writes back at
+// the primaries — with the primitives its Policy picks per phase. The
+// outcome is Abort::kNone when committed, or the typed reason it aborted;
+// retrying (with back-off) is the caller's policy.
+#pragma once
+
+#include <cstdint>
+
+namespace drtmx::txn {
+
+using TableId = uint16_t;
+using Key = uint64_t;
+
+enum class Abort : uint8_t {
+  kNone = 0,         // committed (or, from a Txn call: go on)
+  kLockHeld,         // a record to write was locked by another transaction
+  kVersionChanged,   // a record read changed before commit
+  kRecordMissing,    // the key does not exist
+  kDuplicateInsert,  // insert of a key that exists
+  kLogFull,          // a backup's log ring stayed full
+  kNodeFailure,      // a node did not answer or an op failed on the fabric
+  kUserAbort,        // the procedure decided to abort
+  kTornRead,         // a record kept changing under repeated reads
+  kNotSupported,     // an operation this table or build does not offer
+};
+constexpr int kAbortKinds = 10;
+const char* abort_name(Abort a);
+
+class Txn {
+ public:
+  virtual ~Txn() = default;
+  // Copies the record's value (the table's value size) to `out`.
+  virtual Abort get(TableId t, Key k, void* out) = 0;
+  // As get(), and the record will be written: it is locked at validation.
+  virtual Abort get_for_update(TableId t, Key k, void* out) = 0;
+  // Buffers a new value for a record read in this transaction.
+  virtual Abort put(TableId t, Key k, const void* value) = 0;
+  // The procedure gives up: returns kUserAbort for it to return.
+  Abort user_abort() { return Abort::kUserAbort; }
+};
+
+}  // namespace drtmx::txn
