@@ -64,10 +64,10 @@ static_assert(sizeof(XGetReq) == 16 && sizeof(XGetReply) == 16);
 
 // SCAN(start, n): the first min(n, kMaxScanPairs) pairs with key >= start.
 // Reply: XScanReply, then count keys (8 B each, ascending), then count
-// values (value_bytes each, in key order). end_of_tree = 1 when the tree
-// has no key after the last one returned (a cross-partition scan continues
-// on the next partition); 0 with count < n means the reply was cut at
-// kMaxScanPairs: continue from last key + 1.
+// values (value_bytes each, in key order). end_of_tree = 1 when the scan
+// reached the end of the tree's last leaf (a cross-partition scan that
+// still wants pairs continues on the next partition); 0 with count < n
+// means the reply was cut at kMaxScanPairs: continue from last key + 1.
 struct XScanReq {
   XReqHead h;
   uint64_t start = 0;

@@ -163,9 +163,10 @@ class XTree {
   // leaves. Not atomic across leaves (thesis-spec §4.6): a pair inserted or
   // deleted concurrently may or may not appear; each leaf is a consistent
   // image. `keys` is cleared and filled; `values` gets value_bytes() bytes
-  // per key. Returns true when the scan walked off the last leaf (fewer
-  // than n pairs means the tree has no more keys >= start); false when it
-  // stopped because it had n pairs.
+  // per key. Returns true when the scan reached the end of the last leaf
+  // (the tree held no further key when that leaf was read; always so when
+  // fewer than n pairs came back); false when it stopped with n pairs
+  // before the end.
   bool scan(uint64_t start, size_t n, std::vector<uint64_t>& keys,
             std::vector<uint8_t>& values) const;
 
