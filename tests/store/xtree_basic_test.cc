@@ -78,7 +78,9 @@ void check_leaves(const Arena& a, const XTree& t, const std::map<uint64_t, uint3
       uint64_t k;
       std::memcpy(&k, l + 16 + 8 * i, 8);
       EXPECT_GE(k, run.low);
-      if (!run.last_leaf) EXPECT_LT(k, run.high);
+      if (!run.last_leaf) {
+        EXPECT_LT(k, run.high);
+      }
       const uint8_t* s = a.mem + ar.value_addr(run.aln, i);
       uint64_t sk, ss;
       std::memcpy(&sk, s, 8);
@@ -87,8 +89,7 @@ void check_leaves(const Arena& a, const XTree& t, const std::map<uint64_t, uint3
       EXPECT_EQ(value_seal(sk, s + 16, ar.value_bytes), ss);
       auto it = ref.find(k);
       ASSERT_NE(it, ref.end()) << "leaf holds key " << k << " the reference does not";
-      EXPECT_EQ(std::memcmp(s + 16, value_of(k, it->second, ar.value_bytes).data(),
-                            ar.value_bytes),
+      EXPECT_EQ(std::memcmp(s + 16, value_of(k, it->second, ar.value_bytes).data(), ar.value_bytes),
                 0);
     }
     for (uint32_t i = m.count; i < ar.fanout; ++i) {
@@ -97,7 +98,9 @@ void check_leaves(const Arena& a, const XTree& t, const std::map<uint64_t, uint3
       uint64_t sk, ss;
       std::memcpy(&sk, s, 8);
       std::memcpy(&ss, s + 8, 8);
-      if (ss != 0) EXPECT_NE(value_seal(sk, s + 16, ar.value_bytes), ss);
+      if (ss != 0) {
+        EXPECT_NE(value_seal(sk, s + 16, ar.value_bytes), ss);
+      }
     }
     EXPECT_TRUE(std::is_sorted(run.keys.begin(), run.keys.end()));
     all.insert(all.end(), run.keys.begin(), run.keys.end());
@@ -168,8 +171,8 @@ TEST_P(XTreeBasic, MatchesStdMap) {
   std::vector<uint64_t> keys;
   std::vector<uint8_t> vals;
   for (int s = 0; s < 400; ++s) {
-    uint64_t start = s < 3 ? std::vector<uint64_t>{0, space * 7 + 100, UINT64_MAX}[s]
-                           : rng() % (space * 7 + 10);
+    uint64_t start =
+        s < 3 ? std::vector<uint64_t>{0, space * 7 + 100, UINT64_MAX}[s] : rng() % (space * 7 + 10);
     const size_t n = s % 5 == 0 ? 1 + rng() % 500 : 1 + rng() % 40;
     const bool end = t.scan(start, n, keys, vals);
     auto it = ref.lower_bound(start);

@@ -32,15 +32,21 @@ constexpr r2::RegionId kTreeRegion = 1, kBufRegion = 2;
 struct Val {
   uint64_t w[3];
 };
-Val make_val(uint64_t key, uint64_t ver) { return Val{{key, ver, key ^ (ver * kC)}}; }
+Val make_val(uint64_t key, uint64_t ver) {
+  return Val{{key, ver, key ^ (ver * kC)}};
+}
 bool val_ok(const uint8_t* p, uint64_t key) {
   Val v;
   std::memcpy(&v, p, sizeof v);
   return v.w[0] == key && v.w[2] == (key ^ (v.w[1] * kC));
 }
 // Writer t owns keys 4r + t; keys 4r + 3 are the stable set.
-uint64_t writer_key(uint32_t t, uint64_t r) { return 4 * r + t; }
-uint64_t stable_key(uint64_t r) { return 4 * r + 3; }
+uint64_t writer_key(uint32_t t, uint64_t r) {
+  return 4 * r + t;
+}
+uint64_t stable_key(uint64_t r) {
+  return 4 * r + 3;
+}
 
 TEST(XTreeConcurrent, WritersScannersAndOneSidedReaders) {
   XTreeOptions o;
@@ -50,7 +56,8 @@ TEST(XTreeConcurrent, WritersScannersAndOneSidedReaders) {
   o.area.value_bytes = kVb;
   o.area.leaf_capacity = 12000;
   const size_t region_bytes = o.area.bytes();
-  auto c = r2::testing::InProcCluster::make(2, 1, {{kTreeRegion, region_bytes}, {kBufRegion, 1 << 16}});
+  auto c =
+      r2::testing::InProcCluster::make(2, 1, {{kTreeRegion, region_bytes}, {kBufRegion, 1 << 16}});
   ASSERT_TRUE(c->error.is_ok()) << c->error.to_string();
   auto tr = XTree::create(c->base(0, kTreeRegion), region_bytes, o);
   ASSERT_TRUE(tr.is_ok()) << tr.status().to_string();
@@ -139,8 +146,9 @@ TEST(XTreeConcurrent, WritersScannersAndOneSidedReaders) {
         uint64_t got = 0;
         for (uint64_t k : keys) got += (k % 4 == 3);
         if (got != want) {
-          errors[kWriters] = "scan from " + std::to_string(start) + " lost stable keys: " +
-                             std::to_string(got) + " of " + std::to_string(want);
+          errors[kWriters] = "scan from " + std::to_string(start) +
+                             " lost stable keys: " + std::to_string(got) + " of " +
+                             std::to_string(want);
           return;
         }
       } else if (start <= stable_key(kSpace - 1)) {
@@ -169,9 +177,8 @@ TEST(XTreeConcurrent, WritersScannersAndOneSidedReaders) {
       return comps.size() == 1 && comps[0].status == r2::OpStatus::kOk;
     };
     uint64_t leaves = 1;
-    for (uint64_t it = 0; !stop.load() && Clock::now() < deadline + std::chrono::seconds(1) &&
-                          it < 5000000;
-         ++it) {
+    for (uint64_t it = 0;
+         !stop.load() && Clock::now() < deadline + std::chrono::seconds(1) && it < 5000000; ++it) {
       if ((it & 63) == 0) leaves = t.stats().leaves_used;
       uint32_t aln = static_cast<uint32_t>(rng() % leaves);
       if (it & 1) {  // half of the READs go where a writer is busy
@@ -199,7 +206,8 @@ TEST(XTreeConcurrent, WritersScannersAndOneSidedReaders) {
       for (uint32_t i = 0; i < m.count; ++i) {
         for (uint32_t j = i + 1; j < m.count; ++j) {
           if (keys[i] == keys[j]) {
-            errors[kWriters + 1] = "sealed leaf image holds key " + std::to_string(keys[i]) + " twice";
+            errors[kWriters + 1] =
+                "sealed leaf image holds key " + std::to_string(keys[i]) + " twice";
             return;
           }
         }
@@ -219,7 +227,8 @@ TEST(XTreeConcurrent, WritersScannersAndOneSidedReaders) {
       } else if (sk != key) {
         ++values_moved;  // the slot was reused since the keys READ: re-read the leaf
       } else if (!val_ok(vbuf + 16, key)) {
-        errors[kWriters + 1] = "sealed value slot of key " + std::to_string(key) + " is inconsistent";
+        errors[kWriters + 1] =
+            "sealed value slot of key " + std::to_string(key) + " is inconsistent";
         return;
       } else {
         ++values_ok;
@@ -235,13 +244,14 @@ TEST(XTreeConcurrent, WritersScannersAndOneSidedReaders) {
   for (auto& e : errors) EXPECT_TRUE(e.empty()) << e;
 
   const XTreeStats st = t.stats();
-  std::printf("splits %llu, leaves %llu, restarts %llu, scans %llu, one-sided leaf images: %llu "
-              "sealed, %llu torn; values: %llu ok, %llu torn, %llu moved\n",
-              (unsigned long long)(st.splits - splits_before), (unsigned long long)st.leaves_used,
-              (unsigned long long)st.restarts, (unsigned long long)scans.load(),
-              (unsigned long long)sealed.load(), (unsigned long long)torn.load(),
-              (unsigned long long)values_ok.load(), (unsigned long long)values_torn.load(),
-              (unsigned long long)values_moved.load());
+  std::printf(
+      "splits %llu, leaves %llu, restarts %llu, scans %llu, one-sided leaf images: %llu "
+      "sealed, %llu torn; values: %llu ok, %llu torn, %llu moved\n",
+      (unsigned long long)(st.splits - splits_before), (unsigned long long)st.leaves_used,
+      (unsigned long long)st.restarts, (unsigned long long)scans.load(),
+      (unsigned long long)sealed.load(), (unsigned long long)torn.load(),
+      (unsigned long long)values_ok.load(), (unsigned long long)values_torn.load(),
+      (unsigned long long)values_moved.load());
   EXPECT_GT(st.splits - splits_before, 100u);
   EXPECT_GT(sealed.load(), 1000u);
   EXPECT_GT(values_ok.load(), 100u);
@@ -264,7 +274,8 @@ TEST(XTreeConcurrent, WritersScannersAndOneSidedReaders) {
   size_t i = 0;
   for (auto& [k, ver] : all) ASSERT_EQ(keys[i++], k);
   std::vector<uint64_t> exported;
-  for (const LeafRun& r : t.export_all()) exported.insert(exported.end(), r.keys.begin(), r.keys.end());
+  for (const LeafRun& r : t.export_all())
+    exported.insert(exported.end(), r.keys.begin(), r.keys.end());
   EXPECT_EQ(exported, keys);
   uint64_t next;
   bool lost;
@@ -286,7 +297,8 @@ TEST(XTreeConcurrent, OneHotLeaf) {
   o.area.value_bytes = kVb;
   o.area.leaf_capacity = 4;
   const size_t region_bytes = o.area.bytes();
-  auto c = r2::testing::InProcCluster::make(2, 1, {{kTreeRegion, region_bytes}, {kBufRegion, 1 << 16}});
+  auto c =
+      r2::testing::InProcCluster::make(2, 1, {{kTreeRegion, region_bytes}, {kBufRegion, 1 << 16}});
   ASSERT_TRUE(c->error.is_ok()) << c->error.to_string();
   auto tr = XTree::create(c->base(0, kTreeRegion), region_bytes, o);
   ASSERT_TRUE(tr.is_ok());
@@ -300,9 +312,14 @@ TEST(XTreeConcurrent, OneHotLeaf) {
       const uint64_t k = 100 + rng() % 6;  // at most 6 keys: leaf 0 never splits
       Val v = make_val(k, rng());
       switch (rng() % 3) {
-        case 0: (void)t.insert(k, &v); break;
-        case 1: (void)t.update(k, &v); break;
-        default: (void)t.remove(k);
+        case 0:
+          (void)t.insert(k, &v);
+          break;
+        case 1:
+          (void)t.update(k, &v);
+          break;
+        default:
+          (void)t.remove(k);
       }
     }
     stop = true;

@@ -40,8 +40,9 @@ class TestClient {
   std::vector<uint8_t> msg(const H& head, const void* tail = nullptr, size_t tail_len = 0) {
     std::vector<uint8_t> m;
     wire_put(m, head);
-    if (tail) m.insert(m.end(), static_cast<const uint8_t*>(tail),
-                       static_cast<const uint8_t*>(tail) + tail_len);
+    if (tail)
+      m.insert(m.end(), static_cast<const uint8_t*>(tail),
+               static_cast<const uint8_t*>(tail) + tail_len);
     return m;
   }
   XStatus get(uint64_t key, Val* out, XGetReply* rep = nullptr) {
@@ -122,7 +123,8 @@ TEST(XStoreRpc, OperationsFallbackDataAndOneSidedGet) {
   o.area.value_bytes = kVb;
   o.area.leaf_capacity = 4000;
   const size_t region_bytes = o.area.leaf_offset + o.area.bytes();
-  auto c = r2::testing::InProcCluster::make(2, 2, {{kTreeRegion, region_bytes}, {kBufRegion, 1 << 16}});
+  auto c =
+      r2::testing::InProcCluster::make(2, 2, {{kTreeRegion, region_bytes}, {kBufRegion, 1 << 16}});
   ASSERT_TRUE(c->error.is_ok()) << c->error.to_string();
   auto tr = XTree::create(c->base(kOwner, kTreeRegion), region_bytes, o);
   ASSERT_TRUE(tr.is_ok()) << tr.status().to_string();
@@ -229,7 +231,9 @@ TEST(XStoreRpc, OperationsFallbackDataAndOneSidedGet) {
         ASSERT_EQ(v.ver, it->second);
       }
       ASSERT_EQ(keys.size(), i);
-      if (keys.size() < n) EXPECT_EQ(h.end_of_tree, 1);
+      if (keys.size() < n) {
+        EXPECT_EQ(h.end_of_tree, 1);
+      }
     }
     XScanReply h = cl.scan(0, kMaxScanPairs + 100, keys, vals);
     EXPECT_EQ(keys.size(), std::min<size_t>(all.size(), kMaxScanPairs));

@@ -240,9 +240,8 @@ inline Status parse_run_reply(std::span<const uint8_t> in, XRunReply* head,
 }
 
 // Decodes a SCAN reply: keys appended to `keys`, values to `values`.
-inline Status parse_scan_reply(std::span<const uint8_t> in, uint32_t value_bytes,
-                               XScanReply* head, std::vector<uint64_t>& keys,
-                               std::vector<uint8_t>& values) {
+inline Status parse_scan_reply(std::span<const uint8_t> in, uint32_t value_bytes, XScanReply* head,
+                               std::vector<uint64_t>& keys, std::vector<uint8_t>& values) {
   if (!wire_get(in, 0, head)) return internal_error("xstore SCAN reply shorter than its head");
   const size_t need = sizeof(XScanReply) + size_t{head->count} * (8 + value_bytes);
   if (in.size() < need) {

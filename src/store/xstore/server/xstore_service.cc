@@ -58,8 +58,8 @@ Result<XTree*> XStoreService::lookup(std::span<const uint8_t> req, size_t head_b
   }
   XTree* t = tree(h.tree);
   if (t == nullptr) {
-    return not_found(std::string("xstore ") + what + ": no tree with id " +
-                     std::to_string(h.tree) + " on this node (add_tree before serving)");
+    return not_found(std::string("xstore ") + what + ": no tree with id " + std::to_string(h.tree) +
+                     " on this node (add_tree before serving)");
   }
   return t;
 }

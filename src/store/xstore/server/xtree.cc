@@ -84,7 +84,8 @@ Status to_status(XStatus s, uint64_t key) {
     case XStatus::kNotFound:
       return not_found("xstore: key " + k + " is not in the tree");
     case XStatus::kAlreadyExists:
-      return already_exists("xstore: key " + k + " is already in the tree (insert with upsert "
+      return already_exists("xstore: key " + k +
+                            " is already in the tree (insert with upsert "
                             "to overwrite, or update)");
     case XStatus::kOutOfLeaves:
       return exhausted("xstore: inserting key " + k +
@@ -274,8 +275,7 @@ bool XTree::snapshot_leaf(uint32_t aln, uint64_t from, LeafSnap& s) const {
     }
     s.values.resize(s.order.size() * vb);
     for (size_t j = 0; j < s.order.size(); ++j) {
-      std::memcpy(s.values.data() + j * vb, base_ + opt_.area.value_addr(aln, s.order[j]) + 16,
-                  vb);
+      std::memcpy(s.values.data() + j * vb, base_ + opt_.area.value_addr(aln, s.order[j]) + 16, vb);
     }
     if (leaves_[aln].lock.validate(v)) {
       s.img = img;
@@ -548,9 +548,9 @@ XStatus XTree::split_leaf(Inner* parent, uint32_t aln, const LeafImage& img, uin
   insert_separator(parent, sep, right);
   splits_.fetch_add(1, std::memory_order_relaxed);
   const uint64_t lo = leaves_[aln].low.load(std::memory_order_relaxed);
-  const uint64_t hi =
-      img.meta.next == 0 ? UINT64_MAX
-                         : leaves_[img.meta.next - 1].low.load(std::memory_order_relaxed) - 1;
+  const uint64_t hi = img.meta.next == 0
+                          ? UINT64_MAX
+                          : leaves_[img.meta.next - 1].low.load(std::memory_order_relaxed) - 1;
   log_split(lo, hi, aln, right);
   return XStatus::kOk;
 }

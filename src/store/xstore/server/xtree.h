@@ -87,9 +87,9 @@ struct LeafArea {
 struct LeafRun {
   uint32_t aln = 0;
   uint32_t incarnation = 0;
-  uint32_t count = 0;  // == keys.size()
-  uint64_t low = 0;    // fence: every key of the leaf is >= low
-  uint64_t high = 0;   // fence: every key is < high, unless last_leaf
+  uint32_t count = 0;      // == keys.size()
+  uint64_t low = 0;        // fence: every key of the leaf is >= low
+  uint64_t high = 0;       // fence: every key is < high, unless last_leaf
   bool last_leaf = false;  // no right sibling: the leaf covers [low, 2^64)
   std::vector<uint64_t> keys;
 };
@@ -203,8 +203,8 @@ class XTree {
   // The words of one leaf as read (optimistically or under its lock).
   struct LeafImage {
     LeafMeta meta{};
-    uint32_t count = 0;  // min(meta.count, fanout)
-    std::array<uint64_t, kMaxFanout> keys{};
+    uint32_t count = 0;                     // min(meta.count, fanout)
+    std::array<uint64_t, kMaxFanout> keys;  // [0, count) filled
   };
   // A leaf image plus the values of the slots whose key is >= a bound.
   struct LeafSnap {
@@ -254,7 +254,7 @@ class XTree {
   mutable std::mutex inner_mu_;  // guards inner_nodes_ (allocation only)
   std::vector<std::unique_ptr<Inner>> inner_nodes_;
 
-  mutable std::mutex log_mu_;  // guards the split log
+  mutable std::mutex log_mu_;    // guards the split log
   std::vector<SplitEvent> log_;  // ring of split_log_capacity
   uint64_t log_seq_ = 0;         // seq of the newest event
 };
