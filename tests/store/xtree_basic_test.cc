@@ -4,6 +4,7 @@
 // and option errors.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -282,6 +283,16 @@ TEST(XTree, PositionHint) {
   for (uint64_t k = 1; k <= 20; ++k) ASSERT_EQ(t.insert(k, value_of(k, 0, 8).data()), XStatus::kOk);
   uint32_t aln, inc;
   t.locate(7, &aln, &inc);
+  uint32_t galn = 99, ginc = 99;
+  std::vector<uint8_t> tmp(8);
+  ASSERT_EQ(t.get(7, tmp.data(), &galn, &ginc), XStatus::kOk);
+  EXPECT_EQ(galn, aln);
+  EXPECT_EQ(ginc, inc);
+  ASSERT_EQ(t.get(1000, tmp.data(), &galn, &ginc), XStatus::kNotFound);
+  uint32_t laln, linc;
+  t.locate(1000, &laln, &linc);
+  EXPECT_EQ(galn, laln);
+  EXPECT_EQ(ginc, linc);
   bool used = false;
   auto v1 = value_of(7, 1, 8);
   EXPECT_EQ(t.update_hinted(7, v1.data(), aln, inc, &used), XStatus::kOk);
@@ -393,6 +404,48 @@ TEST(XTree, ExtremeKeys) {
   EXPECT_EQ(keys.size(), 8u);
   EXPECT_FALSE(t.scan(0, 7, keys, vals));
   EXPECT_EQ(keys.size(), 7u);
+}
+
+// Owner-side speed on one thread (a report, not a target): 200 K random
+// inserts, 200 K gets, 20 K scans of 50, fanout 16, 8-byte values.
+TEST(XTree, ThroughputReport) {
+  constexpr uint32_t kKeys = 200000;
+  XTreeOptions o = opts(16, 8, 40000);
+  Arena a(o.area.leaf_offset + o.area.bytes());
+  auto tr = XTree::create(a.mem, a.bytes, o);
+  ASSERT_TRUE(tr.is_ok());
+  XTree& t = **tr;
+  std::mt19937_64 rng(1);
+  std::vector<uint64_t> keys(kKeys);
+  for (auto& k : keys) k = rng();
+  using C = std::chrono::steady_clock;
+  auto mops = [](C::time_point s, size_t n) {
+    return n / std::chrono::duration<double, std::micro>(C::now() - s).count();
+  };
+  auto s0 = C::now();
+  for (uint64_t k : keys) ASSERT_EQ(t.insert(k, &k), XStatus::kOk);
+  const double ins = mops(s0, kKeys);
+  uint64_t out = 0, sum = 0;
+  s0 = C::now();
+  for (uint64_t k : keys) {
+    ASSERT_EQ(t.get(k, &out), XStatus::kOk);
+    sum += out;
+  }
+  const double get = mops(s0, kKeys);
+  std::vector<uint64_t> ks;
+  std::vector<uint8_t> vs;
+  s0 = C::now();
+  for (uint32_t i = 0; i < kKeys / 10; ++i) {
+    t.scan(keys[i], 50, ks, vs);
+    ASSERT_FALSE(ks.empty());
+  }
+  const double scan = mops(s0, kKeys / 10);
+  std::printf(
+      "owner side, 1 thread, %u keys: insert %.2f Mops/s, get %.2f Mops/s, scan(50) "
+      "%.3f Mops/s; %llu leaves, %llu splits\n",
+      kKeys, ins, get, scan, (unsigned long long)t.stats().leaves_used,
+      (unsigned long long)t.stats().splits);
+  EXPECT_NE(sum, 0u);
 }
 
 }  // namespace

@@ -76,8 +76,8 @@ Status XStoreService::handle(uint16_t rpc_id, std::span<const uint8_t> req,
       const uint32_t vb = (*t)->value_bytes();
       out.resize(sizeof(XGetReply) + vb);
       XGetReply rep;
-      rep.status = static_cast<uint8_t>((*t)->get(r.key, out.data() + sizeof(XGetReply)));
-      (*t)->locate(r.key, &rep.aln, &rep.incarnation);
+      rep.status = static_cast<uint8_t>(
+          (*t)->get(r.key, out.data() + sizeof(XGetReply), &rep.aln, &rep.incarnation));
       if (rep.status != static_cast<uint8_t>(XStatus::kOk)) out.resize(sizeof(XGetReply));
       std::memcpy(out.data(), &rep, sizeof rep);
       return Status::ok();

@@ -233,7 +233,7 @@ int XTree::find_slot(const LeafImage& img, uint64_t key) {
   return -1;
 }
 
-XStatus XTree::get(uint64_t key, void* out) const {
+XStatus XTree::get(uint64_t key, void* out, uint32_t* aln, uint32_t* incarnation) const {
   const size_t vb = opt_.area.value_bytes;
   for (;;) {
     Path p;
@@ -248,6 +248,8 @@ XStatus XTree::get(uint64_t key, void* out) const {
       restarts_.fetch_add(1, std::memory_order_relaxed);
       continue;
     }
+    if (aln) *aln = p.aln;
+    if (incarnation) *incarnation = img.meta.incarnation;
     return i >= 0 ? XStatus::kOk : XStatus::kNotFound;
   }
 }
@@ -517,7 +519,10 @@ XStatus XTree::split_leaf(Inner* parent, uint32_t aln, const LeafImage& img, uin
   const uint32_t right_n = total - left_n;
   const uint64_t sep = ks[order[left_n]];
 
-  // 1. The new right sibling, complete before anything points at it.
+  // 1. The new right sibling, complete before anything points at it. Its
+  // lock is held while it is written: nothing reaches it through the tree
+  // yet, but update_hinted accepts any allocated ALN.
+  leaves_[right].lock.lock();
   uint8_t* rl = leaf_ptr(right);
   for (uint32_t j = 0; j < right_n; ++j) {
     const uint32_t o = order[left_n + j];
@@ -527,6 +532,7 @@ XStatus XTree::split_leaf(Inner* parent, uint32_t aln, const LeafImage& img, uin
   const LeafMeta rold = unpack_meta(load_word(rl));
   leaves_[right].low.store(sep, std::memory_order_release);
   reseal(right, LeafMeta{rold.incarnation, right_n, img.meta.next});
+  leaves_[right].lock.unlock();
 
   // 2. The old leaf keeps the lower half, in key order, with a new
   // incarnation and NXT = right. Its seal is broken first so that the old

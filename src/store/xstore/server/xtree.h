@@ -147,7 +147,10 @@ class XTree {
 
   // --- key/value operations (any thread) -----------------------------------
   // `value` / `out` hold exactly value_bytes() bytes.
-  XStatus get(uint64_t key, void* out) const;
+  // With aln/incarnation given, they receive the leaf that covered the key
+  // (whether present or not) in the image the answer comes from.
+  XStatus get(uint64_t key, void* out, uint32_t* aln = nullptr,
+              uint32_t* incarnation = nullptr) const;
   // Inserts; with upsert, an existing key's value is overwritten instead of
   // failing with kAlreadyExists. kOutOfLeaves leaves the tree unchanged.
   XStatus insert(uint64_t key, const void* value, bool upsert = false);
