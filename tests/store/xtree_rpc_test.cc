@@ -358,5 +358,64 @@ TEST(XStoreRpc, OperationsFallbackDataAndOneSidedGet) {
   EXPECT_GT(hints_used.load(), hints_tried.load() * 3 / 4);
 }
 
+// The protocol without a fabric (XStoreService::handle): upsert, position
+// replies, out of leaves, malformed requests.
+TEST(XStoreRpc, HandleDirectly) {
+  XTreeOptions o;
+  o.area.region = kTreeRegion;
+  o.area.fanout = 4;
+  o.area.value_bytes = kVb;
+  o.area.leaf_capacity = 2;
+  std::vector<uint64_t> mem(o.area.bytes() / 8 + 8);
+  auto tr = XTree::create(reinterpret_cast<uint8_t*>(mem.data()), mem.size() * 8, o);
+  ASSERT_TRUE(tr.is_ok());
+  XStoreService svc;
+  ASSERT_TRUE(svc.add_tree(kTree, tr->get()).is_ok());
+  std::vector<uint8_t> out;
+  auto insert = [&](uint64_t k, uint64_t ver, bool upsert) {
+    std::vector<uint8_t> m;
+    XInsertReq r;
+    r.h.tree = kTree;
+    r.h.flags = upsert ? kInsertUpsert : 0;
+    r.key = k;
+    wire_put(m, r);
+    wire_put(m, Val{k, ver});
+    EXPECT_TRUE(svc.handle(kRpcXInsert, m, out).is_ok());
+    XPosReply p;
+    EXPECT_TRUE(wire_get(out, 0, &p));
+    return p;
+  };
+  XPosReply p{};
+  uint64_t k = 0;
+  for (; k < 100; ++k) {
+    p = insert(k, 1, false);
+    if (p.status != 0) break;
+    uint32_t aln, inc;
+    (*tr)->locate(k, &aln, &inc);
+    EXPECT_EQ(p.aln, aln);
+    EXPECT_EQ(p.incarnation, inc);
+  }
+  EXPECT_EQ(static_cast<XStatus>(p.status), XStatus::kOutOfLeaves);
+  EXPECT_EQ(k, 6u);  // ascending keys: {0,1} and {2,3,4,5} fill two leaves of four
+  EXPECT_EQ(to_status(XStatus::kOutOfLeaves, k).code(), Code::kResourceExhausted);
+  EXPECT_EQ(static_cast<XStatus>(insert(3, 2, false).status), XStatus::kAlreadyExists);
+  EXPECT_EQ(static_cast<XStatus>(insert(3, 2, true).status), XStatus::kOk);
+  XGetReq g;
+  g.h.tree = kTree;
+  g.key = 3;
+  std::vector<uint8_t> m;
+  wire_put(m, g);
+  ASSERT_TRUE(svc.handle(kRpcXGet, m, out).is_ok());
+  ASSERT_EQ(out.size(), sizeof(XGetReply) + kVb);
+  Val v;
+  std::memcpy(&v, out.data() + sizeof(XGetReply), kVb);
+  EXPECT_EQ(v.ver, 2u);
+  Status st = svc.handle(999, m, out);
+  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+  st = svc.handle(kRpcXFetchRun, m, out);  // a GET-sized body is too short
+  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+  EXPECT_NE(st.message().find("FETCH_RUN"), std::string::npos) << st.message();
+}
+
 }  // namespace
 }  // namespace drtmx::store::xstore

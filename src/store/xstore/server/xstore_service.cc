@@ -1,14 +1,15 @@
 #include "store/xstore/server/xstore_service.h"
 
 #include <algorithm>
+#include <memory>
 
 namespace drtmx::store::xstore {
 
 namespace {
 
-// Sends the reply `handle` built, or its error as an error reply.
-void answer(const XStoreService& svc, uint16_t id, r2::RpcRequest& req) {
-  std::vector<uint8_t> out;
+// Sends the reply `handle` built, or its error as an error reply. `out` is
+// the calling worker's reply buffer (capacity reused across requests).
+void answer(const XStoreService& svc, uint16_t id, r2::RpcRequest& req, std::vector<uint8_t>& out) {
   Status st = svc.handle(id, req.payload(), out);
   if (!req.wants_reply()) return;
   if (!st.is_ok()) {
@@ -40,10 +41,12 @@ XTree* XStoreService::tree(uint32_t id) const {
 }
 
 Status XStoreService::register_on(r2::Worker& w) {
+  // One reply buffer per worker: its handlers run only on its thread.
+  auto out = std::make_shared<std::vector<uint8_t>>();
   for (uint16_t id : {kRpcXGet, kRpcXScan, kRpcXInsert, kRpcXUpdate, kRpcXDelete, kRpcXFetchRun,
                       kRpcXSplitsSince, kRpcXDescribe}) {
-    DRTMX_RETURN_IF_ERROR(
-        w.register_handler(id, [this, id](r2::RpcRequest& req) { answer(*this, id, req); }));
+    DRTMX_RETURN_IF_ERROR(w.register_handler(
+        id, [this, id, out](r2::RpcRequest& req) { answer(*this, id, req, *out); }));
   }
   return Status::ok();
 }

@@ -62,39 +62,6 @@ struct XTree::Path {
   uint64_t leaf_v = 0;
 };
 
-const char* xstatus_name(XStatus s) {
-  switch (s) {
-    case XStatus::kOk:
-      return "ok";
-    case XStatus::kNotFound:
-      return "not found";
-    case XStatus::kAlreadyExists:
-      return "already exists";
-    case XStatus::kOutOfLeaves:
-      return "out of leaves";
-  }
-  return "?";
-}
-
-Status to_status(XStatus s, uint64_t key) {
-  const std::string k = std::to_string(key);
-  switch (s) {
-    case XStatus::kOk:
-      return Status::ok();
-    case XStatus::kNotFound:
-      return not_found("xstore: key " + k + " is not in the tree");
-    case XStatus::kAlreadyExists:
-      return already_exists("xstore: key " + k +
-                            " is already in the tree (insert with upsert "
-                            "to overwrite, or update)");
-    case XStatus::kOutOfLeaves:
-      return exhausted("xstore: inserting key " + k +
-                       " needs a new leaf but every leaf of the slab is in use; raise "
-                       "XTreeOptions::area.leaf_capacity (and the region size to hold it)");
-  }
-  return internal_error("xstore: unknown XStatus");
-}
-
 Status XTreeOptions::validate(size_t region_bytes) const {
   const LeafArea& a = area;
   if (a.fanout < 2 || a.fanout > kMaxFanout) {

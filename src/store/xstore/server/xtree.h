@@ -59,6 +59,7 @@
 #include "base/status.h"
 #include "r2/fabric.h"
 #include "store/xstore/leaf.h"
+#include "store/xstore/server/xstatus.h"
 
 namespace drtmx::store::xstore {
 
@@ -105,16 +106,6 @@ struct SplitEvent {
   uint32_t left = 0;
   uint32_t right = 0;
 };
-
-// Result of a tree operation. Cheap (hot path); to_status() for APIs that
-// want a Status.
-enum class XStatus : uint8_t {
-  kOk = 0,
-  kNotFound,       // get/update/delete: no such key
-  kAlreadyExists,  // insert without upsert: the key is there
-  kOutOfLeaves,    // insert needed a new leaf and the slab is used up
-};
-const char* xstatus_name(XStatus s);
 
 struct XTreeOptions {
   LeafArea area;
@@ -261,8 +252,5 @@ class XTree {
   std::vector<SplitEvent> log_;  // ring of split_log_capacity
   uint64_t log_seq_ = 0;         // seq of the newest event
 };
-
-// The Status form of an XStatus (kOk -> OK), naming the key.
-Status to_status(XStatus s, uint64_t key);
 
 }  // namespace drtmx::store::xstore
