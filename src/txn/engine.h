@@ -54,6 +54,7 @@ class Engine final : public Txn {
   Abort get(TableId t, Key k, void* out) override;
   Abort get_for_update(TableId t, Key k, void* out) override;
   Abort put(TableId t, Key k, const void* value) override;
+  Abort prefetch(std::span<const TableKey> keys, bool for_update) override;
 
  private:
   struct Access {

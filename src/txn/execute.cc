@@ -89,6 +89,43 @@ Abort Engine::read(TableId t, Key k, void* out, bool for_update) {
   return Abort::kNone;
 }
 
+Abort Engine::prefetch(std::span<const TableKey> keys, bool for_update) {
+  // Only what the transaction has not read yet; each key once.
+  std::vector<TableKey> todo;
+  for (const TableKey& tk : keys) {
+    if (Access* a = find(tk.table, tk.key)) {
+      a->write |= for_update;
+      continue;
+    }
+    bool dup = false;
+    for (const TableKey& d : todo) dup |= d.table == tk.table && d.key == tk.key;
+    if (!dup) todo.push_back(tk);
+  }
+  if (todo.empty()) return Abort::kNone;
+  std::vector<RecordRef> refs(todo.size());
+  std::vector<uint8_t*> copies(todo.size());
+  std::vector<Abort> results(todo.size());
+  for (size_t i = 0; i < todo.size(); ++i) {
+    copies[i] = alloc(store::record_slot_size(loc_.value_size(todo[i].table)));
+    if (copies[i] == nullptr) return Abort::kNotSupported;
+  }
+  loc_.read_many(co_, policy_.execute, todo, refs.data(), copies.data(), results.data());
+  for (size_t i = 0; i < todo.size(); ++i) {
+    if (results[i] != Abort::kNone) return results[i];
+    Access a{};
+    a.table = todo[i].table;
+    a.key = todo[i].key;
+    a.ref = refs[i];
+    a.copy = copies[i];
+    a.write = for_update;
+    store::RecordHeader h;
+    std::memcpy(&h, copies[i], sizeof h);
+    a.incarnation = h.incarnation;
+    set_.push_back(a);
+  }
+  return Abort::kNone;
+}
+
 Abort Engine::get(TableId t, Key k, void* out) {
   return read(t, k, out, false);
 }

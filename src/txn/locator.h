@@ -28,6 +28,15 @@ class Locator {
   // Returns kNone, kRecordMissing, kTornRead or kNodeFailure.
   virtual Abort read(r2::Co& co, ReadPath path, TableId t, Key k, RecordRef* ref,
                      uint8_t* copy) = 0;
+  // Several reads at once; results[i] for keys[i]. The default reads one by
+  // one; a store overrides it to issue them together (one doorbell per
+  // peer, parallel RPCs).
+  virtual void read_many(r2::Co& co, ReadPath path, std::span<const TableKey> keys, RecordRef* refs,
+                         uint8_t* const* copies, Abort* results) {
+    for (size_t i = 0; i < keys.size(); ++i) {
+      results[i] = read(co, path, keys[i].table, keys[i].key, &refs[i], copies[i]);
+    }
+  }
 };
 
 }  // namespace drtmx::txn

@@ -23,11 +23,17 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 namespace drtmx::txn {
 
 using TableId = uint16_t;
 using Key = uint64_t;
+
+struct TableKey {
+  TableId table;
+  Key key;
+};
 
 enum class Abort : uint8_t {
   kNone = 0,         // committed (or, from a Txn call: go on)
@@ -53,6 +59,10 @@ class Txn {
   virtual Abort get_for_update(TableId t, Key k, void* out) = 0;
   // Buffers a new value for a record read in this transaction.
   virtual Abort put(TableId t, Key k, const void* value) = 0;
+  // Reads all of `keys` at once (outstanding requests: one round trip for
+  // independent reads instead of one each); later get()s of them are served
+  // from the transaction. `for_update` marks them all to be written.
+  virtual Abort prefetch(std::span<const TableKey> keys, bool for_update) = 0;
   // The procedure gives up: returns kUserAbort for it to return.
   Abort user_abort() { return Abort::kUserAbort; }
 };
