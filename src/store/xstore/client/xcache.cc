@@ -1,0 +1,305 @@
+#include "store/xstore/client/xcache.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+
+namespace drtmx::store::xstore {
+
+namespace {
+// Slack added to error bounds so that the subtraction/addition in predict()
+// cannot round a bound past a training point (positions are < 2^40).
+constexpr double kErrSlack = 1e-6;
+
+// Index of the last leaf of `run` whose low fence is <= key (run[0].low <= key).
+size_t covering(std::span<const LeafRun> run, uint64_t key) {
+  auto it = std::upper_bound(run.begin(), run.end(), key,
+                             [](uint64_t k, const LeafRun& l) { return k < l.low; });
+  return static_cast<size_t>(it - run.begin()) - 1;
+}
+}  // namespace
+
+Status XCacheOptions::validate() const {
+  if (fanout < 3 || fanout > kMaxFanout) {
+    return invalid_argument("xcache fanout " + std::to_string(fanout) +
+                            " is outside [3, 255]: set it to the tree's LeafArea::fanout");
+  }
+  if (train_keys_per_model == 0 || expand_keys_per_model == 0) {
+    return invalid_argument("xcache train_keys_per_model and expand_keys_per_model must be > 0");
+  }
+  if (max_sub_models == 0) return invalid_argument("xcache max_sub_models must be > 0");
+  return Status::ok();
+}
+
+XCache::XCache(const XCacheOptions& options) : opt_(options) {}
+
+bool XCache::first_key_of(const TopModel& top, uint32_t i, uint64_t* k) {
+  if (i == 0) {
+    *k = 0;
+    return true;
+  }
+  if (top.pick(UINT64_MAX) < i) return false;
+  uint64_t lo = 0, hi = UINT64_MAX;
+  while (lo < hi) {
+    const uint64_t mid = lo + (hi - lo) / 2;
+    if (top.pick(mid) >= i) {
+      hi = mid;
+    } else {
+      lo = mid + 1;
+    }
+  }
+  *k = lo;
+  return true;
+}
+
+Status XCache::check_run(std::span<const LeafRun> run, uint64_t lo, uint64_t hi) const {
+  if (run.empty()) return invalid_argument("xcache training run is empty: fetch the leaves first");
+  if (run.front().low > lo) {
+    return invalid_argument("xcache training run starts at key " +
+                            std::to_string(run.front().low) + ", after the range start " +
+                            std::to_string(lo) + ": fetch from the leaf covering the start");
+  }
+  for (size_t j = 0; j < run.size(); ++j) {
+    const LeafRun& l = run[j];
+    if (l.count != l.keys.size() || l.count > opt_.fanout) {
+      return invalid_argument("xcache training run: leaf " + std::to_string(l.aln) +
+                              " has count " + std::to_string(l.count) + " but " +
+                              std::to_string(l.keys.size()) + " keys (fanout " +
+                              std::to_string(opt_.fanout) + ")");
+    }
+    for (size_t t = 0; t < l.keys.size(); ++t) {
+      if (l.keys[t] < l.low || (!l.last_leaf && l.keys[t] >= l.high) ||
+          (t > 0 && l.keys[t] <= l.keys[t - 1])) {
+        return invalid_argument("xcache training run: leaf " + std::to_string(l.aln) +
+                                " keys are not ascending inside its fences [" +
+                                std::to_string(l.low) + ", " + std::to_string(l.high) + ")");
+      }
+    }
+    if (j + 1 < run.size()) {
+      if (l.last_leaf || l.high != run[j + 1].low) {
+        return invalid_argument("xcache training run: leaf " + std::to_string(l.aln) +
+                                " ends at " + std::to_string(l.high) + " but the next starts at " +
+                                std::to_string(run[j + 1].low) + ": refetch the run");
+      }
+    }
+  }
+  const LeafRun& last = run.back();
+  if (!last.last_leaf && last.high <= hi) {
+    return invalid_argument("xcache training run ends at key " + std::to_string(last.high) +
+                            ", before the range end " + std::to_string(hi) +
+                            ": fetch through the leaf covering the end");
+  }
+  return Status::ok();
+}
+
+void XCache::train_sub(Sub& s, std::span<const LeafRun> leaves) {
+  const uint32_t n = opt_.fanout;
+  LinearFitter fit;
+  points_.clear();
+  s.tt.clear();
+  s.keys = 0;
+  auto add = [&](uint64_t k, double pos) {
+    fit.add(k, pos);
+    points_.emplace_back(k, pos);
+  };
+  for (size_t j = 0; j < leaves.size(); ++j) {
+    const LeafRun& l = leaves[j];
+    const uint64_t lo = std::max(l.low, s.lo);
+    const uint64_t hi = l.last_leaf ? s.hi : std::min(l.high - 1, s.hi);
+    const auto begin = std::lower_bound(l.keys.begin(), l.keys.end(), lo);
+    const auto end = std::upper_bound(l.keys.begin(), l.keys.end(), hi);
+    const double base = static_cast<double>(j) * n;
+    const double step = static_cast<double>(n - 1) / static_cast<double>(l.keys.size() + 1);
+    add(lo, base + step * static_cast<double>(begin - l.keys.begin()));
+    for (auto it = begin; it != end; ++it) {
+      add(*it, base + step * static_cast<double>(it - l.keys.begin() + 1));
+    }
+    add(hi, base + step * static_cast<double>(end - l.keys.begin() + 1));
+    s.keys += static_cast<uint64_t>(end - begin);
+    s.tt.push_back(pack_tt({true, l.aln, l.incarnation, l.count}));
+  }
+  s.model.lr = fit.fit();
+  double over = 0, under = 0;
+  for (auto& [k, pos] : points_) {
+    const double p = s.model.lr.predict(k);
+    over = std::max(over, p - pos);
+    under = std::max(under, pos - p);
+  }
+  s.model.min_err = over + kErrSlack;
+  s.model.max_err = under + kErrSlack;
+  s.leaves = static_cast<uint32_t>(leaves.size());
+  ++s.generation;
+}
+
+Status XCache::train(std::span<const LeafRun> run, uint32_t sub_models) {
+  DRTMX_RETURN_IF_ERROR(opt_.validate());
+  if (models_only_) {
+    return invalid_argument("xcache: a models-only cache cannot train; train a full cache and "
+                            "take models_only_copy()");
+  }
+  DRTMX_RETURN_IF_ERROR(check_run(run, 0, UINT64_MAX));
+  if (run.front().low != 0 || !run.back().last_leaf) {
+    return invalid_argument("xcache full training needs the whole tree: first leaf from key 0 "
+                            "through the last leaf");
+  }
+  uint64_t keys = 0;
+  for (const LeafRun& l : run) keys += l.count;
+  uint64_t m = sub_models;
+  if (m == 0) m = std::max<uint64_t>(1, (keys + opt_.train_keys_per_model - 1) /
+                                            opt_.train_keys_per_model);
+  if (m > opt_.max_sub_models) {
+    return invalid_argument("xcache: " + std::to_string(m) + " sub-models exceed max_sub_models " +
+                            std::to_string(opt_.max_sub_models));
+  }
+
+  // Top model over the CDF, scaled to [0, M).
+  TopModel top;
+  top.m = static_cast<uint32_t>(m);
+  {
+    LinearFitter f;
+    const double scale = keys == 0 ? 0 : static_cast<double>(m) / static_cast<double>(keys);
+    uint64_t rank = 0;
+    for (const LeafRun& l : run) {
+      for (uint64_t k : l.keys) f.add(k, static_cast<double>(rank++) * scale);
+    }
+    top.lr = f.fit();
+  }
+
+  std::vector<Sub> subs(m);
+  uint64_t tt_entries = 0;
+  std::vector<uint64_t> firsts(m + 1);
+  std::vector<bool> has(m + 1, false);
+  for (uint32_t i = 0; i <= m; ++i) has[i] = i < m && first_key_of(top, i, &firsts[i]);
+  for (uint32_t i = 0; i < m; ++i) {
+    Sub& s = subs[i];
+    if (!has[i] || (i + 1 < m && has[i + 1] && firsts[i + 1] == firsts[i])) continue;  // empty
+    s.lo = firsts[i];
+    s.hi = (i + 1 < m && has[i + 1]) ? firsts[i + 1] - 1 : UINT64_MAX;
+    const size_t a = covering(run, s.lo), b = covering(run, s.hi);
+    train_sub(s, run.subspan(a, b - a + 1));
+    tt_entries += s.leaves;
+    if (tt_entries * 8 > opt_.tt_budget_bytes) {
+      return exhausted("xcache: the translation table needs more than its budget of " +
+                       std::to_string(opt_.tt_budget_bytes) +
+                       " bytes: raise tt_budget_bytes or use a models-only cache");
+    }
+  }
+  top_ = top;
+  subs_ = std::move(subs);
+  total_keys_ = 0;
+  for (const Sub& s : subs_) total_keys_ += s.keys;
+  return Status::ok();
+}
+
+Status XCache::retrain_sub(uint32_t sub, std::span<const LeafRun> run) {
+  if (!trained() || sub >= subs_.size()) {
+    return invalid_argument("xcache retrain_sub: no sub-model " + std::to_string(sub));
+  }
+  if (models_only_) {
+    return invalid_argument("xcache retrain_sub: a models-only cache cannot retrain");
+  }
+  Sub& s = subs_[sub];
+  if (s.leaves == 0) return Status::ok();  // empty interval: nothing to learn
+  DRTMX_RETURN_IF_ERROR(check_run(run, s.lo, s.hi));
+  const size_t a = covering(run, s.lo), b = covering(run, s.hi);
+  uint64_t other = 0;
+  for (uint32_t i = 0; i < subs_.size(); ++i) {
+    if (i != sub) other += subs_[i].tt.size();
+  }
+  if ((other + (b - a + 1)) * 8 > opt_.tt_budget_bytes) {
+    return exhausted("xcache retrain_sub: the translation table would exceed its budget of " +
+                     std::to_string(opt_.tt_budget_bytes) + " bytes");
+  }
+  total_keys_ -= s.keys;
+  train_sub(s, run.subspan(a, b - a + 1));
+  total_keys_ += s.keys;
+  return Status::ok();
+}
+
+bool XCache::needs_expansion() const {
+  if (!trained()) return false;
+  return total_keys_ > uint64_t{opt_.expand_keys_per_model} * top_.m;
+}
+
+uint32_t XCache::expansion_size() const {
+  const uint64_t by_keys =
+      (total_keys_ + opt_.train_keys_per_model - 1) / opt_.train_keys_per_model;
+  return static_cast<uint32_t>(std::min<uint64_t>(
+      opt_.max_sub_models, std::max<uint64_t>(uint64_t{top_.m} * 2, by_keys)));
+}
+
+Prediction XCache::predict(uint64_t key) const {
+  Prediction r;
+  r.sub = top_.pick(key);
+  const Sub& s = subs_[r.sub];
+  const double p = s.model.lr.predict(key);
+  const double last = static_cast<double>(s.leaves - 1);
+  auto lln = [&](double pos) -> uint32_t {
+    const double l = std::floor(pos / opt_.fanout);
+    if (!(l > 0)) return 0;
+    if (l >= last) return s.leaves - 1;
+    return static_cast<uint32_t>(l);
+  };
+  r.first = lln(p - s.model.min_err);
+  r.last = lln(p + s.model.max_err);
+  return r;
+}
+
+void XCache::invalidate(uint32_t sub, uint32_t lln, uint64_t generation) {
+  if (models_only_ || sub >= subs_.size()) return;
+  Sub& s = subs_[sub];
+  if (s.generation != generation || lln >= s.tt.size()) return;
+  s.tt[lln] &= ~(uint64_t{1} << 63);
+}
+
+size_t XCache::tt_image_bytes() const {
+  size_t n = 0;
+  for (const Sub& s : subs_) n += s.leaves;
+  return n * 8;
+}
+
+Status XCache::write_tt_image(uint8_t* dst, size_t capacity) const {
+  if (models_only_) return invalid_argument("xcache: a models-only cache holds no TT to publish");
+  if (capacity < tt_image_bytes()) {
+    return out_of_range("xcache TT image needs " + std::to_string(tt_image_bytes()) +
+                        " bytes, the destination has " + std::to_string(capacity));
+  }
+  size_t off = 0;
+  for (const Sub& s : subs_) {
+    std::memcpy(dst + off, s.tt.data(), s.tt.size() * 8);
+    off += s.tt.size() * 8;
+  }
+  return Status::ok();
+}
+
+XCache XCache::models_only_copy(r2::RemoteAddr image) const {
+  XCache c(opt_);
+  c.top_ = top_;
+  c.total_keys_ = total_keys_;
+  c.models_only_ = true;
+  c.tt_image_ = image;
+  c.subs_.resize(subs_.size());
+  uint64_t index = 0;
+  for (size_t i = 0; i < subs_.size(); ++i) {
+    Sub& d = c.subs_[i];
+    const Sub& s = subs_[i];
+    d.model = s.model;
+    d.lo = s.lo;
+    d.hi = s.hi;
+    d.leaves = s.leaves;
+    d.keys = s.keys;
+    d.generation = s.generation;
+    d.tt_index = index;
+    index += s.leaves;
+  }
+  return c;
+}
+
+size_t XCache::memory_bytes() const {
+  size_t n = sizeof(*this) + subs_.size() * sizeof(Sub);
+  for (const Sub& s : subs_) n += s.tt.capacity() * 8;
+  return n;
+}
+
+}  // namespace drtmx::store::xstore

@@ -1,0 +1,194 @@
+// XCache: the client's learned cache of one remote XTree (thesis-spec §4.4,
+// §4.5): XModel (a top model and M linear sub-models with error bounds) plus
+// the translation table (TT) from each sub-model's logical leaf numbers
+// (LLN) to physical leaves (ALN) with the incarnation and count expected.
+//
+// Training (Fig 3-7, with two changes, both documented here):
+//   1. The top model is an LR over the CDF (key, rank * M / keys). Sub-model
+//      i is responsible for the key interval I_i = [lo_i, hi_i] of every
+//      64-bit key k with pick(k) == i (an interval because pick is monotone;
+//      found exactly by binary search on pick). Empty intervals are possible
+//      (a steep top model skips indices); such sub-models are never used.
+//   2. Sub-model i is trained over every leaf whose key range [low, high)
+//      meets I_i — from the leaf covering lo_i through the leaf covering hi_i
+//      (a leaf straddling two intervals is in both). Logical leaf n owns the
+//      positions [n*N, (n+1)*N) (N = fanout). Training points of leaf n with
+//      c keys (only keys inside I_i count), where pos(s) = n*N + (N-1)*s/(c+1):
+//        - its clipped low fence  max(low, lo_i)      at pos(#keys < it),
+//        - its t-th key (ascending)                   at pos(t + 1),
+//        - its clipped high fence min(high - 1, hi_i) at pos(#keys <= it + 1).
+//      The fence points are the boundary-key augmentation of §4.6
+//      ("Non-existent keys"), done for every leaf rather than only at
+//      sub-model edges: for ANY key k in I_i (present or not) the leaf n that
+//      covers k has training points a <= k <= b with positions inside
+//      [n*N, n*N + N-1], so by monotonicity and the error bounds
+//        predict(k) - min_err <= predict(b) - min_err <= pos(b) <  (n+1)*N
+//        predict(k) + max_err >= predict(a) + max_err >= pos(a) >= n*N
+//      and the predicted LLN range [floor((p-min_err)/N), floor((p+max_err)/N)]
+//      contains n. This makes GET's "absent" and SCAN's start point exact.
+//      Spreading a leaf's c keys over its N positions (instead of packing
+//      them at n*N, n*N+1, ..., as Fig 3-7 does) keeps part-full leaves from
+//      making a saw-tooth CDF, which would widen the error bounds.
+//
+// TT entry (64 bits, as the thesis): valid:1 | ALN:31 | INCA:24 | CNT:8.
+//
+// Memory (XCacheOptions): in full mode the TT lives here and training fails
+// when it would exceed tt_budget_bytes. In models-only mode this cache holds
+// only the models and, per sub-model, the index of its first TT entry in a
+// TT image that the owner side publishes in its registered memory
+// (write_tt_image() lays it out; models_only_copy() makes the client's
+// cache); a lookup then READs the few 8-byte TT entries it needs (one extra
+// READ, thesis §4.4). The server engineer's service does not publish such an
+// image yet, so today the image is written by whoever trained the full
+// cache (tests: the owner node). A models-only cache cannot retrain itself:
+// its stale entries are answered by the RPC fallback until a new image and
+// model copy are installed.
+//
+// Threading: an XCache is used by one worker thread (shared by its
+// coroutines) and is not synchronised. Coroutines switch only when they wait
+// for the fabric, so a member call is never interleaved with another; but a
+// coroutine that waits between reading TT entries and using them must
+// re-check generation(sub) before writing back (invalidate() takes it).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "base/status.h"
+#include "r2/fabric.h"
+#include "store/xstore/client/model.h"
+#include "store/xstore/server/xtree.h"  // LeafRun (plain data)
+
+namespace drtmx::store::xstore {
+
+struct TTEntry {
+  bool valid = false;
+  uint32_t aln = 0;          // 31 bits
+  uint32_t incarnation = 0;  // 24 bits
+  uint32_t count = 0;        // 8 bits
+};
+inline uint64_t pack_tt(const TTEntry& e) {
+  return (uint64_t{e.valid} << 63) | (uint64_t{e.aln & 0x7FFFFFFF} << 32) |
+         (uint64_t{e.incarnation & 0xFFFFFF} << 8) | (e.count & 0xFF);
+}
+inline TTEntry unpack_tt(uint64_t w) {
+  return {(w >> 63) != 0, static_cast<uint32_t>(w >> 32) & 0x7FFFFFFF,
+          static_cast<uint32_t>(w >> 8) & 0xFFFFFF, static_cast<uint32_t>(w) & 0xFF};
+}
+
+struct XCacheOptions {
+  uint32_t fanout = 16;  // N: must equal the tree's LeafArea::fanout
+  // Model expansion: needs_expansion() when the average keys per sub-model
+  // exceeds this (thesis eval: 200).
+  uint32_t expand_keys_per_model = 200;
+  // Full training picks M = ceil(keys / train_keys_per_model) (>= 1), so a
+  // fresh model starts at half the expansion threshold by default.
+  uint32_t train_keys_per_model = 100;
+  uint32_t max_sub_models = 1u << 24;
+  // Full mode: bytes the TT may take (8 per entry); training fails beyond.
+  uint64_t tt_budget_bytes = UINT64_MAX;
+
+  Status validate() const;
+};
+
+// The predicted leaves of a key: LLNs [first, last] of sub-model `sub`.
+struct Prediction {
+  uint32_t sub = 0;
+  uint32_t first = 0;
+  uint32_t last = 0;
+};
+
+class XCache {
+ public:
+  // Options must validate(); an invalid set is clamped to defaults where
+  // needed and train() reports the problem.
+  explicit XCache(const XCacheOptions& options);
+
+  // Full training (Fig 3-7) from a complete run: the leaves of the whole
+  // tree in key order (first low == 0, last has last_leaf, fences
+  // contiguous). sub_models = 0 picks M from the key count. Replaces
+  // everything; fails (cache unchanged) on a malformed run or budget.
+  Status train(std::span<const LeafRun> run, uint32_t sub_models = 0);
+  // Retrains sub-model `sub` (model, errors, TT) from fresh leaves covering
+  // [sub_lo(sub), sub_hi(sub)] — e.g. a FETCH_RUN(sub_lo, sub_hi) reply.
+  // The top model and other sub-models are untouched. Bumps generation().
+  Status retrain_sub(uint32_t sub, std::span<const LeafRun> run);
+
+  bool trained() const { return !subs_.empty(); }
+  bool models_only() const { return models_only_; }
+  uint32_t fanout() const { return opt_.fanout; }
+  const XCacheOptions& options() const { return opt_; }
+  uint32_t sub_models() const { return top_.m; }
+
+  // Model expansion (§4.7): average keys per sub-model above the threshold.
+  bool needs_expansion() const;
+  // M for an expansion: max(2M, keys / train_keys_per_model).
+  uint32_t expansion_size() const;
+
+  uint32_t pick(uint64_t key) const { return top_.pick(key); }
+  // Requires trained(). The sub-model of the key and its LLN range.
+  Prediction predict(uint64_t key) const;
+
+  uint64_t sub_lo(uint32_t sub) const { return subs_[sub].lo; }
+  uint64_t sub_hi(uint32_t sub) const { return subs_[sub].hi; }
+  bool sub_empty(uint32_t sub) const { return subs_[sub].leaves == 0; }
+  uint32_t sub_leaves(uint32_t sub) const { return subs_[sub].leaves; }
+  uint64_t sub_keys(uint32_t sub) const { return subs_[sub].keys; }
+  const SubModel& sub_model(uint32_t sub) const { return subs_[sub].model; }
+  // Bumped by every retrain of the sub-model (and by train()).
+  uint64_t generation(uint32_t sub) const { return subs_[sub].generation; }
+  uint64_t total_keys() const { return total_keys_; }
+
+  // Full mode only: TT entry `lln` of `sub` (lln < sub_leaves(sub)).
+  TTEntry tt(uint32_t sub, uint32_t lln) const { return unpack_tt(subs_[sub].tt[lln]); }
+  // Clears the valid bit of an entry, if the sub-model is still at
+  // `generation` (a retrain in between made the entry a different one).
+  void invalidate(uint32_t sub, uint32_t lln, uint64_t generation);
+
+  // --- models-only mode ------------------------------------------------------
+  // Bytes of the TT image: all sub-models' entries back to back, sub-model 0
+  // first, 8 bytes each.
+  size_t tt_image_bytes() const;
+  // Writes the image (full mode) to dst (tt_image_bytes() bytes, 8-aligned).
+  Status write_tt_image(uint8_t* dst, size_t capacity) const;
+  // A models-only cache whose TT image is at `image` (remote).
+  XCache models_only_copy(r2::RemoteAddr image) const;
+  // Models-only: remote address of TT entry `lln` of `sub`.
+  r2::RemoteAddr tt_addr(uint32_t sub, uint32_t lln) const {
+    r2::RemoteAddr a = tt_image_;
+    a.offset += (subs_[sub].tt_index + lln) * 8;
+    return a;
+  }
+
+  // Client memory this cache takes (models, per-sub-model state, TT).
+  size_t memory_bytes() const;
+
+ private:
+  struct Sub {
+    SubModel model;
+    uint64_t lo = 0, hi = 0;  // the key interval I_i (inclusive)
+    uint32_t leaves = 0;      // TT length; 0 = empty interval, never used
+    uint64_t keys = 0;        // keys inside [lo, hi] at training
+    uint64_t generation = 0;
+    uint64_t tt_index = 0;      // models-only: first entry in the image
+    std::vector<uint64_t> tt;   // full mode
+  };
+
+  // Smallest key k with pick(k) >= i under `top`; false when none.
+  static bool first_key_of(const TopModel& top, uint32_t i, uint64_t* k);
+  // Trains `s` over `leaves` (those covering [s.lo, s.hi], in key order).
+  void train_sub(Sub& s, std::span<const LeafRun> leaves);
+  // Checks that `run` is well formed and covers [lo, hi].
+  Status check_run(std::span<const LeafRun> run, uint64_t lo, uint64_t hi) const;
+
+  XCacheOptions opt_;
+  TopModel top_;
+  std::vector<Sub> subs_;
+  uint64_t total_keys_ = 0;
+  bool models_only_ = false;
+  r2::RemoteAddr tt_image_;
+  std::vector<std::pair<uint64_t, double>> points_;  // training scratch
+};
+
+}  // namespace drtmx::store::xstore

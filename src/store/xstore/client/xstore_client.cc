@@ -1,0 +1,503 @@
+#include "store/xstore/client/xstore_client.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+namespace drtmx::store::xstore {
+
+namespace {
+uint64_t load64(const uint8_t* p) {
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  return v;
+}
+}  // namespace
+
+struct XStoreClient::Walk {
+  uint32_t sub = 0;
+  uint32_t lln = 0;
+  bool end = false;
+  bool have_prev = false;
+  uint32_t prev_aln = 0;
+};
+
+Status XClientOptions::validate() const {
+  if (max_lookup_leaves == 0 || scan_batch_leaves <= max_lookup_leaves) {
+    return invalid_argument("xstore client: need 0 < max_lookup_leaves < scan_batch_leaves (got " +
+                            std::to_string(max_lookup_leaves) + ", " +
+                            std::to_string(scan_batch_leaves) + ")");
+  }
+  return Status::ok();
+}
+
+void XClientStats::add(const XClientStats& o) {
+  gets += o.gets;
+  gets_found += o.gets_found;
+  scans += o.scans;
+  reads += o.reads;
+  round_trips += o.round_trips;
+  rpcs += o.rpcs;
+  fallbacks += o.fallbacks;
+  invalid_entries += o.invalid_entries;
+  mismatches += o.mismatches;
+  spec_reads += o.spec_reads;
+  spec_hits += o.spec_hits;
+  wide += o.wide;
+  torn += o.torn;
+  refreshes += o.refreshes;
+  refresh_failures += o.refresh_failures;
+  expansions += o.expansions;
+}
+
+size_t XStoreClient::scratch_bytes(const LeafArea& area, const XClientOptions& o) {
+  const size_t tt = size_t{std::max(o.scan_batch_leaves, o.max_lookup_leaves)} * 8;
+  return tt + size_t{o.scan_batch_leaves} * area.leaf_size() +
+         ((value_slot_bytes(area.value_bytes) + 7) & ~size_t{7});
+}
+
+XStoreClient::XStoreClient(XCache& cache, const XRemote& remote, std::span<uint8_t> scratch,
+                           const XClientOptions& options)
+    : cache_(cache), remote_(remote), opt_(options), scratch_(scratch) {
+  const size_t tt = size_t{std::max(opt_.scan_batch_leaves, opt_.max_lookup_leaves)} * 8;
+  tt_ = reinterpret_cast<uint64_t*>(scratch_.data());
+  leaves_ = scratch_.data() + tt;
+  value_ = leaves_ + size_t{opt_.scan_batch_leaves} * remote_.area.leaf_size();
+}
+
+Status XStoreClient::check() const {
+  DRTMX_RETURN_IF_ERROR(opt_.validate());
+  if (scratch_.size() < scratch_bytes(remote_.area, opt_)) {
+    return invalid_argument("xstore client scratch holds " + std::to_string(scratch_.size()) +
+                            " bytes, needs scratch_bytes() = " +
+                            std::to_string(scratch_bytes(remote_.area, opt_)));
+  }
+  if (reinterpret_cast<uintptr_t>(scratch_.data()) % 8 != 0) {
+    return invalid_argument("xstore client scratch must be 8-byte aligned");
+  }
+  if (cache_.fanout() != remote_.area.fanout) {
+    return invalid_argument("xstore client: cache fanout " + std::to_string(cache_.fanout()) +
+                            " differs from the tree's " + std::to_string(remote_.area.fanout) +
+                            ": set XCacheOptions::fanout from the LeafArea");
+  }
+  return Status::ok();
+}
+
+Status XStoreClient::fabric_error(r2::OpStatus s, const char* what) const {
+  return unavailable(std::string("xstore client: one-sided ") + what + " of tree " +
+                     std::to_string(remote_.tree) + " on node " +
+                     std::to_string(remote_.owner.node) + " failed: " + r2::op_status_name(s));
+}
+
+// --- training ---------------------------------------------------------------
+
+Status XStoreClient::fetch_run(r2::Co& co, uint64_t lo, uint64_t hi, std::vector<LeafRun>& run) {
+  run.clear();
+  uint64_t cur = lo;
+  // Each page returns at least one leaf; 2^32 leaves at most in a tree.
+  for (uint64_t page = 0; page < (uint64_t{1} << 32); ++page) {
+    XFetchRunReq req;
+    req.h.tree = remote_.tree;
+    req.lo = cur;
+    req.hi = hi;
+    req.max_leaves = kMaxRunLeaves;
+    ++stats_.rpcs;
+    DRTMX_RETURN_IF_ERROR(co.call(remote_.owner, kRpcXFetchRun, &req, sizeof req, reply_)
+                              .with_context("xstore FETCH_RUN [" + std::to_string(lo) + ", " +
+                                            std::to_string(hi) + "]"));
+    XRunReply head;
+    DRTMX_RETURN_IF_ERROR(parse_run_reply(reply_, &head, run));
+    if (head.done) return Status::ok();
+    if (head.leaves == 0 || head.next_lo <= cur) {
+      return internal_error("xstore FETCH_RUN made no progress at key " + std::to_string(cur));
+    }
+    cur = head.next_lo;
+  }
+  return internal_error("xstore FETCH_RUN did not finish");
+}
+
+Status XStoreClient::warm(r2::Co& co, uint32_t sub_models) {
+  std::vector<LeafRun> run;
+  DRTMX_RETURN_IF_ERROR(fetch_run(co, 0, UINT64_MAX, run));
+  return cache_.train(run, sub_models);
+}
+
+Status XStoreClient::refresh_sub(r2::Co& co, uint32_t sub) {
+  if (cache_.models_only() || !cache_.trained() || sub >= cache_.sub_models() ||
+      cache_.sub_empty(sub)) {
+    return Status::ok();
+  }
+  const uint64_t lo = cache_.sub_lo(sub), hi = cache_.sub_hi(sub);
+  const uint32_t m = cache_.sub_models();
+  std::vector<LeafRun> run;
+  DRTMX_RETURN_IF_ERROR(fetch_run(co, lo, hi, run));
+  // Another coroutine may have retrained the whole cache while we waited.
+  if (cache_.sub_models() != m || cache_.sub_lo(sub) != lo || cache_.sub_hi(sub) != hi) {
+    return Status::ok();
+  }
+  ++stats_.refreshes;
+  return cache_.retrain_sub(sub, run);
+}
+
+Status XStoreClient::expand_if_needed(r2::Co& co, bool* expanded) {
+  *expanded = false;
+  if (cache_.models_only() || !cache_.needs_expansion()) return Status::ok();
+  const uint32_t m = cache_.expansion_size();
+  std::vector<LeafRun> run;
+  DRTMX_RETURN_IF_ERROR(fetch_run(co, 0, UINT64_MAX, run));
+  DRTMX_RETURN_IF_ERROR(cache_.train(run, m));
+  ++stats_.expansions;
+  *expanded = true;
+  return Status::ok();
+}
+
+// --- TT access ----------------------------------------------------------------
+
+Status XStoreClient::load_tt(r2::Co& co, uint32_t sub, uint32_t from, uint32_t count) {
+  entries_.resize(count);
+  win_sub_ = sub;
+  win_from_ = from;
+  win_valid_ = true;
+  if (!cache_.models_only()) {
+    for (uint32_t i = 0; i < count; ++i) entries_[i] = cache_.tt(sub, from + i);
+    return Status::ok();
+  }
+  // Each 8-byte aligned entry is read atomically (fabric contract).
+  const r2::OpStatus s = co.read(cache_.tt_addr(sub, from), tt_, count * 8);
+  ++stats_.reads;
+  ++stats_.round_trips;
+  if (s != r2::OpStatus::kOk) return fabric_error(s, "READ of TT entries");
+  for (uint32_t i = 0; i < count; ++i) entries_[i] = unpack_tt(tt_[i]);
+  return Status::ok();
+}
+
+Status XStoreClient::tt_at(r2::Co& co, uint32_t sub, uint32_t lln, TTEntry* out) {
+  if (!cache_.models_only()) {
+    *out = cache_.tt(sub, lln);
+    return Status::ok();
+  }
+  if (!win_valid_ || win_sub_ != sub || lln < win_from_ || lln >= win_from_ + entries_.size()) {
+    const uint32_t cap = std::max(opt_.scan_batch_leaves, opt_.max_lookup_leaves);
+    DRTMX_RETURN_IF_ERROR(load_tt(co, sub, lln, std::min(cap, cache_.sub_leaves(sub) - lln)));
+  }
+  *out = entries_[lln - win_from_];
+  return Status::ok();
+}
+
+// --- GET ----------------------------------------------------------------------
+
+Result<XStoreClient::Look> XStoreClient::read_value(r2::Co& co, uint32_t aln, uint32_t slot,
+                                                    uint64_t key, void* value) {
+  const uint32_t v = remote_.area.value_bytes;
+  const r2::RemoteAddr at{remote_.owner.node, remote_.area.region,
+                          remote_.area.value_addr(aln, slot)};
+  const r2::OpStatus s = co.read(at, value_, static_cast<uint32_t>(value_slot_bytes(v)));
+  ++stats_.reads;
+  ++stats_.round_trips;
+  if (s != r2::OpStatus::kOk) return fabric_error(s, "READ of a value slot");
+  if (load64(value_) != key || value_seal(key, value_ + 16, v) != load64(value_ + 8)) {
+    ++stats_.torn;  // concurrent write, or the pair moved (delete/split)
+    return Look::kRetry;
+  }
+  std::memcpy(value, value_ + 16, v);
+  return Look::kFound;
+}
+
+Result<XStoreClient::Look> XStoreClient::try_get(r2::Co& co, uint64_t key, void* value,
+                                                 uint32_t* sub) {
+  const uint32_t fanout = remote_.area.fanout;
+  const Prediction pr = cache_.predict(key);
+  *sub = pr.sub;
+  const uint32_t n = pr.last - pr.first + 1;
+  if (n > opt_.max_lookup_leaves) {
+    ++stats_.wide;
+    return Look::kStale;
+  }
+  const uint64_t gen = cache_.generation(pr.sub);
+  win_valid_ = false;
+  DRTMX_RETURN_IF_ERROR(load_tt(co, pr.sub, pr.first, n));
+  for (const TTEntry& e : entries_) {
+    if (!e.valid) {
+      ++stats_.invalid_entries;
+      return Look::kStale;
+    }
+  }
+  batch_.clear();
+  const auto keys_len = static_cast<uint32_t>(leaf_keys_bytes(fanout));
+  for (uint32_t i = 0; i < n; ++i) batch_.read(leaf_addr(entries_[i].aln), leaf_buf(i), keys_len);
+  const r2::OpStatus s = co.run(batch_);
+  stats_.reads += n;
+  ++stats_.round_trips;
+  if (s != r2::OpStatus::kOk) return fabric_error(s, "READ of predicted leaves");
+
+  // Returns the slot of `key` in a verified leaf copy, -1 if absent, -2 torn.
+  auto search = [&](const uint8_t* buf) -> int {
+    const uint64_t meta = load64(buf);
+    const auto* keys = reinterpret_cast<const uint64_t*>(buf + 16);
+    if (keys_seal(meta, keys, fanout) != load64(buf + 8)) return -2;
+    const uint32_t cnt = std::min(unpack_meta(meta).count, fanout);
+    for (uint32_t t = 0; t < cnt; ++t) {
+      if (load64(buf + 16 + 8 * size_t{t}) == key) return static_cast<int>(t);
+    }
+    return -1;
+  };
+
+  int mismatched = -1;
+  uint32_t mismatches = 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    const int slot = search(leaf_buf(i));
+    if (slot == -2) {
+      ++stats_.torn;
+      return Look::kRetry;
+    }
+    if (slot >= 0) return read_value(co, entries_[i].aln, static_cast<uint32_t>(slot), key, value);
+    if (unpack_meta(load64(leaf_buf(i))).incarnation != entries_[i].incarnation) {
+      ++stats_.mismatches;
+      cache_.invalidate(pr.sub, pr.first + i, gen);
+      mismatched = static_cast<int>(i);
+      ++mismatches;
+    }
+  }
+  if (mismatches == 0) return Look::kAbsent;
+  // Speculation (§4.7): the split leaf kept its lower half; the upper half
+  // went to the new right sibling, which NXT names. One sibling only.
+  const uint32_t next = unpack_meta(load64(leaf_buf(static_cast<uint32_t>(mismatched)))).next;
+  if (mismatches > 1 || next == 0) return Look::kStale;
+  uint8_t* sib = leaf_buf(n);  // n < scan_batch_leaves (validated)
+  const r2::OpStatus s2 = co.read(leaf_addr(next - 1), sib, keys_len);
+  ++stats_.reads;
+  ++stats_.round_trips;
+  ++stats_.spec_reads;
+  if (s2 != r2::OpStatus::kOk) return fabric_error(s2, "speculative READ of a sibling leaf");
+  const int slot = search(sib);
+  if (slot == -2) {
+    ++stats_.torn;
+    return Look::kRetry;
+  }
+  if (slot < 0) return Look::kStale;  // cannot prove absence past one split
+  ++stats_.spec_hits;
+  return read_value(co, next - 1, static_cast<uint32_t>(slot), key, value);
+}
+
+Result<bool> XStoreClient::rpc_get(r2::Co& co, uint64_t key, void* value) {
+  XGetReq req;
+  req.h.tree = remote_.tree;
+  req.key = key;
+  ++stats_.rpcs;
+  DRTMX_RETURN_IF_ERROR(co.call(remote_.owner, kRpcXGet, &req, sizeof req, reply_)
+                            .with_context("xstore GET fallback for key " + std::to_string(key)));
+  XGetReply head;
+  if (!wire_get(std::span<const uint8_t>(reply_), 0, &head)) {
+    return internal_error("xstore GET reply shorter than its head");
+  }
+  if (head.status == static_cast<uint8_t>(XStatus::kNotFound)) return false;
+  if (head.status != static_cast<uint8_t>(XStatus::kOk)) {
+    return internal_error("xstore GET reply with unexpected status " +
+                          std::to_string(head.status));
+  }
+  const uint32_t v = remote_.area.value_bytes;
+  if (reply_.size() < sizeof head + v) {
+    return internal_error("xstore GET reply holds " + std::to_string(reply_.size()) +
+                          " bytes, expected " + std::to_string(sizeof head + v) +
+                          " (value_bytes mismatch?)");
+  }
+  std::memcpy(value, reply_.data() + sizeof head, v);
+  return true;
+}
+
+Result<bool> XStoreClient::get(r2::Co& co, uint64_t key, void* value) {
+  ++stats_.gets;
+  if (!cache_.trained()) {
+    return invalid_argument("xstore client: the cache is not trained: call warm() first");
+  }
+  uint32_t sub = 0;
+  for (uint32_t a = 0; a <= opt_.torn_retries; ++a) {
+    auto r = try_get(co, key, value, &sub);
+    if (!r) return r.status();
+    if (*r == Look::kFound) {
+      ++stats_.gets_found;
+      return true;
+    }
+    if (*r == Look::kAbsent) return false;
+    if (*r == Look::kStale) break;
+  }
+  ++stats_.fallbacks;
+  auto r = rpc_get(co, key, value);
+  if (!r) return r;
+  if (*r) ++stats_.gets_found;
+  // A failed refresh (e.g. a run cut by a concurrent split) leaves the entry
+  // invalid: the next GET there falls back and refreshes again.
+  if (!refresh_sub(co, sub).is_ok()) ++stats_.refresh_failures;
+  return r;
+}
+
+// --- SCAN ---------------------------------------------------------------------
+
+void XStoreClient::advance(Walk& w) const {
+  if (++w.lln < cache_.sub_leaves(w.sub)) return;
+  w.lln = 0;
+  do {
+    if (++w.sub >= cache_.sub_models()) {
+      w.end = true;
+      return;
+    }
+  } while (cache_.sub_empty(w.sub));
+}
+
+Result<XStoreClient::Look> XStoreClient::try_scan(r2::Co& co, uint64_t start, size_t n, bool* end,
+                                                  uint32_t* stale_sub) {
+  const uint32_t fanout = remote_.area.fanout;
+  const uint32_t v = remote_.area.value_bytes;
+  const uint32_t leaf_len = static_cast<uint32_t>(remote_.area.leaf_size());
+  pairs_.clear();
+  vals_.clear();
+  win_valid_ = false;
+  const Prediction pr = cache_.predict(start);
+  Walk w;
+  w.sub = pr.sub;
+  w.lln = pr.first;
+  bool first_chunk = true;
+  uint32_t last_next = 1;
+  while (true) {
+    // Plan one batch: walk the TT until the planned leaves' counts cover
+    // what is still needed (the predicted start leaves do not count: part
+    // of their keys may be below start).
+    plan_.clear();
+    const uint64_t need = n - pairs_.size();
+    uint64_t after = 0;
+    while (!w.end && plan_.size() < opt_.scan_batch_leaves && after < need) {
+      TTEntry e;
+      DRTMX_RETURN_IF_ERROR(tt_at(co, w.sub, w.lln, &e));
+      const bool dup = w.have_prev && w.lln == 0 && e.aln == w.prev_aln;  // straddling leaf
+      if (!dup) {
+        if (!e.valid) {
+          ++stats_.invalid_entries;
+          *stale_sub = w.sub;
+          return Look::kStale;
+        }
+        plan_.push_back({w.sub, w.lln, cache_.generation(w.sub), e});
+        if (!(first_chunk && w.sub == pr.sub && w.lln <= pr.last)) after += e.count;
+        w.prev_aln = e.aln;
+        w.have_prev = true;
+      }
+      advance(w);
+    }
+    if (plan_.empty()) {
+      // The TT ends but the last leaf read has a right sibling: stale.
+      *stale_sub = cache_.sub_models() - 1;
+      return Look::kStale;
+    }
+    batch_.clear();
+    for (size_t i = 0; i < plan_.size(); ++i) {
+      batch_.read(leaf_addr(plan_[i].e.aln), leaf_buf(static_cast<uint32_t>(i)), leaf_len);
+    }
+    const r2::OpStatus s = co.run(batch_);
+    stats_.reads += plan_.size();
+    ++stats_.round_trips;
+    if (s != r2::OpStatus::kOk) return fabric_error(s, "READ of scanned leaves");
+    for (size_t i = 0; i < plan_.size(); ++i) {
+      const uint8_t* buf = leaf_buf(static_cast<uint32_t>(i));
+      const uint64_t meta = load64(buf);
+      if (keys_seal(meta, reinterpret_cast<const uint64_t*>(buf + 16), fanout) != load64(buf + 8)) {
+        ++stats_.torn;
+        return Look::kRetry;
+      }
+      const LeafMeta m = unpack_meta(meta);
+      if (m.incarnation != plan_[i].e.incarnation) {
+        ++stats_.mismatches;
+        cache_.invalidate(plan_[i].sub, plan_[i].lln, plan_[i].generation);
+        *stale_sub = plan_[i].sub;
+        return Look::kStale;
+      }
+      const uint32_t cnt = std::min(m.count, fanout);
+      for (uint32_t t = 0; t < cnt; ++t) {
+        const uint64_t k = load64(buf + 16 + 8 * size_t{t});
+        if (k < start) continue;
+        const uint8_t* slot = buf + value_slot_offset(fanout, v, t);
+        if (load64(slot) != k || value_seal(k, slot + 16, v) != load64(slot + 8)) {
+          ++stats_.torn;
+          return Look::kRetry;
+        }
+        pairs_.emplace_back(k, static_cast<uint32_t>(pairs_.size()));
+        vals_.insert(vals_.end(), slot + 16, slot + 16 + v);
+      }
+      last_next = m.next;
+    }
+    first_chunk = false;
+    if (pairs_.size() >= n || last_next == 0) break;
+  }
+  std::sort(pairs_.begin(), pairs_.end());
+  *end = last_next == 0 && pairs_.size() <= n;
+  return Look::kFound;
+}
+
+Status XStoreClient::rpc_scan(r2::Co& co, uint64_t start, size_t n, std::vector<uint64_t>& keys,
+                              std::vector<uint8_t>& values, bool* end) {
+  keys.clear();
+  values.clear();
+  *end = false;
+  uint64_t cur = start;
+  while (keys.size() < n) {
+    XScanReq req;
+    req.h.tree = remote_.tree;
+    req.start = cur;
+    req.n = static_cast<uint32_t>(std::min<size_t>(n - keys.size(), kMaxScanPairs));
+    ++stats_.rpcs;
+    DRTMX_RETURN_IF_ERROR(co.call(remote_.owner, kRpcXScan, &req, sizeof req, reply_)
+                              .with_context("xstore SCAN fallback from key " +
+                                            std::to_string(cur)));
+    XScanReply head;
+    DRTMX_RETURN_IF_ERROR(
+        parse_scan_reply(reply_, remote_.area.value_bytes, &head, keys, values));
+    if (head.end_of_tree) {
+      *end = true;
+      break;
+    }
+    if (head.count == 0) return internal_error("xstore SCAN reply empty but not at the end");
+    if (keys.back() == UINT64_MAX) {
+      *end = true;
+      break;
+    }
+    cur = keys.back() + 1;
+  }
+  return Status::ok();
+}
+
+Status XStoreClient::scan(r2::Co& co, uint64_t start, size_t n, std::vector<uint64_t>& keys,
+                          std::vector<uint8_t>& values, bool* end_of_tree) {
+  ++stats_.scans;
+  keys.clear();
+  values.clear();
+  bool end = false;
+  if (end_of_tree != nullptr) *end_of_tree = false;
+  if (n == 0) return Status::ok();
+  if (!cache_.trained()) {
+    return invalid_argument("xstore client: the cache is not trained: call warm() first");
+  }
+  uint32_t stale_sub = UINT32_MAX;
+  for (uint32_t a = 0; a <= opt_.torn_retries; ++a) {
+    auto r = try_scan(co, start, n, &end, &stale_sub);
+    if (!r) return r.status();
+    if (*r == Look::kFound) {
+      const size_t take = std::min(n, pairs_.size());
+      const uint32_t v = remote_.area.value_bytes;
+      keys.reserve(take);
+      values.reserve(take * v);
+      for (size_t i = 0; i < take; ++i) {
+        keys.push_back(pairs_[i].first);
+        const uint8_t* p = vals_.data() + size_t{pairs_[i].second} * v;
+        values.insert(values.end(), p, p + v);
+      }
+      if (end_of_tree != nullptr) *end_of_tree = end;
+      return Status::ok();
+    }
+    if (*r == Look::kStale) break;
+  }
+  ++stats_.fallbacks;
+  DRTMX_RETURN_IF_ERROR(rpc_scan(co, start, n, keys, values, &end));
+  if (end_of_tree != nullptr) *end_of_tree = end;
+  if (stale_sub != UINT32_MAX && !refresh_sub(co, stale_sub).is_ok()) ++stats_.refresh_failures;
+  return Status::ok();
+}
+
+}  // namespace drtmx::store::xstore

@@ -1,0 +1,187 @@
+// XStoreClient: GET and SCAN of one remote XTree through the learned cache
+// (thesis-spec §4.6, §4.7), with one-sided READs over r2, falling back to the
+// owner's RPCs (store/xstore/server/xstore_rpc.h) when the cache is stale.
+//
+// GET(key)  (Fig 3-8 + §4.7 speculation):
+//   1. predict the sub-model and LLN range; take the TT entries (full mode:
+//      local; models-only: one READ of the 8-byte entries);
+//   2. one doorbell batch READs [meta, seal, keys] of every predicted leaf;
+//      each copy must pass keys_seal (else re-read, bounded);
+//   3. search the keys of every leaf image (any image that verifies is a
+//      consistent copy of that leaf, so a key found there is really there);
+//      found -> READ the value slot, check its seal and its key -> done;
+//   4. not found and every leaf's incarnation matches its TT entry -> the key
+//      is absent (the covering leaf was read: see xcache.h);
+//   5. an incarnation mismatch invalidates that TT entry; if exactly one
+//      leaf mismatched and it has a right sibling, READ the sibling's keys
+//      once (a split moves the upper half right); found -> value READ;
+//   6. otherwise, or on an invalid TT entry, a prediction wider than
+//      max_lookup_leaves, or exhausted torn retries: RPC GET to the owner,
+//      then refresh the sub-model (FETCH_RUN of its key interval, retrain).
+// Common case: 2 READs in 2 round trips.
+//
+// SCAN(start, n): predict start's leaves, then walk the TT in key order
+// (through following sub-models, skipping a leaf shared by two) and READ
+// whole leaves (keys and values) in one doorbell batch: the predicted range
+// plus enough following leaves that their TT counts cover n. Keys >= start
+// are collected, value slots checked, pairs sorted locally; if fewer than n
+// and the last leaf read has a right sibling, the next batch continues from
+// the cursor. Any invalid entry or incarnation mismatch -> RPC SCAN (cut
+// replies continued) and a refresh of the sub-model. Common case: 1 round
+// trip. Not atomic across leaves (as the owner's scan, §4.6).
+//
+// Threading: a client belongs to one coroutine at a time (its scratch
+// buffer is its own); several clients of one worker share one XCache. All
+// calls are made from inside a coroutine of the worker whose endpoint is
+// used. Errors: fabric failures, malformed replies and RPC errors come back
+// as Status; "absent" is not an error (get returns false).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "base/status.h"
+#include "r2/sched/co.h"
+#include "store/xstore/client/xcache.h"
+#include "store/xstore/server/xstore_rpc.h"
+
+namespace drtmx::store::xstore {
+
+// Which tree, where: the node that holds its leaves, the worker thread of
+// that node that serves its RPCs, the tree id, and its leaf area (from
+// kRpcXDescribe or configuration).
+struct XRemote {
+  r2::Target owner;
+  uint32_t tree = 0;
+  LeafArea area;
+};
+
+struct XClientOptions {
+  uint32_t max_lookup_leaves = 8;   // wider GET predictions go to RPC
+  uint32_t scan_batch_leaves = 32;  // leaves one SCAN batch READs (> max_lookup_leaves)
+  uint32_t torn_retries = 8;        // re-reads after a seal failure before RPC
+
+  Status validate() const;
+};
+
+struct XClientStats {
+  uint64_t gets = 0;
+  uint64_t gets_found = 0;
+  uint64_t scans = 0;
+  uint64_t reads = 0;        // one-sided READ work requests
+  uint64_t round_trips = 0;  // doorbell batches waited for
+  uint64_t rpcs = 0;         // RPCs sent (fallbacks, refreshes, training)
+  uint64_t fallbacks = 0;    // operations answered by RPC
+  uint64_t invalid_entries = 0;  // lookups that met an invalid TT entry
+  uint64_t mismatches = 0;       // leaf images with an unexpected incarnation
+  uint64_t spec_reads = 0;       // speculative sibling READs
+  uint64_t spec_hits = 0;        // ... that found the key
+  uint64_t wide = 0;             // predictions wider than max_lookup_leaves
+  uint64_t torn = 0;             // leaf or value copies whose seal failed
+  uint64_t refreshes = 0;        // sub-models retrained from FETCH_RUN
+  uint64_t refresh_failures = 0; // refreshes that failed (retried on the next fallback)
+  uint64_t expansions = 0;       // full retrains with more sub-models
+
+  void add(const XClientStats& o);
+};
+
+class XStoreClient {
+ public:
+  // Bytes of registered scratch memory a client needs.
+  static size_t scratch_bytes(const LeafArea& area, const XClientOptions& o = {});
+
+  // `scratch` must lie in memory registered on this node, 8-byte aligned,
+  // of at least scratch_bytes(); `cache` must outlive the client. Call
+  // check() once before use.
+  XStoreClient(XCache& cache, const XRemote& remote, std::span<uint8_t> scratch,
+               const XClientOptions& options = {});
+  // Validates options, scratch size and alignment, and that the cache's
+  // fanout is the tree's.
+  Status check() const;
+
+  // Full training from the owner: FETCH_RUN pages over the whole tree, then
+  // XCache::train(run, sub_models) (0 = from the key count).
+  Status warm(r2::Co& co, uint32_t sub_models = 0);
+  // Fills `run` with the leaves covering [lo, hi] (FETCH_RUN, continued
+  // while the owner cuts the reply).
+  Status fetch_run(r2::Co& co, uint64_t lo, uint64_t hi, std::vector<LeafRun>& run);
+  // Retrains one sub-model from fresh leaves (no-op in models-only mode).
+  Status refresh_sub(r2::Co& co, uint32_t sub);
+  // If the cache needs expansion, retrains it with expansion_size()
+  // sub-models from a full fetch; *expanded tells whether it did.
+  Status expand_if_needed(r2::Co& co, bool* expanded);
+
+  // GET: true and the value (area.value_bytes bytes to `value`) when the
+  // key is present, false when absent.
+  Result<bool> get(r2::Co& co, uint64_t key, void* value);
+  // SCAN: up to n pairs with key >= start, ascending; keys cleared and
+  // filled, values gets area.value_bytes bytes per key. *end_of_tree (if
+  // given) is true when the scan ran past the tree's last key.
+  Status scan(r2::Co& co, uint64_t start, size_t n, std::vector<uint64_t>& keys,
+              std::vector<uint8_t>& values, bool* end_of_tree = nullptr);
+
+  const XClientStats& stats() const { return stats_; }
+  void reset_stats() { stats_ = {}; }
+  const XRemote& remote() const { return remote_; }
+
+ private:
+  // Outcome of one one-sided attempt.
+  enum class Look : uint8_t { kFound, kAbsent, kStale, kRetry };
+  struct Walk;  // SCAN cursor over the TT
+
+  r2::RemoteAddr leaf_addr(uint32_t aln) const {
+    return {remote_.owner.node, remote_.area.region, remote_.area.leaf_addr(aln)};
+  }
+  uint8_t* leaf_buf(uint32_t i) const { return leaves_ + size_t{i} * remote_.area.leaf_size(); }
+  // A leaf a SCAN batch reads, with the TT entry (and its sub-model's
+  // generation) it was planned from.
+  struct Planned {
+    uint32_t sub;
+    uint32_t lln;
+    uint64_t generation;
+    TTEntry e;
+  };
+
+  // TT entries [from, from + count) of `sub` into entries_ (models-only:
+  // one READ of the TT image); they become the window tt_at() serves.
+  Status load_tt(r2::Co& co, uint32_t sub, uint32_t from, uint32_t count);
+  // One TT entry, from the cache or (models-only) the window, which is
+  // reloaded from `lln` on when it does not hold the entry.
+  Status tt_at(r2::Co& co, uint32_t sub, uint32_t lln, TTEntry* out);
+  // Moves a SCAN cursor to the next LLN in key order (next non-empty
+  // sub-model after the last LLN of one).
+  void advance(Walk& w) const;
+  Status fabric_error(r2::OpStatus s, const char* what) const;
+  // READs the value slot `slot` of leaf `aln` and checks it; kFound copies
+  // the value out, kRetry when the slot did not verify for `key`.
+  Result<Look> read_value(r2::Co& co, uint32_t aln, uint32_t slot, uint64_t key, void* value);
+  // One one-sided attempt; kStale asks for the RPC path.
+  Result<Look> try_get(r2::Co& co, uint64_t key, void* value, uint32_t* sub);
+  Result<bool> rpc_get(r2::Co& co, uint64_t key, void* value);
+  // One one-sided attempt of a scan: kFound leaves the sorted pairs in
+  // pairs_/vals_; kStale names the stale sub-model; kRetry after a torn copy.
+  Result<Look> try_scan(r2::Co& co, uint64_t start, size_t n, bool* end, uint32_t* stale_sub);
+  Status rpc_scan(r2::Co& co, uint64_t start, size_t n, std::vector<uint64_t>& keys,
+                  std::vector<uint8_t>& values, bool* end);
+
+  XCache& cache_;
+  XRemote remote_;
+  XClientOptions opt_;
+  std::span<uint8_t> scratch_;
+  uint64_t* tt_ = nullptr;     // TT entries read (models-only)
+  uint8_t* leaves_ = nullptr;  // leaf copies
+  uint8_t* value_ = nullptr;   // one value slot
+  std::vector<TTEntry> entries_;  // TT window: entries [win_from_, ...) of win_sub_
+  uint32_t win_sub_ = 0;
+  uint32_t win_from_ = 0;
+  bool win_valid_ = false;
+  std::vector<Planned> plan_;
+  r2::OpBatch batch_;
+  r2::RpcBuffer reply_;
+  std::vector<std::pair<uint64_t, uint32_t>> pairs_;  // scan: key, index into vals_
+  std::vector<uint8_t> vals_;
+  XClientStats stats_;
+};
+
+}  // namespace drtmx::store::xstore
