@@ -41,6 +41,12 @@ struct TxnStats {
   uint64_t aborts[kAbortKinds] = {};
 };
 
+// A caller's retry policy (the engine itself never retries).
+struct RetryPolicy {
+  uint32_t max_attempts = 64;     // then the last abort is returned
+  uint32_t max_backoff_log2 = 8;  // back-off: up to 2^k idle yields
+};
+
 class Engine final : public Txn {
  public:
   // `replicator` may be null (no backups: --replicas=1).
@@ -49,6 +55,10 @@ class Engine final : public Txn {
 
   // Runs `proc` once. Returns kNone when it committed.
   Abort run(const Procedure& proc);
+  // Runs `proc` until it commits, a user abort, or `p.max_attempts`; between
+  // attempts it backs off a random number of idle yields, growing
+  // exponentially, so conflicting transactions can finish.
+  Abort run_with_retry(const Procedure& proc, const RetryPolicy& p = {});
   const TxnStats& stats() const { return stats_; }
 
   Abort get(TableId t, Key k, void* out) override;
@@ -94,6 +104,7 @@ class Engine final : public Txn {
   LogBuffers log_;
   TxnStats stats_;
   bool overflow_ = false;
+  uint64_t rng_;
 };
 
 }  // namespace drtmx::txn

@@ -41,6 +41,9 @@ Engine::Engine(r2::Co& co, Locator& loc, Replicator* replicator, const Policy& p
       arena_(arena),
       arena_bytes_(arena_bytes),
       lock_word_(store::lock_word(co.node(), co.thread(), co.id())) {
+  rng_ =
+      (uint64_t{co.node()} << 32 | uint64_t{co.thread()} << 16 | co.id()) * 0x9E3779B97F4A7C15ull +
+      1;
   if (rep_ != nullptr && arena_bytes_ > rep_->image_bytes()) {
     arena_bytes_ -= rep_->image_bytes();
     log_.images = arena_ + arena_bytes_;
@@ -149,6 +152,24 @@ Abort Engine::put(TableId t, Key k, const void* value) {
   std::memcpy(a->new_value, value, vs);
   a->write = true;
   return Abort::kNone;
+}
+
+Abort Engine::run_with_retry(const Procedure& proc, const RetryPolicy& p) {
+  Abort r = Abort::kNone;
+  for (uint32_t attempt = 1; attempt <= p.max_attempts; ++attempt) {
+    r = run(proc);
+    if (r == Abort::kNone || r == Abort::kUserAbort || r == Abort::kRecordMissing ||
+        r == Abort::kNotSupported) {
+      return r;  // final: retrying cannot change them
+    }
+    rng_ ^= rng_ << 13;
+    rng_ ^= rng_ >> 7;
+    rng_ ^= rng_ << 17;
+    const uint32_t k = attempt < p.max_backoff_log2 ? attempt : p.max_backoff_log2;
+    const uint64_t spins = 1 + rng_ % (uint64_t{1} << k);
+    for (uint64_t s = 0; s < spins; ++s) co_.yield_idle();
+  }
+  return r;
 }
 
 Abort Engine::finish(Abort a) {
