@@ -52,7 +52,9 @@ Abort Engine::validate() {
     for (Access& a : set_) {
       if (!a.write) continue;
       const ItemResult r = s.is_ok() ? results_[i++] : ItemResult{};
-      a.held = r.locked;
+      // After a failed call some primaries may have locked: release them
+      // all — the RPC unlock clears only a lock that holds our lock word.
+      a.held = s.is_ok() ? r.locked : true;
       if (failure != Abort::kNone) continue;
       if (!s.is_ok()) {
         failure = Abort::kNodeFailure;
