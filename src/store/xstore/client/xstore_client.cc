@@ -184,6 +184,28 @@ Status XStoreClient::tt_at(r2::Co& co, uint32_t sub, uint32_t lln, TTEntry* out)
   return Status::ok();
 }
 
+// --- leaf READs ---------------------------------------------------------------
+
+uint32_t XStoreClient::post_leaf_reads(uint32_t len) {
+  batch_.clear();
+  const size_t stride = remote_.area.leaf_size();
+  uint32_t reads = 0;
+  for (size_t i = 0; i < alns_.size();) {
+    // Leaves with consecutive ALNs are consecutive in memory, at the same
+    // stride as the copies in leaves_: one READ brings them all.
+    size_t j = i + 1;
+    while (j < alns_.size() && alns_[j] == alns_[j - 1] + 1 &&
+           (j - i) * stride + len <= opt_.max_read_bytes) {
+      ++j;
+    }
+    batch_.read(leaf_addr(alns_[i]), leaf_buf(static_cast<uint32_t>(i)),
+                static_cast<uint32_t>((j - i - 1) * stride + len));
+    ++reads;
+    i = j;
+  }
+  return reads;
+}
+
 // --- GET ----------------------------------------------------------------------
 
 Result<XStoreClient::Look> XStoreClient::read_value(r2::Co& co, uint32_t aln, uint32_t slot,
@@ -222,11 +244,11 @@ Result<XStoreClient::Look> XStoreClient::try_get(r2::Co& co, uint64_t key, void*
       return Look::kStale;
     }
   }
-  batch_.clear();
   const auto keys_len = static_cast<uint32_t>(leaf_keys_bytes(fanout));
-  for (uint32_t i = 0; i < n; ++i) batch_.read(leaf_addr(entries_[i].aln), leaf_buf(i), keys_len);
+  alns_.clear();
+  for (uint32_t i = 0; i < n; ++i) alns_.push_back(entries_[i].aln);
+  stats_.reads += post_leaf_reads(keys_len);
   const r2::OpStatus s = co.run(batch_);
-  stats_.reads += n;
   ++stats_.round_trips;
   if (s != r2::OpStatus::kOk) return fabric_error(s, "READ of predicted leaves");
 
@@ -387,12 +409,10 @@ Result<XStoreClient::Look> XStoreClient::try_scan(r2::Co& co, uint64_t start, si
       *stale_sub = cache_.sub_models() - 1;
       return Look::kStale;
     }
-    batch_.clear();
-    for (size_t i = 0; i < plan_.size(); ++i) {
-      batch_.read(leaf_addr(plan_[i].e.aln), leaf_buf(static_cast<uint32_t>(i)), leaf_len);
-    }
+    alns_.clear();
+    for (const Planned& p : plan_) alns_.push_back(p.e.aln);
+    stats_.reads += post_leaf_reads(leaf_len);
     const r2::OpStatus s = co.run(batch_);
-    stats_.reads += plan_.size();
     ++stats_.round_trips;
     if (s != r2::OpStatus::kOk) return fabric_error(s, "READ of scanned leaves");
     for (size_t i = 0; i < plan_.size(); ++i) {

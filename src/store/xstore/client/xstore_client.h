@@ -18,7 +18,8 @@
 //   6. otherwise, or on an invalid TT entry, a prediction wider than
 //      max_lookup_leaves, or exhausted torn retries: RPC GET to the owner,
 //      then refresh the sub-model (FETCH_RUN of its key interval, retrain).
-// Common case: 2 READs in 2 round trips.
+// Common case: 2 round trips; the first READs the 1-2 predicted leaves (one
+// READ when their ALNs are consecutive, see max_read_bytes).
 //
 // SCAN(start, n): predict start's leaves, then walk the TT in key order
 // (through following sub-models, skipping a leaf shared by two) and READ
@@ -61,6 +62,9 @@ struct XClientOptions {
   uint32_t max_lookup_leaves = 8;   // wider GET predictions go to RPC
   uint32_t scan_batch_leaves = 32;  // leaves one SCAN batch READs (> max_lookup_leaves)
   uint32_t torn_retries = 8;        // re-reads after a seal failure before RPC
+  // Leaves with consecutive ALNs are fetched by one READ of at most this
+  // many bytes (must not exceed the fabric's max_op_bytes()).
+  uint32_t max_read_bytes = 4096;
 
   Status validate() const;
 };
@@ -149,6 +153,9 @@ class XStoreClient {
   // One TT entry, from the cache or (models-only) the window, which is
   // reloaded from `lln` on when it does not hold the entry.
   Status tt_at(r2::Co& co, uint32_t sub, uint32_t lln, TTEntry* out);
+  // Posts into batch_ READs of `len` bytes from each leaf in alns_ into
+  // leaf_buf(i), coalescing consecutive ALNs; returns the READs posted.
+  uint32_t post_leaf_reads(uint32_t len);
   // Moves a SCAN cursor to the next LLN in key order (next non-empty
   // sub-model after the last LLN of one).
   void advance(Walk& w) const;
@@ -177,6 +184,7 @@ class XStoreClient {
   uint32_t win_from_ = 0;
   bool win_valid_ = false;
   std::vector<Planned> plan_;
+  std::vector<uint32_t> alns_;  // leaves of the next batch, buffer order
   r2::OpBatch batch_;
   r2::RpcBuffer reply_;
   std::vector<std::pair<uint64_t, uint32_t>> pairs_;  // scan: key, index into vals_
