@@ -383,6 +383,11 @@ TEST(XTree, OptionErrorsNameTheOption) {
   bad(opts(16, 8, 0), "leaf_capacity");
   bad(opts(16, 8, 4, 100), "leaf_offset");
   bad(opts(16, 8, 1000), "region");
+  XTreeOptions o = opts(16, 8, 4);
+  o.inner_keys = 1;
+  bad(o, "inner_keys");
+  o.inner_keys = kMaxInnerKeys + 1;
+  bad(o, "inner_keys");
   EXPECT_FALSE(XTree::create(nullptr, 0, opts(16, 8, 4)).is_ok());
 }
 

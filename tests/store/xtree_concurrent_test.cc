@@ -7,6 +7,7 @@
 // Bounded in time (about 1.5 s) and in operations.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <map>
@@ -370,6 +371,70 @@ TEST(XTreeConcurrent, OneHotLeaf) {
               (unsigned long long)sealed, (unsigned long long)torn, (unsigned long long)vok,
               (unsigned long long)vbad);
   EXPECT_GT(sealed, 100u);
+}
+
+// Threads race to insert the same keys (each in its own order) in a deep
+// tree (3 separators per inner node: many concurrent inner and root
+// splits), while others delete and re-insert: every key ends up exactly
+// once, and every insert of a key succeeded exactly once more than its
+// deletes.
+TEST(XTreeConcurrent, RacingInsertsOfTheSameKeysInADeepTree) {
+  constexpr uint32_t kThreads = 4;
+  constexpr uint64_t kKeys = 20000;
+  XTreeOptions o;
+  o.area.region = kTreeRegion;
+  o.area.fanout = 4;
+  o.area.value_bytes = kVb;
+  o.area.leaf_capacity = 20000;
+  o.inner_keys = 3;
+  std::vector<uint64_t> mem(o.area.bytes() / 8);
+  auto tr = XTree::create(reinterpret_cast<uint8_t*>(mem.data()), mem.size() * 8, o);
+  ASSERT_TRUE(tr.is_ok()) << tr.status().to_string();
+  XTree& t = **tr;
+  std::vector<std::vector<int64_t>> net(kThreads, std::vector<int64_t>(kKeys, 0));
+  const auto deadline = Clock::now() + std::chrono::seconds(3);
+  std::vector<std::thread> ts;
+  for (uint32_t id = 0; id < kThreads; ++id) {
+    ts.emplace_back([&, id] {
+      std::vector<uint64_t> order(kKeys);
+      for (uint64_t i = 0; i < kKeys; ++i) order[i] = i;
+      std::shuffle(order.begin(), order.end(), std::mt19937_64(id));
+      std::mt19937_64 rng(id + 100);
+      for (uint64_t i = 0; i < kKeys && Clock::now() < deadline; ++i) {
+        const uint64_t k = order[i] * 2654435761ull % (1ull << 40);  // spread, not sequential
+        Val v = make_val(k, id);
+        if (t.insert(k, &v) == XStatus::kOk) ++net[id][order[i]];
+        if (id % 2 == 1 && rng() % 4 == 0) {  // odd threads also delete some
+          const uint64_t j = order[rng() % (i + 1)];
+          if (t.remove(j * 2654435761ull % (1ull << 40)) == XStatus::kOk) --net[id][j];
+        }
+      }
+    });
+  }
+  for (auto& th : ts) th.join();
+  uint64_t present = 0;
+  Val out;
+  for (uint64_t i = 0; i < kKeys; ++i) {
+    int64_t n = 0;
+    for (auto& v : net) n += v[i];
+    const uint64_t k = i * 2654435761ull % (1ull << 40);
+    const XStatus s = t.get(k, &out);
+    ASSERT_TRUE(n == 0 || n == 1) << "key " << k << " net inserts " << n;
+    ASSERT_EQ(s, n == 1 ? XStatus::kOk : XStatus::kNotFound) << "key " << k;
+    if (n == 1) {
+      ASSERT_TRUE(val_ok(reinterpret_cast<uint8_t*>(&out), k));
+      ++present;
+    }
+  }
+  std::vector<uint64_t> keys;
+  std::vector<uint8_t> vals;
+  EXPECT_TRUE(t.scan(0, kKeys + 1, keys, vals));
+  EXPECT_EQ(keys.size(), present);
+  EXPECT_TRUE(std::is_sorted(keys.begin(), keys.end()));
+  std::printf("deep tree: %llu keys, %llu leaves, %llu inner nodes, %llu restarts\n",
+              (unsigned long long)present, (unsigned long long)t.stats().leaves_used,
+              (unsigned long long)t.stats().inner_nodes, (unsigned long long)t.stats().restarts);
+  EXPECT_GT(t.stats().inner_nodes, 1000u);
 }
 
 }  // namespace

@@ -22,8 +22,7 @@ inline void store_word(uint8_t* p, uint64_t v) {
   std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(p)).store(v, std::memory_order_relaxed);
 }
 
-// Separators per inner node; children = separators + 1.
-constexpr uint32_t kInnerKeys = 32;
+constexpr uint32_t kInnerKeys = kMaxInnerKeys;  // capacity of an inner node
 
 }  // namespace
 
@@ -43,7 +42,7 @@ struct XTree::Inner {
     while (i < n && keys[i].load(std::memory_order_relaxed) <= key) ++i;
     return i;
   }
-  bool full() const { return count.load(std::memory_order_relaxed) >= kInnerKeys; }
+  bool full(uint32_t max) const { return count.load(std::memory_order_relaxed) >= max; }
 };
 
 // Owner-side control of one leaf: its version lock and its low fence (set
@@ -85,6 +84,10 @@ Status XTreeOptions::validate(size_t region_bytes) const {
                             std::to_string(a.bytes()) + ") does not fit region " +
                             std::to_string(a.region) + " of " + std::to_string(region_bytes) +
                             " bytes: enlarge the region or lower area.leaf_capacity");
+  }
+  if (inner_keys < 2 || inner_keys > kMaxInnerKeys) {
+    return invalid_argument("XTreeOptions::inner_keys = " + std::to_string(inner_keys) +
+                            ": must be in [2, " + std::to_string(kMaxInnerKeys) + "]");
   }
   if (split_log_capacity == 0) {
     return invalid_argument("XTreeOptions::split_log_capacity must be at least 1");
@@ -345,7 +348,7 @@ XTree::Attempt XTree::try_insert(uint64_t key, const void* value, bool upsert) {
   uint64_t v = node->lock.read_begin();
   if (node != root_.load(std::memory_order_acquire)) return retry;
   for (;;) {
-    if (node->full()) {
+    if (node->full(opt_.inner_keys)) {
       // Split full inner nodes on the way down, so that a leaf split below
       // always finds room in its parent.
       if (parent != nullptr && !parent->lock.try_upgrade(pv)) return retry;

@@ -107,8 +107,14 @@ struct SplitEvent {
   uint32_t right = 0;
 };
 
+// Separators an inner node can hold (children = separators + 1).
+constexpr uint32_t kMaxInnerKeys = 32;
+
 struct XTreeOptions {
   LeafArea area;
+  // Separators per inner node before it splits, 2 .. kMaxInnerKeys. Small
+  // values make deep trees (tests of concurrent inner splits).
+  uint32_t inner_keys = kMaxInnerKeys;
   // Split events kept for splits_since(); older ones are reported as lost.
   uint32_t split_log_capacity = 4096;
 
