@@ -262,6 +262,63 @@ TEST(XStoreRpc, OperationsFallbackDataAndOneSidedGet) {
     EXPECT_EQ(runs.size(), t.stats().leaves_used);
     EXPECT_TRUE(runs.back().last_leaf);
 
+    // GET and SCAN with kWithRun: the answer plus the run of a key range in
+    // one round trip (the fallback that refreshes a sub-model).
+    {
+      const uint64_t k = all.begin()->first;
+      std::vector<uint8_t> m;
+      XGetReq g;
+      g.h.tree = kTree;
+      g.h.flags = kWithRun;
+      g.key = k;
+      wire_put(m, g);
+      wire_put(m, XRunTail{1000, 2000, 3, 0});
+      ASSERT_TRUE(cl.call(kRpcXGet, m).is_ok());
+      XGetReply gh;
+      ASSERT_TRUE(wire_get(cl.reply, 0, &gh));
+      EXPECT_EQ(gh.status, 0);
+      Val v;
+      std::memcpy(&v, cl.reply.data() + sizeof gh, kVb);
+      EXPECT_EQ(v.ver, all[k]);
+      std::vector<LeafRun> got;
+      XRunReply rh;
+      ASSERT_TRUE(
+          parse_run_reply(std::span<const uint8_t>(cl.reply).subspan(get_reply_run_offset(gh, kVb)),
+                          &rh, got)
+              .is_ok());
+      uint64_t next = 0;
+      auto want_run = t.export_range(1000, 2000, 3, &next);
+      ASSERT_EQ(got.size(), want_run.size());
+      EXPECT_EQ(rh.next_lo, next);
+      for (size_t i = 0; i < got.size(); ++i) {
+        EXPECT_EQ(got[i].aln, want_run[i].aln);
+        EXPECT_EQ(got[i].keys, want_run[i].keys);
+      }
+      m.clear();
+      XScanReq sq;
+      sq.h.tree = kTree;
+      sq.h.flags = kWithRun;
+      sq.start = 3000;
+      sq.n = 10;
+      wire_put(m, sq);
+      wire_put(m, XRunTail{3000, 3000, 1, 0});
+      ASSERT_TRUE(cl.call(kRpcXScan, m).is_ok());
+      XScanReply sh;
+      keys.clear();
+      vals.clear();
+      ASSERT_TRUE(parse_scan_reply(cl.reply, kVb, &sh, keys, vals).is_ok());
+      EXPECT_EQ(keys.size(), 10u);
+      got.clear();
+      ASSERT_TRUE(
+          parse_run_reply(
+              std::span<const uint8_t>(cl.reply).subspan(scan_reply_run_offset(sh, kVb)), &rh, got)
+              .is_ok());
+      ASSERT_EQ(got.size(), 1u);
+      EXPECT_LE(got[0].low, 3000u);
+      EXPECT_TRUE(got[0].last_leaf || got[0].high > 3000u);
+      EXPECT_EQ(rh.done, 1);
+    }
+
     // SPLITS_SINCE: every split so far, and nothing after the newest.
     XSplitsReq sr;
     sr.h.tree = kTree;
@@ -422,7 +479,13 @@ TEST(XStoreRpc, HandleDirectly) {
   Val v;
   std::memcpy(&v, out.data() + sizeof(XGetReply), kVb);
   EXPECT_EQ(v.ver, 2u);
-  Status st = svc.handle(999, m, out);
+  g.h.flags = kWithRun;  // but no XRunTail
+  m.clear();
+  wire_put(m, g);
+  Status st = svc.handle(kRpcXGet, m, out);
+  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+  EXPECT_NE(st.message().find("XRunTail"), std::string::npos) << st.message();
+  st = svc.handle(999, m, out);
   EXPECT_EQ(st.code(), Code::kInvalidArgument);
   st = svc.handle(kRpcXFetchRun, m, out);  // a GET-sized body is too short
   EXPECT_EQ(st.code(), Code::kInvalidArgument);

@@ -47,8 +47,23 @@ struct XReqHead {
 };
 static_assert(sizeof(XReqHead) == 8);
 
-// GET: request XGetReq; reply XGetReply, then value_bytes bytes if kOk.
-// aln/incarnation: the leaf that covers the key now (also when absent).
+// Fallback with refresh (thesis-spec §4.6: the fallback's reply brings the
+// fresh model data): a GET or SCAN whose head has flags & kWithRun carries
+// an XRunTail right after its fixed request struct, and its reply carries,
+// after everything else, the FETCH_RUN reply for [lo, hi] (XRunReply and
+// its leaves; decode with parse_run_reply on the rest of the reply).
+constexpr uint32_t kWithRun = 1;
+struct XRunTail {
+  uint64_t lo = 0;
+  uint64_t hi = UINT64_MAX;
+  uint32_t max_leaves = kMaxRunLeaves;
+  uint32_t pad = 0;
+};
+static_assert(sizeof(XRunTail) == 24);
+
+// GET: request XGetReq [+ XRunTail]; reply XGetReply, then value_bytes bytes
+// if kOk [, then the run]. aln/incarnation: the leaf that covered the key in
+// the image the answer comes from (also when absent).
 struct XGetReq {
   XReqHead h;
   uint64_t key = 0;
@@ -63,8 +78,9 @@ struct XGetReply {
 static_assert(sizeof(XGetReq) == 16 && sizeof(XGetReply) == 16);
 
 // SCAN(start, n): the first min(n, kMaxScanPairs) pairs with key >= start.
-// Reply: XScanReply, then count keys (8 B each, ascending), then count
-// values (value_bytes each, in key order). end_of_tree = 1 when the scan
+// Request XScanReq [+ XRunTail]. Reply: XScanReply, then count keys (8 B
+// each, ascending), then count values (value_bytes each, in key order)
+// [, then the run]. end_of_tree = 1 when the scan
 // reached the end of the tree's last leaf (a cross-partition scan that
 // still wants pairs continues on the next partition); 0 with count < n
 // means the reply was cut at kMaxScanPairs: continue from last key + 1.
@@ -237,6 +253,14 @@ inline Status parse_run_reply(std::span<const uint8_t> in, XRunReply* head,
     runs.push_back(std::move(r));
   }
   return Status::ok();
+}
+
+// Where the run of a kWithRun reply starts.
+inline size_t get_reply_run_offset(const XGetReply& head, uint32_t value_bytes) {
+  return sizeof(XGetReply) + (head.status == 0 ? value_bytes : 0);
+}
+inline size_t scan_reply_run_offset(const XScanReply& head, uint32_t value_bytes) {
+  return sizeof(XScanReply) + size_t{head.count} * (8 + value_bytes);
 }
 
 // Decodes a SCAN reply: keys appended to `keys`, values to `values`.

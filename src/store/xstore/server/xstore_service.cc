@@ -24,6 +24,40 @@ void put(std::vector<uint8_t>& out, const T& v) {
   wire_put(out, v);
 }
 
+// Appends the training run for [lo, hi] (XRunReply + leaves) to `out`.
+void append_run(const XTree& t, uint64_t lo, uint64_t hi, uint32_t max_leaves,
+                std::vector<uint8_t>& out) {
+  XRunReply rep;
+  rep.split_seq = t.split_seq();  // before the export: a split after it is re-reported
+  const size_t max = std::clamp<uint32_t>(max_leaves, 1, kMaxRunLeaves);
+  auto runs = t.export_range(lo, hi, max, &rep.next_lo);
+  rep.done = rep.next_lo == 0 ? 1 : 0;
+  rep.leaves = static_cast<uint32_t>(runs.size());
+  put(out, rep);
+  for (const LeafRun& l : runs) {
+    XRunLeaf h;
+    h.aln = l.aln;
+    h.incarnation = l.incarnation;
+    h.count = l.count;
+    h.flags = l.last_leaf ? kRunLeafLast : 0;
+    h.low = l.low;
+    h.high = l.high;
+    put(out, h);
+    const auto* kp = reinterpret_cast<const uint8_t*>(l.keys.data());
+    out.insert(out.end(), kp, kp + l.keys.size() * 8);
+  }
+}
+
+// The XRunTail of a GET/SCAN request that asks for a run (kWithRun).
+Status run_tail(std::span<const uint8_t> req, size_t head, const char* what, XRunTail* tail) {
+  if (!wire_get(req, head, tail)) {
+    return invalid_argument(std::string("xstore ") + what +
+                            " request has kWithRun but no XRunTail after its head (" +
+                            std::to_string(req.size()) + " bytes)");
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 Status XStoreService::add_tree(uint32_t id, XTree* tree) {
@@ -76,6 +110,8 @@ Status XStoreService::handle(uint16_t rpc_id, std::span<const uint8_t> req,
       if (!t) return t.status();
       XGetReq r;
       (void)wire_get(req, 0, &r);
+      XRunTail tail;
+      if (r.h.flags & kWithRun) DRTMX_RETURN_IF_ERROR(run_tail(req, sizeof r, "GET", &tail));
       const uint32_t vb = (*t)->value_bytes();
       out.resize(sizeof(XGetReply) + vb);
       XGetReply rep;
@@ -83,6 +119,7 @@ Status XStoreService::handle(uint16_t rpc_id, std::span<const uint8_t> req,
           (*t)->get(r.key, out.data() + sizeof(XGetReply), &rep.aln, &rep.incarnation));
       if (rep.status != static_cast<uint8_t>(XStatus::kOk)) out.resize(sizeof(XGetReply));
       std::memcpy(out.data(), &rep, sizeof rep);
+      if (r.h.flags & kWithRun) append_run(**t, tail.lo, tail.hi, tail.max_leaves, out);
       return Status::ok();
     }
     case kRpcXScan: {
@@ -90,6 +127,8 @@ Status XStoreService::handle(uint16_t rpc_id, std::span<const uint8_t> req,
       if (!t) return t.status();
       XScanReq r;
       (void)wire_get(req, 0, &r);
+      XRunTail tail;
+      if (r.h.flags & kWithRun) DRTMX_RETURN_IF_ERROR(run_tail(req, sizeof r, "SCAN", &tail));
       std::vector<uint64_t> keys;
       std::vector<uint8_t> values;
       const bool end = (*t)->scan(r.start, std::min(r.n, kMaxScanPairs), keys, values);
@@ -101,6 +140,7 @@ Status XStoreService::handle(uint16_t rpc_id, std::span<const uint8_t> req,
       const auto* kp = reinterpret_cast<const uint8_t*>(keys.data());
       out.insert(out.end(), kp, kp + keys.size() * 8);
       out.insert(out.end(), values.begin(), values.end());
+      if (r.h.flags & kWithRun) append_run(**t, tail.lo, tail.hi, tail.max_leaves, out);
       return Status::ok();
     }
     case kRpcXInsert:
@@ -157,25 +197,7 @@ Status XStoreService::handle(uint16_t rpc_id, std::span<const uint8_t> req,
       if (!t) return t.status();
       XFetchRunReq r;
       (void)wire_get(req, 0, &r);
-      XRunReply rep;
-      rep.split_seq = (*t)->split_seq();  // before the export: a split after it is re-reported
-      const size_t max = std::clamp<uint32_t>(r.max_leaves, 1, kMaxRunLeaves);
-      auto runs = (*t)->export_range(r.lo, r.hi, max, &rep.next_lo);
-      rep.done = rep.next_lo == 0 ? 1 : 0;
-      rep.leaves = static_cast<uint32_t>(runs.size());
-      put(out, rep);
-      for (const LeafRun& l : runs) {
-        XRunLeaf h;
-        h.aln = l.aln;
-        h.incarnation = l.incarnation;
-        h.count = l.count;
-        h.flags = l.last_leaf ? kRunLeafLast : 0;
-        h.low = l.low;
-        h.high = l.high;
-        put(out, h);
-        const auto* kp = reinterpret_cast<const uint8_t*>(l.keys.data());
-        out.insert(out.end(), kp, kp + l.keys.size() * 8);
-      }
+      append_run(**t, r.lo, r.hi, r.max_leaves, out);
       return Status::ok();
     }
     case kRpcXSplitsSince: {
