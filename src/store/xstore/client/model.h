@@ -76,6 +76,10 @@ struct SubModel {
   LinearModel lr;
   double min_err = 0;  // largest over-prediction  (predict - pos), >= 0
   double max_err = 0;  // largest under-prediction (pos - predict), >= 0
+  // Smallest and largest training key: outside [key_min, key_max] the
+  // position is not predicted but clamped (see xcache.h).
+  uint64_t key_min = 0;
+  uint64_t key_max = 0;
 };
 
 }  // namespace drtmx::store::xstore

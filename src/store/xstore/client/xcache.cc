@@ -111,15 +111,21 @@ void XCache::train_sub(Sub& s, std::span<const LeafRun> leaves) {
     const auto end = std::upper_bound(l.keys.begin(), l.keys.end(), hi);
     const double base = static_cast<double>(j) * n;
     const double step = static_cast<double>(n - 1) / static_cast<double>(l.keys.size() + 1);
-    add(lo, base + step * static_cast<double>(begin - l.keys.begin()));
+    // The outer fences of the sub-model (low of its first leaf, high of its
+    // last) are not fitted: they may lie arbitrarily far from any key (0,
+    // 2^64 - 1, a cluster gap) and would tilt the line; keys beyond the
+    // fitted points are answered by clamping in predict().
+    if (j > 0) add(lo, base + step * static_cast<double>(begin - l.keys.begin()));
     for (auto it = begin; it != end; ++it) {
       add(*it, base + step * static_cast<double>(it - l.keys.begin() + 1));
     }
-    add(hi, base + step * static_cast<double>(end - l.keys.begin() + 1));
+    if (j + 1 < leaves.size()) add(hi, base + step * static_cast<double>(end - l.keys.begin() + 1));
     s.keys += static_cast<uint64_t>(end - begin);
     s.tt.push_back(pack_tt({true, l.aln, l.incarnation, l.count}));
   }
   s.model.lr = fit.fit();
+  s.model.key_min = points_.empty() ? s.lo : points_.front().first;
+  s.model.key_max = points_.empty() ? s.hi : points_.back().first;
   double over = 0, under = 0;
   for (auto& [k, pos] : points_) {
     const double p = s.model.lr.predict(k);
@@ -233,6 +239,16 @@ Prediction XCache::predict(uint64_t key) const {
   Prediction r;
   r.sub = top_.pick(key);
   const Sub& s = subs_[r.sub];
+  // Below the first fitted point: the first leaf covers the key (that point
+  // lies in it, see xcache.h); above the last: the last leaf.
+  if (key < s.model.key_min || s.leaves == 1) {
+    r.first = r.last = 0;
+    return r;
+  }
+  if (key > s.model.key_max) {
+    r.first = r.last = s.leaves - 1;
+    return r;
+  }
   const double p = s.model.lr.predict(key);
   const double last = static_cast<double>(s.leaves - 1);
   auto lln = [&](double pos) -> uint32_t {

@@ -19,13 +19,22 @@
 //        - its clipped high fence min(high - 1, hi_i) at pos(#keys <= it + 1).
 //      The fence points are the boundary-key augmentation of §4.6
 //      ("Non-existent keys"), done for every leaf rather than only at
-//      sub-model edges: for ANY key k in I_i (present or not) the leaf n that
-//      covers k has training points a <= k <= b with positions inside
-//      [n*N, n*N + N-1], so by monotonicity and the error bounds
-//        predict(k) - min_err <= predict(b) - min_err <= pos(b) <  (n+1)*N
-//        predict(k) + max_err >= predict(a) + max_err >= pos(a) >= n*N
-//      and the predicted LLN range [floor((p-min_err)/N), floor((p+max_err)/N)]
-//      contains n. This makes GET's "absent" and SCAN's start point exact.
+//      sub-model edges — except the two outer ones (low fence of the first
+//      leaf, high fence of the last), which can be arbitrarily far from any
+//      key (0, 2^64-1, a gap between key clusters) and would tilt the line.
+//      Let key_min / key_max be the smallest / largest fitted point. For a
+//      key k in I_i (present or not) covered by leaf n:
+//        * k < key_min: key_min is a point of the first leaf (its first key,
+//          or its high fence) and k >= lo_i, so leaf 0 covers k: LLN [0, 0];
+//        * k > key_max: symmetrically the last leaf: LLN [L-1, L-1];
+//        * otherwise leaf n has fitted points a <= k <= b with positions in
+//          [n*N, n*N + N-1] (its fences, or key_min/key_max for the outer
+//          leaves), so by monotonicity and the error bounds
+//            predict(k) - min_err <= predict(b) - min_err <= pos(b) < (n+1)*N
+//            predict(k) + max_err >= predict(a) + max_err >= pos(a) >= n*N
+//          and the LLN range [floor((p-min_err)/N), floor((p+max_err)/N)]
+//          contains n.
+//      This makes GET's "absent" and SCAN's start point exact.
 //      Spreading a leaf's c keys over its N positions (instead of packing
 //      them at n*N, n*N+1, ..., as Fig 3-7 does) keeps part-full leaves from
 //      making a saw-tooth CDF, which would widen the error bounds.

@@ -233,7 +233,7 @@ Result<XStoreClient::Look> XStoreClient::try_get(r2::Co& co, uint64_t key, void*
   const uint32_t n = pr.last - pr.first + 1;
   if (n > opt_.max_lookup_leaves) {
     ++stats_.wide;
-    return Look::kStale;
+    return Look::kWide;
   }
   const uint64_t gen = cache_.generation(pr.sub);
   win_valid_ = false;
@@ -333,6 +333,7 @@ Result<bool> XStoreClient::get(r2::Co& co, uint64_t key, void* value) {
     return invalid_argument("xstore client: the cache is not trained: call warm() first");
   }
   uint32_t sub = 0;
+  bool refresh = false;
   for (uint32_t a = 0; a <= opt_.torn_retries; ++a) {
     auto r = try_get(co, key, value, &sub);
     if (!r) return r.status();
@@ -341,7 +342,11 @@ Result<bool> XStoreClient::get(r2::Co& co, uint64_t key, void* value) {
       return true;
     }
     if (*r == Look::kAbsent) return false;
-    if (*r == Look::kStale) break;
+    if (*r == Look::kWide) break;  // the model is coarse there; retraining won't help
+    if (*r == Look::kStale) {
+      refresh = true;
+      break;
+    }
   }
   ++stats_.fallbacks;
   auto r = rpc_get(co, key, value);
@@ -349,7 +354,7 @@ Result<bool> XStoreClient::get(r2::Co& co, uint64_t key, void* value) {
   if (*r) ++stats_.gets_found;
   // A failed refresh (e.g. a run cut by a concurrent split) leaves the entry
   // invalid: the next GET there falls back and refreshes again.
-  if (!refresh_sub(co, sub).is_ok()) ++stats_.refresh_failures;
+  if (refresh && !refresh_sub(co, sub).is_ok()) ++stats_.refresh_failures;
   return r;
 }
 
@@ -375,6 +380,10 @@ Result<XStoreClient::Look> XStoreClient::try_scan(r2::Co& co, uint64_t start, si
   vals_.clear();
   win_valid_ = false;
   const Prediction pr = cache_.predict(start);
+  if (pr.last - pr.first + 1 > opt_.max_lookup_leaves) {
+    ++stats_.wide;
+    return Look::kWide;
+  }
   Walk w;
   w.sub = pr.sub;
   w.lln = pr.first;
@@ -511,7 +520,7 @@ Status XStoreClient::scan(r2::Co& co, uint64_t start, size_t n, std::vector<uint
       if (end_of_tree != nullptr) *end_of_tree = end;
       return Status::ok();
     }
-    if (*r == Look::kStale) break;
+    if (*r == Look::kStale || *r == Look::kWide) break;
   }
   ++stats_.fallbacks;
   DRTMX_RETURN_IF_ERROR(rpc_scan(co, start, n, keys, values, &end));

@@ -15,9 +15,12 @@
 //   5. an incarnation mismatch invalidates that TT entry; if exactly one
 //      leaf mismatched and it has a right sibling, READ the sibling's keys
 //      once (a split moves the upper half right); found -> value READ;
-//   6. otherwise, or on an invalid TT entry, a prediction wider than
-//      max_lookup_leaves, or exhausted torn retries: RPC GET to the owner,
-//      then refresh the sub-model (FETCH_RUN of its key interval, retrain).
+//   6. otherwise, or on an invalid TT entry, or exhausted torn retries: RPC
+//      GET to the owner, then refresh the sub-model (FETCH_RUN of its key
+//      interval, retrain). A prediction wider than max_lookup_leaves (a
+//      coarse model: clustered keys under an LR top model) goes to the RPC
+//      without a refresh (retraining on the same data would not help;
+//      expansion or a richer top model would).
 // Common case: 2 round trips; the first READs the 1-2 predicted leaves (one
 // READ when their ALNs are consecutive, see max_read_bytes).
 //
@@ -28,7 +31,8 @@
 // are collected, value slots checked, pairs sorted locally; if fewer than n
 // and the last leaf read has a right sibling, the next batch continues from
 // the cursor. Any invalid entry or incarnation mismatch -> RPC SCAN (cut
-// replies continued) and a refresh of the sub-model. Common case: 1 round
+// replies continued) and a refresh of the sub-model; a wide start
+// prediction -> RPC SCAN. Common case: 1 round
 // trip. Not atomic across leaves (as the owner's scan, §4.6).
 //
 // Threading: a client belongs to one coroutine at a time (its scratch
@@ -131,7 +135,10 @@ class XStoreClient {
 
  private:
   // Outcome of one one-sided attempt.
-  enum class Look : uint8_t { kFound, kAbsent, kStale, kRetry };
+  //   kStale: invalid entry / incarnation mismatch -> RPC, refresh;
+  //   kWide:  prediction wider than max_lookup_leaves -> RPC only;
+  //   kRetry: a copy failed its seal -> try again (bounded).
+  enum class Look : uint8_t { kFound, kAbsent, kStale, kWide, kRetry };
   struct Walk;  // SCAN cursor over the TT
 
   r2::RemoteAddr leaf_addr(uint32_t aln) const {
