@@ -58,8 +58,14 @@ class TestTree {
     for (size_t j = 0; j < leaves_.size(); ++j) write(j);
   }
 
+  uint64_t val(uint64_t key) const {
+    auto it = vals_.find(key);
+    return it == vals_.end() ? value_of(key) : it->second;
+  }
+
   // Splits the leaf at chain position j: the upper half moves to a new
-  // right sibling, the leaf's incarnation is bumped. Returns the new ALN.
+  // right sibling, the leaf's incarnation is bumped, the split is logged.
+  // Returns the new ALN.
   uint32_t split(size_t j) {
     Leaf r;
     Leaf& l = leaves_[j];
@@ -74,6 +80,13 @@ class TestTree {
     leaves_.insert(leaves_.begin() + static_cast<long>(j) + 1, std::move(r));
     write(j + 1);
     write(j);
+    XSplitRec e;
+    e.seq = split_log_.size() + 1;
+    e.lo = leaves_[j].low;
+    e.hi = j + 2 < leaves_.size() ? leaves_[j + 2].low - 1 : UINT64_MAX;
+    e.left = leaves_[j].aln;
+    e.right = leaves_[j + 1].aln;
+    split_log_.push_back(e);
     return leaves_[j + 1].aln;
   }
 
@@ -127,6 +140,8 @@ class TestTree {
     reg(kRpcXGet, &TestTree::on_get);
     reg(kRpcXScan, &TestTree::on_scan);
     reg(kRpcXFetchRun, &TestTree::on_fetch_run);
+    reg(kRpcXUpdate, &TestTree::on_update);
+    reg(kRpcXSplitsSince, &TestTree::on_splits);
   }
 
   uint64_t rpcs = 0;  // requests served (owner thread only)
@@ -149,7 +164,7 @@ class TestTree {
     for (size_t t = 0; t < c; ++t) {
       const uint64_t k = l.keys[(t + l.aln) % c];
       words[t] = k;
-      const uint64_t v = value_of(k);
+      const uint64_t v = val(k);
       uint8_t* slot = p + value_slot_offset(area_.fanout, area_.value_bytes, static_cast<uint32_t>(t));
       const uint64_t seal = value_seal(k, &v, 8);
       std::memcpy(slot, &k, 8);
@@ -176,7 +191,7 @@ class TestTree {
     g.status = static_cast<uint8_t>(found ? XStatus::kOk : XStatus::kNotFound);
     std::vector<uint8_t> out;
     wire_put(out, g);
-    if (found) wire_put(out, value_of(r.key));
+    if (found) wire_put(out, val(r.key));
     return out;
   }
 
@@ -204,7 +219,46 @@ class TestTree {
     std::vector<uint8_t> out;
     wire_put(out, h);
     for (uint64_t k : keys) wire_put(out, k);
-    for (uint64_t k : keys) wire_put(out, value_of(k));
+    for (uint64_t k : keys) wire_put(out, val(k));
+    return out;
+  }
+
+  std::vector<uint8_t> on_update(std::span<const uint8_t> in) {
+    XUpdateReq r;
+    EXPECT_TRUE(wire_get(in, 0, &r));
+    uint64_t v = 0;
+    EXPECT_TRUE(wire_get(in, sizeof r, &v));
+    const size_t j = covering(r.key);
+    const Leaf& l = leaves_[j];
+    XPosReply p;
+    const bool found = std::binary_search(l.keys.begin(), l.keys.end(), r.key);
+    p.status = static_cast<uint8_t>(found ? XStatus::kOk : XStatus::kNotFound);
+    p.hint_used = found && (r.h.flags & kUpdateHasHint) != 0 && r.hint_aln == l.aln &&
+                  r.hint_incarnation == l.inca;
+    p.aln = l.aln;
+    p.incarnation = l.inca;
+    if (found) {
+      vals_[r.key] = v;
+      write(j);
+    }
+    std::vector<uint8_t> out;
+    wire_put(out, p);
+    return out;
+  }
+
+  std::vector<uint8_t> on_splits(std::span<const uint8_t> in) {
+    XSplitsReq r;
+    EXPECT_TRUE(wire_get(in, 0, &r));
+    XSplitsReply h;
+    std::vector<uint8_t> body;
+    for (uint64_t q = r.since; q < split_log_.size() && h.count < r.max; ++q) {
+      wire_put(body, split_log_[q]);
+      ++h.count;
+    }
+    h.next = r.since + h.count;
+    std::vector<uint8_t> out;
+    wire_put(out, h);
+    out.insert(out.end(), body.begin(), body.end());
     return out;
   }
 
@@ -215,6 +269,7 @@ class TestTree {
     const size_t cap = std::min<size_t>(std::max<uint32_t>(r.max_leaves, 1), page_leaves);
     const size_t e = std::min(b + 1, a + cap);
     XRunReply h;
+    h.split_seq = split_log_.size();
     h.done = e == b + 1 ? 1 : 0;
     h.leaves = static_cast<uint32_t>(e - a);
     h.next_lo = e == b + 1 ? 0 : leaves_[e].low;
@@ -243,6 +298,8 @@ class TestTree {
   LeafArea area_;
   std::vector<Leaf> leaves_;
   uint32_t next_aln_ = 0;
+  std::map<uint64_t, uint64_t> vals_;  // values changed by UPDATE
+  std::vector<XSplitRec> split_log_;
 };
 
 // Two nodes, one thread each: node 0 owns the tree, node 1 runs the client.
@@ -621,6 +678,68 @@ TEST(XCacheClient, ModelsOnlyReadsTheTranslationTableRemotely) {
       ASSERT_EQ(v, value_of(k));
     }
     EXPECT_EQ(client.stats().refreshes, 0u);
+  });
+}
+
+// The client's half of retraining after splits: SPLITS_SINCE names the
+// split key ranges, the sub-models meeting them are refreshed, and lookups
+// there are one-sided again without speculation or fallback.
+TEST(XCacheClient, ApplySplitsRefreshesTheAffectedSubModels) {
+  const auto keys = uniform_keys(8000, 31);
+  Env env(2048);
+  env.tree->load(keys, 16, 16, 32);
+  XCache cache(XCacheOptions{});
+  XStoreClient client(cache, env.remote(), env.scratch(0));
+  env.run([&](r2::Co& co, int) { ASSERT_TRUE(client.warm(co).is_ok()); });
+  std::vector<uint64_t> moved;
+  for (size_t j : {30, 200, 201, 400}) {
+    const size_t at = j + moved.size() / 16;  // earlier splits shift the chain
+    for (uint64_t k : env.tree->keys_at(at)) moved.push_back(k);
+    env.tree->split(at);
+  }
+  env.run([&](r2::Co& co, int) {
+    size_t refreshed = 0;
+    ASSERT_TRUE(client.apply_splits(co, &refreshed).is_ok());
+    EXPECT_GE(refreshed, 3u);
+    ASSERT_TRUE(client.apply_splits(co, &refreshed).is_ok());
+    EXPECT_EQ(refreshed, 0u);  // nothing new
+    client.reset_stats();
+    uint64_t v;
+    for (uint64_t k : moved) {
+      auto r = client.get(co, k, &v);
+      ASSERT_TRUE(r.is_ok() && *r);
+      ASSERT_EQ(v, value_of(k));
+    }
+    EXPECT_EQ(client.stats().mismatches + client.stats().fallbacks, 0u);
+  });
+}
+
+// UPDATE goes to the owner with the predicted leaf as a position hint.
+TEST(XCacheClient, UpdateSendsAPositionHint) {
+  const auto keys = uniform_keys(5000, 33);
+  Env env(1024);
+  env.tree->load(keys, 12, 16, 34);
+  XCache cache(XCacheOptions{});
+  XStoreClient client(cache, env.remote(), env.scratch(0));
+  env.run([&](r2::Co& co, int) {
+    ASSERT_TRUE(client.warm(co).is_ok());
+    for (size_t i = 0; i < 1000; ++i) {
+      const uint64_t k = keys[i * 5], nv = i + 1;
+      auto r = client.update(co, k, &nv);
+      ASSERT_TRUE(r.is_ok() && *r);
+      uint64_t got = 0;
+      auto g = client.get(co, k, &got);
+      ASSERT_TRUE(g.is_ok() && *g);
+      ASSERT_EQ(got, nv);
+    }
+    uint64_t nv = 1;
+    auto r = client.update(co, keys[0] + 1, &nv);  // absent
+    ASSERT_TRUE(r.is_ok());
+    EXPECT_FALSE(*r);
+    std::printf("position hints used: %llu of %llu updates\n",
+                (unsigned long long)client.stats().hints_used,
+                (unsigned long long)client.stats().updates);
+    EXPECT_GT(client.stats().hints_used * 2, client.stats().updates);
   });
 }
 

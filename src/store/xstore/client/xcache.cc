@@ -242,11 +242,11 @@ Prediction XCache::predict(uint64_t key) const {
   // Below the first fitted point: the first leaf covers the key (that point
   // lies in it, see xcache.h); above the last: the last leaf.
   if (key < s.model.key_min || s.leaves == 1) {
-    r.first = r.last = 0;
+    r.first = r.last = r.best = 0;
     return r;
   }
   if (key > s.model.key_max) {
-    r.first = r.last = s.leaves - 1;
+    r.first = r.last = r.best = s.leaves - 1;
     return r;
   }
   const double p = s.model.lr.predict(key);
@@ -259,6 +259,7 @@ Prediction XCache::predict(uint64_t key) const {
   };
   r.first = lln(p - s.model.min_err);
   r.last = lln(p + s.model.max_err);
+  r.best = std::clamp(lln(p), r.first, r.last);
   return r;
 }
 

@@ -106,6 +106,7 @@ struct Prediction {
   uint32_t sub = 0;
   uint32_t first = 0;
   uint32_t last = 0;
+  uint32_t best = 0;  // the LLN of the predicted position, in [first, last]
 };
 
 class XCache {

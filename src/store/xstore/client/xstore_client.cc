@@ -48,6 +48,8 @@ void XClientStats::add(const XClientStats& o) {
   refreshes += o.refreshes;
   refresh_failures += o.refresh_failures;
   expansions += o.expansions;
+  updates += o.updates;
+  hints_used += o.hints_used;
 }
 
 size_t XStoreClient::scratch_bytes(const LeafArea& area, const XClientOptions& o) {
@@ -107,6 +109,7 @@ Status XStoreClient::fetch_run(r2::Co& co, uint64_t lo, uint64_t hi, std::vector
                                             std::to_string(hi) + "]"));
     XRunReply head;
     DRTMX_RETURN_IF_ERROR(parse_run_reply(reply_, &head, run));
+    if (page == 0) run_split_seq_ = head.split_seq;  // splits after it may be missing
     if (head.done) return Status::ok();
     if (head.leaves == 0 || head.next_lo <= cur) {
       return internal_error("xstore FETCH_RUN made no progress at key " + std::to_string(cur));
@@ -119,7 +122,83 @@ Status XStoreClient::fetch_run(r2::Co& co, uint64_t lo, uint64_t hi, std::vector
 Status XStoreClient::warm(r2::Co& co, uint32_t sub_models) {
   std::vector<LeafRun> run;
   DRTMX_RETURN_IF_ERROR(fetch_run(co, 0, UINT64_MAX, run));
-  return cache_.train(run, sub_models);
+  DRTMX_RETURN_IF_ERROR(cache_.train(run, sub_models));
+  split_seq_ = run_split_seq_;
+  return Status::ok();
+}
+
+Status XStoreClient::apply_splits(r2::Co& co, size_t* refreshed) {
+  if (refreshed != nullptr) *refreshed = 0;
+  if (!cache_.trained() || cache_.models_only()) return Status::ok();
+  std::vector<SplitEvent> events;
+  // Bounded: each round consumes at least one event or ends.
+  for (int round = 0; round < 1 << 20; ++round) {
+    XSplitsReq req;
+    req.h.tree = remote_.tree;
+    req.since = split_seq_;
+    req.max = kMaxRunLeaves;
+    ++stats_.rpcs;
+    DRTMX_RETURN_IF_ERROR(co.call(remote_.owner, kRpcXSplitsSince, &req, sizeof req, reply_)
+                              .with_context("xstore SPLITS_SINCE " + std::to_string(split_seq_)));
+    XSplitsReply head;
+    events.clear();
+    DRTMX_RETURN_IF_ERROR(parse_splits_reply(reply_, &head, events));
+    if (head.lost) {
+      DRTMX_RETURN_IF_ERROR(warm(co, cache_.sub_models()));
+      if (refreshed != nullptr) *refreshed = cache_.sub_models();
+      return Status::ok();
+    }
+    std::vector<uint32_t> subs;
+    for (const SplitEvent& e : events) {
+      for (uint32_t i = cache_.pick(e.lo); i <= cache_.pick(e.hi); ++i) subs.push_back(i);
+    }
+    std::sort(subs.begin(), subs.end());
+    subs.erase(std::unique(subs.begin(), subs.end()), subs.end());
+    for (uint32_t i : subs) {
+      DRTMX_RETURN_IF_ERROR(refresh_sub(co, i));
+      if (refreshed != nullptr) ++*refreshed;
+    }
+    split_seq_ = std::max(split_seq_, head.next);
+    if (head.count < req.max) return Status::ok();
+  }
+  return internal_error("xstore SPLITS_SINCE did not finish");
+}
+
+Result<bool> XStoreClient::update(r2::Co& co, uint64_t key, const void* value, bool* hint_used) {
+  const uint32_t v = remote_.area.value_bytes;
+  XUpdateReq req;
+  req.h.tree = remote_.tree;
+  req.key = key;
+  if (cache_.trained() && !cache_.models_only()) {
+    const Prediction pr = cache_.predict(key);
+    const TTEntry e = cache_.tt(pr.sub, pr.best);
+    if (e.valid) {
+      req.h.flags = kUpdateHasHint;
+      req.hint_aln = e.aln;
+      req.hint_incarnation = e.incarnation;
+    }
+  }
+  std::vector<uint8_t>& msg = update_msg_;
+  msg.clear();
+  wire_put(msg, req);
+  msg.insert(msg.end(), static_cast<const uint8_t*>(value), static_cast<const uint8_t*>(value) + v);
+  ++stats_.rpcs;
+  ++stats_.updates;
+  DRTMX_RETURN_IF_ERROR(
+      co.call(remote_.owner, kRpcXUpdate, msg.data(), static_cast<uint32_t>(msg.size()), reply_)
+          .with_context("xstore UPDATE of key " + std::to_string(key)));
+  XPosReply head;
+  if (!wire_get(std::span<const uint8_t>(reply_), 0, &head)) {
+    return internal_error("xstore UPDATE reply shorter than its head");
+  }
+  if (hint_used != nullptr) *hint_used = head.hint_used != 0;
+  if (head.hint_used != 0) ++stats_.hints_used;
+  if (head.status == static_cast<uint8_t>(XStatus::kNotFound)) return false;
+  if (head.status != static_cast<uint8_t>(XStatus::kOk)) {
+    return internal_error("xstore UPDATE reply with unexpected status " +
+                          std::to_string(head.status));
+  }
+  return true;
 }
 
 Status XStoreClient::refresh_sub(r2::Co& co, uint32_t sub) {

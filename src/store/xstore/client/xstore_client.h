@@ -90,6 +90,8 @@ struct XClientStats {
   uint64_t refreshes = 0;        // sub-models retrained from FETCH_RUN
   uint64_t refresh_failures = 0; // refreshes that failed (retried on the next fallback)
   uint64_t expansions = 0;       // full retrains with more sub-models
+  uint64_t updates = 0;          // UPDATE RPCs
+  uint64_t hints_used = 0;       // ... whose position hint the owner used
 
   void add(const XClientStats& o);
 };
@@ -119,6 +121,20 @@ class XStoreClient {
   // If the cache needs expansion, retrains it with expansion_size()
   // sub-models from a full fetch; *expanded tells whether it did.
   Status expand_if_needed(r2::Co& co, bool* expanded);
+
+  // Pulls the owner's split log (SPLITS_SINCE) from where the last call (or
+  // warm()) left off and refreshes every sub-model whose interval meets a
+  // split's key range — the client's half of "retraining after splits"
+  // (§4.7), run off the critical path by a maintenance coroutine. A lost log
+  // retrains the whole cache. *refreshed (optional): sub-models retrained.
+  Status apply_splits(r2::Co& co, size_t* refreshed = nullptr);
+
+  // UPDATE by RPC with a position hint (§4.7): the leaf holding the
+  // predicted position and its expected incarnation (full mode only; no
+  // hint in models-only mode or when the entry is invalid). True when the
+  // key was updated, false when absent; *hint_used (optional) says whether
+  // the owner could use the hint.
+  Result<bool> update(r2::Co& co, uint64_t key, const void* value, bool* hint_used = nullptr);
 
   // GET: true and the value (area.value_bytes bytes to `value`) when the
   // key is present, false when absent.
@@ -197,6 +213,9 @@ class XStoreClient {
   std::vector<std::pair<uint64_t, uint32_t>> pairs_;  // scan: key, index into vals_
   std::vector<uint8_t> vals_;
   XClientStats stats_;
+  uint64_t split_seq_ = 0;      // owner's split log position the cache reflects
+  uint64_t run_split_seq_ = 0;  // split_seq of the last fetch_run's first page
+  std::vector<uint8_t> update_msg_;
 };
 
 }  // namespace drtmx::store::xstore
