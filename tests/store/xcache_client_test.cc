@@ -27,7 +27,9 @@ constexpr r2::RegionId kLeafRegion = 1, kScratchRegion = 2, kTTRegion = 3;
 constexpr uint32_t kTree = 5;
 constexpr r2::NodeId kOwner = 0, kClient = 1;
 
-uint64_t value_of(uint64_t key) { return key * 0x9E3779B97F4A7C15ull + 7; }
+uint64_t value_of(uint64_t key) {
+  return key * 0x9E3779B97F4A7C15ull + 7;
+}
 
 // The owner side for the tests: leaves in key order, written to `base`.
 class TestTree {
@@ -37,8 +39,8 @@ class TestTree {
   // Lays sorted unique keys into leaves of random fill in [min_fill,
   // max_fill]. With shuffle_alns the physical numbers are a permutation of
   // the key order (as in a tree grown by random inserts).
-  void load(const std::vector<uint64_t>& keys, uint32_t min_fill, uint32_t max_fill,
-            uint64_t seed, bool shuffle_alns = false) {
+  void load(const std::vector<uint64_t>& keys, uint32_t min_fill, uint32_t max_fill, uint64_t seed,
+            bool shuffle_alns = false) {
     std::mt19937_64 rng(seed);
     size_t i = 0;
     do {
@@ -165,7 +167,8 @@ class TestTree {
       const uint64_t k = l.keys[(t + l.aln) % c];
       words[t] = k;
       const uint64_t v = val(k);
-      uint8_t* slot = p + value_slot_offset(area_.fanout, area_.value_bytes, static_cast<uint32_t>(t));
+      uint8_t* slot =
+          p + value_slot_offset(area_.fanout, area_.value_bytes, static_cast<uint32_t>(t));
       const uint64_t seal = value_seal(k, &v, 8);
       std::memcpy(slot, &k, 8);
       std::memcpy(slot + 8, &seal, 8);
@@ -311,11 +314,10 @@ struct Env {
     area.value_bytes = 8;
     area.leaf_capacity = leaf_capacity;
     scratch_bytes = XStoreClient::scratch_bytes(area);
-    cluster = r2::testing::InProcCluster::make(
-        2, 1,
-        {{kLeafRegion, area.leaf_offset + area.bytes()},
-         {kScratchRegion, scratch_bytes * 8},
-         {kTTRegion, tt_bytes}});
+    cluster = r2::testing::InProcCluster::make(2, 1,
+                                               {{kLeafRegion, area.leaf_offset + area.bytes()},
+                                                {kScratchRegion, scratch_bytes * 8},
+                                                {kTTRegion, tt_bytes}});
     EXPECT_TRUE(cluster->error.is_ok()) << cluster->error.to_string();
     tree = std::make_unique<TestTree>(cluster->base(kOwner, kLeafRegion), area);
   }
@@ -422,10 +424,18 @@ std::vector<uint64_t> probes_for(const std::vector<uint64_t>& keys, size_t n, ui
   for (size_t i = 0; i < n; ++i) {
     const uint64_t k = keys[rng() % keys.size()];
     switch (i % 4) {
-      case 0: p.push_back(k); break;
-      case 1: p.push_back(k + 1); break;  // usually absent, inside a gap
-      case 2: p.push_back(k - 1); break;
-      default: p.push_back(rng()); break;
+      case 0:
+        p.push_back(k);
+        break;
+      case 1:
+        p.push_back(k + 1);
+        break;  // usually absent, inside a gap
+      case 2:
+        p.push_back(k - 1);
+        break;
+      default:
+        p.push_back(rng());
+        break;
     }
   }
   p.push_back(0);
@@ -493,8 +503,7 @@ TEST_P(XCacheClientDist, GetAndScanMatchAMapOnStaticData) {
       "per op\n",
       names[GetParam()], cache.sub_models(), (unsigned long long)s.gets,
       (unsigned long long)s.scans, (unsigned long long)s.fallbacks,
-              double(s.round_trips) / double(s.gets + s.scans),
-              double(s.reads) / double(s.gets + s.scans));
+      double(s.round_trips) / double(s.gets + s.scans), double(s.reads) / double(s.gets + s.scans));
 }
 
 INSTANTIATE_TEST_SUITE_P(Dists, XCacheClientDist, ::testing::Values(0, 1, 2, 3));
@@ -623,7 +632,8 @@ TEST(XCacheClient, ExpansionAfterManyInserts) {
     // Stale everywhere: still correct (speculation and fallbacks).
     check_against_map(client, co, m, probes_for(all, 1000, 17), 18);
     // Refreshed sub-models hold more keys than the threshold allows.
-    for (uint32_t i = 0; i < cache.sub_models(); ++i) ASSERT_TRUE(client.refresh_sub(co, i).is_ok());
+    for (uint32_t i = 0; i < cache.sub_models(); ++i)
+      ASSERT_TRUE(client.refresh_sub(co, i).is_ok());
     EXPECT_TRUE(cache.needs_expansion());
     bool expanded = false;
     ASSERT_TRUE(client.expand_if_needed(co, &expanded).is_ok());
@@ -649,8 +659,7 @@ TEST(XCacheClient, ModelsOnlyReadsTheTranslationTableRemotely) {
   env.run([&](r2::Co& co, int) { ASSERT_TRUE(trainer.warm(co).is_ok()); });
   ASSERT_TRUE(full.write_tt_image(env.cluster->base(kOwner, kTTRegion), 64 * 1024).is_ok());
   XCache mo = full.models_only_copy({kOwner, kTTRegion, 0});
-  std::printf("models-only: %zu bytes vs full %zu bytes\n", mo.memory_bytes(),
-              full.memory_bytes());
+  std::printf("models-only: %zu bytes vs full %zu bytes\n", mo.memory_bytes(), full.memory_bytes());
   EXPECT_LT(mo.memory_bytes(), full.memory_bytes());
   XStoreClient client(mo, env.remote(), env.scratch(1));
   ASSERT_TRUE(client.check().is_ok());
@@ -833,8 +842,8 @@ TEST(XCacheClient, ReadsPerGetOnAMillionUniformKeys) {
         "1M uniform keys (%s ALNs): %u sub-models, cache %.1f MB, train %.0f ms; %llu GETs: "
         "%.3f READ round trips/GET, %.3f READ requests/GET, fallbacks %llu, %.2f us/GET\n",
         shuffled ? "shuffled" : "key-order", cache.sub_models(), cache.memory_bytes() / 1e6,
-        std::chrono::duration<double, std::milli>(t1 - t0).count(),
-        (unsigned long long)s.gets, rt, wr, (unsigned long long)s.fallbacks,
+        std::chrono::duration<double, std::milli>(t1 - t0).count(), (unsigned long long)s.gets, rt,
+        wr, (unsigned long long)s.fallbacks,
         std::chrono::duration<double, std::micro>(t2 - t1).count() / double(s.gets));
     EXPECT_EQ(s.gets, uint64_t{kCos} * kGets);
     EXPECT_EQ(s.fallbacks, 0u);

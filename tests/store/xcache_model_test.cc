@@ -228,7 +228,7 @@ TEST(XCacheModel, RetrainOneSubModelReplacesItsTranslationTable) {
 
   const uint32_t before = c.sub_leaves(sub);
   ASSERT_TRUE(c.retrain_sub(sub, run).is_ok());
-  EXPECT_EQ(c.generation(sub), gen + 1);
+  EXPECT_GT(c.generation(sub), gen);
   EXPECT_EQ(c.generation(sub == 0 ? 1 : 0), other_gen);
   EXPECT_EQ(c.sub_leaves(sub), before + 1);
   bool found_new = false;
@@ -287,8 +287,8 @@ TEST(XCacheModel, BudgetAndModelsOnlyImage) {
   ASSERT_TRUE(full.train(run).is_ok());
   std::vector<uint64_t> image(full.tt_image_bytes() / 8);
   EXPECT_FALSE(full.write_tt_image(reinterpret_cast<uint8_t*>(image.data()), 8).is_ok());
-  ASSERT_TRUE(full.write_tt_image(reinterpret_cast<uint8_t*>(image.data()), image.size() * 8)
-                  .is_ok());
+  ASSERT_TRUE(
+      full.write_tt_image(reinterpret_cast<uint8_t*>(image.data()), image.size() * 8).is_ok());
   const XCache mo = full.models_only_copy({3, 4, 4096});
   EXPECT_TRUE(mo.models_only());
   EXPECT_LT(mo.memory_bytes(), full.memory_bytes());

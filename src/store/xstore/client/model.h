@@ -50,7 +50,7 @@ class LinearFitter {
 
  private:
   uint64_t n_ = 0;
-  double mx_ = 0, my_ = 0;  // running means
+  double mx_ = 0, my_ = 0;    // running means
   double sxx_ = 0, sxy_ = 0;  // running co-moments
 };
 

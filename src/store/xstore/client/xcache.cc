@@ -56,17 +56,16 @@ bool XCache::first_key_of(const TopModel& top, uint32_t i, uint64_t* k) {
 Status XCache::check_run(std::span<const LeafRun> run, uint64_t lo, uint64_t hi) const {
   if (run.empty()) return invalid_argument("xcache training run is empty: fetch the leaves first");
   if (run.front().low > lo) {
-    return invalid_argument("xcache training run starts at key " +
-                            std::to_string(run.front().low) + ", after the range start " +
-                            std::to_string(lo) + ": fetch from the leaf covering the start");
+    return invalid_argument("xcache training run starts at key " + std::to_string(run.front().low) +
+                            ", after the range start " + std::to_string(lo) +
+                            ": fetch from the leaf covering the start");
   }
   for (size_t j = 0; j < run.size(); ++j) {
     const LeafRun& l = run[j];
     if (l.count != l.keys.size() || l.count > opt_.fanout) {
-      return invalid_argument("xcache training run: leaf " + std::to_string(l.aln) +
-                              " has count " + std::to_string(l.count) + " but " +
-                              std::to_string(l.keys.size()) + " keys (fanout " +
-                              std::to_string(opt_.fanout) + ")");
+      return invalid_argument("xcache training run: leaf " + std::to_string(l.aln) + " has count " +
+                              std::to_string(l.count) + " but " + std::to_string(l.keys.size()) +
+                              " keys (fanout " + std::to_string(opt_.fanout) + ")");
     }
     for (size_t t = 0; t < l.keys.size(); ++t) {
       if (l.keys[t] < l.low || (!l.last_leaf && l.keys[t] >= l.high) ||
@@ -78,8 +77,8 @@ Status XCache::check_run(std::span<const LeafRun> run, uint64_t lo, uint64_t hi)
     }
     if (j + 1 < run.size()) {
       if (l.last_leaf || l.high != run[j + 1].low) {
-        return invalid_argument("xcache training run: leaf " + std::to_string(l.aln) +
-                                " ends at " + std::to_string(l.high) + " but the next starts at " +
+        return invalid_argument("xcache training run: leaf " + std::to_string(l.aln) + " ends at " +
+                                std::to_string(l.high) + " but the next starts at " +
                                 std::to_string(run[j + 1].low) + ": refetch the run");
       }
     }
@@ -135,25 +134,27 @@ void XCache::train_sub(Sub& s, std::span<const LeafRun> leaves) {
   s.model.min_err = over + kErrSlack;
   s.model.max_err = under + kErrSlack;
   s.leaves = static_cast<uint32_t>(leaves.size());
-  ++s.generation;
+  s.generation = ++epoch_;  // unique across sub-models and trainings
 }
 
 Status XCache::train(std::span<const LeafRun> run, uint32_t sub_models) {
   DRTMX_RETURN_IF_ERROR(opt_.validate());
   if (models_only_) {
-    return invalid_argument("xcache: a models-only cache cannot train; train a full cache and "
-                            "take models_only_copy()");
+    return invalid_argument(
+        "xcache: a models-only cache cannot train; train a full cache and "
+        "take models_only_copy()");
   }
   DRTMX_RETURN_IF_ERROR(check_run(run, 0, UINT64_MAX));
   if (run.front().low != 0 || !run.back().last_leaf) {
-    return invalid_argument("xcache full training needs the whole tree: first leaf from key 0 "
-                            "through the last leaf");
+    return invalid_argument(
+        "xcache full training needs the whole tree: first leaf from key 0 "
+        "through the last leaf");
   }
   uint64_t keys = 0;
   for (const LeafRun& l : run) keys += l.count;
   uint64_t m = sub_models;
-  if (m == 0) m = std::max<uint64_t>(1, (keys + opt_.train_keys_per_model - 1) /
-                                            opt_.train_keys_per_model);
+  if (m == 0)
+    m = std::max<uint64_t>(1, (keys + opt_.train_keys_per_model - 1) / opt_.train_keys_per_model);
   if (m > opt_.max_sub_models) {
     return invalid_argument("xcache: " + std::to_string(m) + " sub-models exceed max_sub_models " +
                             std::to_string(opt_.max_sub_models));
@@ -231,8 +232,8 @@ bool XCache::needs_expansion() const {
 uint32_t XCache::expansion_size() const {
   const uint64_t by_keys =
       (total_keys_ + opt_.train_keys_per_model - 1) / opt_.train_keys_per_model;
-  return static_cast<uint32_t>(std::min<uint64_t>(
-      opt_.max_sub_models, std::max<uint64_t>(uint64_t{top_.m} * 2, by_keys)));
+  return static_cast<uint32_t>(
+      std::min<uint64_t>(opt_.max_sub_models, std::max<uint64_t>(uint64_t{top_.m} * 2, by_keys)));
 }
 
 Prediction XCache::predict(uint64_t key) const {
@@ -294,6 +295,7 @@ XCache XCache::models_only_copy(r2::RemoteAddr image) const {
   XCache c(opt_);
   c.top_ = top_;
   c.total_keys_ = total_keys_;
+  c.epoch_ = epoch_;
   c.models_only_ = true;
   c.tt_image_ = image;
   c.subs_.resize(subs_.size());

@@ -146,8 +146,12 @@ class XCache {
   uint32_t sub_leaves(uint32_t sub) const { return subs_[sub].leaves; }
   uint64_t sub_keys(uint32_t sub) const { return subs_[sub].keys; }
   const SubModel& sub_model(uint32_t sub) const { return subs_[sub].model; }
-  // Bumped by every retrain of the sub-model (and by train()).
+  // Changes with every retrain of the sub-model (and every train()); never
+  // repeats within one cache, so (sub, generation) names one TT version.
   uint64_t generation(uint32_t sub) const { return subs_[sub].generation; }
+  // Changes with every train() and retrain_sub(): a coroutine that walked
+  // the TT before waiting must restart if it changed meanwhile.
+  uint64_t epoch() const { return epoch_; }
   uint64_t total_keys() const { return total_keys_; }
 
   // Full mode only: TT entry `lln` of `sub` (lln < sub_leaves(sub)).
@@ -181,8 +185,8 @@ class XCache {
     uint32_t leaves = 0;      // TT length; 0 = empty interval, never used
     uint64_t keys = 0;        // keys inside [lo, hi] at training
     uint64_t generation = 0;
-    uint64_t tt_index = 0;      // models-only: first entry in the image
-    std::vector<uint64_t> tt;   // full mode
+    uint64_t tt_index = 0;     // models-only: first entry in the image
+    std::vector<uint64_t> tt;  // full mode
   };
 
   // Smallest key k with pick(k) >= i under `top`; false when none.
@@ -196,6 +200,7 @@ class XCache {
   TopModel top_;
   std::vector<Sub> subs_;
   uint64_t total_keys_ = 0;
+  uint64_t epoch_ = 0;
   bool models_only_ = false;
   r2::RemoteAddr tt_image_;
   std::vector<std::pair<uint64_t, double>> points_;  // training scratch

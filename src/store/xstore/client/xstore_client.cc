@@ -70,9 +70,9 @@ XStoreClient::XStoreClient(XCache& cache, const XRemote& remote, std::span<uint8
 Status XStoreClient::check() const {
   DRTMX_RETURN_IF_ERROR(opt_.validate());
   if (scratch_.size() < scratch_bytes(remote_.area, opt_)) {
-    return invalid_argument("xstore client scratch holds " + std::to_string(scratch_.size()) +
-                            " bytes, needs scratch_bytes() = " +
-                            std::to_string(scratch_bytes(remote_.area, opt_)));
+    return invalid_argument(
+        "xstore client scratch holds " + std::to_string(scratch_.size()) +
+        " bytes, needs scratch_bytes() = " + std::to_string(scratch_bytes(remote_.area, opt_)));
   }
   if (reinterpret_cast<uintptr_t>(scratch_.data()) % 8 != 0) {
     return invalid_argument("xstore client scratch must be 8-byte aligned");
@@ -393,8 +393,7 @@ Result<bool> XStoreClient::rpc_get(r2::Co& co, uint64_t key, void* value) {
   }
   if (head.status == static_cast<uint8_t>(XStatus::kNotFound)) return false;
   if (head.status != static_cast<uint8_t>(XStatus::kOk)) {
-    return internal_error("xstore GET reply with unexpected status " +
-                          std::to_string(head.status));
+    return internal_error("xstore GET reply with unexpected status " + std::to_string(head.status));
   }
   const uint32_t v = remote_.area.value_bytes;
   if (reply_.size() < sizeof head + v) {
@@ -463,6 +462,9 @@ Result<XStoreClient::Look> XStoreClient::try_scan(r2::Co& co, uint64_t start, si
     ++stats_.wide;
     return Look::kWide;
   }
+  // The walk's (sub, lln) cursor is only meaningful for this version of
+  // the cache; another coroutine may retrain while this one waits.
+  const uint64_t epoch = cache_.epoch();
   Walk w;
   w.sub = pr.sub;
   w.lln = pr.first;
@@ -503,6 +505,7 @@ Result<XStoreClient::Look> XStoreClient::try_scan(r2::Co& co, uint64_t start, si
     const r2::OpStatus s = co.run(batch_);
     ++stats_.round_trips;
     if (s != r2::OpStatus::kOk) return fabric_error(s, "READ of scanned leaves");
+    if (cache_.epoch() != epoch) return Look::kRetry;
     for (size_t i = 0; i < plan_.size(); ++i) {
       const uint8_t* buf = leaf_buf(static_cast<uint32_t>(i));
       const uint64_t meta = load64(buf);
@@ -551,12 +554,11 @@ Status XStoreClient::rpc_scan(r2::Co& co, uint64_t start, size_t n, std::vector<
     req.start = cur;
     req.n = static_cast<uint32_t>(std::min<size_t>(n - keys.size(), kMaxScanPairs));
     ++stats_.rpcs;
-    DRTMX_RETURN_IF_ERROR(co.call(remote_.owner, kRpcXScan, &req, sizeof req, reply_)
-                              .with_context("xstore SCAN fallback from key " +
-                                            std::to_string(cur)));
-    XScanReply head;
     DRTMX_RETURN_IF_ERROR(
-        parse_scan_reply(reply_, remote_.area.value_bytes, &head, keys, values));
+        co.call(remote_.owner, kRpcXScan, &req, sizeof req, reply_)
+            .with_context("xstore SCAN fallback from key " + std::to_string(cur)));
+    XScanReply head;
+    DRTMX_RETURN_IF_ERROR(parse_scan_reply(reply_, remote_.area.value_bytes, &head, keys, values));
     if (head.end_of_tree) {
       *end = true;
       break;

@@ -77,21 +77,21 @@ struct XClientStats {
   uint64_t gets = 0;
   uint64_t gets_found = 0;
   uint64_t scans = 0;
-  uint64_t reads = 0;        // one-sided READ work requests
-  uint64_t round_trips = 0;  // doorbell batches waited for
-  uint64_t rpcs = 0;         // RPCs sent (fallbacks, refreshes, training)
-  uint64_t fallbacks = 0;    // operations answered by RPC
-  uint64_t invalid_entries = 0;  // lookups that met an invalid TT entry
-  uint64_t mismatches = 0;       // leaf images with an unexpected incarnation
-  uint64_t spec_reads = 0;       // speculative sibling READs
-  uint64_t spec_hits = 0;        // ... that found the key
-  uint64_t wide = 0;             // predictions wider than max_lookup_leaves
-  uint64_t torn = 0;             // leaf or value copies whose seal failed
-  uint64_t refreshes = 0;        // sub-models retrained from FETCH_RUN
-  uint64_t refresh_failures = 0; // refreshes that failed (retried on the next fallback)
-  uint64_t expansions = 0;       // full retrains with more sub-models
-  uint64_t updates = 0;          // UPDATE RPCs
-  uint64_t hints_used = 0;       // ... whose position hint the owner used
+  uint64_t reads = 0;             // one-sided READ work requests
+  uint64_t round_trips = 0;       // doorbell batches waited for
+  uint64_t rpcs = 0;              // RPCs sent (fallbacks, refreshes, training)
+  uint64_t fallbacks = 0;         // operations answered by RPC
+  uint64_t invalid_entries = 0;   // lookups that met an invalid TT entry
+  uint64_t mismatches = 0;        // leaf images with an unexpected incarnation
+  uint64_t spec_reads = 0;        // speculative sibling READs
+  uint64_t spec_hits = 0;         // ... that found the key
+  uint64_t wide = 0;              // predictions wider than max_lookup_leaves
+  uint64_t torn = 0;              // leaf or value copies whose seal failed
+  uint64_t refreshes = 0;         // sub-models retrained from FETCH_RUN
+  uint64_t refresh_failures = 0;  // refreshes that failed (retried on the next fallback)
+  uint64_t expansions = 0;        // full retrains with more sub-models
+  uint64_t updates = 0;           // UPDATE RPCs
+  uint64_t hints_used = 0;        // ... whose position hint the owner used
 
   void add(const XClientStats& o);
 };
@@ -199,9 +199,9 @@ class XStoreClient {
   XRemote remote_;
   XClientOptions opt_;
   std::span<uint8_t> scratch_;
-  uint64_t* tt_ = nullptr;     // TT entries read (models-only)
-  uint8_t* leaves_ = nullptr;  // leaf copies
-  uint8_t* value_ = nullptr;   // one value slot
+  uint64_t* tt_ = nullptr;        // TT entries read (models-only)
+  uint8_t* leaves_ = nullptr;     // leaf copies
+  uint8_t* value_ = nullptr;      // one value slot
   std::vector<TTEntry> entries_;  // TT window: entries [win_from_, ...) of win_sub_
   uint32_t win_sub_ = 0;
   uint32_t win_from_ = 0;
