@@ -646,6 +646,50 @@ TEST(XCacheClient, ExpansionAfterManyInserts) {
   });
 }
 
+// Coroutines of one worker share one cache: while three of them GET and
+// SCAN through stale entries (speculating, falling back, refreshing
+// sub-models), the fourth pulls the split log and expands the model.
+TEST(XCacheClient, CoroutinesShareOneCacheWhileItIsRetrained) {
+  auto keys = uniform_keys(3000, 41);
+  Env env(4096);
+  env.tree->load(keys, 16, 16, 42);
+  std::map<uint64_t, uint64_t> m;
+  for (uint64_t k : keys) m[k] = value_of(k);
+  XCache cache(XCacheOptions{});
+  constexpr int kCos = 4;
+  std::vector<std::unique_ptr<XStoreClient>> clients;
+  for (int i = 0; i < kCos; ++i) {
+    clients.push_back(std::make_unique<XStoreClient>(cache, env.remote(), env.scratch(i)));
+  }
+  env.run([&](r2::Co& co, int) { ASSERT_TRUE(clients[0]->warm(co, 10).is_ok()); });
+  std::mt19937_64 rng(43);
+  for (int i = 0; i < 4000; ++i) {
+    const uint64_t k = rng() >> 1;
+    if (m.count(k)) continue;
+    env.tree->insert(k);
+    m[k] = value_of(k);
+  }
+  std::vector<uint64_t> all;
+  for (auto& [k, v] : m) all.push_back(k);
+  env.run(
+      [&](r2::Co& co, int i) {
+        if (i == kCos - 1) {
+          ASSERT_TRUE(clients[i]->apply_splits(co).is_ok());
+          bool expanded = false;
+          ASSERT_TRUE(clients[i]->expand_if_needed(co, &expanded).is_ok());
+          EXPECT_TRUE(expanded);
+        }
+        check_against_map(*clients[i], co, m, probes_for(all, 600, 50 + i), 60 + i);
+      },
+      kCos);
+  XClientStats s;
+  for (auto& c : clients) s.add(c->stats());
+  std::printf("shared cache: %llu fallbacks, %llu spec hits, %llu refreshes, %u sub-models\n",
+              (unsigned long long)s.fallbacks, (unsigned long long)s.spec_hits,
+              (unsigned long long)s.refreshes, cache.sub_models());
+  EXPECT_GT(cache.sub_models(), 10u);
+}
+
 // Models-only: the owner publishes the TT image in its registered memory;
 // the client keeps only the models and READs the TT entries it needs.
 TEST(XCacheClient, ModelsOnlyReadsTheTranslationTableRemotely) {
