@@ -462,12 +462,14 @@ TEST_P(XCacheClientDist, GetAndScanMatchAMapOnStaticData) {
                                : GetParam() == 1 ? sequential_keys(20000)
                                : GetParam() == 2 ? clustered_keys(20000, 2)
                                                  : extreme_clusters(20000, 2);
+  XCacheOptions o;
+  if (GetParam() == 4) o.top_model = TopKind::kSpline;
   Env env(4096);
   env.tree->load(keys, 6, 16, 3, /*shuffle_alns=*/GetParam() == 0);
   env.tree->page_leaves = 300;  // several FETCH_RUN pages
   std::map<uint64_t, uint64_t> m;
   for (uint64_t k : keys) m[k] = value_of(k);
-  XCache cache(XCacheOptions{});
+  XCache cache(o);
   XStoreClient client(cache, env.remote(), env.scratch(0));
   ASSERT_TRUE(client.check().is_ok());
   env.run([&](r2::Co& co, int) {
@@ -494,10 +496,14 @@ TEST_P(XCacheClientDist, GetAndScanMatchAMapOnStaticData) {
     // Sub-models spanning the end of one cluster and the start of the next
     // predict wide ranges (measured 8% of the ops): RPC, still correct.
     EXPECT_LT(s.fallbacks * 5, s.gets + s.scans);
+  } else if (GetParam() == 4) {
+    // The spline top model spreads the clusters over all sub-models.
+    EXPECT_LT(s.fallbacks * 20, s.gets + s.scans);
   }
   EXPECT_EQ(s.torn, 0u);
   EXPECT_GT(s.gets_found, 0u);
-  const char* names[] = {"uniform", "sequential", "clustered", "extreme clusters"};
+  const char* names[] = {"uniform", "sequential", "clustered", "extreme clusters",
+                         "extreme clusters, spline top"};
   std::printf(
       "%s: %u sub-models, %llu GETs %llu SCANs (%llu by RPC), %.2f round trips and %.2f READs "
       "per op\n",
@@ -506,7 +512,7 @@ TEST_P(XCacheClientDist, GetAndScanMatchAMapOnStaticData) {
       double(s.round_trips) / double(s.gets + s.scans), double(s.reads) / double(s.gets + s.scans));
 }
 
-INSTANTIATE_TEST_SUITE_P(Dists, XCacheClientDist, ::testing::Values(0, 1, 2, 3));
+INSTANTIATE_TEST_SUITE_P(Dists, XCacheClientDist, ::testing::Values(0, 1, 2, 3, 4));
 
 // Splits after training: keys of a split leaf's lower half are found in
 // the fetched image, the upper half by the speculative sibling READ; the

@@ -163,6 +163,39 @@ TEST(XCacheModel, PredictedRangeHoldsTheCoveringLeafForPresentAndAbsentKeys) {
   }
 }
 
+TEST(XCacheModel, SplineTopModelIsMonotoneAndBalancesClusters) {
+  std::vector<uint64_t> keys;
+  std::mt19937_64 rng(70);
+  std::set<uint64_t> s;
+  const uint64_t centers[] = {100, 1ull << 32, 1ull << 50, 7ull << 58};
+  while (s.size() < 20000) s.insert(centers[rng() % 4] + rng() % 20000);
+  keys.assign(s.begin(), s.end());
+  const auto run = make_run(keys, 8, 16, 71);
+  XCacheOptions o;
+  o.top_model = TopKind::kSpline;
+  o.spline_knots = 256;
+  XCache c(o);
+  ASSERT_TRUE(c.train(run).is_ok());
+  uint32_t prev = 0;
+  uint64_t most = 0;
+  for (uint64_t k : keys) {
+    const uint32_t p = c.pick(k);
+    ASSERT_GE(p, prev);
+    prev = p;
+  }
+  for (uint32_t i = 0; i < c.sub_models(); ++i) most = std::max(most, c.sub_keys(i));
+  EXPECT_LT(most, 300u);  // LR would put ~3/4 of the keys into sub-model 0
+  for (uint64_t k : keys) expect_covered(c, run, k);
+  for (int i = 0; i < 20000; ++i) expect_covered(c, run, rng());
+  for (uint64_t k = 0; k < 70000; k += 7) expect_covered(c, run, k);
+  XCache lr(XCacheOptions{});
+  ASSERT_TRUE(lr.train(run).is_ok());
+  uint64_t lr_most = 0;
+  for (uint32_t i = 0; i < lr.sub_models(); ++i) lr_most = std::max(lr_most, lr.sub_keys(i));
+  std::printf("extreme clusters: largest sub-model %llu keys (spline) vs %llu (LR)\n",
+              (unsigned long long)most, (unsigned long long)lr_most);
+}
+
 TEST(XCacheModel, UniformPredictionsAreNarrow) {
   const auto keys = uniform_keys(100000, 7);
   const auto run = make_run(keys, 8, 16, 8);

@@ -19,7 +19,10 @@
 // any thread, fitting builds a new value.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <utility>
+#include <vector>
 
 namespace drtmx::store::xstore {
 
@@ -56,15 +59,35 @@ class LinearFitter {
 
 // Top model: key -> sub-model index in [0, m). Trained on the CDF
 // (key, rank * m / keys), so each sub-model receives about keys/m keys.
+//
+// Two kinds: the thesis' LR (default), or a monotone piecewise-linear CDF
+// ("spline") through knots at evenly spaced ranks, for keys an LR cannot
+// spread (clusters orders of magnitude apart, composite keys; the thesis
+// uses NN/MLR top models there, §4.10). The spline is monotone because the
+// knots' keys ascend and their y values do not descend, and interpolation
+// y0 + (y1 - y0) * (double(k - k0) / double(k1 - k0)) is built from
+// monotone steps with non-negative factors.
 struct TopModel {
   LinearModel lr;
+  std::vector<std::pair<uint64_t, double>> knots;  // spline when non-empty
   uint32_t m = 1;
 
   uint32_t pick(uint64_t key) const {
-    const double p = lr.predict(key);
+    const double p = knots.empty() ? lr.predict(key) : spline(key);
     if (!(p > 0)) return 0;  // also NaN
     if (p >= static_cast<double>(m)) return m - 1;
     return static_cast<uint32_t>(p);
+  }
+
+ private:
+  double spline(uint64_t key) const {
+    if (key <= knots.front().first) return knots.front().second;
+    if (key >= knots.back().first) return knots.back().second;
+    const auto it = std::upper_bound(knots.begin(), knots.end(), key,
+                                     [](uint64_t k, const auto& kn) { return k < kn.first; });
+    const auto& [k1, y1] = *it;
+    const auto& [k0, y0] = *(it - 1);
+    return y0 + (y1 - y0) * (static_cast<double>(key - k0) / static_cast<double>(k1 - k0));
   }
 };
 

@@ -172,6 +172,21 @@ Status XCache::train(std::span<const LeafRun> run, uint32_t sub_models) {
     }
     top.lr = f.fit();
   }
+  if (opt_.top_model == TopKind::kSpline && keys > 1) {
+    const uint64_t knots = std::clamp<uint64_t>(opt_.spline_knots, 2, keys);
+    const double scale = static_cast<double>(m) / static_cast<double>(keys);
+    uint64_t rank = 0, next = 0, i = 0;
+    for (const LeafRun& l : run) {
+      for (uint64_t k : l.keys) {
+        if (rank == next) {
+          top.knots.emplace_back(k, static_cast<double>(rank) * scale);
+          ++i;
+          next = i * (keys - 1) / (knots - 1);
+        }
+        ++rank;
+      }
+    }
+  }
 
   std::vector<Sub> subs(m);
   uint64_t tt_entries = 0;
@@ -316,7 +331,7 @@ XCache XCache::models_only_copy(r2::RemoteAddr image) const {
 }
 
 size_t XCache::memory_bytes() const {
-  size_t n = sizeof(*this) + subs_.size() * sizeof(Sub);
+  size_t n = sizeof(*this) + subs_.size() * sizeof(Sub) + top_.knots.capacity() * 16;
   for (const Sub& s : subs_) n += s.tt.capacity() * 8;
   return n;
 }

@@ -4,7 +4,8 @@
 // (LLN) to physical leaves (ALN) with the incarnation and count expected.
 //
 // Training (Fig 3-7, with two changes, both documented here):
-//   1. The top model is an LR over the CDF (key, rank * M / keys). Sub-model
+//   1. The top model is an LR over the CDF (key, rank * M / keys) — or a
+//      monotone spline through it (XCacheOptions::top_model). Sub-model
 //      i is responsible for the key interval I_i = [lo_i, hi_i] of every
 //      64-bit key k with pick(k) == i (an interval because pick is monotone;
 //      found exactly by binary search on pick). Empty intervals are possible
@@ -86,8 +87,15 @@ inline TTEntry unpack_tt(uint64_t w) {
           static_cast<uint32_t>(w >> 8) & 0xFFFFFF, static_cast<uint32_t>(w) & 0xFF};
 }
 
+enum class TopKind : uint8_t {
+  kLinear,  // LR over the CDF (thesis Fig 3-7)
+  kSpline,  // monotone piecewise-linear CDF through spline_knots knots
+};
+
 struct XCacheOptions {
   uint32_t fanout = 16;  // N: must equal the tree's LeafArea::fanout
+  TopKind top_model = TopKind::kLinear;
+  uint32_t spline_knots = 1024;  // kSpline: knots at evenly spaced ranks (16 B each)
   // Model expansion: needs_expansion() when the average keys per sub-model
   // exceeds this (thesis eval: 200).
   uint32_t expand_keys_per_model = 200;
