@@ -146,7 +146,8 @@ class TestTree {
     reg(kRpcXSplitsSince, &TestTree::on_splits);
   }
 
-  uint64_t rpcs = 0;  // requests served (owner thread only)
+  uint64_t rpcs = 0;           // requests served (owner thread only)
+  uint64_t runs_attached = 0;  // kWithRun replies
 
  private:
   struct Leaf {
@@ -195,6 +196,7 @@ class TestTree {
     std::vector<uint8_t> out;
     wire_put(out, g);
     if (found) wire_put(out, val(r.key));
+    with_run(in, sizeof r, r.h.flags, out);
     return out;
   }
 
@@ -223,6 +225,7 @@ class TestTree {
     wire_put(out, h);
     for (uint64_t k : keys) wire_put(out, k);
     for (uint64_t k : keys) wire_put(out, val(k));
+    with_run(in, sizeof r, r.h.flags, out);
     return out;
   }
 
@@ -265,9 +268,29 @@ class TestTree {
     return out;
   }
 
+  // kWithRun: the request's XRunTail names a range whose run is appended.
+  void with_run(std::span<const uint8_t> in, size_t off, uint32_t flags,
+                std::vector<uint8_t>& out) {
+    if ((flags & kWithRun) == 0) return;
+    XRunTail t;
+    EXPECT_TRUE(wire_get(in, off, &t));
+    ++runs_attached;
+    append_run(t.lo, t.hi, t.max_leaves, out);
+  }
+
   std::vector<uint8_t> on_fetch_run(std::span<const uint8_t> in) {
     XFetchRunReq r;
     EXPECT_TRUE(wire_get(in, 0, &r));
+    std::vector<uint8_t> out;
+    append_run(r.lo, r.hi, r.max_leaves, out);
+    return out;
+  }
+
+  void append_run(uint64_t lo, uint64_t hi, uint32_t max_leaves, std::vector<uint8_t>& out) {
+    struct {
+      uint64_t lo, hi;
+      uint32_t max_leaves;
+    } r{lo, hi, max_leaves};
     const size_t a = covering(r.lo), b = covering(r.hi);
     const size_t cap = std::min<size_t>(std::max<uint32_t>(r.max_leaves, 1), page_leaves);
     const size_t e = std::min(b + 1, a + cap);
@@ -276,7 +299,6 @@ class TestTree {
     h.done = e == b + 1 ? 1 : 0;
     h.leaves = static_cast<uint32_t>(e - a);
     h.next_lo = e == b + 1 ? 0 : leaves_[e].low;
-    std::vector<uint8_t> out;
     wire_put(out, h);
     for (size_t j = a; j < e; ++j) {
       const Leaf& l = leaves_[j];
@@ -290,7 +312,6 @@ class TestTree {
       wire_put(out, rl);
       for (uint64_t k : l.keys) wire_put(out, k);
     }
-    return out;
   }
 
  public:
@@ -555,6 +576,7 @@ TEST(XCacheClient, StaleEntriesAfterSplitsSpeculateThenFallBackAndRefresh) {
     EXPECT_EQ(client.stats().invalid_entries, 1u);
     EXPECT_EQ(client.stats().fallbacks, 1u);
     EXPECT_EQ(client.stats().refreshes, 1u);
+    EXPECT_EQ(client.stats().rpcs, 1u);  // the GET reply carried the run (kWithRun)
     // Refreshed: one-sided again, for both halves.
     const uint64_t fb = client.stats().fallbacks;
     for (uint64_t k : a_keys) {

@@ -95,6 +95,11 @@ Status XStoreClient::fabric_error(r2::OpStatus s, const char* what) const {
 
 Status XStoreClient::fetch_run(r2::Co& co, uint64_t lo, uint64_t hi, std::vector<LeafRun>& run) {
   run.clear();
+  return fetch_more(co, lo, hi, run, true);
+}
+
+Status XStoreClient::fetch_more(r2::Co& co, uint64_t lo, uint64_t hi, std::vector<LeafRun>& run,
+                                bool record_seq) {
   uint64_t cur = lo;
   // Each page returns at least one leaf; 2^32 leaves at most in a tree.
   for (uint64_t page = 0; page < (uint64_t{1} << 32); ++page) {
@@ -109,7 +114,8 @@ Status XStoreClient::fetch_run(r2::Co& co, uint64_t lo, uint64_t hi, std::vector
                                             std::to_string(hi) + "]"));
     XRunReply head;
     DRTMX_RETURN_IF_ERROR(parse_run_reply(reply_, &head, run));
-    if (page == 0) run_split_seq_ = head.split_seq;  // splits after it may be missing
+    // Splits after the first page's seq may be missing from the run.
+    if (page == 0 && record_seq) run_split_seq_ = head.split_seq;
     if (head.done) return Status::ok();
     if (head.leaves == 0 || head.next_lo <= cur) {
       return internal_error("xstore FETCH_RUN made no progress at key " + std::to_string(cur));
@@ -117,6 +123,39 @@ Status XStoreClient::fetch_run(r2::Co& co, uint64_t lo, uint64_t hi, std::vector
     cur = head.next_lo;
   }
   return internal_error("xstore FETCH_RUN did not finish");
+}
+
+XStoreClient::RefreshReq XStoreClient::refresh_req(uint32_t sub) const {
+  RefreshReq r;
+  if (sub == UINT32_MAX || cache_.models_only() || !cache_.trained() ||
+      sub >= cache_.sub_models() || cache_.sub_empty(sub)) {
+    return r;
+  }
+  r.sub = sub;
+  r.m = cache_.sub_models();
+  r.tail.lo = cache_.sub_lo(sub);
+  r.tail.hi = cache_.sub_hi(sub);
+  r.tail.max_leaves = kMaxRunLeaves;
+  return r;
+}
+
+Status XStoreClient::install_run(r2::Co& co, const RefreshReq& rr, std::span<const uint8_t> bytes) {
+  std::vector<LeafRun> run;
+  XRunReply head;
+  DRTMX_RETURN_IF_ERROR(parse_run_reply(bytes, &head, run));
+  if (!head.done) {
+    if (head.leaves == 0 || head.next_lo <= rr.tail.lo) {
+      return internal_error("xstore fallback run made no progress");
+    }
+    DRTMX_RETURN_IF_ERROR(fetch_more(co, head.next_lo, rr.tail.hi, run, false));
+  }
+  // Another coroutine may have retrained the whole cache while we waited.
+  if (cache_.sub_models() != rr.m || cache_.sub_lo(rr.sub) != rr.tail.lo ||
+      cache_.sub_hi(rr.sub) != rr.tail.hi) {
+    return Status::ok();
+  }
+  ++stats_.refreshes;
+  return cache_.retrain_sub(rr.sub, run);
 }
 
 Status XStoreClient::warm(r2::Co& co, uint32_t sub_models) {
@@ -380,18 +419,26 @@ Result<XStoreClient::Look> XStoreClient::try_get(r2::Co& co, uint64_t key, void*
   return read_value(co, next - 1, static_cast<uint32_t>(slot), key, value);
 }
 
-Result<bool> XStoreClient::rpc_get(r2::Co& co, uint64_t key, void* value) {
+Result<bool> XStoreClient::rpc_get(r2::Co& co, uint64_t key, void* value, uint32_t refresh) {
+  const RefreshReq rr = refresh_req(refresh);
   XGetReq req;
   req.h.tree = remote_.tree;
   req.key = key;
+  msg_.clear();
+  if (rr.sub != UINT32_MAX) req.h.flags = kWithRun;
+  wire_put(msg_, req);
+  if (rr.sub != UINT32_MAX) wire_put(msg_, rr.tail);
   ++stats_.rpcs;
-  DRTMX_RETURN_IF_ERROR(co.call(remote_.owner, kRpcXGet, &req, sizeof req, reply_)
-                            .with_context("xstore GET fallback for key " + std::to_string(key)));
+  DRTMX_RETURN_IF_ERROR(
+      co.call(remote_.owner, kRpcXGet, msg_.data(), static_cast<uint32_t>(msg_.size()), reply_)
+          .with_context("xstore GET fallback for key " + std::to_string(key)));
   XGetReply head;
   if (!wire_get(std::span<const uint8_t>(reply_), 0, &head)) {
     return internal_error("xstore GET reply shorter than its head");
   }
-  if (head.status == static_cast<uint8_t>(XStatus::kNotFound)) return false;
+  if (head.status == static_cast<uint8_t>(XStatus::kNotFound)) {
+    return finish_rpc_get(co, rr, head, false);
+  }
   if (head.status != static_cast<uint8_t>(XStatus::kOk)) {
     return internal_error("xstore GET reply with unexpected status " + std::to_string(head.status));
   }
@@ -402,7 +449,20 @@ Result<bool> XStoreClient::rpc_get(r2::Co& co, uint64_t key, void* value) {
                           " (value_bytes mismatch?)");
   }
   std::memcpy(value, reply_.data() + sizeof head, v);
-  return true;
+  return finish_rpc_get(co, rr, head, true);
+}
+
+Result<bool> XStoreClient::finish_rpc_get(r2::Co& co, const RefreshReq& rr, const XGetReply& head,
+                                          bool found) {
+  if (rr.sub == UINT32_MAX) return found;
+  // A failed refresh (e.g. a run cut by a concurrent split) leaves the entry
+  // invalid: the next GET there falls back and refreshes again.
+  const size_t off = get_reply_run_offset(head, remote_.area.value_bytes);
+  if (off > reply_.size() ||
+      !install_run(co, rr, std::span<const uint8_t>(reply_).subspan(off)).is_ok()) {
+    ++stats_.refresh_failures;
+  }
+  return found;
 }
 
 Result<bool> XStoreClient::get(r2::Co& co, uint64_t key, void* value) {
@@ -427,12 +487,8 @@ Result<bool> XStoreClient::get(r2::Co& co, uint64_t key, void* value) {
     }
   }
   ++stats_.fallbacks;
-  auto r = rpc_get(co, key, value);
-  if (!r) return r;
-  if (*r) ++stats_.gets_found;
-  // A failed refresh (e.g. a run cut by a concurrent split) leaves the entry
-  // invalid: the next GET there falls back and refreshes again.
-  if (refresh && !refresh_sub(co, sub).is_ok()) ++stats_.refresh_failures;
+  auto r = rpc_get(co, key, value, refresh ? sub : UINT32_MAX);
+  if (r.is_ok() && *r) ++stats_.gets_found;
   return r;
 }
 
@@ -543,22 +599,35 @@ Result<XStoreClient::Look> XStoreClient::try_scan(r2::Co& co, uint64_t start, si
 }
 
 Status XStoreClient::rpc_scan(r2::Co& co, uint64_t start, size_t n, std::vector<uint64_t>& keys,
-                              std::vector<uint8_t>& values, bool* end) {
+                              std::vector<uint8_t>& values, bool* end, uint32_t refresh) {
   keys.clear();
   values.clear();
   *end = false;
   uint64_t cur = start;
+  RefreshReq rr = refresh_req(refresh);
   while (keys.size() < n) {
     XScanReq req;
     req.h.tree = remote_.tree;
     req.start = cur;
     req.n = static_cast<uint32_t>(std::min<size_t>(n - keys.size(), kMaxScanPairs));
+    msg_.clear();
+    if (rr.sub != UINT32_MAX) req.h.flags = kWithRun;  // first request only
+    wire_put(msg_, req);
+    if (rr.sub != UINT32_MAX) wire_put(msg_, rr.tail);
     ++stats_.rpcs;
     DRTMX_RETURN_IF_ERROR(
-        co.call(remote_.owner, kRpcXScan, &req, sizeof req, reply_)
+        co.call(remote_.owner, kRpcXScan, msg_.data(), static_cast<uint32_t>(msg_.size()), reply_)
             .with_context("xstore SCAN fallback from key " + std::to_string(cur)));
     XScanReply head;
     DRTMX_RETURN_IF_ERROR(parse_scan_reply(reply_, remote_.area.value_bytes, &head, keys, values));
+    if (rr.sub != UINT32_MAX) {
+      const size_t off = scan_reply_run_offset(head, remote_.area.value_bytes);
+      if (off > reply_.size() ||
+          !install_run(co, rr, std::span<const uint8_t>(reply_).subspan(off)).is_ok()) {
+        ++stats_.refresh_failures;
+      }
+      rr.sub = UINT32_MAX;
+    }
     if (head.end_of_tree) {
       *end = true;
       break;
@@ -604,9 +673,8 @@ Status XStoreClient::scan(r2::Co& co, uint64_t start, size_t n, std::vector<uint
     if (*r == Look::kStale || *r == Look::kWide) break;
   }
   ++stats_.fallbacks;
-  DRTMX_RETURN_IF_ERROR(rpc_scan(co, start, n, keys, values, &end));
+  DRTMX_RETURN_IF_ERROR(rpc_scan(co, start, n, keys, values, &end, stale_sub));
   if (end_of_tree != nullptr) *end_of_tree = end;
-  if (stale_sub != UINT32_MAX && !refresh_sub(co, stale_sub).is_ok()) ++stats_.refresh_failures;
   return Status::ok();
 }
 

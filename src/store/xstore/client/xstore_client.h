@@ -16,9 +16,10 @@
 //      leaf mismatched and it has a right sibling, READ the sibling's keys
 //      once (a split moves the upper half right); found -> value READ;
 //   6. otherwise, or on an invalid TT entry, or exhausted torn retries: RPC
-//      GET to the owner, then refresh the sub-model (FETCH_RUN of its key
-//      interval, retrain). A prediction wider than max_lookup_leaves (a
-//      coarse model: clustered keys under an LR top model) goes to the RPC
+//      GET to the owner with kWithRun: the reply also carries the training
+//      run of the sub-model's key interval, which retrains it (one round
+//      trip; more FETCH_RUN pages only if the owner cut the run). A prediction wider than
+//      max_lookup_leaves (a coarse model: clustered keys under an LR top model) goes to the RPC
 //      without a refresh (retraining on the same data would not help;
 //      expansion or a richer top model would).
 // Common case: 2 round trips; the first READs the 1-2 predicted leaves (one
@@ -31,7 +32,7 @@
 // are collected, value slots checked, pairs sorted locally; if fewer than n
 // and the last leaf read has a right sibling, the next batch continues from
 // the cursor. Any invalid entry or incarnation mismatch -> RPC SCAN (cut
-// replies continued) and a refresh of the sub-model; a wide start
+// replies continued; the first with kWithRun, refreshing the sub-model); a wide start
 // prediction -> RPC SCAN. Common case: 1 round
 // trip. Not atomic across leaves (as the owner's scan, §4.6).
 //
@@ -188,12 +189,28 @@ class XStoreClient {
   Result<Look> read_value(r2::Co& co, uint32_t aln, uint32_t slot, uint64_t key, void* value);
   // One one-sided attempt; kStale asks for the RPC path.
   Result<Look> try_get(r2::Co& co, uint64_t key, void* value, uint32_t* sub);
-  Result<bool> rpc_get(r2::Co& co, uint64_t key, void* value);
+  // What a fallback asks the owner to send along (kWithRun): the run of
+  // sub-model `sub`'s interval; sub == UINT32_MAX: no refresh.
+  struct RefreshReq {
+    uint32_t sub = UINT32_MAX;
+    uint32_t m = 0;  // cache size when asked (a full retrain in between voids it)
+    XRunTail tail;
+  };
+  RefreshReq refresh_req(uint32_t sub) const;
+  // Retrains rr.sub from a run reply (fetching the rest if it was cut).
+  Status install_run(r2::Co& co, const RefreshReq& rr, std::span<const uint8_t> bytes);
+  // FETCH_RUN pages from lo through hi, appended to run.
+  Status fetch_more(r2::Co& co, uint64_t lo, uint64_t hi, std::vector<LeafRun>& run,
+                    bool record_seq);
+  // RPC GET; with refresh != UINT32_MAX the reply also refreshes that
+  // sub-model (one round trip: fallback + refresh, thesis §4.6).
+  Result<bool> rpc_get(r2::Co& co, uint64_t key, void* value, uint32_t refresh);
+  Result<bool> finish_rpc_get(r2::Co& co, const RefreshReq& rr, const XGetReply& head, bool found);
   // One one-sided attempt of a scan: kFound leaves the sorted pairs in
   // pairs_/vals_; kStale names the stale sub-model; kRetry after a torn copy.
   Result<Look> try_scan(r2::Co& co, uint64_t start, size_t n, bool* end, uint32_t* stale_sub);
   Status rpc_scan(r2::Co& co, uint64_t start, size_t n, std::vector<uint64_t>& keys,
-                  std::vector<uint8_t>& values, bool* end);
+                  std::vector<uint8_t>& values, bool* end, uint32_t refresh);
 
   XCache& cache_;
   XRemote remote_;
@@ -216,6 +233,7 @@ class XStoreClient {
   uint64_t split_seq_ = 0;      // owner's split log position the cache reflects
   uint64_t run_split_seq_ = 0;  // split_seq of the last fetch_run's first page
   std::vector<uint8_t> update_msg_;
+  std::vector<uint8_t> msg_;  // fallback requests
 };
 
 }  // namespace drtmx::store::xstore
