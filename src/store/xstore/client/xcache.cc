@@ -311,6 +311,7 @@ XCache XCache::models_only_copy(r2::RemoteAddr image) const {
   c.top_ = top_;
   c.total_keys_ = total_keys_;
   c.epoch_ = epoch_;
+  c.split_seq_ = split_seq_;
   c.models_only_ = true;
   c.tt_image_ = image;
   c.subs_.resize(subs_.size());

@@ -161,6 +161,11 @@ class XCache {
   // the TT before waiting must restart if it changed meanwhile.
   uint64_t epoch() const { return epoch_; }
   uint64_t total_keys() const { return total_keys_; }
+  // The owner's split-log position (XTree::split_seq) the cache reflects:
+  // set by whoever trains it from a run (XStoreClient::warm), advanced by
+  // XStoreClient::apply_splits.
+  uint64_t split_seq() const { return split_seq_; }
+  void set_split_seq(uint64_t seq) { split_seq_ = seq; }
 
   // Full mode only: TT entry `lln` of `sub` (lln < sub_leaves(sub)).
   TTEntry tt(uint32_t sub, uint32_t lln) const { return unpack_tt(subs_[sub].tt[lln]); }
@@ -209,6 +214,7 @@ class XCache {
   std::vector<Sub> subs_;
   uint64_t total_keys_ = 0;
   uint64_t epoch_ = 0;
+  uint64_t split_seq_ = 0;
   bool models_only_ = false;
   r2::RemoteAddr tt_image_;
   std::vector<std::pair<uint64_t, double>> points_;  // training scratch

@@ -162,7 +162,7 @@ Status XStoreClient::warm(r2::Co& co, uint32_t sub_models) {
   std::vector<LeafRun> run;
   DRTMX_RETURN_IF_ERROR(fetch_run(co, 0, UINT64_MAX, run));
   DRTMX_RETURN_IF_ERROR(cache_.train(run, sub_models));
-  split_seq_ = run_split_seq_;
+  cache_.set_split_seq(run_split_seq_);
   return Status::ok();
 }
 
@@ -174,11 +174,11 @@ Status XStoreClient::apply_splits(r2::Co& co, size_t* refreshed) {
   for (int round = 0; round < 1 << 20; ++round) {
     XSplitsReq req;
     req.h.tree = remote_.tree;
-    req.since = split_seq_;
+    req.since = cache_.split_seq();
     req.max = kMaxRunLeaves;
     ++stats_.rpcs;
     DRTMX_RETURN_IF_ERROR(co.call(remote_.owner, kRpcXSplitsSince, &req, sizeof req, reply_)
-                              .with_context("xstore SPLITS_SINCE " + std::to_string(split_seq_)));
+                              .with_context("xstore SPLITS_SINCE " + std::to_string(req.since)));
     XSplitsReply head;
     events.clear();
     DRTMX_RETURN_IF_ERROR(parse_splits_reply(reply_, &head, events));
@@ -197,7 +197,7 @@ Status XStoreClient::apply_splits(r2::Co& co, size_t* refreshed) {
       DRTMX_RETURN_IF_ERROR(refresh_sub(co, i));
       if (refreshed != nullptr) ++*refreshed;
     }
-    split_seq_ = std::max(split_seq_, head.next);
+    cache_.set_split_seq(std::max(cache_.split_seq(), head.next));
     if (head.count < req.max) return Status::ok();
   }
   return internal_error("xstore SPLITS_SINCE did not finish");
@@ -264,6 +264,7 @@ Status XStoreClient::expand_if_needed(r2::Co& co, bool* expanded) {
   std::vector<LeafRun> run;
   DRTMX_RETURN_IF_ERROR(fetch_run(co, 0, UINT64_MAX, run));
   DRTMX_RETURN_IF_ERROR(cache_.train(run, m));
+  cache_.set_split_seq(run_split_seq_);
   ++stats_.expansions;
   *expanded = true;
   return Status::ok();

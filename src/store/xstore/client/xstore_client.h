@@ -18,10 +18,11 @@
 //   6. otherwise, or on an invalid TT entry, or exhausted torn retries: RPC
 //      GET to the owner with kWithRun: the reply also carries the training
 //      run of the sub-model's key interval, which retrains it (one round
-//      trip; more FETCH_RUN pages only if the owner cut the run). A prediction wider than
-//      max_lookup_leaves (a coarse model: clustered keys under an LR top model) goes to the RPC
-//      without a refresh (retraining on the same data would not help;
-//      expansion or a richer top model would).
+//      trip; more FETCH_RUN pages only if the owner cut the run). A
+//      prediction wider than max_lookup_leaves (a coarse model: clustered
+//      keys under an LR top model) goes to the RPC without a refresh
+//      (retraining on the same data would not help; expansion or the spline
+//      top model would).
 // Common case: 2 round trips; the first READs the 1-2 predicted leaves (one
 // READ when their ALNs are consecutive, see max_read_bytes).
 //
@@ -32,9 +33,10 @@
 // are collected, value slots checked, pairs sorted locally; if fewer than n
 // and the last leaf read has a right sibling, the next batch continues from
 // the cursor. Any invalid entry or incarnation mismatch -> RPC SCAN (cut
-// replies continued; the first with kWithRun, refreshing the sub-model); a wide start
-// prediction -> RPC SCAN. Common case: 1 round
-// trip. Not atomic across leaves (as the owner's scan, §4.6).
+// replies continued; the first with kWithRun, refreshing the sub-model); a
+// wide start prediction -> RPC SCAN. Common case: 1 round trip. Not atomic
+// across leaves (as the owner's scan, §4.6); a scan restarts when the cache
+// was retrained by another coroutine while it waited.
 //
 // Threading: a client belongs to one coroutine at a time (its scratch
 // buffer is its own); several clients of one worker share one XCache. All
@@ -123,8 +125,8 @@ class XStoreClient {
   // sub-models from a full fetch; *expanded tells whether it did.
   Status expand_if_needed(r2::Co& co, bool* expanded);
 
-  // Pulls the owner's split log (SPLITS_SINCE) from where the last call (or
-  // warm()) left off and refreshes every sub-model whose interval meets a
+  // Pulls the owner's split log (SPLITS_SINCE) from XCache::split_seq() on
+  // (set by warm(), advanced here) and refreshes every sub-model whose interval meets a
   // split's key range — the client's half of "retraining after splits"
   // (§4.7), run off the critical path by a maintenance coroutine. A lost log
   // retrains the whole cache. *refreshed (optional): sub-models retrained.
@@ -230,7 +232,6 @@ class XStoreClient {
   std::vector<std::pair<uint64_t, uint32_t>> pairs_;  // scan: key, index into vals_
   std::vector<uint8_t> vals_;
   XClientStats stats_;
-  uint64_t split_seq_ = 0;      // owner's split log position the cache reflects
   uint64_t run_split_seq_ = 0;  // split_seq of the last fetch_run's first page
   std::vector<uint8_t> update_msg_;
   std::vector<uint8_t> msg_;  // fallback requests
