@@ -479,19 +479,21 @@ size_t interior_leaf(const XCache& c, const TestTree& t, size_t from) {
 class XCacheClientDist : public ::testing::TestWithParam<int> {};
 
 TEST_P(XCacheClientDist, GetAndScanMatchAMapOnStaticData) {
-  std::vector<uint64_t> keys = GetParam() == 0   ? uniform_keys(20000, 1)
-                               : GetParam() == 1 ? sequential_keys(20000)
-                               : GetParam() == 2 ? clustered_keys(20000, 2)
-                                                 : extreme_clusters(20000, 2);
+  std::vector<uint64_t> keys = GetParam() == 0 || GetParam() == 5 ? uniform_keys(20000, 1)
+                               : GetParam() == 1                  ? sequential_keys(20000)
+                               : GetParam() == 2                  ? clustered_keys(20000, 2)
+                                                                  : extreme_clusters(20000, 2);
   XCacheOptions o;
   if (GetParam() == 4) o.top_model = TopKind::kSpline;
   Env env(4096);
-  env.tree->load(keys, 6, 16, 3, /*shuffle_alns=*/GetParam() == 0);
+  env.tree->load(keys, 6, 16, 3, /*shuffle_alns=*/GetParam() == 0 || GetParam() == 5);
   env.tree->page_leaves = 300;  // several FETCH_RUN pages
   std::map<uint64_t, uint64_t> m;
   for (uint64_t k : keys) m[k] = value_of(k);
   XCache cache(o);
-  XStoreClient client(cache, env.remote(), env.scratch(0));
+  XClientOptions co_opt;
+  co_opt.best_leaf_first = GetParam() == 5;
+  XStoreClient client(cache, env.remote(), env.scratch(0), co_opt);
   ASSERT_TRUE(client.check().is_ok());
   env.run([&](r2::Co& co, int) {
     ASSERT_TRUE(client.warm(co).is_ok());
@@ -511,7 +513,7 @@ TEST_P(XCacheClientDist, GetAndScanMatchAMapOnStaticData) {
   EXPECT_EQ(s.invalid_entries + s.mismatches + s.torn + s.refreshes, 0u);
   EXPECT_EQ(s.fallbacks, s.wide);  // no stale entry on static data
   EXPECT_EQ(s.rpcs, s.fallbacks);  // and no refresh
-  if (GetParam() < 2) {
+  if (GetParam() < 2 || GetParam() == 5) {
     EXPECT_EQ(s.fallbacks, 0u);
   } else if (GetParam() == 2) {
     // Sub-models spanning the end of one cluster and the start of the next
@@ -523,8 +525,12 @@ TEST_P(XCacheClientDist, GetAndScanMatchAMapOnStaticData) {
   }
   EXPECT_EQ(s.torn, 0u);
   EXPECT_GT(s.gets_found, 0u);
-  const char* names[] = {"uniform", "sequential", "clustered", "extreme clusters",
-                         "extreme clusters, spline top"};
+  const char* names[] = {"uniform",
+                         "sequential",
+                         "clustered",
+                         "extreme clusters",
+                         "extreme clusters, spline top",
+                         "uniform, best leaf first"};
   std::printf(
       "%s: %u sub-models, %llu GETs %llu SCANs (%llu by RPC), %.2f round trips and %.2f READs "
       "per op\n",
@@ -533,7 +539,7 @@ TEST_P(XCacheClientDist, GetAndScanMatchAMapOnStaticData) {
       double(s.round_trips) / double(s.gets + s.scans), double(s.reads) / double(s.gets + s.scans));
 }
 
-INSTANTIATE_TEST_SUITE_P(Dists, XCacheClientDist, ::testing::Values(0, 1, 2, 3, 4));
+INSTANTIATE_TEST_SUITE_P(Dists, XCacheClientDist, ::testing::Values(0, 1, 2, 3, 4, 5));
 
 // Splits after training: keys of a split leaf's lower half are found in
 // the fetched image, the upper half by the speculative sibling READ; the
@@ -877,7 +883,10 @@ TEST(XCacheClient, MisuseIsReportedAsErrors) {
 TEST(XCacheClient, ReadsPerGetOnAMillionUniformKeys) {
   const size_t n = 1000000;
   const auto keys = uniform_keys(n, 27);
-  for (bool shuffled : {false, true}) {
+  for (int mode = 0; mode < 3; ++mode) {
+    const bool shuffled = mode > 0;
+    XClientOptions copt;
+    copt.best_leaf_first = mode == 2;
     Env env(static_cast<uint32_t>(n / 10 + 1000));
     env.tree->load(keys, 10, 16, 28, shuffled);  // ~80% full leaves
     XCache cache(XCacheOptions{});
@@ -885,7 +894,7 @@ TEST(XCacheClient, ReadsPerGetOnAMillionUniformKeys) {
     constexpr int kGets = 50000;  // per coroutine
     std::vector<std::unique_ptr<XStoreClient>> clients;
     for (int i = 0; i < kCos; ++i) {
-      clients.push_back(std::make_unique<XStoreClient>(cache, env.remote(), env.scratch(i)));
+      clients.push_back(std::make_unique<XStoreClient>(cache, env.remote(), env.scratch(i), copt));
     }
     const auto t0 = std::chrono::steady_clock::now();
     env.run([&](r2::Co& co, int) { ASSERT_TRUE(clients[0]->warm(co).is_ok()); });
@@ -911,17 +920,18 @@ TEST(XCacheClient, ReadsPerGetOnAMillionUniformKeys) {
     const double rt = double(s.round_trips) / double(s.gets);
     const double wr = double(s.reads) / double(s.gets);
     std::printf(
-        "1M uniform keys (%s ALNs): %u sub-models, cache %.1f MB, train %.0f ms; %llu GETs: "
+        "1M uniform keys (%s ALNs%s): %u sub-models, cache %.1f MB, train %.0f ms; %llu GETs: "
         "%.3f READ round trips/GET, %.3f READ requests/GET, fallbacks %llu, %.2f us/GET\n",
-        shuffled ? "shuffled" : "key-order", cache.sub_models(), cache.memory_bytes() / 1e6,
+        shuffled ? "shuffled" : "key-order", copt.best_leaf_first ? ", best leaf first" : "",
+        cache.sub_models(), cache.memory_bytes() / 1e6,
         std::chrono::duration<double, std::milli>(t1 - t0).count(), (unsigned long long)s.gets, rt,
         wr, (unsigned long long)s.fallbacks,
         std::chrono::duration<double, std::micro>(t2 - t1).count() / double(s.gets));
     EXPECT_EQ(s.gets, uint64_t{kCos} * kGets);
     EXPECT_EQ(s.fallbacks, 0u);
     EXPECT_LE(rt, 2.2);
-    if (!shuffled) {
-      EXPECT_LE(wr, 2.2);
+    if (mode != 1) {
+      EXPECT_LE(wr, 2.2);  // measured 2.000 (key order), 2.186 (best leaf first)
     }
   }
 }

@@ -165,9 +165,38 @@ TEST(XCacheOnXTree, StaticThenConcurrentInsertsThenExpansion) {
     cl[0]->reset_stats();
     expect_exact(*cl[0], co, m, probes_of(loaded, never, 4000, 4));
     EXPECT_EQ(cl[0]->stats().fallbacks, 0u);
+    // YCSB-C-like GETs of present keys on a tree grown by random inserts.
+    cl[0]->reset_stats();
+    std::mt19937_64 rng(7);
+    uint64_t v;
+    for (int q = 0; q < 20000; ++q) {
+      const uint64_t k = loaded[rng() % loaded.size()];
+      auto r = cl[0]->get(co, k, &v);
+      ASSERT_TRUE(r.is_ok() && *r);
+    }
+    const XClientStats& st = cl[0]->stats();
     std::printf(
-        "static XTree: %u sub-models, %.3f READ round trips/GET-or-SCAN\n", cache.sub_models(),
-        double(cl[0]->stats().round_trips) / double(cl[0]->stats().gets + cl[0]->stats().scans));
+        "static XTree (%llu leaves): %u sub-models, %.3f READ round trips and %.3f READs per "
+        "GET\n",
+        (unsigned long long)own.tree->stats().leaves_used, cache.sub_models(),
+        double(st.round_trips) / double(st.gets), double(st.reads) / double(st.gets));
+    EXPECT_LE(double(st.round_trips) / double(st.gets), 2.2);
+    EXPECT_EQ(st.fallbacks, 0u);
+    // The same with best_leaf_first (the XTree's leaves are not in key order).
+    XClientOptions bo;
+    bo.best_leaf_first = true;
+    XStoreClient bf(cache, own.remote(), own.buf(1), bo);
+    rng.seed(7);
+    for (int q = 0; q < 20000; ++q) {
+      const uint64_t k = loaded[rng() % loaded.size()];
+      auto r = bf.get(co, k, &v);
+      ASSERT_TRUE(r.is_ok() && *r);
+      ASSERT_EQ(v, value_of(k));
+    }
+    std::printf("  best leaf first: %.3f READ round trips and %.3f READs per GET\n",
+                double(bf.stats().round_trips) / double(bf.stats().gets),
+                double(bf.stats().reads) / double(bf.stats().gets));
+    EXPECT_EQ(bf.stats().fallbacks, 0u);
   });
 
   // Concurrent: an owner thread inserts `fresh` while clients read.

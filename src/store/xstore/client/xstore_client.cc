@@ -311,13 +311,15 @@ uint32_t XStoreClient::post_leaf_reads(uint32_t len) {
   uint32_t reads = 0;
   for (size_t i = 0; i < alns_.size();) {
     // Leaves with consecutive ALNs are consecutive in memory, at the same
-    // stride as the copies in leaves_: one READ brings them all.
+    // stride as the copies in leaves_: one READ brings them all when their
+    // buffers are consecutive too.
     size_t j = i + 1;
-    while (j < alns_.size() && alns_[j] == alns_[j - 1] + 1 &&
+    while (j < alns_.size() && alns_[j].first == alns_[j - 1].first + 1 &&
+           alns_[j].second == alns_[j - 1].second + 1 &&
            (j - i) * stride + len <= opt_.max_read_bytes) {
       ++j;
     }
-    batch_.read(leaf_addr(alns_[i]), leaf_buf(static_cast<uint32_t>(i)),
+    batch_.read(leaf_addr(alns_[i].first), leaf_buf(alns_[i].second),
                 static_cast<uint32_t>((j - i - 1) * stride + len));
     ++reads;
     i = j;
@@ -364,12 +366,23 @@ Result<XStoreClient::Look> XStoreClient::try_get(r2::Co& co, uint64_t key, void*
     }
   }
   const auto keys_len = static_cast<uint32_t>(leaf_keys_bytes(fanout));
-  alns_.clear();
-  for (uint32_t i = 0; i < n; ++i) alns_.push_back(entries_[i].aln);
-  stats_.reads += post_leaf_reads(keys_len);
-  const r2::OpStatus s = co.run(batch_);
-  ++stats_.round_trips;
-  if (s != r2::OpStatus::kOk) return fabric_error(s, "READ of predicted leaves");
+  // best_leaf_first: round 1 reads only the leaf of the predicted position
+  // (usually the key's), round 2 the rest of the range if needed.
+  const uint32_t best = pr.best - pr.first;
+  const bool two_rounds = opt_.best_leaf_first && n > 1;
+  auto fetch = [&](bool best_only, bool skip_best) -> Status {
+    alns_.clear();
+    for (uint32_t i = 0; i < n; ++i) {
+      if ((best_only && i != best) || (skip_best && i == best)) continue;
+      alns_.emplace_back(entries_[i].aln, i);
+    }
+    stats_.reads += post_leaf_reads(keys_len);
+    const r2::OpStatus s = co.run(batch_);
+    ++stats_.round_trips;
+    if (s != r2::OpStatus::kOk) return fabric_error(s, "READ of predicted leaves");
+    return Status::ok();
+  };
+  DRTMX_RETURN_IF_ERROR(fetch(two_rounds, false));
 
   // Returns the slot of `key` in a verified leaf copy, -1 if absent, -2 torn.
   auto search = [&](const uint8_t* buf) -> int {
@@ -385,18 +398,24 @@ Result<XStoreClient::Look> XStoreClient::try_get(r2::Co& co, uint64_t key, void*
 
   int mismatched = -1;
   uint32_t mismatches = 0;
-  for (uint32_t i = 0; i < n; ++i) {
-    const int slot = search(leaf_buf(i));
-    if (slot == -2) {
-      ++stats_.torn;
-      return Look::kRetry;
-    }
-    if (slot >= 0) return read_value(co, entries_[i].aln, static_cast<uint32_t>(slot), key, value);
-    if (unpack_meta(load64(leaf_buf(i))).incarnation != entries_[i].incarnation) {
-      ++stats_.mismatches;
-      cache_.invalidate(pr.sub, pr.first + i, gen);
-      mismatched = static_cast<int>(i);
-      ++mismatches;
+  for (uint32_t round = 0; round < (two_rounds ? 2 : 1); ++round) {
+    if (round == 1) DRTMX_RETURN_IF_ERROR(fetch(false, true));
+    for (uint32_t i = 0; i < n; ++i) {
+      if (two_rounds && (round == 0) != (i == best)) continue;
+      const int slot = search(leaf_buf(i));
+      if (slot == -2) {
+        ++stats_.torn;
+        return Look::kRetry;
+      }
+      if (slot >= 0) {
+        return read_value(co, entries_[i].aln, static_cast<uint32_t>(slot), key, value);
+      }
+      if (unpack_meta(load64(leaf_buf(i))).incarnation != entries_[i].incarnation) {
+        ++stats_.mismatches;
+        cache_.invalidate(pr.sub, pr.first + i, gen);
+        mismatched = static_cast<int>(i);
+        ++mismatches;
+      }
     }
   }
   if (mismatches == 0) return Look::kAbsent;
@@ -557,7 +576,9 @@ Result<XStoreClient::Look> XStoreClient::try_scan(r2::Co& co, uint64_t start, si
       return Look::kStale;
     }
     alns_.clear();
-    for (const Planned& p : plan_) alns_.push_back(p.e.aln);
+    for (size_t i = 0; i < plan_.size(); ++i) {
+      alns_.emplace_back(plan_[i].e.aln, static_cast<uint32_t>(i));
+    }
     stats_.reads += post_leaf_reads(leaf_len);
     const r2::OpStatus s = co.run(batch_);
     ++stats_.round_trips;

@@ -24,7 +24,9 @@
 //      (retraining on the same data would not help; expansion or the spline
 //      top model would).
 // Common case: 2 round trips; the first READs the 1-2 predicted leaves (one
-// READ when their ALNs are consecutive, see max_read_bytes).
+// READ when their ALNs are consecutive, see max_read_bytes). With
+// best_leaf_first, step 2 first READs only the leaf of the predicted
+// position and the rest of the range in a second round trip if needed.
 //
 // SCAN(start, n): predict start's leaves, then walk the TT in key order
 // (through following sub-models, skipping a leaf shared by two) and READ
@@ -72,6 +74,11 @@ struct XClientOptions {
   // Leaves with consecutive ALNs are fetched by one READ of at most this
   // many bytes (must not exceed the fabric's max_op_bytes()).
   uint32_t max_read_bytes = 4096;
+  // GET reads the leaf of the predicted position first and the rest of the
+  // predicted range only when the key is not there: fewer READ requests
+  // (about 1 + miss rate instead of the range width) for more round trips
+  // (2 + miss rate). For trees whose leaves are not laid out in key order.
+  bool best_leaf_first = false;
 
   Status validate() const;
 };
@@ -179,8 +186,9 @@ class XStoreClient {
   // One TT entry, from the cache or (models-only) the window, which is
   // reloaded from `lln` on when it does not hold the entry.
   Status tt_at(r2::Co& co, uint32_t sub, uint32_t lln, TTEntry* out);
-  // Posts into batch_ READs of `len` bytes from each leaf in alns_ into
-  // leaf_buf(i), coalescing consecutive ALNs; returns the READs posted.
+  // Posts into batch_ READs of `len` bytes from each leaf in alns_ into its
+  // leaf_buf, coalescing consecutive ALNs (with consecutive buffers);
+  // returns the READs posted.
   uint32_t post_leaf_reads(uint32_t len);
   // Moves a SCAN cursor to the next LLN in key order (next non-empty
   // sub-model after the last LLN of one).
@@ -226,7 +234,7 @@ class XStoreClient {
   uint32_t win_from_ = 0;
   bool win_valid_ = false;
   std::vector<Planned> plan_;
-  std::vector<uint32_t> alns_;  // leaves of the next batch, buffer order
+  std::vector<std::pair<uint32_t, uint32_t>> alns_;  // next batch: (ALN, buffer index)
   r2::OpBatch batch_;
   r2::RpcBuffer reply_;
   std::vector<std::pair<uint64_t, uint32_t>> pairs_;  // scan: key, index into vals_
