@@ -738,7 +738,7 @@ TEST(XCacheClient, ModelsOnlyReadsTheTranslationTableRemotely) {
   ASSERT_TRUE(full.write_tt_image(env.cluster->base(kOwner, kTTRegion), 64 * 1024).is_ok());
   XCache mo = full.models_only_copy({kOwner, kTTRegion, 0});
   std::printf("models-only: %zu bytes vs full %zu bytes\n", mo.memory_bytes(), full.memory_bytes());
-  EXPECT_LT(mo.memory_bytes(), full.memory_bytes());
+  EXPECT_LT(mo.memory_bytes() * 2, full.memory_bytes());  // measured 9.0 KB vs 22.9 KB
   XStoreClient client(mo, env.remote(), env.scratch(1));
   ASSERT_TRUE(client.check().is_ok());
   env.run([&](r2::Co& co, int) {

@@ -97,8 +97,9 @@ struct TopModel {
 // [predict - min_err, predict + max_err].
 struct SubModel {
   LinearModel lr;
-  double min_err = 0;  // largest over-prediction  (predict - pos), >= 0
-  double max_err = 0;  // largest under-prediction (pos - predict), >= 0
+  // Rounded up to float when trained (bounds may only grow).
+  float min_err = 0;  // largest over-prediction  (predict - pos), >= 0
+  float max_err = 0;  // largest under-prediction (pos - predict), >= 0
   // Smallest and largest training key: outside [key_min, key_max] the
   // position is not predicted but clamped (see xcache.h).
   uint64_t key_min = 0;

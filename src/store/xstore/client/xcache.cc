@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <string>
 
 namespace drtmx::store::xstore {
@@ -11,6 +12,13 @@ namespace {
 // Slack added to error bounds so that the subtraction/addition in predict()
 // cannot round a bound past a training point (positions are < 2^40).
 constexpr double kErrSlack = 1e-6;
+
+// The smallest float >= x (error bounds may only grow when narrowed).
+float round_up(double x) {
+  float f = static_cast<float>(x);
+  if (static_cast<double>(f) < x) f = std::nextafter(f, std::numeric_limits<float>::infinity());
+  return f;
+}
 
 // Index of the last leaf of `run` whose low fence is <= key (run[0].low <= key).
 size_t covering(std::span<const LeafRun> run, uint64_t key) {
@@ -92,11 +100,11 @@ Status XCache::check_run(std::span<const LeafRun> run, uint64_t lo, uint64_t hi)
   return Status::ok();
 }
 
-void XCache::train_sub(Sub& s, std::span<const LeafRun> leaves) {
+void XCache::train_sub(Sub& s, std::vector<uint64_t>& tt, std::span<const LeafRun> leaves) {
   const uint32_t n = opt_.fanout;
   LinearFitter fit;
   points_.clear();
-  s.tt.clear();
+  tt.clear();
   s.keys = 0;
   auto add = [&](uint64_t k, double pos) {
     fit.add(k, pos);
@@ -119,8 +127,8 @@ void XCache::train_sub(Sub& s, std::span<const LeafRun> leaves) {
       add(*it, base + step * static_cast<double>(it - l.keys.begin() + 1));
     }
     if (j + 1 < leaves.size()) add(hi, base + step * static_cast<double>(end - l.keys.begin() + 1));
-    s.keys += static_cast<uint64_t>(end - begin);
-    s.tt.push_back(pack_tt({true, l.aln, l.incarnation, l.count}));
+    s.keys += static_cast<uint32_t>(end - begin);
+    tt.push_back(pack_tt({true, l.aln, l.incarnation, l.count}));
   }
   s.model.lr = fit.fit();
   s.model.key_min = points_.empty() ? s.lo : points_.front().first;
@@ -131,8 +139,8 @@ void XCache::train_sub(Sub& s, std::span<const LeafRun> leaves) {
     over = std::max(over, p - pos);
     under = std::max(under, pos - p);
   }
-  s.model.min_err = over + kErrSlack;
-  s.model.max_err = under + kErrSlack;
+  s.model.min_err = round_up(over + kErrSlack);
+  s.model.max_err = round_up(under + kErrSlack);
   s.leaves = static_cast<uint32_t>(leaves.size());
   s.generation = ++epoch_;  // unique across sub-models and trainings
 }
@@ -189,6 +197,7 @@ Status XCache::train(std::span<const LeafRun> run, uint32_t sub_models) {
   }
 
   std::vector<Sub> subs(m);
+  std::vector<std::vector<uint64_t>> tts(m);
   uint64_t tt_entries = 0;
   std::vector<uint64_t> firsts(m + 1);
   std::vector<bool> has(m + 1, false);
@@ -199,7 +208,7 @@ Status XCache::train(std::span<const LeafRun> run, uint32_t sub_models) {
     s.lo = firsts[i];
     s.hi = (i + 1 < m && has[i + 1]) ? firsts[i + 1] - 1 : UINT64_MAX;
     const size_t a = covering(run, s.lo), b = covering(run, s.hi);
-    train_sub(s, run.subspan(a, b - a + 1));
+    train_sub(s, tts[i], run.subspan(a, b - a + 1));
     tt_entries += s.leaves;
     if (tt_entries * 8 > opt_.tt_budget_bytes) {
       return exhausted("xcache: the translation table needs more than its budget of " +
@@ -209,6 +218,7 @@ Status XCache::train(std::span<const LeafRun> run, uint32_t sub_models) {
   }
   top_ = top;
   subs_ = std::move(subs);
+  tts_ = std::move(tts);
   total_keys_ = 0;
   for (const Sub& s : subs_) total_keys_ += s.keys;
   return Status::ok();
@@ -227,14 +237,14 @@ Status XCache::retrain_sub(uint32_t sub, std::span<const LeafRun> run) {
   const size_t a = covering(run, s.lo), b = covering(run, s.hi);
   uint64_t other = 0;
   for (uint32_t i = 0; i < subs_.size(); ++i) {
-    if (i != sub) other += subs_[i].tt.size();
+    if (i != sub) other += tts_[i].size();
   }
   if ((other + (b - a + 1)) * 8 > opt_.tt_budget_bytes) {
     return exhausted("xcache retrain_sub: the translation table would exceed its budget of " +
                      std::to_string(opt_.tt_budget_bytes) + " bytes");
   }
   total_keys_ -= s.keys;
-  train_sub(s, run.subspan(a, b - a + 1));
+  train_sub(s, tts_[sub], run.subspan(a, b - a + 1));
   total_keys_ += s.keys;
   return Status::ok();
 }
@@ -282,8 +292,8 @@ Prediction XCache::predict(uint64_t key) const {
 void XCache::invalidate(uint32_t sub, uint32_t lln, uint64_t generation) {
   if (models_only_ || sub >= subs_.size()) return;
   Sub& s = subs_[sub];
-  if (s.generation != generation || lln >= s.tt.size()) return;
-  s.tt[lln] &= ~(uint64_t{1} << 63);
+  if (s.generation != generation || lln >= tts_[sub].size()) return;
+  tts_[sub][lln] &= ~(uint64_t{1} << 63);
 }
 
 size_t XCache::tt_image_bytes() const {
@@ -299,9 +309,9 @@ Status XCache::write_tt_image(uint8_t* dst, size_t capacity) const {
                         " bytes, the destination has " + std::to_string(capacity));
   }
   size_t off = 0;
-  for (const Sub& s : subs_) {
-    std::memcpy(dst + off, s.tt.data(), s.tt.size() * 8);
-    off += s.tt.size() * 8;
+  for (const auto& t : tts_) {
+    std::memcpy(dst + off, t.data(), t.size() * 8);
+    off += t.size() * 8;
   }
   return Status::ok();
 }
@@ -333,7 +343,8 @@ XCache XCache::models_only_copy(r2::RemoteAddr image) const {
 
 size_t XCache::memory_bytes() const {
   size_t n = sizeof(*this) + subs_.size() * sizeof(Sub) + top_.knots.capacity() * 16;
-  for (const Sub& s : subs_) n += s.tt.capacity() * 8;
+  n += tts_.capacity() * sizeof(std::vector<uint64_t>);
+  for (const auto& t : tts_) n += t.capacity() * 8;
   return n;
 }
 

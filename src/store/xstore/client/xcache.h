@@ -168,7 +168,7 @@ class XCache {
   void set_split_seq(uint64_t seq) { split_seq_ = seq; }
 
   // Full mode only: TT entry `lln` of `sub` (lln < sub_leaves(sub)).
-  TTEntry tt(uint32_t sub, uint32_t lln) const { return unpack_tt(subs_[sub].tt[lln]); }
+  TTEntry tt(uint32_t sub, uint32_t lln) const { return unpack_tt(tts_[sub][lln]); }
   // Clears the valid bit of an entry, if the sub-model is still at
   // `generation` (a retrain in between made the entry a different one).
   void invalidate(uint32_t sub, uint32_t lln, uint64_t generation);
@@ -192,26 +192,28 @@ class XCache {
   size_t memory_bytes() const;
 
  private:
+  // Per sub-model state; its TT is tts_[i] (full mode only).
   struct Sub {
     SubModel model;
     uint64_t lo = 0, hi = 0;  // the key interval I_i (inclusive)
-    uint32_t leaves = 0;      // TT length; 0 = empty interval, never used
-    uint64_t keys = 0;        // keys inside [lo, hi] at training
     uint64_t generation = 0;
-    uint64_t tt_index = 0;     // models-only: first entry in the image
-    std::vector<uint64_t> tt;  // full mode
+    uint64_t tt_index = 0;  // models-only: first entry in the image
+    uint32_t leaves = 0;    // TT length; 0 = empty interval, never used
+    uint32_t keys = 0;      // keys inside [lo, hi] at training
   };
 
   // Smallest key k with pick(k) >= i under `top`; false when none.
   static bool first_key_of(const TopModel& top, uint32_t i, uint64_t* k);
-  // Trains `s` over `leaves` (those covering [s.lo, s.hi], in key order).
-  void train_sub(Sub& s, std::span<const LeafRun> leaves);
+  // Trains `s` and its TT `tt` over `leaves` (those covering [s.lo, s.hi],
+  // in key order).
+  void train_sub(Sub& s, std::vector<uint64_t>& tt, std::span<const LeafRun> leaves);
   // Checks that `run` is well formed and covers [lo, hi].
   Status check_run(std::span<const LeafRun> run, uint64_t lo, uint64_t hi) const;
 
   XCacheOptions opt_;
   TopModel top_;
   std::vector<Sub> subs_;
+  std::vector<std::vector<uint64_t>> tts_;  // full mode: TT of each sub-model
   uint64_t total_keys_ = 0;
   uint64_t epoch_ = 0;
   uint64_t split_seq_ = 0;
