@@ -1,0 +1,350 @@
+#include "store/hash/hash_table.h"
+
+#include <algorithm>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "store/hash/word_copy.h"
+
+namespace drtmx::store::hash {
+namespace {
+
+// Bounded retries of the owner's optimistic reads before get() gives up
+// with kUnavailable (only a writer stalled mid-write keeps a copy torn).
+constexpr int kLocalReadTries = 256;
+constexpr int kLocalRestarts = 16;
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+Bucket load_bucket(const uint8_t* p) {
+  Bucket b;
+  load_words(&b, p, kBucketBytes);
+  return b;
+}
+
+// Rewrites a bucket with `b` (latch word untouched): stamp + 1, seal, store.
+void store_bucket(uint8_t* p, Bucket b) {
+  b.stamp += 1;
+  b.seal = bucket_seal(b);
+  store_words(p + 8, reinterpret_cast<const uint8_t*>(&b) + 8, kBucketBytes - 8);
+}
+
+// A record image (header + value, slot_bytes) in 8-byte words.
+std::vector<uint64_t> record_image(size_t slot_bytes) {
+  return std::vector<uint64_t>(slot_bytes / 8, 0);
+}
+RecordHeader* header_of(std::vector<uint64_t>& img) {
+  return reinterpret_cast<RecordHeader*>(img.data());
+}
+uint8_t* value_of(std::vector<uint64_t>& img) {
+  return reinterpret_cast<uint8_t*>(img.data()) + sizeof(RecordHeader);
+}
+
+// Stores the sealed part [8, slot_bytes) of a record image (not the lock).
+void store_record_body(uint8_t* rec, const std::vector<uint64_t>& img, size_t slot_bytes) {
+  store_words(rec + 8, img.data() + 1, slot_bytes - 8);
+}
+
+std::atomic_ref<uint64_t> lock_of(uint8_t* rec) {
+  return std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(rec));
+}
+
+}  // namespace
+
+Result<std::unique_ptr<HashTable>> HashTable::create(std::span<uint8_t> bucket_region,
+                                                     std::span<uint8_t> record_region,
+                                                     const HashLayout& layout,
+                                                     RecordSlots& slots) {
+  DRTMX_RETURN_IF_ERROR(layout.validate());
+  if (layout.bucket_offset + layout.area_bytes() > bucket_region.size()) {
+    return out_of_range("hash table: bucket area [" + std::to_string(layout.bucket_offset) + ", " +
+                        std::to_string(layout.bucket_offset + layout.area_bytes()) +
+                        ") does not fit the bucket region of " +
+                        std::to_string(bucket_region.size()) +
+                        " bytes; make the region larger or the table smaller");
+  }
+  if (reinterpret_cast<uintptr_t>(bucket_region.data()) % 64 != 0 ||
+      reinterpret_cast<uintptr_t>(record_region.data()) % 64 != 0) {
+    return invalid_argument("hash table: region bases must be 64-byte aligned");
+  }
+  if (record_region.size() > kMaxRecordOffset) {
+    return invalid_argument("hash table: record region of " + std::to_string(record_region.size()) +
+                            " bytes exceeds the 256 GiB a bucket slot can address");
+  }
+  if (record_region.size() < layout.slot_bytes()) {
+    return invalid_argument("hash table: record region smaller than one record slot");
+  }
+  uint8_t* area = bucket_region.data() + layout.bucket_offset;
+  Bucket empty{};
+  empty.seal = bucket_seal(empty);
+  for (uint64_t i = 0; i < uint64_t{layout.buckets} + layout.overflow; ++i) {
+    store_words(area + i * kBucketBytes, &empty, kBucketBytes);
+  }
+  std::atomic_thread_fence(std::memory_order_release);
+  return std::unique_ptr<HashTable>(new HashTable(area, record_region, layout, slots));
+}
+
+void HashTable::lock_chain(uint32_t head) const {
+  std::atomic_ref<uint64_t> latch(*reinterpret_cast<uint64_t*>(bucket_ptr(head)));
+  for (uint32_t spins = 0;; ++spins) {
+    uint64_t expected = 0;
+    if (latch.load(std::memory_order_relaxed) == 0 &&
+        latch.compare_exchange_weak(expected, 1, std::memory_order_acquire)) {
+      return;
+    }
+    // Holders never wait while holding it; only a preempted holder makes us
+    // wait longer than a few hundred cycles, so give the core away then.
+    if (spins < 64) {
+      cpu_relax();
+    } else {
+      std::this_thread::yield();
+    }
+  }
+}
+
+void HashTable::unlock_chain(uint32_t head) const {
+  std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(bucket_ptr(head)))
+      .store(0, std::memory_order_release);
+}
+
+bool HashTable::find_locked(uint32_t head, uint64_t key, SlotPos* pos) const {
+  uint32_t b = head;
+  for (uint64_t steps = 0; steps <= layout_.overflow; ++steps) {
+    Bucket img = load_bucket(bucket_ptr(b));
+    for (uint32_t s = 0; s < kSlotsPerBucket; ++s) {
+      if (img.slots[s].ref != 0 && img.slots[s].key == key) {
+        *pos = {b, s, img.slots[s].ref};
+        return true;
+      }
+    }
+    if (img.next == 0) return false;
+    b = layout_.buckets + img.next - 1;
+  }
+  return false;
+}
+
+Status HashTable::check_value(std::span<const uint8_t> value) const {
+  if (value.size() > layout_.value_size) {
+    return out_of_range("hash table: value of " + std::to_string(value.size()) +
+                        " bytes exceeds the table's value size of " +
+                        std::to_string(layout_.value_size) + " bytes");
+  }
+  return Status::ok();
+}
+
+Result<RecordLoc> HashTable::insert(uint64_t key, std::span<const uint8_t> value) {
+  DRTMX_RETURN_IF_ERROR(check_value(value));
+  const uint32_t head = bucket_index(key, layout_.buckets);
+  lock_chain(head);
+  // One pass: is the key there, where is the first free slot, which bucket ends the chain.
+  bool have_free = false;
+  SlotPos free_pos;
+  uint32_t last = head;
+  uint32_t b = head;
+  for (uint64_t steps = 0; steps <= layout_.overflow; ++steps) {
+    Bucket img = load_bucket(bucket_ptr(b));
+    for (uint32_t s = 0; s < kSlotsPerBucket; ++s) {
+      if (img.slots[s].ref == 0) {
+        if (!have_free) {
+          have_free = true;
+          free_pos = {b, s, 0};
+        }
+      } else if (img.slots[s].key == key) {
+        unlock_chain(head);
+        return already_exists("hash table: key " + std::to_string(key) +
+                              " already exists; use update");
+      }
+    }
+    last = b;
+    if (img.next == 0) break;
+    b = layout_.buckets + img.next - 1;
+  }
+
+  Result<SlotGrant> grant = slots_.allocate();
+  if (!grant) {
+    unlock_chain(head);
+    return grant.status();
+  }
+  if (grant->offset % 64 != 0 || grant->offset + layout_.slot_bytes() > records_.size()) {
+    slots_.release(grant->offset);
+    unlock_chain(head);
+    return internal_error("hash table: the record allocator returned offset " +
+                          std::to_string(grant->offset) +
+                          ", not a 64-byte aligned slot inside the record region");
+  }
+  uint32_t new_overflow = 0;  // overflow index + 1 of a bucket to link, 0 = none
+  if (!have_free) {
+    uint32_t idx = next_overflow_.fetch_add(1, std::memory_order_relaxed);
+    if (idx >= layout_.overflow) {
+      slots_.release(grant->offset);
+      unlock_chain(head);
+      return exhausted("hash table: out of overflow buckets (" + std::to_string(layout_.overflow) +
+                       " used); create the table with a larger capacity");
+    }
+    new_overflow = idx + 1;
+    free_pos = {layout_.buckets + idx, 0, 0};
+  }
+
+  // 1. The record, complete, before anything points at it.
+  const size_t slot_bytes = layout_.slot_bytes();
+  uint8_t* rec = record_ptr(grant->offset);
+  std::vector<uint64_t> img = record_image(slot_bytes);
+  RecordHeader* h = header_of(img);
+  h->lock = 0;
+  h->version = 1;
+  h->key = key;
+  h->incarnation = grant->incarnation;
+  h->flags = kLive;
+  if (!value.empty()) std::memcpy(value_of(img), value.data(), value.size());
+  store::seal(img.data(), layout_.value_size);
+  lock_of(rec).store(0, std::memory_order_relaxed);
+  store_record_body(rec, img, slot_bytes);
+  // Readers that see the slot below (an acquire on their side, or a fabric
+  // READ issued after they copied the bucket) see the whole record.
+  std::atomic_thread_fence(std::memory_order_release);
+
+  // 2. Publish: the slot, then (new overflow bucket) the link to it.
+  Bucket target = load_bucket(bucket_ptr(free_pos.bucket));
+  target.slots[free_pos.slot] = {key, make_ref(grant->offset, grant->incarnation)};
+  store_bucket(bucket_ptr(free_pos.bucket), target);
+  if (new_overflow != 0) {
+    std::atomic_thread_fence(std::memory_order_release);
+    Bucket tail = load_bucket(bucket_ptr(last));
+    tail.next = new_overflow;
+    store_bucket(bucket_ptr(last), tail);
+  }
+  keys_.fetch_add(1, std::memory_order_relaxed);
+  unlock_chain(head);
+  return RecordLoc{grant->offset, grant->incarnation, 1};
+}
+
+Result<RecordLoc> HashTable::update(uint64_t key, std::span<const uint8_t> value) {
+  DRTMX_RETURN_IF_ERROR(check_value(value));
+  const uint32_t head = bucket_index(key, layout_.buckets);
+  lock_chain(head);
+  SlotPos pos;
+  if (!find_locked(head, key, &pos)) {
+    unlock_chain(head);
+    return not_found("hash table: key " + std::to_string(key) + " not found; use insert");
+  }
+  const uint64_t off = ref_offset(pos.ref);
+  uint8_t* rec = record_ptr(off);
+  uint64_t free_word = 0;
+  if (!lock_of(rec).compare_exchange_strong(free_word, kOwnerLockWord,
+                                            std::memory_order_acquire)) {
+    unlock_chain(head);
+    return unavailable("hash table: record of key " + std::to_string(key) +
+                       " is locked by a transaction; retry the update");
+  }
+  const size_t slot_bytes = layout_.slot_bytes();
+  std::vector<uint64_t> img = record_image(slot_bytes);
+  load_words(img.data(), rec, sizeof(RecordHeader));  // we hold the lock: no other writer
+  RecordHeader* h = header_of(img);
+  h->version += 1;
+  h->flags = kLive;
+  if (!value.empty()) std::memcpy(value_of(img), value.data(), value.size());
+  store::seal(img.data(), layout_.value_size);
+  store_record_body(rec, img, slot_bytes);
+  const RecordLoc loc{off, h->incarnation, h->version};
+  lock_of(rec).store(0, std::memory_order_release);
+  unlock_chain(head);
+  return loc;
+}
+
+Status HashTable::remove(uint64_t key) {
+  const uint32_t head = bucket_index(key, layout_.buckets);
+  lock_chain(head);
+  SlotPos pos;
+  if (!find_locked(head, key, &pos)) {
+    unlock_chain(head);
+    return not_found("hash table: key " + std::to_string(key) + " not found; nothing to delete");
+  }
+  const uint64_t off = ref_offset(pos.ref);
+  uint8_t* rec = record_ptr(off);
+  uint64_t free_word = 0;
+  if (!lock_of(rec).compare_exchange_strong(free_word, kOwnerLockWord,
+                                            std::memory_order_acquire)) {
+    unlock_chain(head);
+    return unavailable("hash table: record of key " + std::to_string(key) +
+                       " is locked by a transaction; retry the delete");
+  }
+  // 1. Mark the record deleted (readers holding its address learn it).
+  const size_t slot_bytes = layout_.slot_bytes();
+  std::vector<uint64_t> img = record_image(slot_bytes);
+  load_words(img.data(), rec, slot_bytes);
+  RecordHeader* h = header_of(img);
+  h->version += 1;
+  h->flags = kDeleted;
+  store::seal(img.data(), layout_.value_size);
+  store_record_body(rec, img, slot_bytes);
+  std::atomic_thread_fence(std::memory_order_release);
+  // 2. Unlink it from the bucket.
+  Bucket b = load_bucket(bucket_ptr(pos.bucket));
+  b.slots[pos.slot] = {0, 0};
+  store_bucket(bucket_ptr(pos.bucket), b);
+  lock_of(rec).store(0, std::memory_order_release);
+  keys_.fetch_sub(1, std::memory_order_relaxed);
+  unlock_chain(head);
+  // 3. Only now may the slot get a new tenant.
+  slots_.release(off);
+  return Status::ok();
+}
+
+Result<RecordLoc> HashTable::get(uint64_t key, std::span<uint8_t> value_out) const {
+  if (value_out.size() < layout_.value_size) {
+    return invalid_argument("hash table get: value buffer of " + std::to_string(value_out.size()) +
+                            " bytes is smaller than the value size " +
+                            std::to_string(layout_.value_size));
+  }
+  const uint32_t head = bucket_index(key, layout_.buckets);
+  const size_t slot_bytes = layout_.slot_bytes();
+  std::vector<uint64_t> img = record_image(slot_bytes);
+  for (int restart = 0; restart < kLocalRestarts; ++restart) {
+    // Find the slot: bucket by bucket, each copy verified by its seal.
+    uint64_t ref = 0;
+    uint32_t b = head;
+    bool torn_forever = false;
+    for (uint64_t steps = 0; steps <= layout_.overflow && ref == 0; ++steps) {
+      Bucket copy;
+      int tries = 0;
+      for (; tries < kLocalReadTries; ++tries) {
+        copy = load_bucket(bucket_ptr(b));
+        if (bucket_verifies(copy)) break;
+        cpu_relax();
+      }
+      if (tries == kLocalReadTries) {
+        torn_forever = true;
+        break;
+      }
+      for (uint32_t s = 0; s < kSlotsPerBucket; ++s) {
+        if (copy.slots[s].ref != 0 && copy.slots[s].key == key) ref = copy.slots[s].ref;
+      }
+      if (ref != 0 || copy.next == 0) break;
+      b = layout_.buckets + copy.next - 1;
+    }
+    if (torn_forever) break;
+    if (ref == 0) return not_found("hash table: key " + std::to_string(key) + " not found");
+    // Pairs with the writer's release fence between record and bucket.
+    std::atomic_thread_fence(std::memory_order_acquire);
+    const uint8_t* rec = record_ptr(ref_offset(ref));
+    for (int tries = 0; tries < kLocalReadTries; ++tries) {
+      load_words(img.data(), rec, slot_bytes);
+      RecordCheck c = verify(img.data(), layout_.value_size, key, ref_incarnation(ref));
+      if (c == RecordCheck::kOk) {
+        std::memcpy(value_out.data(), value_of(img), layout_.value_size);
+        return RecordLoc{ref_offset(ref), ref_incarnation(ref), header_of(img)->version};
+      }
+      if (c != RecordCheck::kTorn) break;  // deleted or reused since the bucket copy: restart
+      cpu_relax();
+    }
+  }
+  return unavailable("hash table get: key " + std::to_string(key) +
+                     " stayed torn or moving for every bounded retry; retry later");
+}
+
+}  // namespace drtmx::store::hash

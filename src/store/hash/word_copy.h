@@ -1,0 +1,32 @@
+// Word-wise copies between owner-local registered memory and private
+// images, with relaxed 8-byte atomic accesses. The owner's writers and its
+// optimistic local readers race by design (readers verify seals); making
+// every access an 8-byte atomic keeps that race defined in C++ and each
+// word untorn, exactly what a one-sided READ guarantees (8 aligned bytes).
+// Private to the hash table; both pointers 8-byte aligned, `bytes` a
+// multiple of 8.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+namespace drtmx::store::hash {
+
+inline void load_words(void* dst, const void* shared, size_t bytes) {
+  auto* d = static_cast<uint64_t*>(dst);
+  auto* s = static_cast<uint64_t*>(const_cast<void*>(shared));
+  for (size_t i = 0; i < bytes / 8; ++i) {
+    d[i] = std::atomic_ref<uint64_t>(s[i]).load(std::memory_order_relaxed);
+  }
+}
+
+inline void store_words(void* shared, const void* src, size_t bytes) {
+  auto* d = static_cast<uint64_t*>(shared);
+  auto* s = static_cast<const uint64_t*>(src);
+  for (size_t i = 0; i < bytes / 8; ++i) {
+    std::atomic_ref<uint64_t>(d[i]).store(s[i], std::memory_order_relaxed);
+  }
+}
+
+}  // namespace drtmx::store::hash
