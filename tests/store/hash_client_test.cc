@@ -153,7 +153,7 @@ TEST(HashClient, ConcurrentOwnerChangesAndRemoteLookups) {
   Partition s(3, 2, 2, kKeys);
   auto cache = s.cache(200);
   History h(kKeys);
-  std::atomic<int> readers_left{6};
+  std::atomic<int> readers_left{6}, writers_left{3};
   std::atomic<uint64_t> violations{0}, gets{0}, found{0}, stale{0}, torn{0}, fallbacks{0},
       writes{0};
   std::mutex fail_mu;
@@ -187,12 +187,22 @@ TEST(HashClient, ConcurrentOwnerChangesAndRemoteLookups) {
       ++writes;
       co.yield();
     }
+    --writers_left;
   };
   auto reader = [&](Co& co, HashClient& c, uint64_t seed) {
+    // Paced by the writers (get i waits for i / 2 writes since this reader
+    // started), so reads and writes overlap whatever the OS scheduling does
+    // with the threads; bounded by a deadline and by the writers' own bound.
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    const uint64_t base = writes.load();
     std::mt19937_64 rng(seed);
     std::vector<uint64_t> last(kKeys, 0);
     std::vector<uint8_t> out(kValueSize);
     for (int i = 0; i < kGetsPerReader; ++i) {
+      while (writes.load() < base + i / 2 && writers_left.load() > 0 &&
+             std::chrono::steady_clock::now() < until) {
+        co.yield_idle();
+      }
       const uint64_t key = rng() % kKeys;
       const uint64_t lo = h.committed[key].load(std::memory_order_seq_cst);
       auto r = c.get(co, s.remote, key, out);
