@@ -29,10 +29,10 @@
 // (emptied slots are reused by later inserts into the same chain). A reader
 // that follows `next` from an old head image therefore always reaches a
 // bucket of the same chain. Keys never move between slots: a key is inserted
-// into one slot and leaves it only by delete. Hence a reader that scans the
-// chain bucket by bucket and does not find a key saw, at the time of each
-// READ, no slot holding it — the key was absent at some instant of the scan
-// unless it was re-inserted behind the reader; see hash_table.h.
+// into one slot and leaves it only by delete. Hence if a key was present
+// during a whole chain scan, it sat in one slot all along and the READ of
+// that slot's bucket saw it: a scan that does not find a key proves the key
+// was absent at some instant between the scan's first and last READ.
 #pragma once
 
 #include <cstddef>
