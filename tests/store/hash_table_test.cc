@@ -20,7 +20,9 @@ namespace {
 
 // Aligned zeroed memory standing in for a registered region.
 struct Mem {
-  explicit Mem(size_t n) : bytes(n), p(static_cast<uint8_t*>(std::aligned_alloc(4096, n))) {
+  // aligned_alloc wants a size that is a multiple of the alignment.
+  explicit Mem(size_t n)
+      : bytes(n), p(static_cast<uint8_t*>(std::aligned_alloc(4096, (n + 4095) & ~size_t{4095}))) {
     std::memset(p, 0, n);
   }
   ~Mem() { std::free(p); }
