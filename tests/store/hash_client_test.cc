@@ -1,6 +1,8 @@
 // DrTM-KV over the fabric: remote one-sided GETs (location cache, bucket
 // walk, RPC fallback) against owner-side changes, on an in-process shm
 // cluster (node 0 owns the partition; other nodes are clients).
+#include "store/hash/hash_client.h"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -10,7 +12,6 @@
 #include <vector>
 
 #include "r2/support/worker_cluster.h"
-#include "store/hash/hash_client.h"
 #include "store/hash/hash_service.h"
 #include "store/hash/hash_table.h"
 
@@ -72,8 +73,7 @@ uint64_t value_seq(const uint8_t* p, uint64_t key) {
 
 // A cluster whose node 0 owns one hash partition of `capacity` keys.
 struct Partition {
-  Partition(uint16_t nodes, uint16_t threads, uint16_t cors, uint64_t capacity,
-        size_t records = 0)
+  Partition(uint16_t nodes, uint16_t threads, uint16_t cors, uint64_t capacity, size_t records = 0)
       : threads(threads), cors(cors) {
     remote.table = kTable;
     remote.node = 0;
@@ -88,9 +88,10 @@ struct Partition {
                                    {kScratchRegion, size_t{threads} * cors * stride}});
     EXPECT_TRUE(cluster->error.is_ok()) << cluster->error.to_string();
     slots = std::make_unique<TestSlots>(remote.layout.slot_bytes(), records);
-    auto t = HashTable::create({cluster->base(0, kBucketRegion), remote.layout.area_bytes()},
-                               {cluster->base(0, kRecordRegion), records * remote.layout.slot_bytes()},
-                               remote.layout, *slots);
+    auto t =
+        HashTable::create({cluster->base(0, kBucketRegion), remote.layout.area_bytes()},
+                          {cluster->base(0, kRecordRegion), records * remote.layout.slot_bytes()},
+                          remote.layout, *slots);
     EXPECT_TRUE(t.is_ok()) << t.status().to_string();
     table = std::move(t.value());
     EXPECT_TRUE(service.add(kTable, table.get()).is_ok());
@@ -140,7 +141,9 @@ struct History {
   std::vector<std::atomic<uint64_t>> started, committed;
 };
 
-bool absent_in_window(uint64_t lo, uint64_t hi) { return (hi / 4) * 4 >= lo; }
+bool absent_in_window(uint64_t lo, uint64_t hi) {
+  return (hi / 4) * 4 >= lo;
+}
 
 TEST(HashClient, ConcurrentOwnerChangesAndRemoteLookups) {
   // Node 0: 2 owner threads change keys directly (and serve RPCs). Node 1:
@@ -214,8 +217,8 @@ TEST(HashClient, ConcurrentOwnerChangesAndRemoteLookups) {
       if (r->found) {
         const uint64_t sq = value_seq(out.data(), key);
         if (sq == UINT64_MAX || sq < lo || sq > hi || sq % 4 == 0 || sq < last[key]) {
-          fail("key " + std::to_string(key) + " returned seq " + std::to_string(sq) +
-               " outside [" + std::to_string(lo) + ", " + std::to_string(hi) + "] or below " +
+          fail("key " + std::to_string(key) + " returned seq " + std::to_string(sq) + " outside [" +
+               std::to_string(lo) + ", " + std::to_string(hi) + "] or below " +
                std::to_string(last[key]));
         }
         last[key] = sq;
@@ -268,12 +271,13 @@ TEST(HashClient, ConcurrentOwnerChangesAndRemoteLookups) {
   EXPECT_GT(stale.load(), 0u) << "deletes and reinserts should have staled some cache entries";
   EXPECT_LE(cache->size(), cache->capacity());
   EXPECT_GT(cache->stats().evictions, 0u);
-  std::printf("[ stats    ] writes %llu gets %llu found %llu stale %llu torn %llu fallbacks %llu "
-              "evictions %llu\n",
-              (unsigned long long)writes.load(), (unsigned long long)gets.load(),
-              (unsigned long long)found.load(), (unsigned long long)stale.load(),
-              (unsigned long long)torn.load(), (unsigned long long)fallbacks.load(),
-              (unsigned long long)cache->stats().evictions);
+  std::printf(
+      "[ stats    ] writes %llu gets %llu found %llu stale %llu torn %llu fallbacks %llu "
+      "evictions %llu\n",
+      (unsigned long long)writes.load(), (unsigned long long)gets.load(),
+      (unsigned long long)found.load(), (unsigned long long)stale.load(),
+      (unsigned long long)torn.load(), (unsigned long long)fallbacks.load(),
+      (unsigned long long)cache->stats().evictions);
 }
 
 TEST(HashClient, StaleCacheEntriesAreDetectedAndRefetched) {
@@ -397,11 +401,9 @@ TEST(HashClient, RpcDynamicOperationsAndErrors) {
                    EXPECT_NE(e.status().message().find("77"), std::string::npos);
                    // Too small a value buffer / scratch.
                    std::vector<uint8_t> tiny(4);
-                   EXPECT_EQ(c.get(co, s.remote, 1, tiny).status().code(),
-                             Code::kInvalidArgument);
+                   EXPECT_EQ(c.get(co, s.remote, 1, tiny).status().code(), Code::kInvalidArgument);
                    HashClient bad(nullptr, s.scratch(w, 0).subspan(0, 64));
-                   EXPECT_EQ(bad.get(co, s.remote, 1, out).status().code(),
-                             Code::kInvalidArgument);
+                   EXPECT_EQ(bad.get(co, s.remote, 1, out).status().code(), Code::kInvalidArgument);
                  }).is_ok());
   });
   ASSERT_FALSE(run.timed_out);
@@ -505,11 +507,11 @@ TEST(HashClient, ReadsPerGetWarmAndCold) {
     }
   });
   ASSERT_FALSE(run.timed_out);
-  std::printf("[ measured ] %llu keys, %d uniform GETs each: warm cache %.3f READs/GET "
-              "(hits %llu), no cache %.3f READs/GET; overflow buckets used %u of %u\n",
-              (unsigned long long)kKeys, kGets, warm.reads_per_get(),
-              (unsigned long long)warm.cache_hits, cold.reads_per_get(),
-              s.table->stats().overflow_used, s.remote.layout.overflow);
+  std::printf(
+      "[ measured ] %llu keys, %d uniform GETs each: warm cache %.3f READs/GET "
+      "(hits %llu), no cache %.3f READs/GET; overflow buckets used %u of %u\n",
+      (unsigned long long)kKeys, kGets, warm.reads_per_get(), (unsigned long long)warm.cache_hits,
+      cold.reads_per_get(), s.table->stats().overflow_used, s.remote.layout.overflow);
   EXPECT_EQ(warm.gets, uint64_t{kGets});
   EXPECT_LE(warm.reads_per_get(), 1.05);
   EXPECT_EQ(cold.gets, uint64_t{kGets});

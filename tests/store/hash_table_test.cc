@@ -1,6 +1,8 @@
 // DrTM-KV owner side without a fabric: HashTable against std::map, overflow
 // chains, errors, concurrent owner threads; the LocationCache's budget and
 // CLOCK eviction; the RPC service's request checks.
+#include "store/hash/hash_table.h"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -12,7 +14,6 @@
 #include <vector>
 
 #include "store/hash/hash_service.h"
-#include "store/hash/hash_table.h"
 #include "store/hash/location_cache.h"
 
 namespace drtmx::store::hash {
@@ -80,7 +81,9 @@ uint64_t value_seq(const uint8_t* p, uint64_t key) {
 
 struct Fixture {
   Fixture(HashLayout l, size_t records)
-      : layout(l), buckets(l.area_bytes() + 4096), recs(records * l.slot_bytes()),
+      : layout(l),
+        buckets(l.area_bytes() + 4096),
+        recs(records * l.slot_bytes()),
         slots(l.slot_bytes(), records) {
     auto t = HashTable::create(buckets.span(), recs.span(), layout, slots);
     EXPECT_TRUE(t.is_ok()) << t.status().to_string();

@@ -70,14 +70,20 @@ inline uint64_t bucket_seal(const Bucket& b) {
   return hash_bytes(0x6b75636b65744448ull, reinterpret_cast<const uint8_t*>(&b) + kSealedBegin,
                     kSealedEnd - kSealedBegin);
 }
-inline bool bucket_verifies(const Bucket& b) { return bucket_seal(b) == b.seal; }
+inline bool bucket_verifies(const Bucket& b) {
+  return bucket_seal(b) == b.seal;
+}
 
 // ref encoding (see above).
 constexpr uint64_t make_ref(uint64_t record_offset, uint32_t incarnation) {
   return (uint64_t{incarnation} << 32) | ((record_offset >> 6) + 1);
 }
-constexpr uint64_t ref_offset(uint64_t ref) { return ((ref & 0xFFFFFFFFull) - 1) << 6; }
-constexpr uint32_t ref_incarnation(uint64_t ref) { return static_cast<uint32_t>(ref >> 32); }
+constexpr uint64_t ref_offset(uint64_t ref) {
+  return ((ref & 0xFFFFFFFFull) - 1) << 6;
+}
+constexpr uint32_t ref_incarnation(uint64_t ref) {
+  return static_cast<uint32_t>(ref >> 32);
+}
 constexpr uint64_t kMaxRecordOffset = (uint64_t{0xFFFFFFFE}) << 6;
 
 // The head bucket of `key` in a table of `buckets` heads (buckets > 0).

@@ -51,7 +51,7 @@ struct HashClientOptions {
 };
 
 struct HashClientStats {
-  uint64_t gets = 0;          // get() + get_rpc() calls that returned a result
+  uint64_t gets = 0;  // get() + get_rpc() calls that returned a result
   uint64_t found = 0;
   uint64_t not_found = 0;
   uint64_t reads = 0;         // one-sided READs issued by GETs

@@ -31,11 +31,11 @@ static_assert(sizeof(HashReq) == 16);
 
 enum class HashStatus : uint8_t {
   kOk = 0,
-  kNotFound,      // GET/UPDATE/DELETE of an absent key
-  kExists,        // INSERT of a present key
-  kNoSpace,       // out of record slots or overflow buckets
-  kTooLarge,      // value longer than the table's value size
-  kBusy,          // record locked by a transaction, or kept torn: retry
+  kNotFound,  // GET/UPDATE/DELETE of an absent key
+  kExists,    // INSERT of a present key
+  kNoSpace,   // out of record slots or overflow buckets
+  kTooLarge,  // value longer than the table's value size
+  kBusy,      // record locked by a transaction, or kept torn: retry
 };
 
 struct HashReply {

@@ -58,8 +58,7 @@ std::atomic_ref<uint64_t> lock_of(uint8_t* rec) {
 
 Result<std::unique_ptr<HashTable>> HashTable::create(std::span<uint8_t> bucket_region,
                                                      std::span<uint8_t> record_region,
-                                                     const HashLayout& layout,
-                                                     RecordSlots& slots) {
+                                                     const HashLayout& layout, RecordSlots& slots) {
   DRTMX_RETURN_IF_ERROR(layout.validate());
   if (layout.bucket_offset + layout.area_bytes() > bucket_region.size()) {
     return out_of_range("hash table: bucket area [" + std::to_string(layout.bucket_offset) + ", " +
@@ -235,8 +234,7 @@ Result<RecordLoc> HashTable::update(uint64_t key, std::span<const uint8_t> value
   const uint64_t off = ref_offset(pos.ref);
   uint8_t* rec = record_ptr(off);
   uint64_t free_word = 0;
-  if (!lock_of(rec).compare_exchange_strong(free_word, kOwnerLockWord,
-                                            std::memory_order_acquire)) {
+  if (!lock_of(rec).compare_exchange_strong(free_word, kOwnerLockWord, std::memory_order_acquire)) {
     unlock_chain(head);
     return unavailable("hash table: record of key " + std::to_string(key) +
                        " is locked by a transaction; retry the update");
@@ -267,8 +265,7 @@ Status HashTable::remove(uint64_t key) {
   const uint64_t off = ref_offset(pos.ref);
   uint8_t* rec = record_ptr(off);
   uint64_t free_word = 0;
-  if (!lock_of(rec).compare_exchange_strong(free_word, kOwnerLockWord,
-                                            std::memory_order_acquire)) {
+  if (!lock_of(rec).compare_exchange_strong(free_word, kOwnerLockWord, std::memory_order_acquire)) {
     unlock_chain(head);
     return unavailable("hash table: record of key " + std::to_string(key) +
                        " is locked by a transaction; retry the delete");
