@@ -469,6 +469,133 @@ TEST(HashClient, OverflowChainsAreFollowedRemotely) {
   ASSERT_FALSE(run.timed_out);
 }
 
+// One hot key updated in place while its bucket is rewritten by inserts and
+// deletes of neighbours: remote readers (cached and not) and a reader on
+// the owner node itself (loopback READs) never return a torn or old value.
+TEST(HashClient, HotKeyUpdatesAreNeverSeenTorn) {
+  constexpr int kGets = 4000;
+  Partition s(2, 2, 2, 100);
+  const uint64_t hot = 42;
+  std::vector<uint64_t> neighbours;
+  for (uint64_t k = 1000; neighbours.size() < kSlotsPerBucket + 2; ++k) {
+    if (bucket_index(k, s.remote.layout.buckets) == bucket_index(hot, s.remote.layout.buckets)) {
+      neighbours.push_back(k);
+    }
+  }
+  ASSERT_TRUE(s.table->insert(hot, make_value(hot, 1)).is_ok());
+  auto cache = s.cache(100);
+  std::atomic<uint64_t> started{1}, committed{1};
+  std::atomic<int> readers_left{4};
+  std::atomic<uint64_t> violations{0}, torn{0}, writes{0};
+  auto reader = [&](Co& co, HashClient& c) {
+    std::vector<uint8_t> out(kValueSize);
+    uint64_t last = 0;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    const uint64_t base = writes.load();
+    for (int i = 0; i < kGets; ++i) {
+      while (writes.load() < base + i / 4 && std::chrono::steady_clock::now() < until) {
+        co.yield_idle();
+      }
+      const uint64_t lo = committed.load();
+      auto g = c.get(co, s.remote, hot, out);
+      const uint64_t hi = started.load();
+      const uint64_t sq = g.is_ok() && g->found ? value_seq(out.data(), hot) : UINT64_MAX;
+      if (sq == UINT64_MAX || sq < lo || sq > hi || sq < last) ++violations;
+      last = sq;
+    }
+    torn += c.stats().torn;
+    --readers_left;
+  };
+  auto run = run_workers(*s.cluster, wcfg(2), [&](Worker& w) {
+    s.serve(w);
+    if (w.node() == 0 && w.thread() == 0) {
+      ASSERT_TRUE(w.spawn([&](Co& co) {
+                     std::mt19937_64 rng(3);
+                     for (uint64_t i = 2; i < 200000 && readers_left.load() > 0; ++i) {
+                       started.store(i);
+                       if (!s.table->update(hot, make_value(hot, i)).is_ok()) ++violations;
+                       committed.store(i);
+                       const uint64_t n = neighbours[rng() % neighbours.size()];
+                       if (!s.table->insert(n, make_value(n, i)).is_ok()) {
+                         (void)s.table->remove(n);
+                       }
+                       ++writes;
+                       co.yield();
+                     }
+                   }).is_ok());
+    } else if (w.node() == 0) {
+      auto sc = s.scratch(w, 0);
+      ASSERT_TRUE(w.spawn([&, sc](Co& co) {
+                     HashClient c(nullptr, sc);
+                     reader(co, c);
+                   }).is_ok());
+    } else if (w.node() == 1) {
+      auto sc = s.scratch(w, 0);
+      const bool cached = w.thread() == 0;
+      ASSERT_TRUE(w.spawn([&, sc, cached](Co& co) {
+                     HashClient c(cached ? cache.get() : nullptr, sc);
+                     reader(co, c);
+                   }).is_ok());
+      if (w.thread() == 1) {
+        auto sc2 = s.scratch(w, 1);
+        ASSERT_TRUE(w.spawn([&, sc2](Co& co) {
+                       HashClient c(cache.get(), sc2);
+                       reader(co, c);
+                     }).is_ok());
+      }
+    }
+  });
+  ASSERT_FALSE(run.timed_out);
+  EXPECT_EQ(violations.load(), 0u);
+  std::printf(
+      "[ stats    ] hot key: %llu owner writes, %d GETs x 4 readers, %llu torn copies "
+      "detected and re-read\n",
+      (unsigned long long)writes.load(), kGets, (unsigned long long)torn.load());
+}
+
+// One coroutine, one thread: GETs through a warm cache (1 READ) vs RPC GETs.
+// Printed, not asserted (the machine is shared); store-bench owns the target.
+TEST(HashClient, OneSidedVersusRpcGetRate) {
+  constexpr uint64_t kKeys = 5000;
+  constexpr int kGets = 20000;
+  Partition s(2, 1, 1, kKeys);
+  for (uint64_t k = 0; k < kKeys; ++k) ASSERT_TRUE(s.table->insert(k, make_value(k, 1)).is_ok());
+  auto cache = s.cache(kKeys * 2);
+  double onesided_ns = 0, rpc_ns = 0, cold_ns = 0;
+  int failures = 0;
+  auto run = run_workers(*s.cluster, wcfg(1), [&](Worker& w) {
+    s.serve(w);
+    if (w.node() != 1) return;
+    ASSERT_TRUE(w.spawn([&](Co& co) {
+                   HashClient c(cache.get(), s.scratch(w, 0));
+                   HashClient nc(nullptr, s.scratch(w, 0));
+                   std::vector<uint8_t> out(kValueSize);
+                   for (uint64_t k = 0; k < kKeys; ++k)
+                     ASSERT_TRUE(c.get(co, s.remote, k, out).is_ok());
+                   auto time = [&](auto&& op) {
+                     std::mt19937_64 rng(5);
+                     auto t0 = std::chrono::steady_clock::now();
+                     for (int i = 0; i < kGets; ++i) {
+                       auto g = op(rng() % kKeys);
+                       if (!g.is_ok() || !g->found) ++failures;
+                     }
+                     return std::chrono::duration<double, std::nano>(
+                                std::chrono::steady_clock::now() - t0)
+                                .count() /
+                            kGets;
+                   };
+                   onesided_ns = time([&](uint64_t k) { return c.get(co, s.remote, k, out); });
+                   cold_ns = time([&](uint64_t k) { return nc.get(co, s.remote, k, out); });
+                   rpc_ns = time([&](uint64_t k) { return nc.get_rpc(co, s.remote, k, out); });
+                 }).is_ok());
+  });
+  ASSERT_FALSE(run.timed_out);
+  std::printf(
+      "[ measured ] 1 coroutine: cached GET %.0f ns, uncached GET %.0f ns, RPC GET %.0f ns "
+      "(RPC / cached = %.1fx)\n",
+      onesided_ns, cold_ns, rpc_ns, rpc_ns / onesided_ns);
+}
+
 // The targets on a uniform workload: <= 1.05 READs per GET with a
 // warm location cache, <= 2.1 without one.
 TEST(HashClient, ReadsPerGetWarmAndCold) {
