@@ -148,13 +148,14 @@ bool absent_in_window(uint64_t lo, uint64_t hi) {
 TEST(HashClient, ConcurrentOwnerChangesAndRemoteLookups) {
   // Node 0: 2 owner threads change keys directly (and serve RPCs). Node 1:
   // 2 threads x 2 reader coroutines sharing a small cache (evictions).
-  // Node 2: thread 0 reads without a cache, thread 1 changes its own keys
-  // through RPCs.
+  // Node 2: thread 0 reads (one coroutine uncached with bucket walks, one
+  // cached with RPC on a miss), thread 1 changes its own keys through RPCs.
   constexpr uint64_t kKeys = 600;
   constexpr int kGetsPerReader = 2500;
   constexpr int kMaxWrites = 40000;
   Partition s(3, 2, 2, kKeys);
   auto cache = s.cache(200);
+  auto cache2 = s.cache(1000);
   History h(kKeys);
   std::atomic<int> readers_left{6}, writers_left{3};
   std::atomic<uint64_t> violations{0}, gets{0}, found{0}, stale{0}, torn{0}, fallbacks{0},
@@ -252,7 +253,10 @@ TEST(HashClient, ConcurrentOwnerChangesAndRemoteLookups) {
       for (uint16_t c = 0; c < 2; ++c) {
         auto sc = s.scratch(w, c);
         ASSERT_TRUE(w.spawn([&, sc, c](Co& co) {
-                       HashClient cl(nullptr, sc);
+                       // Coroutine 1 caches, refetching misses by RPC.
+                       HashClientOptions o;
+                       o.miss_path = MissPath::kRpc;
+                       HashClient cl(c == 0 ? nullptr : cache2.get(), sc, o);
                        reader(co, cl, 500 + c);
                      }).is_ok());
       }
@@ -351,6 +355,27 @@ TEST(HashClient, StaleCacheEntriesAreDetectedAndRefetched) {
                    g = c.get_rpc(co, s.remote, 8, out);
                    ASSERT_TRUE(g.is_ok());
                    EXPECT_FALSE(g->found);
+
+                   // MissPath::kRpc: a stale hit is refetched by the owner.
+                   HashClientOptions o;
+                   o.miss_path = MissPath::kRpc;
+                   HashClient rc(cache.get(), s.scratch(w, 0), o);
+                   ASSERT_TRUE(t.remove(7).is_ok());
+                   ASSERT_TRUE(t.insert(7, make_value(7, 5)).is_ok());
+                   g = rc.get(co, s.remote, 7, out);
+                   ASSERT_TRUE(g.is_ok() && g->found);
+                   EXPECT_EQ(g->path, GetPath::kRpc);
+                   EXPECT_EQ(value_seq(out.data(), 7), 5u);
+                   EXPECT_EQ(rc.stats().cache_stale, 1u);
+                   EXPECT_EQ(rc.stats().reads, 1u);
+                   EXPECT_EQ(rc.stats().rpc_gets, 1u);
+                   EXPECT_EQ(rc.stats().fallbacks, 0u);
+                   g = rc.get(co, s.remote, 7, out);
+                   EXPECT_EQ(g->path, GetPath::kCache);
+                   g = rc.get(co, s.remote, 12345, out);  // miss -> RPC -> absent
+                   ASSERT_TRUE(g.is_ok());
+                   EXPECT_FALSE(g->found);
+                   EXPECT_EQ(g->path, GetPath::kRpc);
                  }).is_ok());
   });
   ASSERT_FALSE(run.timed_out);

@@ -109,6 +109,8 @@ Result<HashGet> HashClient::get(r2::Co& co, const HashRemote& r, uint64_t key,
     }
   }
 
+  if (opts_.miss_path == MissPath::kRpc) return get_rpc(co, r, key, value_out);
+
   // (b) bucket walk, then the record.
   const uint32_t head = bucket_index(key, l.buckets);
   for (uint32_t restart = 0; restart <= opts_.max_restarts; ++restart) {

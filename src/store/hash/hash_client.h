@@ -14,7 +14,8 @@
 //       deleted / reused since the bucket copy restarts the walk.
 //   (c) RPC lookup: the owner returns the value and the record's address
 //       (filling the cache) — when torn copies exceed max_torn_reads or stale
-//       restarts exceed max_restarts within one GET, or always with get_rpc().
+//       restarts exceed max_restarts within one GET, instead of (b) with
+//       MissPath::kRpc, or always with get_rpc().
 // A GET result is a consistent copy of one committed image of the record
 // (seal-verified), of the key asked for, live at the time of its READ; "not
 // found" means every bucket of the chain lacked the key when it was READ.
@@ -43,8 +44,15 @@ struct HashRemote {
   HashLayout layout;
 };
 
+// What a GET does when the location cache cannot answer (miss or stale):
+// READ the bucket chain itself (about 2 READs, no owner CPU), or ask the
+// owner by RPC (one round trip, owner CPU; DESIGN §4's "on a miss an RPC
+// returns the record and its address"). Both fill the cache.
+enum class MissPath : uint8_t { kBucketWalk, kRpc };
+
 struct HashClientOptions {
-  bool use_cache = true;        // use the cache passed in (no effect without one)
+  bool use_cache = true;  // use the cache passed in (no effect without one)
+  MissPath miss_path = MissPath::kBucketWalk;
   uint32_t max_torn_reads = 8;  // torn bucket/record copies per GET before RPC
   uint32_t max_restarts = 4;    // bucket walks restarted after a stale record
   uint32_t busy_retries = 16;   // RPCs answered kBusy retried (yielding between)
