@@ -5,7 +5,8 @@
 #include <thread>
 #include <vector>
 
-#include "store/hash/word_copy.h"
+#include "store/record_io.h"
+#include "store/word_copy.h"
 
 namespace drtmx::store::hash {
 namespace {
@@ -32,26 +33,6 @@ void store_bucket(uint8_t* p, Bucket b) {
   b.stamp += 1;
   b.seal = bucket_seal(b);
   store_words(p + 8, reinterpret_cast<const uint8_t*>(&b) + 8, kBucketBytes - 8);
-}
-
-// A record image (header + value, slot_bytes) in 8-byte words.
-std::vector<uint64_t> record_image(size_t slot_bytes) {
-  return std::vector<uint64_t>(slot_bytes / 8, 0);
-}
-RecordHeader* header_of(std::vector<uint64_t>& img) {
-  return reinterpret_cast<RecordHeader*>(img.data());
-}
-uint8_t* value_of(std::vector<uint64_t>& img) {
-  return reinterpret_cast<uint8_t*>(img.data()) + sizeof(RecordHeader);
-}
-
-// Stores the sealed part [8, slot_bytes) of a record image (not the lock).
-void store_record_body(uint8_t* rec, const std::vector<uint64_t>& img, size_t slot_bytes) {
-  store_words(rec + 8, img.data() + 1, slot_bytes - 8);
-}
-
-std::atomic_ref<uint64_t> lock_of(uint8_t* rec) {
-  return std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(rec));
 }
 
 }  // namespace
@@ -192,17 +173,17 @@ Result<RecordLoc> HashTable::insert(uint64_t key, std::span<const uint8_t> value
   // 1. The record, complete, before anything points at it.
   const size_t slot_bytes = layout_.slot_bytes();
   uint8_t* rec = record_ptr(grant->offset);
-  std::vector<uint64_t> img = record_image(slot_bytes);
-  RecordHeader* h = header_of(img);
+  RecordImage img(slot_bytes);
+  RecordHeader* h = img.header();
   h->lock = 0;
   h->version = 1;
   h->key = key;
   h->incarnation = grant->incarnation;
   h->flags = kLive;
-  if (!value.empty()) std::memcpy(value_of(img), value.data(), value.size());
+  if (!value.empty()) std::memcpy(img.value(), value.data(), value.size());
   store::seal(img.data(), layout_.value_size);
   lock_of(rec).store(0, std::memory_order_relaxed);
-  store_record_body(rec, img, slot_bytes);
+  img.store_body(rec);
   // Readers that see the slot below (an acquire on their side, or a fabric
   // READ issued after they copied the bucket) see the whole record.
   std::atomic_thread_fence(std::memory_order_release);
@@ -240,14 +221,14 @@ Result<RecordLoc> HashTable::update(uint64_t key, std::span<const uint8_t> value
                        " is locked by a transaction; retry the update");
   }
   const size_t slot_bytes = layout_.slot_bytes();
-  std::vector<uint64_t> img = record_image(slot_bytes);
-  load_words(img.data(), rec, sizeof(RecordHeader));  // we hold the lock: no other writer
-  RecordHeader* h = header_of(img);
+  RecordImage img(slot_bytes);
+  img.load_header(rec);  // we hold the lock: no other writer
+  RecordHeader* h = img.header();
   h->version += 1;
   h->flags = kLive;
-  if (!value.empty()) std::memcpy(value_of(img), value.data(), value.size());
+  if (!value.empty()) std::memcpy(img.value(), value.data(), value.size());
   store::seal(img.data(), layout_.value_size);
-  store_record_body(rec, img, slot_bytes);
+  img.store_body(rec);
   const RecordLoc loc{off, h->incarnation, h->version};
   lock_of(rec).store(0, std::memory_order_release);
   unlock_chain(head);
@@ -272,13 +253,13 @@ Status HashTable::remove(uint64_t key) {
   }
   // 1. Mark the record deleted (readers holding its address learn it).
   const size_t slot_bytes = layout_.slot_bytes();
-  std::vector<uint64_t> img = record_image(slot_bytes);
-  load_words(img.data(), rec, slot_bytes);
-  RecordHeader* h = header_of(img);
+  RecordImage img(slot_bytes);
+  img.load(rec);
+  RecordHeader* h = img.header();
   h->version += 1;
   h->flags = kDeleted;
   store::seal(img.data(), layout_.value_size);
-  store_record_body(rec, img, slot_bytes);
+  img.store_body(rec);
   std::atomic_thread_fence(std::memory_order_release);
   // 2. Unlink it from the bucket.
   Bucket b = load_bucket(bucket_ptr(pos.bucket));
@@ -300,7 +281,7 @@ Result<RecordLoc> HashTable::get(uint64_t key, std::span<uint8_t> value_out) con
   }
   const uint32_t head = bucket_index(key, layout_.buckets);
   const size_t slot_bytes = layout_.slot_bytes();
-  std::vector<uint64_t> img = record_image(slot_bytes);
+  RecordImage img(slot_bytes);
   for (int restart = 0; restart < kLocalRestarts; ++restart) {
     // Find the slot: bucket by bucket, each copy verified by its seal.
     uint64_t ref = 0;
@@ -330,11 +311,11 @@ Result<RecordLoc> HashTable::get(uint64_t key, std::span<uint8_t> value_out) con
     std::atomic_thread_fence(std::memory_order_acquire);
     const uint8_t* rec = record_ptr(ref_offset(ref));
     for (int tries = 0; tries < kLocalReadTries; ++tries) {
-      load_words(img.data(), rec, slot_bytes);
+      img.load(rec);
       RecordCheck c = verify(img.data(), layout_.value_size, key, ref_incarnation(ref));
       if (c == RecordCheck::kOk) {
-        std::memcpy(value_out.data(), value_of(img), layout_.value_size);
-        return RecordLoc{ref_offset(ref), ref_incarnation(ref), header_of(img)->version};
+        std::memcpy(value_out.data(), img.value(), layout_.value_size);
+        return RecordLoc{ref_offset(ref), ref_incarnation(ref), img.header()->version};
       }
       if (c != RecordCheck::kTorn) break;  // deleted or reused since the bucket copy: restart
       cpu_relax();

@@ -50,12 +50,13 @@
 #include "store/hash/layout.h"
 #include "store/hash/record_slots.h"
 #include "store/record.h"
+#include "store/record_io.h"
 
 namespace drtmx::store::hash {
 
-// The record lock word the owner writes while it changes a record; never
-// produced by store::lock_word() (whose values are below 2^56).
-constexpr uint64_t kOwnerLockWord = ~uint64_t{0};
+// kOwnerLockWord (store/record_io.h): the lock word the owner holds while it
+// changes a record.
+using store::kOwnerLockWord;
 
 // Where a key's record is, and the version of the copy returned.
 struct RecordLoc {

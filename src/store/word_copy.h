@@ -3,7 +3,7 @@
 // optimistic local readers race by design (readers verify seals); making
 // every access an 8-byte atomic keeps that race defined in C++ and each
 // word untorn, exactly what a one-sided READ guarantees (8 aligned bytes).
-// Private to the hash table; both pointers 8-byte aligned, `bytes` a
+// Owner-side only (hash tables, record trees); both pointers 8-byte aligned, `bytes` a
 // multiple of 8.
 #pragma once
 
@@ -11,7 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace drtmx::store::hash {
+namespace drtmx::store {
 
 inline void load_words(void* dst, const void* shared, size_t bytes) {
   auto* d = static_cast<uint64_t*>(dst);
@@ -29,4 +29,4 @@ inline void store_words(void* shared, const void* src, size_t bytes) {
   }
 }
 
-}  // namespace drtmx::store::hash
+}  // namespace drtmx::store
