@@ -1,34 +1,14 @@
 // What a hash table needs from the record heap: fixed-size record slots in
-// its record region. The store's RecordHeap will implement this; tests use a
-// trivial allocator. Kept as a narrow interface so the hash table does not
-// depend on the heap.
+// its record region. The interface lives in store/slots.h (shared with the
+// ordered tables and implemented by store::RecordHeap); these aliases keep
+// the hash code's unqualified names.
 #pragma once
 
-#include <cstdint>
-
-#include "base/status.h"
+#include "store/slots.h"
 
 namespace drtmx::store::hash {
 
-// A slot handed to a new record: its offset in the record region (64-byte
-// aligned, record_slot_size(value_size) bytes) and the incarnation the new
-// tenant must write into its header. The allocator guarantees that a reused
-// slot gets an incarnation different from its previous tenant's (that is
-// how a cached address of the old tenant is recognised as stale).
-struct SlotGrant {
-  uint64_t offset = 0;
-  uint32_t incarnation = 0;
-};
-
-// Thread safety: called by any owner thread concurrently (inserts and
-// deletes of different chains run in parallel); implementations synchronise.
-class RecordSlots {
- public:
-  virtual ~RecordSlots() = default;
-  // A free slot, or kResourceExhausted naming the table/heap that is full.
-  virtual Result<SlotGrant> allocate() = 0;
-  // Returns a slot whose record was deleted and unlinked from the index.
-  virtual void release(uint64_t offset) = 0;
-};
+using store::RecordSlots;
+using store::SlotGrant;
 
 }  // namespace drtmx::store::hash

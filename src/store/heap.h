@@ -1,0 +1,96 @@
+// RecordHeap: the record slots of one table partition, carved out of a byte
+// range of a node's registered region (DESIGN.md §3). Implements
+// RecordSlots for the indexes (hash/hash_table.h, the ordered tables'
+// records) — they write the records; the heap only hands out and takes back
+// slot offsets.
+//
+// Layout: the range [range_offset, range_offset + range_bytes) of the region
+// holds floor(range_bytes / slot_bytes) slots of slot_bytes =
+// record_slot_size(value_size) bytes each, back to back from range_offset
+// (which must be 64-byte aligned). Offsets handed out are relative to the
+// region start, like every address a remote node uses.
+//
+// Allocation: a slot never used before comes from a bump pointer and gets
+// incarnation 1; a released slot goes to a LIFO free list and, when handed
+// out again, gets (incarnation in its record header) + 1, skipping 0 on
+// wrap-around. The header's incarnation is the one its last tenant wrote
+// (the heap reads it at allocate() time, under the heap's lock, after the
+// releasing thread's writes: release() is called after the index unlinked
+// and the record was written kDeleted, so the release/acquire of the lock
+// orders them). The heap itself never writes slot memory.
+//
+// Thread safety: allocate()/release() from any thread; one mutex guards the
+// free list and bump pointer (owner-side inserts/deletes are not the
+// one-sided hot path). stats() and bad_releases() read under the same mutex
+// (a consistent snapshot).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "store/slots.h"
+
+namespace drtmx::store {
+
+struct HeapOptions {
+  std::string name;           // table/partition, for error messages ("customer/p3")
+  uint32_t value_size = 0;    // value bytes per record (> 0)
+  uint64_t range_offset = 0;  // first byte of the heap in the region (64-byte aligned)
+  uint64_t range_bytes = 0;   // bytes of the region the heap may use
+};
+
+struct HeapStats {
+  uint64_t capacity = 0;    // slots in the range
+  uint64_t in_use = 0;      // allocated and not released
+  uint64_t never_used = 0;  // slots the bump pointer has not reached
+  uint64_t reused = 0;      // allocations served from the free list
+};
+
+class RecordHeap final : public RecordSlots {
+ public:
+  // Bytes a heap of `slots` records of `value_size` needs (for region plans).
+  static uint64_t bytes_for(uint64_t slots, uint32_t value_size);
+
+  // `region`: the owner's local view of the whole registered region.
+  // kInvalidArgument naming the field when the range is outside the region,
+  // misaligned, value_size is 0, or the range holds no slot.
+  static Result<std::unique_ptr<RecordHeap>> create(std::span<uint8_t> region,
+                                                    const HeapOptions& options);
+
+  // kResourceExhausted "record heap <name> is full (<capacity> slots of
+  // <slot_bytes> B); raise the table's capacity" when no slot is free.
+  Result<SlotGrant> allocate() override;
+  // `offset` must be one this heap handed out and not yet released; a bad
+  // offset (outside the range, not on a slot boundary, double release) is a
+  // caller bug: it is ignored and counted in bad_releases() (never corrupts
+  // the free list).
+  void release(uint64_t offset) override;
+
+  HeapStats stats() const;
+  uint64_t bad_releases() const;
+  uint64_t slot_bytes() const { return slot_bytes_; }
+  const HeapOptions& options() const { return options_; }
+
+ private:
+  RecordHeap(std::span<uint8_t> region, const HeapOptions& o, uint64_t slot_bytes,
+             uint64_t capacity);
+
+  std::span<uint8_t> region_;
+  HeapOptions options_;
+  uint64_t slot_bytes_;
+  uint64_t capacity_;
+  mutable std::mutex mu_;
+  uint64_t next_fresh_ = 0;        // index of the next never-used slot
+  std::vector<uint64_t> free_;     // released slot indexes (LIFO)
+  std::vector<uint8_t> released_;  // per slot: 1 while on the free list (double-release guard)
+  uint64_t in_use_ = 0;
+  uint64_t reused_ = 0;
+  uint64_t bad_releases_ = 0;
+};
+
+}  // namespace drtmx::store
