@@ -1,0 +1,140 @@
+// Catalog: the tables of a deployment — what each one holds, how its keys
+// are partitioned, and which nodes keep each partition's primary and backup
+// copies (DESIGN.md §3). Every node builds the same catalog from the same
+// specs (the benchmark or the user's program defines them), so placement
+// and partition functions need no exchange: they are pure functions of the
+// specs, the node count and the replica count.
+//
+// Placement. Partition p of a partitioned table has its primary on node
+// p % nodes and its backups on the next replicas-1 nodes:
+// (p + 1) % nodes, ..., (p + replicas - 1) % nodes. A kReplicated table
+// (read-only, e.g. TPC-C ITEM) has one partition, present on every node;
+// each node reads its own copy, so its "primary" is the asking node and it
+// has no backups (it is loaded on every node and never written by
+// transactions): hosted() and primaries() are {0} on every node.
+//
+// Keys are 64-bit. Partition functions:
+//   kHashMod   partition = hash_mix(key, seed) % partitions (base/hash.h;
+//              the seed, in catalog.cc, differs from hash/bucket.h's so the
+//              keys of one partition still spread over all its buckets);
+//   kRange     partition p holds keys in [bound[p-1], bound[p]) where
+//              range_bounds = bound[0..P-2] strictly increasing, with
+//              bound[-1] = 0 and bound[P-1] = 2^64 implied (so bound[0]
+//              must be > 0: no partition is empty) — the layout
+//              ordered tables need for scans that continue on the next
+//              partition (key order = partition order);
+//   kFunction  partition = partition_fn(key); the function must be pure and
+//              identical on every node (e.g. "the warehouse in the key's
+//              high bits"); a result >= partitions is a caller bug reported
+//              by check_partition_fn() and clamped by partition_of();
+//   kReplicated one partition (0).
+//
+// Secondary indexes are ordered tables with `index_of` = the base table's
+// id: their values are addresses of the base table's records (layout in the
+// tables layer). An index must be partitioned exactly like its base table
+// (same scheme, partition count, bounds), so an index entry and the record
+// it points to have the same owner. For kFunction only the scheme and count
+// can be checked (std::function values do not compare): giving the index the
+// base table's function is the caller's job.
+//
+// Thread safety: immutable after create(); share it freely.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+
+namespace drtmx::store {
+
+using TableId = uint32_t;
+using PartitionId = uint32_t;
+using NodeId16 = uint16_t;  // same as r2::NodeId; store/ headers avoid r2 includes here
+
+constexpr TableId kNoTable = ~TableId{0};
+constexpr uint16_t kMaxReplicas = 3;
+
+enum class TableKind : uint8_t { kHash, kOrdered };
+enum class PartitionScheme : uint8_t { kHashMod, kRange, kFunction, kReplicated };
+
+struct TableSpec {
+  TableId id = 0;    // unique, < 4096 (region ids are derived from it)
+  std::string name;  // unique, non-empty, for reports and errors
+  TableKind kind = TableKind::kHash;
+  uint32_t value_size = 0;  // fixed value bytes, 1 .. kMaxValueSize
+  uint64_t capacity = 0;    // most records one partition holds (> 0)
+  PartitionScheme scheme = PartitionScheme::kHashMod;
+  uint32_t partitions = 1;                         // >= 1; ignored for kReplicated
+  std::vector<uint64_t> range_bounds;              // kRange: partitions - 1 bounds
+  std::function<uint32_t(uint64_t)> partition_fn;  // kFunction
+  // Ordered tables: true = the value is stored in the index leaf (fixed
+  // size, no record, no lock: for read-mostly tables and store-bench);
+  // false = records in the heap, the leaf holds the record address (what
+  // transactions need: lock word, version, identity).
+  bool inline_values = false;
+  TableId index_of = kNoTable;  // this ordered table indexes that table
+};
+
+constexpr uint32_t kMaxValueSize = 4096;
+
+// The copies of one partition.
+struct PartitionReplicas {
+  NodeId16 primary = 0;
+  uint16_t backup_count = 0;
+  std::array<NodeId16, kMaxReplicas - 1> backups{};
+};
+
+class Catalog {
+ public:
+  // Validates every spec and the cluster shape; errors name the table and
+  // the field ("table 'stock': value_size 0; must be 1..4096"):
+  // duplicate ids or names, id >= 4096, bad value size / capacity /
+  // partitions, range bounds not P-1 strictly increasing values, missing
+  // partition_fn, index_of naming an absent table or a differently
+  // partitioned one, an index that is not ordered, inline_values on a hash
+  // table, nodes == 0, replicas outside 1..min(kMaxReplicas, nodes).
+  // Every error is kInvalidArgument (duplicates included).
+  static Result<Catalog> create(std::vector<TableSpec> tables, uint16_t nodes, uint16_t replicas);
+
+  Catalog() = default;
+
+  uint16_t nodes() const { return nodes_; }
+  uint16_t replicas() const { return replicas_; }
+  const std::vector<TableSpec>& tables() const { return tables_; }
+  // nullptr when absent.
+  const TableSpec* find(TableId id) const;
+  const TableSpec* find(const std::string& name) const;
+
+  // Partitions of the table (1 for kReplicated).
+  uint32_t partitions(const TableSpec& t) const;
+  PartitionId partition_of(const TableSpec& t, uint64_t key) const;
+  // The smallest key of partition p (kRange; 0 for other schemes): where a
+  // scan that ran off the end of partition p - 1 continues.
+  uint64_t range_start(const TableSpec& t, PartitionId p) const;
+
+  // Primary and backups of partition p < partitions(t); `local` is the
+  // asking node (used by kReplicated).
+  PartitionReplicas replicas_of(const TableSpec& t, PartitionId p, NodeId16 local) const;
+  // True when `node` keeps a copy (primary or backup) of partition p.
+  bool hosts(NodeId16 node, const TableSpec& t, PartitionId p) const;
+  // The partitions `node` keeps a copy of, ascending.
+  std::vector<PartitionId> hosted(NodeId16 node, const TableSpec& t) const;
+  // The partitions whose primary is `node`, ascending.
+  std::vector<PartitionId> primaries(NodeId16 node, const TableSpec& t) const;
+
+  // Applies a kFunction table's partition_fn to `samples` keys and reports
+  // the first key mapped outside [0, partitions) (kInvalidArgument). OK for
+  // other schemes, whose partitions are in range by construction.
+  Status check_partition_fn(const TableSpec& t, const std::vector<uint64_t>& samples) const;
+
+ private:
+  std::vector<TableSpec> tables_;
+  std::vector<int32_t> by_id_;  // id -> index in tables_, -1 when absent
+  uint16_t nodes_ = 0;
+  uint16_t replicas_ = 0;
+};
+
+}  // namespace drtmx::store
