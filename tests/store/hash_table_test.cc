@@ -351,6 +351,84 @@ TEST(LocationCache, ShardedBudgetAndErrors) {
   EXPECT_NE(bad.status().message().find("without a cache"), std::string::npos);
 }
 
+// The open-addressing index against a reference map: with room for every
+// key the cache answers exactly like the map (puts, replacements, erases,
+// erase_if_same with stale and fresh locations, backward-shift deletion in
+// long probe runs); with a small budget every hit is the last location put
+// for that key and size() stays within capacity().
+TEST(LocationCache, MatchesReferenceMapUnderRandomOperations) {
+  for (size_t budget_entries : {size_t{40000}, size_t{257}}) {
+    LocationCacheOptions o;
+    o.budget_bytes = budget_entries * LocationCache::kEntryBytes;
+    o.shards = 4;
+    auto c = LocationCache::create(o);
+    ASSERT_TRUE(c.is_ok());
+    LocationCache& cache = **c;
+    std::map<std::pair<uint32_t, uint64_t>, CachedLocation> ref;
+    std::mt19937_64 rng(budget_entries);
+    const bool exact = budget_entries > 20000;
+    for (int op = 0; op < 200000; ++op) {
+      const uint32_t table = static_cast<uint32_t>(rng() % 3);
+      const uint64_t key = rng() % 6000;
+      const auto k = std::make_pair(table, key);
+      CachedLocation got;
+      switch (rng() % 4) {
+        case 0:
+        case 1: {
+          CachedLocation l;
+          l.addr = r2::RemoteAddr{static_cast<r2::NodeId>(rng() % 4), 3, (rng() % 100000) * 64};
+          l.incarnation = static_cast<uint32_t>(rng() % 7 + 1);
+          cache.put(table, key, l);
+          ref[k] = l;
+          break;
+        }
+        case 2: {
+          const bool hit = cache.get(table, key, &got);
+          auto it = ref.find(k);
+          if (exact) {
+            ASSERT_EQ(hit, it != ref.end()) << table << "/" << key;
+          }
+          if (hit) {
+            ASSERT_NE(it, ref.end());
+            ASSERT_EQ(got.addr.offset, it->second.addr.offset);
+            ASSERT_EQ(got.addr.node, it->second.addr.node);
+            ASSERT_EQ(got.incarnation, it->second.incarnation);
+          }
+          break;
+        }
+        case 3: {
+          auto it = ref.find(k);
+          if (it == ref.end()) {
+            cache.erase(table, key);
+            break;
+          }
+          CachedLocation seen = it->second;
+          if (rng() % 2) seen.incarnation += 100;  // stale: must not erase
+          cache.erase_if_same(table, key, seen);
+          if (seen.incarnation == it->second.incarnation) {
+            ref.erase(it);
+            ASSERT_FALSE(cache.get(table, key, &got));
+          } else if (exact) {
+            ASSERT_TRUE(cache.get(table, key, &got));
+          }
+          break;
+        }
+      }
+      ASSERT_LE(cache.size(), cache.capacity());
+    }
+    if (exact) {
+      ASSERT_EQ(cache.size(), ref.size());
+      for (auto& [k, l] : ref) {
+        CachedLocation got;
+        ASSERT_TRUE(cache.get(k.first, k.second, &got));
+        ASSERT_EQ(got.addr.offset, l.addr.offset);
+      }
+    } else {
+      EXPECT_GT(cache.stats().evictions, 0u);
+    }
+  }
+}
+
 TEST(HashService, RejectsMalformedRequests) {
   Fixture f(HashLayout::for_capacity(10, kValueSize), 10);
   HashService svc;

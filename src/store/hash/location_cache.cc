@@ -17,8 +17,8 @@ Status LocationCacheOptions::validate() const {
   return Status::ok();
 }
 
-size_t LocationCache::KeyHash::operator()(const Key& k) const {
-  return static_cast<size_t>(hash_mix(k.key, 0x51ED270B27ull + k.table));
+uint64_t LocationCache::hash_of(uint32_t table, uint64_t key) {
+  return hash_mix(key, 0x51ED270B27ull + table);
 }
 
 Result<std::unique_ptr<LocationCache>> LocationCache::create(const LocationCacheOptions& o) {
@@ -31,28 +31,66 @@ LocationCache::LocationCache(const LocationCacheOptions& o) {
   const size_t shards = std::min<size_t>(o.shards, capacity_);
   for (size_t i = 0; i < shards; ++i) {
     auto s = std::make_unique<Shard>();
-    const size_t cap = capacity_ / shards + (i < capacity_ % shards ? 1 : 0);
-    s->entries.resize(cap);
-    s->index.reserve(cap);
+    s->cap = static_cast<uint32_t>(capacity_ / shards + (i < capacity_ % shards ? 1 : 0));
+    s->slots.resize(size_t{s->cap} * 2);
     shards_.push_back(std::move(s));
   }
 }
 
-LocationCache::Shard& LocationCache::shard_of(const Key& k) {
-  // High bits pick the shard; the index's own hash uses all bits.
-  return *shards_[(KeyHash{}(k) >> 32) % shards_.size()];
+LocationCache::Shard& LocationCache::shard_of(uint64_t h) {
+  // High bits pick the shard; the low bits pick the home slot.
+  return *shards_[(h >> 40) % shards_.size()];
+}
+
+uint32_t LocationCache::home(const Shard& s, uint64_t h) {
+  // Multiply-shift range reduction of the low 32 bits onto [0, slots).
+  return static_cast<uint32_t>(((h & 0xFFFFFFFFull) * s.slots.size()) >> 32);
+}
+
+uint32_t LocationCache::find(const Shard& s, uint64_t h, uint32_t table, uint64_t key) {
+  const uint32_t n = static_cast<uint32_t>(s.slots.size());
+  uint32_t i = home(s, h);
+  // Load <= 1/2 keeps an empty slot in every table, so this ends.
+  for (uint32_t step = 0; step < n; ++step) {
+    const Slot& e = s.slots[i];
+    if (!e.used) return UINT32_MAX;
+    if (e.key == key && e.table == table) return i;
+    i = i + 1 == n ? 0 : i + 1;
+  }
+  return UINT32_MAX;
+}
+
+void LocationCache::erase_at(Shard& s, uint32_t i) {
+  const uint32_t n = static_cast<uint32_t>(s.slots.size());
+  uint32_t hole = i;
+  uint32_t j = i;
+  for (uint32_t step = 0; step < n; ++step) {
+    j = j + 1 == n ? 0 : j + 1;
+    Slot& e = s.slots[j];
+    if (!e.used) break;
+    const uint32_t h = home(s, hash_of(e.table, e.key));
+    // e may move into the hole when its home is not in (hole, j] (cyclically).
+    const bool home_between = hole <= j ? (h > hole && h <= j) : (h > hole || h <= j);
+    if (!home_between) {
+      s.slots[hole] = e;
+      hole = j;
+    }
+  }
+  s.slots[hole] = Slot{};
+  --s.live;
 }
 
 bool LocationCache::get(uint32_t table, uint64_t key, CachedLocation* out) {
-  const Key k{table, key};
-  Shard& s = shard_of(k);
+  const uint64_t h = hash_of(table, key);
+  Shard& s = shard_of(h);
   {
     std::lock_guard<std::mutex> g(s.mu);
-    auto it = s.index.find(k);
-    if (it != s.index.end()) {
-      Entry& e = s.entries[it->second];
-      e.referenced = true;
-      *out = e.loc;
+    const uint32_t i = find(s, h, table, key);
+    if (i != UINT32_MAX) {
+      Slot& e = s.slots[i];
+      e.referenced = 2;
+      out->addr = r2::RemoteAddr{e.node, e.region, e.offset};
+      out->incarnation = e.incarnation;
       hits_.fetch_add(1, std::memory_order_relaxed);
       return true;
     }
@@ -62,75 +100,75 @@ bool LocationCache::get(uint32_t table, uint64_t key, CachedLocation* out) {
 }
 
 void LocationCache::put(uint32_t table, uint64_t key, const CachedLocation& loc) {
-  const Key k{table, key};
-  Shard& s = shard_of(k);
+  const uint64_t h = hash_of(table, key);
+  Shard& s = shard_of(h);
   std::lock_guard<std::mutex> g(s.mu);
   inserts_.fetch_add(1, std::memory_order_relaxed);
-  auto it = s.index.find(k);
-  if (it != s.index.end()) {
-    s.entries[it->second].loc = loc;
-    return;
+  uint32_t i = find(s, h, table, key);
+  const bool fresh = i == UINT32_MAX;
+  if (fresh) {
+    // Insert first (an empty slot always exists: live <= cap < 2 * cap
+    // slots), then evict if the shard went over its capacity.
+    const uint32_t n = static_cast<uint32_t>(s.slots.size());
+    i = home(s, h);
+    while (s.slots[i].used) i = i + 1 == n ? 0 : i + 1;
+    ++s.live;
   }
-  const uint32_t n = static_cast<uint32_t>(s.entries.size());
-  uint32_t victim = n;
-  if (s.live < n) {
-    // A free entry exists: take the first one from the hand on.
-    for (uint32_t i = 0; i < n && victim == n; ++i) {
-      const uint32_t at = (s.hand + i) % n;
-      if (!s.entries[at].used) victim = at;
-    }
-  } else {
-    // CLOCK: clear reference bits until an unreferenced entry comes by.
-    for (uint32_t i = 0; i < 2 * n; ++i) {
-      Entry& e = s.entries[s.hand];
-      const uint32_t at = s.hand;
-      s.hand = (s.hand + 1) % n;
-      if (!e.referenced) {
-        victim = at;
-        break;
-      }
-      e.referenced = false;
-    }
-    erase_locked(s, s.entries[victim].key, victim);
-    evictions_.fetch_add(1, std::memory_order_relaxed);
-  }
-  Entry& e = s.entries[victim];
-  e.key = k;
-  e.loc = loc;
-  e.used = true;
-  e.referenced = false;  // earns its bit on the first hit
-  s.index.emplace(k, victim);
-  ++s.live;
+  Slot& e = s.slots[i];
+  e.key = key;
+  e.table = table;
+  e.offset = loc.addr.offset;
+  e.node = loc.addr.node;
+  e.region = loc.addr.region;
+  e.incarnation = loc.incarnation;
+  if (!e.used) e.referenced = 1;  // one sweep of grace; a hit raises it to 2
+  e.used = 1;
+  if (fresh && s.live > s.cap) evict_one(s, table, key);
 }
 
-void LocationCache::erase_locked(Shard& s, const Key& k, uint32_t idx) {
-  s.index.erase(k);
-  s.entries[idx].used = false;
-  s.entries[idx].referenced = false;
-  --s.live;
+void LocationCache::evict_one(Shard& s, uint32_t keep_table, uint64_t keep_key) {
+  // CLOCK with a 2-bit count: the hand decrements counts until it meets an
+  // entry at 0 other than the one just inserted (at most three sweeps).
+  const uint32_t n = static_cast<uint32_t>(s.slots.size());
+  for (uint32_t step = 0; step < 3 * n + 3; ++step) {
+    const uint32_t at = s.hand;
+    Slot& e = s.slots[at];
+    s.hand = at + 1 == n ? 0 : at + 1;
+    if (!e.used || (e.key == keep_key && e.table == keep_table)) continue;
+    if (e.referenced > 0) {
+      --e.referenced;
+      continue;
+    }
+    erase_at(s, at);
+    // The backward shift may have moved a later entry into `at`: look at
+    // it on the next sweep step instead of skipping it for a whole lap.
+    s.hand = at;
+    evictions_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
 }
 
 void LocationCache::erase_if_same(uint32_t table, uint64_t key, const CachedLocation& seen) {
-  const Key k{table, key};
-  Shard& s = shard_of(k);
+  const uint64_t h = hash_of(table, key);
+  Shard& s = shard_of(h);
   std::lock_guard<std::mutex> g(s.mu);
-  auto it = s.index.find(k);
-  if (it == s.index.end()) return;
-  const CachedLocation& cur = s.entries[it->second].loc;
-  if (cur.addr.node == seen.addr.node && cur.addr.region == seen.addr.region &&
-      cur.addr.offset == seen.addr.offset && cur.incarnation == seen.incarnation) {
-    erase_locked(s, k, it->second);
+  const uint32_t i = find(s, h, table, key);
+  if (i == UINT32_MAX) return;
+  const Slot& e = s.slots[i];
+  if (e.node == seen.addr.node && e.region == seen.addr.region && e.offset == seen.addr.offset &&
+      e.incarnation == seen.incarnation) {
+    erase_at(s, i);
     erased_.fetch_add(1, std::memory_order_relaxed);
   }
 }
 
 void LocationCache::erase(uint32_t table, uint64_t key) {
-  const Key k{table, key};
-  Shard& s = shard_of(k);
+  const uint64_t h = hash_of(table, key);
+  Shard& s = shard_of(h);
   std::lock_guard<std::mutex> g(s.mu);
-  auto it = s.index.find(k);
-  if (it == s.index.end()) return;
-  erase_locked(s, k, it->second);
+  const uint32_t i = find(s, h, table, key);
+  if (i == UINT32_MAX) return;
+  erase_at(s, i);
   erased_.fetch_add(1, std::memory_order_relaxed);
 }
 

@@ -9,14 +9,18 @@
 // survives) and looks the key up again.
 //
 // Budget: at most capacity() entries, capacity = budget_bytes /
-// kEntryBytes, where kEntryBytes is the accounted cost of one entry (the
-// entry itself plus its share of the hash index). Both the entry array and
-// the index are sized at construction; the cache never grows.
+// kEntryBytes. Each shard is one open-addressing table (linear probing,
+// backward-shift deletion) of 32-byte slots, two slots per entry of
+// capacity (load factor <= 1/2, so a lookup touches one or two cache lines
+// and no pointers): kEntryBytes = 64 is the whole cost of an entry. Sized
+// at construction; the cache never grows.
 //
-// Eviction: CLOCK per shard. A hit sets the entry's reference bit; an
-// insert into a full shard sweeps the hand, clearing set bits, and evicts
-// the first entry whose bit is clear (at most two sweeps). Recently used
-// entries survive, one-off entries go first, with no per-hit list updates.
+// Eviction: CLOCK per shard with a 2-bit count. A new entry starts at 1, a
+// hit sets 2; an insert into a full shard sweeps the hand, decrementing,
+// and evicts the first entry at 0 (never the one just inserted; at most
+// three sweeps). Recently used entries survive, one-off entries go first,
+// a new entry gets one sweep of grace (open addressing puts it anywhere
+// relative to the hand), and hits need no list updates.
 //
 // Threading: shared by all worker threads of a node. Keys are spread over
 // `shards` shards by hash; every call takes one shard's mutex for an O(1)
@@ -29,7 +33,6 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
-#include <unordered_map>
 #include <vector>
 
 #include "base/status.h"
@@ -76,31 +79,37 @@ class LocationCache {
   LocationCacheStats stats() const;
 
  private:
-  struct Key {
-    uint32_t table;
-    uint64_t key;
-    bool operator==(const Key& o) const { return table == o.table && key == o.key; }
+  // One slot of a shard's table (32 bytes: the key, the location, CLOCK bit).
+  struct Slot {
+    uint64_t key = 0;
+    uint64_t offset = 0;
+    uint32_t table = 0;
+    uint32_t incarnation = 0;
+    uint16_t node = 0;
+    uint16_t region = 0;
+    uint8_t used = 0;
+    uint8_t referenced = 0;  // CLOCK count 0..2
   };
-  struct KeyHash {
-    size_t operator()(const Key& k) const;
-  };
-  struct Entry {
-    Key key{};
-    CachedLocation loc;
-    bool used = false;
-    bool referenced = false;
-  };
+  static_assert(sizeof(Slot) == 32);
   struct Shard {
     std::mutex mu;
-    std::vector<Entry> entries;  // fixed capacity
-    std::unordered_map<Key, uint32_t, KeyHash> index;
-    uint32_t hand = 0;
+    std::vector<Slot> slots;  // 2 * cap slots
+    uint32_t cap = 0;         // entries this shard may hold
     uint32_t live = 0;
+    uint32_t hand = 0;  // CLOCK hand over slots
   };
 
   explicit LocationCache(const LocationCacheOptions& o);
-  Shard& shard_of(const Key& k);
-  void erase_locked(Shard& s, const Key& k, uint32_t idx);
+  static uint64_t hash_of(uint32_t table, uint64_t key);
+  Shard& shard_of(uint64_t h);
+  // Home slot of hash h in s.
+  static uint32_t home(const Shard& s, uint64_t h);
+  // Index of (table, key) in s, or UINT32_MAX.
+  static uint32_t find(const Shard& s, uint64_t h, uint32_t table, uint64_t key);
+  // Empties slot i, shifting the following run back so probes stay correct.
+  static void erase_at(Shard& s, uint32_t i);
+  // Evicts one entry of a shard over capacity (CLOCK), never (keep_table, keep_key).
+  void evict_one(Shard& s, uint32_t keep_table, uint64_t keep_key);
 
   size_t capacity_ = 0;
   std::vector<std::unique_ptr<Shard>> shards_;

@@ -1,0 +1,96 @@
+#include "store/tables/plan.h"
+
+#include <algorithm>
+#include <string>
+
+#include "store/hash/hash_client.h"
+#include "store/record.h"
+#include "store/xstore/client/xstore_client.h"
+
+namespace drtmx::store::tables {
+namespace {
+
+constexpr uint64_t kAreaAlign = 4096;
+
+uint64_t align_up(uint64_t v, uint64_t a) {
+  return (v + a - 1) / a * a;
+}
+
+uint32_t leaves_for(uint64_t capacity) {
+  const uint64_t half = kOrderedFanout / 2;
+  const uint64_t n = (capacity + half - 1) / half + kSpareLeaves;
+  return static_cast<uint32_t>(std::min<uint64_t>(n, UINT32_MAX - 1));
+}
+
+}  // namespace
+
+PartitionPlan plan_partition(const TableSpec& t, uint64_t offset) {
+  PartitionPlan p;
+  p.region = table_region(t.id);
+  p.offset = offset;
+  p.heap.value_size = t.value_size;
+  uint64_t index_bytes = 0;
+  if (t.kind == TableKind::kHash) {
+    p.hash = hash::HashLayout::for_capacity(t.capacity, t.value_size);
+    p.hash.bucket_region = p.region;
+    p.hash.record_region = p.region;
+    p.hash.bucket_offset = offset;
+    index_bytes = p.hash.area_bytes();
+  } else {
+    p.leaves.region = p.region;
+    p.leaves.leaf_offset = offset;
+    p.leaves.fanout = kOrderedFanout;
+    p.leaves.value_bytes = t.inline_values ? t.value_size : sizeof(RecordAddr);
+    p.leaves.leaf_capacity = leaves_for(t.capacity);
+    index_bytes = p.leaves.bytes();
+  }
+  const bool has_heap = t.kind == TableKind::kHash || !t.inline_values;
+  p.heap.range_offset = offset + align_up(index_bytes, 64);
+  p.heap.range_bytes = has_heap ? RecordHeap::bytes_for(t.capacity, t.value_size) : 0;
+  p.area_bytes = align_up(p.heap.range_offset - offset + p.heap.range_bytes, kAreaAlign);
+  return p;
+}
+
+Result<PartitionPlan> locate(const Catalog& c, const TableSpec& t, PartitionId p, NodeId16 node) {
+  const std::vector<PartitionId> hosted = c.hosted(node, t);
+  const auto it = std::lower_bound(hosted.begin(), hosted.end(), p);
+  if (it == hosted.end() || *it != p) {
+    return not_found("table '" + t.name + "' partition " + std::to_string(p) +
+                     " has no copy on node " + std::to_string(node));
+  }
+  const uint64_t area = plan_partition(t, 0).area_bytes;
+  PartitionPlan plan = plan_partition(t, area * static_cast<uint64_t>(it - hosted.begin()));
+  plan.heap.name = t.name + "/p" + std::to_string(p);
+  return plan;
+}
+
+ScratchLayout scratch_layout(const Catalog& c) {
+  uint64_t hash_part = 0, ordered_part = 0, record_part = 0;
+  for (const TableSpec& t : c.tables()) {
+    const PartitionPlan p = plan_partition(t, 0);
+    if (t.kind == TableKind::kHash) {
+      hash_part = std::max<uint64_t>(hash_part, hash::HashClient::scratch_bytes(p.hash));
+    } else {
+      ordered_part =
+          std::max<uint64_t>(ordered_part, xstore::XStoreClient::scratch_bytes(p.leaves));
+      if (!t.inline_values) {
+        record_part = std::max<uint64_t>(record_part, record_slot_size(t.value_size));
+      }
+    }
+  }
+  return {align_up(hash_part, 64), align_up(ordered_part, 64), align_up(record_part, 64)};
+}
+
+std::vector<std::pair<r2::RegionId, size_t>> regions_of(const Catalog& c, NodeId16 node,
+                                                        const ScratchPlan& scratch) {
+  std::vector<std::pair<r2::RegionId, size_t>> out;
+  for (const TableSpec& t : c.tables()) {
+    const size_t copies = c.hosted(node, t).size();
+    if (copies == 0) continue;
+    out.emplace_back(table_region(t.id), plan_partition(t, 0).area_bytes * copies);
+  }
+  out.emplace_back(kScratchRegion, std::max<uint64_t>(scratch.bytes(), 64));
+  return out;
+}
+
+}  // namespace drtmx::store::tables

@@ -1,0 +1,161 @@
+#include "store/tables/record_tree.h"
+
+#include <cstring>
+#include <string>
+
+#include "store/record_io.h"
+
+namespace drtmx::store::tables {
+namespace {
+
+constexpr int kLockTries = 64;
+constexpr int kReadTries = 256;
+
+Status from_xstatus(xstore::XStatus s, uint64_t key, const char* op) {
+  switch (s) {
+    case xstore::XStatus::kOk:
+      return Status::ok();
+    case xstore::XStatus::kNotFound:
+      return not_found(std::string("record tree ") + op + ": key " + std::to_string(key) +
+                       " not found");
+    case xstore::XStatus::kAlreadyExists:
+      return already_exists(std::string("record tree ") + op + ": key " + std::to_string(key) +
+                            " exists");
+    case xstore::XStatus::kOutOfLeaves:
+      return exhausted(std::string("record tree ") + op +
+                       ": out of leaves; raise the table's capacity");
+  }
+  return internal_error("record tree: unknown tree status");
+}
+
+}  // namespace
+
+size_t RecordTree::slot_bytes() const {
+  return record_slot_size(value_size_);
+}
+
+Result<RecordAddr> RecordTree::insert(uint64_t key, std::span<const uint8_t> value, bool upsert) {
+  if (value.size() > value_size_) {
+    return out_of_range("record tree insert: value of " + std::to_string(value.size()) +
+                        " bytes exceeds the table's value size " + std::to_string(value_size_));
+  }
+  Result<SlotGrant> grant = heap_.allocate();
+  if (!grant.is_ok()) return grant.status();
+  RecordImage img(slot_bytes());
+  RecordHeader* h = img.header();
+  h->version = 1;
+  h->key = key;
+  h->incarnation = grant->incarnation;
+  h->flags = kLive;
+  if (!value.empty()) std::memcpy(img.value(), value.data(), value.size());
+  seal(img.data(), value_size_);
+  uint8_t* rec = slot(grant->offset);
+  img.store_body(rec);
+  // The record is complete before the tree publishes its address (the
+  // tree's leaf write is a release; clients READ the leaf before the record).
+  std::atomic_thread_fence(std::memory_order_release);
+  const RecordAddr addr{grant->offset, grant->incarnation, 0};
+  const xstore::XStatus s = tree_.insert(key, &addr, /*upsert=*/false);
+  if (s == xstore::XStatus::kOk) return addr;
+  // Unpublished: nobody can hold its address. Mark it deleted so a later
+  // tenant's incarnation is derived from a consistent header.
+  h->flags = kDeleted;
+  seal(img.data(), value_size_);
+  img.store_body(rec);
+  heap_.release(grant->offset);
+  if (s == xstore::XStatus::kAlreadyExists && upsert) return update(key, value);
+  return from_xstatus(s, key, "insert");
+}
+
+Result<bool> RecordTree::lock_record(uint64_t key, const RecordAddr& a) {
+  uint8_t* rec = slot(a.offset);
+  for (int i = 0; i < kLockTries; ++i) {
+    uint64_t expected = 0;
+    if (lock_of(rec).compare_exchange_strong(expected, kOwnerLockWord, std::memory_order_acquire)) {
+      RecordHeader h{};
+      load_words(&h, rec, sizeof h);
+      if (h.key == key && h.incarnation == a.incarnation && h.flags == kLive) return true;
+      lock_of(rec).store(0, std::memory_order_release);
+      return false;
+    }
+  }
+  return unavailable("record tree: record of key " + std::to_string(key) +
+                     " is locked by a transaction; retry");
+}
+
+void RecordTree::unlock_record(const RecordAddr& a) {
+  lock_of(slot(a.offset)).store(0, std::memory_order_release);
+}
+
+void RecordTree::rewrite(const RecordAddr& a, uint32_t flags, std::span<const uint8_t> value) {
+  uint8_t* rec = slot(a.offset);
+  RecordImage img(slot_bytes());
+  img.load(rec);  // we hold the lock: no other writer
+  RecordHeader* h = img.header();
+  h->version += 1;
+  h->flags = flags;
+  if (!value.empty()) {
+    std::memset(img.value(), 0, value_size_);
+    std::memcpy(img.value(), value.data(), value.size());
+  }
+  seal(img.data(), value_size_);
+  img.store_body(rec);
+}
+
+Result<RecordAddr> RecordTree::update(uint64_t key, std::span<const uint8_t> value) {
+  if (value.size() > value_size_) {
+    return out_of_range("record tree update: value of " + std::to_string(value.size()) +
+                        " bytes exceeds the table's value size " + std::to_string(value_size_));
+  }
+  RecordAddr a;
+  if (tree_.get(key, &a) != xstore::XStatus::kOk)
+    return from_xstatus(xstore::XStatus::kNotFound, key, "update");
+  Result<bool> locked = lock_record(key, a);
+  if (!locked.is_ok()) return locked.status();
+  if (!*locked) return from_xstatus(xstore::XStatus::kNotFound, key, "update");
+  rewrite(a, kLive, value);
+  unlock_record(a);
+  return a;
+}
+
+Status RecordTree::remove(uint64_t key) {
+  RecordAddr a;
+  if (tree_.get(key, &a) != xstore::XStatus::kOk)
+    return from_xstatus(xstore::XStatus::kNotFound, key, "remove");
+  Result<bool> locked = lock_record(key, a);
+  if (!locked.is_ok()) return locked.status();
+  if (!*locked) return from_xstatus(xstore::XStatus::kNotFound, key, "remove");
+  rewrite(a, kDeleted, {});
+  const xstore::XStatus s = tree_.remove(key);
+  unlock_record(a);
+  // Only the holder of the record lock that saw it live removes the entry,
+  // so the entry was ours: the slot can go back.
+  heap_.release(a.offset);
+  return from_xstatus(s, key, "remove");
+}
+
+Result<bool> RecordTree::get(uint64_t key, std::span<uint8_t> value_out, RecordAddr* where) const {
+  if (value_out.size() < value_size_) {
+    return invalid_argument("record tree get: value buffer of " + std::to_string(value_out.size()) +
+                            " bytes is smaller than the value size " + std::to_string(value_size_));
+  }
+  RecordImage img(slot_bytes());
+  for (int restart = 0; restart < 4; ++restart) {
+    RecordAddr a;
+    if (tree_.get(key, &a) != xstore::XStatus::kOk) return false;
+    std::atomic_thread_fence(std::memory_order_acquire);
+    for (int i = 0; i < kReadTries; ++i) {
+      img.load(slot(a.offset));
+      const RecordCheck c = verify(img.data(), value_size_, key, a.incarnation);
+      if (c == RecordCheck::kTorn) continue;
+      if (c != RecordCheck::kOk) break;  // deleted / reused since the lookup: look up again
+      std::memcpy(value_out.data(), img.value(), value_size_);
+      if (where != nullptr) *where = a;
+      return true;
+    }
+  }
+  return unavailable("record tree get: record of key " + std::to_string(key) +
+                     " stayed torn or moving for every retry");
+}
+
+}  // namespace drtmx::store::tables

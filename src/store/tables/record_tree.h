@@ -1,0 +1,67 @@
+// RecordTree: the owner side of an ordered table partition whose values are
+// records in a RecordHeap (so transactions can lock, validate and write
+// them one-sided like hash records): an XTree maps key -> RecordAddr
+// (plan.h), the record lives in its heap slot in the record.h format.
+//
+// Orders (the hash table's, hash_table.h, applied to a tree):
+//   insert: allocate a slot -> write the record body (version 1, key,
+//           incarnation, kLive, value, seal; the lock word is left alone)
+//           -> insert (key, addr) into the tree. A reader that finds the
+//           entry finds the complete record. If the key exists, the slot
+//           goes back to the heap unpublished.
+//   update: lock the record (CPU CAS 0 -> kOwnerLockWord; a transaction's
+//           lock gives kUnavailable) -> check it is still the entry's
+//           record (key, incarnation, live) -> write version+1 and value ->
+//           unlock.
+//   remove: lock -> check -> write kDeleted (version+1) -> remove the entry
+//           from the tree -> unlock -> release the slot. A client holding
+//           the old entry READs kDeleted or, after reuse, another
+//           key/incarnation: it treats the key as absent or asks again.
+// Thread safety: every member from any owner thread, concurrently.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "base/status.h"
+#include "store/heap.h"
+#include "store/tables/plan.h"
+#include "store/xstore/server/xtree.h"
+
+namespace drtmx::store::tables {
+
+class RecordTree {
+ public:
+  // `region`: the owner's mapping of the region holding the heap's slots.
+  RecordTree(xstore::XTree& tree, RecordHeap& heap, std::span<uint8_t> region, uint32_t value_size)
+      : tree_(tree), heap_(heap), region_(region), value_size_(value_size) {}
+
+  // kAlreadyExists (unless upsert: then update), kResourceExhausted (heap
+  // or leaves full), kOutOfRange (value larger than value_size).
+  Result<RecordAddr> insert(uint64_t key, std::span<const uint8_t> value, bool upsert = false);
+  // kNotFound, kUnavailable (locked by a transaction for every retry).
+  Result<RecordAddr> update(uint64_t key, std::span<const uint8_t> value);
+  Status remove(uint64_t key);
+  // True + a consistent copy of the value (value_out >= value_size).
+  Result<bool> get(uint64_t key, std::span<uint8_t> value_out, RecordAddr* where = nullptr) const;
+
+  xstore::XTree& tree() { return tree_; }
+  uint32_t value_size() const { return value_size_; }
+
+ private:
+  uint8_t* slot(uint64_t offset) const { return region_.data() + offset; }
+  size_t slot_bytes() const;
+  // Locks the record of entry `a` for `key`; false when it is no longer
+  // that key's live record (kNotFound), error when it stays locked.
+  Result<bool> lock_record(uint64_t key, const RecordAddr& a);
+  void unlock_record(const RecordAddr& a);
+  // Writes version+1, flags and value over a locked record.
+  void rewrite(const RecordAddr& a, uint32_t flags, std::span<const uint8_t> value);
+
+  xstore::XTree& tree_;
+  RecordHeap& heap_;
+  std::span<uint8_t> region_;
+  uint32_t value_size_;
+};
+
+}  // namespace drtmx::store::tables

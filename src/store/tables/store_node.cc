@@ -1,0 +1,148 @@
+#include "store/tables/store_node.h"
+
+#include <cstring>
+#include <string>
+
+#include "store/tables/ordered_rpc.h"
+
+namespace drtmx::store::tables {
+namespace {
+
+uint64_t part_key(TableId t, PartitionId p) {
+  return (uint64_t{t} << 32) | p;
+}
+
+std::string where(const TableSpec& t, PartitionId p) {
+  return "table '" + t.name + "' partition " + std::to_string(p);
+}
+
+Status from_xstatus(xstore::XStatus s, const TableSpec& t, uint64_t key) {
+  switch (s) {
+    case xstore::XStatus::kOk:
+      return Status::ok();
+    case xstore::XStatus::kNotFound:
+      return not_found("table '" + t.name + "': key " + std::to_string(key) + " not found");
+    case xstore::XStatus::kAlreadyExists:
+      return already_exists("table '" + t.name + "': key " + std::to_string(key) + " exists");
+    case xstore::XStatus::kOutOfLeaves:
+      return exhausted("table '" + t.name + "': out of index leaves; raise the table's capacity");
+  }
+  return internal_error("unknown xstore status");
+}
+
+}  // namespace
+
+Result<std::unique_ptr<StoreNode>> StoreNode::create(const Catalog& catalog, r2::Fabric& fabric) {
+  std::unique_ptr<StoreNode> n(new StoreNode(catalog, fabric.info().node));
+  for (const TableSpec& t : catalog.tables()) {
+    for (PartitionId p : catalog.hosted(n->node_, t)) {
+      DRTMX_RETURN_IF_ERROR(n->build(t, p, fabric));
+    }
+  }
+  return n;
+}
+
+Status StoreNode::build(const TableSpec& t, PartitionId p, r2::Fabric& fabric) {
+  Result<PartitionPlan> plan = locate(catalog_, t, p, node_);
+  if (!plan.is_ok()) return plan.status();
+  const r2::Region* region = fabric.region(plan->region);
+  if (region == nullptr || region->size < plan->offset + plan->area_bytes) {
+    return invalid_argument(
+        where(t, p) + ": region " + std::to_string(plan->region) +
+        (region == nullptr ? " is not registered" : " is smaller than its plan") +
+        "; register the regions of store::tables::regions_of()");
+  }
+  std::span<uint8_t> mem(region->base, region->size);
+  auto part = std::make_unique<LocalPartition>();
+  part->table = &t;
+  part->partition = p;
+  part->plan = *plan;
+  if (plan->heap.range_bytes > 0) {
+    Result<std::unique_ptr<RecordHeap>> heap = RecordHeap::create(mem, plan->heap);
+    if (!heap.is_ok()) return heap.status();
+    part->heap = std::move(*heap);
+  }
+  const uint32_t id = service_id(t.id, p);
+  if (t.kind == TableKind::kHash) {
+    Result<std::unique_ptr<hash::HashTable>> h =
+        hash::HashTable::create(mem, mem, plan->hash, *part->heap);
+    if (!h.is_ok()) return h.status();
+    part->hash = std::move(*h);
+    DRTMX_RETURN_IF_ERROR(hash_service_.add(id, part->hash.get()));
+  } else {
+    xstore::XTreeOptions o;
+    o.area = plan->leaves;
+    Result<std::unique_ptr<xstore::XTree>> tree =
+        xstore::XTree::create(region->base, region->size, o);
+    if (!tree.is_ok()) return tree.status();
+    part->tree = std::move(*tree);
+    DRTMX_RETURN_IF_ERROR(xstore_service_.add_tree(id, part->tree.get()));
+    if (!t.inline_values) {
+      part->records = std::make_unique<RecordTree>(*part->tree, *part->heap, mem, t.value_size);
+    }
+  }
+  parts_.emplace(part_key(t.id, p), std::move(part));
+  return Status::ok();
+}
+
+Status StoreNode::register_handlers(r2::Worker& w) {
+  DRTMX_RETURN_IF_ERROR(hash_service_.register_handlers(w));
+  DRTMX_RETURN_IF_ERROR(register_record_handlers(*this, w));
+  return xstore_service_.register_on(w);
+}
+
+LocalPartition* StoreNode::partition(TableId table, PartitionId p) {
+  auto it = parts_.find(part_key(table, p));
+  return it == parts_.end() ? nullptr : it->second.get();
+}
+
+const LocalPartition* StoreNode::partition(TableId table, PartitionId p) const {
+  auto it = parts_.find(part_key(table, p));
+  return it == parts_.end() ? nullptr : it->second.get();
+}
+
+Status StoreNode::load(const TableSpec& t, uint64_t key, std::span<const uint8_t> value) {
+  const PartitionId p = catalog_.partition_of(t, key);
+  LocalPartition* part = partition(t.id, p);
+  if (part == nullptr) {
+    return not_found(where(t, p) + " has no copy on node " + std::to_string(node_) +
+                     "; load it on the nodes catalog.hosted() names");
+  }
+  if (value.size() > t.value_size) {
+    return out_of_range("table '" + t.name + "': value of " + std::to_string(value.size()) +
+                        " bytes exceeds its value size " + std::to_string(t.value_size));
+  }
+  if (part->hash) {
+    Result<hash::RecordLoc> r = part->hash->insert(key, value);
+    if (r.is_ok()) return Status::ok();
+    if (r.status().code() != Code::kAlreadyExists) return r.status();
+    return part->hash->update(key, value).status();
+  }
+  if (part->records) return part->records->insert(key, value, /*upsert=*/true).status();
+  std::vector<uint8_t> padded(t.value_size, 0);
+  if (!value.empty()) std::memcpy(padded.data(), value.data(), value.size());
+  return from_xstatus(part->tree->insert(key, padded.data(), /*upsert=*/true), t, key);
+}
+
+Result<bool> StoreNode::get_local(const TableSpec& t, uint64_t key,
+                                  std::span<uint8_t> value) const {
+  const PartitionId p = catalog_.partition_of(t, key);
+  const LocalPartition* part = partition(t.id, p);
+  if (part == nullptr) return not_found(where(t, p) + " has no copy on this node");
+  if (value.size() < t.value_size) {
+    return invalid_argument("table '" + t.name + "': value buffer smaller than its value size");
+  }
+  if (part->hash) {
+    Result<hash::RecordLoc> r = part->hash->get(key, value);
+    if (r.is_ok()) return true;
+    if (r.status().code() == Code::kNotFound) return false;
+    return r.status();
+  }
+  if (part->records) return part->records->get(key, value);
+  const xstore::XStatus s = part->tree->get(key, value.data());
+  if (s == xstore::XStatus::kNotFound) return false;
+  DRTMX_RETURN_IF_ERROR(from_xstatus(s, t, key));
+  return true;
+}
+
+}  // namespace drtmx::store::tables

@@ -1,0 +1,94 @@
+// StoreNode: the owner side of the storage layer on one node — every
+// partition copy (primary or backup) the catalog places here, built in the
+// regions regions_of() planned, and the RPC services that let other nodes
+// change them and look them up (DESIGN.md §3).
+//
+// What it builds per hosted partition copy of a table:
+//   kHash                 RecordHeap + hash::HashTable, served by HashService
+//   kOrdered, inline      xstore::XTree (values in the leaves), XStoreService
+//   kOrdered, records     RecordHeap + XTree whose values are RecordAddr
+//                         (plan.h), records written with the record.h
+//                         protocol (RecordTree below); XStoreService serves
+//                         the index, so clients READ leaf then record.
+// Service ids (the `table` of hash RPCs, the `tree` of XStore RPCs, the
+// table id in the location cache): service_id(table, partition).
+//
+// Who calls what: create() once after the fabric registered the regions
+// (before NodeRuntime::launch); register_handlers() from each worker's
+// setup; load() from a loader thread before the run (any thread; the
+// structures are concurrent); the accessors from owner-side code (the
+// transaction layer's commit and backup appliers).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "base/status.h"
+#include "r2/fabric.h"
+#include "r2/sched/worker.h"
+#include "store/catalog.h"
+#include "store/hash/hash_service.h"
+#include "store/hash/hash_table.h"
+#include "store/heap.h"
+#include "store/tables/plan.h"
+#include "store/tables/record_tree.h"
+#include "store/xstore/server/xstore_service.h"
+#include "store/xstore/server/xtree.h"
+
+namespace drtmx::store::tables {
+
+inline uint32_t service_id(TableId table, PartitionId partition) {
+  return (table << 20) | partition;
+}
+
+// One partition copy on this node.
+struct LocalPartition {
+  const TableSpec* table = nullptr;
+  PartitionId partition = 0;
+  PartitionPlan plan;
+  std::unique_ptr<RecordHeap> heap;       // hash, ordered-with-records
+  std::unique_ptr<hash::HashTable> hash;  // kHash
+  std::unique_ptr<xstore::XTree> tree;    // kOrdered
+  std::unique_ptr<RecordTree> records;    // kOrdered with records
+};
+
+class StoreNode {
+ public:
+  // `fabric` must have registered every region of regions_of(catalog, node)
+  // (and outlive this object, as must the catalog). Errors name the table
+  // and partition whose region is missing or too small.
+  static Result<std::unique_ptr<StoreNode>> create(const Catalog& catalog, r2::Fabric& fabric);
+
+  // Registers the hash and XStore handlers on `w` (call for every worker).
+  Status register_handlers(r2::Worker& w);
+
+  // Puts `key` into this node's copy of its partition (the loader runs on
+  // every node that hosts the partition, with the same data). An existing
+  // key is overwritten. kNotFound if this node hosts no copy; other errors
+  // as the table's (out of space, oversized value).
+  Status load(const TableSpec& t, uint64_t key, std::span<const uint8_t> value);
+  // Owner-side read of the local copy (tests, audits): true + value when
+  // present.
+  Result<bool> get_local(const TableSpec& t, uint64_t key, std::span<uint8_t> value) const;
+
+  // The local copy of (table, partition), or nullptr.
+  LocalPartition* partition(TableId table, PartitionId p);
+  const LocalPartition* partition(TableId table, PartitionId p) const;
+  const Catalog& catalog() const { return catalog_; }
+  NodeId16 node() const { return node_; }
+
+ private:
+  StoreNode(const Catalog& c, NodeId16 node) : catalog_(c), node_(node) {}
+  Status build(const TableSpec& t, PartitionId p, r2::Fabric& fabric);
+
+  const Catalog& catalog_;
+  NodeId16 node_;
+  std::unordered_map<uint64_t, std::unique_ptr<LocalPartition>> parts_;  // (table << 32) | p
+  hash::HashService hash_service_;
+  xstore::XStoreService xstore_service_;
+};
+
+}  // namespace drtmx::store::tables

@@ -1,0 +1,373 @@
+#include "store/tables/table_client.h"
+
+#include <cstring>
+#include <string>
+
+#include "store/record.h"
+#include "store/tables/store_node.h"
+
+namespace drtmx::store::tables {
+namespace {
+
+uint64_t part_key(TableId t, PartitionId p) {
+  return (uint64_t{t} << 32) | p;
+}
+
+}  // namespace
+
+// --- NodeCaches --------------------------------------------------------------
+
+Result<std::unique_ptr<NodeCaches>> NodeCaches::create(const Catalog& c,
+                                                       const NodeCacheOptions& o) {
+  DRTMX_RETURN_IF_ERROR(o.xcache.validate());
+  if (o.threads == 0) return invalid_argument("node caches: threads must be > 0");
+  std::unique_ptr<NodeCaches> n(new NodeCaches(c, o));
+  Result<std::unique_ptr<hash::LocationCache>> loc = hash::LocationCache::create(o.location);
+  if (!loc.is_ok()) return loc.status();
+  n->location_ = std::move(*loc);
+  n->threads_.resize(o.threads);
+  return n;
+}
+
+NodeCaches::Learned& NodeCaches::xcache(r2::ThreadId t, TableId table, PartitionId p) {
+  std::unique_ptr<Learned>& slot = threads_.at(t).caches[part_key(table, p)];
+  if (!slot) slot = std::make_unique<Learned>(opts_.xcache);
+  return *slot;
+}
+
+size_t NodeCaches::xcache_bytes(r2::ThreadId t) const {
+  size_t b = 0;
+  for (const auto& [k, l] : threads_.at(t).caches) b += l->cache.memory_bytes();
+  return b;
+}
+
+// --- stats -------------------------------------------------------------------
+
+void TableClientStats::add(const TableClientStats& o) {
+  gets += o.gets;
+  reads += o.reads;
+  rpcs += o.rpcs;
+  scans += o.scans;
+  writes += o.writes;
+  record_retries += o.record_retries;
+}
+
+// --- TableClient -------------------------------------------------------------
+
+TableClient::TableClient(const Catalog& c, NodeCaches& caches, std::span<uint8_t> scratch,
+                         const TableClientOptions& o)
+    : catalog_(c),
+      caches_(caches),
+      scratch_(scratch),
+      opts_(o),
+      hash_(o.hash.use_cache ? &caches.location() : nullptr,
+            scratch.subspan(0, std::min<size_t>(scratch.size(), scratch_layout(c).hash_bytes)),
+            o.hash) {
+  const ScratchLayout l = scratch_layout(c);
+  if (scratch.size() >= l.total()) {
+    xscratch_ = scratch.subspan(l.hash_bytes, l.ordered_bytes);
+    record_buf_ = scratch.data() + l.hash_bytes + l.ordered_bytes;
+  }
+}
+
+r2::NodeId TableClient::primary(const TableSpec& t, PartitionId p, r2::NodeId self) const {
+  return catalog_.replicas_of(t, p, self).primary;
+}
+
+Result<TableClient::Ordered*> TableClient::ordered(r2::Co& co, const TableSpec& t, PartitionId p) {
+  auto it = ordered_.find(part_key(t.id, p));
+  if (it != ordered_.end()) return &it->second;
+  if (xscratch_.empty()) {
+    return invalid_argument("table client: scratch of " + std::to_string(scratch_.size()) +
+                            " bytes is smaller than scratch_per_coroutine() = " +
+                            std::to_string(scratch_per_coroutine(catalog_)));
+  }
+  const r2::NodeId owner = primary(t, p, co.node());
+  Result<PartitionPlan> plan = locate(catalog_, t, p, owner);
+  if (!plan.is_ok()) return plan.status();
+  Ordered o;
+  o.table = &t;
+  o.partition = p;
+  o.learned = &caches_.xcache(co.thread(), t.id, p);
+  o.remote = OrderedRemote{owner, service_id(t.id, p), plan->leaves.value_bytes};
+  xstore::XRemote xr;
+  xr.owner = r2::Target{owner, static_cast<r2::ThreadId>(p % co.worker().threads_per_node())};
+  xr.tree = o.remote.service;
+  xr.area = plan->leaves;
+  o.client = std::make_unique<xstore::XStoreClient>(o.learned->cache, xr, xscratch_, opts_.xstore);
+  DRTMX_RETURN_IF_ERROR(o.client->check());
+  return &ordered_.emplace(part_key(t.id, p), std::move(o)).first->second;
+}
+
+Status TableClient::warm_one(r2::Co& co, Ordered& o) {
+  if (o.learned->cache.trained() || o.learned->warming) return Status::ok();
+  o.learned->warming = true;
+  Status st = o.client->warm(co);
+  o.learned->warming = false;
+  return st.with_context("warming the learned cache of table '" + o.table->name + "' partition " +
+                         std::to_string(o.partition));
+}
+
+Status TableClient::warm(r2::Co& co, const TableSpec& t) {
+  if (t.kind != TableKind::kOrdered) return Status::ok();
+  for (PartitionId p = 0; p < catalog_.partitions(t); ++p) {
+    Result<Ordered*> o = ordered(co, t, p);
+    if (!o.is_ok()) return o.status();
+    DRTMX_RETURN_IF_ERROR(warm_one(co, **o));
+  }
+  return Status::ok();
+}
+
+Result<bool> TableClient::index_get(r2::Co& co, Ordered& o, uint64_t key, void* out) {
+  if (opts_.path == Path::kOneSided) {
+    if (!o.learned->cache.trained() && !o.learned->warming) {
+      DRTMX_RETURN_IF_ERROR(warm_one(co, o));
+    }
+    if (o.learned->cache.trained()) {
+      const uint64_t before = o.client->stats().reads;
+      Result<bool> r = o.client->get(co, key, out);
+      stats_.reads += o.client->stats().reads - before;
+      return r;
+    }
+  }
+  ++stats_.rpcs;
+  return rpc_.get(co, o.remote, key, out);
+}
+
+Result<bool> TableClient::record_get(r2::Co& co, Ordered& o, uint64_t key,
+                                     std::span<uint8_t> value_out, RecordRef* ref) {
+  const size_t slot = record_slot_size(o.table->value_size);
+  for (uint32_t attempt = 0; attempt <= opts_.record_retries; ++attempt) {
+    RecordAddr a;
+    Result<bool> found = index_get(co, o, key, &a);
+    if (!found.is_ok() || !*found) return found;
+    const r2::RemoteAddr at{o.remote.node, table_region(o.table->id), a.offset};
+    for (uint32_t torn = 0; torn <= opts_.record_retries; ++torn) {
+      ++stats_.reads;
+      const r2::OpStatus s = co.read(at, record_buf_, static_cast<uint32_t>(slot));
+      if (s != r2::OpStatus::kOk) {
+        return unavailable("table '" + o.table->name +
+                           "': record READ failed: " + std::string(r2::op_status_name(s)));
+      }
+      const RecordCheck c = verify(record_buf_, o.table->value_size, key, a.incarnation);
+      if (c == RecordCheck::kTorn) {
+        ++stats_.record_retries;
+        continue;
+      }
+      if (c != RecordCheck::kOk) break;  // deleted or reused since the index lookup
+      std::memcpy(value_out.data(), record_buf_ + sizeof(RecordHeader), o.table->value_size);
+      if (ref != nullptr) {
+        RecordHeader h;
+        std::memcpy(&h, record_buf_, sizeof h);
+        *ref = RecordRef{at, a.incarnation, h.version};
+      }
+      return true;
+    }
+    ++stats_.record_retries;
+  }
+  return unavailable("table '" + o.table->name + "': record of key " + std::to_string(key) +
+                     " kept changing under every retry");
+}
+
+Result<bool> TableClient::get(r2::Co& co, const TableSpec& t, uint64_t key,
+                              std::span<uint8_t> value_out, RecordRef* ref) {
+  if (value_out.size() < t.value_size) {
+    return invalid_argument("table '" + t.name + "': value buffer of " +
+                            std::to_string(value_out.size()) + " bytes, needs " +
+                            std::to_string(t.value_size));
+  }
+  ++stats_.gets;
+  const PartitionId p = catalog_.partition_of(t, key);
+  if (t.kind == TableKind::kHash) {
+    const r2::NodeId owner = primary(t, p, co.node());
+    Result<PartitionPlan> plan = locate(catalog_, t, p, owner);
+    if (!plan.is_ok()) return plan.status();
+    const hash::HashRemote r{service_id(t.id, p), owner, plan->hash};
+    const uint64_t before = hash_.stats().reads;
+    Result<hash::HashGet> g = opts_.path == Path::kOneSided ? hash_.get(co, r, key, value_out)
+                                                            : hash_.get_rpc(co, r, key, value_out);
+    stats_.reads += hash_.stats().reads - before;
+    if (opts_.path == Path::kRpc) ++stats_.rpcs;
+    if (!g.is_ok()) return g.status();
+    if (g->found && ref != nullptr) *ref = RecordRef{g->addr, g->incarnation, g->version};
+    return g->found;
+  }
+  Result<Ordered*> o = ordered(co, t, p);
+  if (!o.is_ok()) return o.status();
+  if (!t.inline_values) return record_get(co, **o, key, value_out, ref);
+  return index_get(co, **o, key, value_out.data());
+}
+
+Status TableClient::scan_partition(r2::Co& co, Ordered& o, uint64_t start, size_t n, bool* end) {
+  part_keys_.clear();
+  part_values_.clear();
+  if (opts_.path == Path::kOneSided) {
+    if (!o.learned->cache.trained() && !o.learned->warming) {
+      DRTMX_RETURN_IF_ERROR(warm_one(co, o));
+    }
+    if (o.learned->cache.trained()) {
+      return o.client->scan(co, start, n, part_keys_, part_values_, end);
+    }
+  }
+  ++stats_.rpcs;
+  return rpc_.scan(co, o.remote, start, n, part_keys_, part_values_, end);
+}
+
+Status TableClient::scan(r2::Co& co, const TableSpec& t, uint64_t start, size_t n,
+                         std::vector<uint64_t>& keys, std::vector<uint8_t>& values) {
+  keys.clear();
+  values.clear();
+  if (t.kind != TableKind::kOrdered) {
+    return invalid_argument("table '" + t.name + "' is a hash table; scans need an ordered table");
+  }
+  ++stats_.scans;
+  PartitionId p = catalog_.partition_of(t, start);
+  const uint32_t parts = catalog_.partitions(t);
+  while (keys.size() < n) {
+    Result<Ordered*> o = ordered(co, t, p);
+    if (!o.is_ok()) return o.status();
+    bool end = false;
+    DRTMX_RETURN_IF_ERROR(scan_partition(co, **o, start, n - keys.size(), &end));
+    if (t.inline_values) {
+      keys.insert(keys.end(), part_keys_.begin(), part_keys_.end());
+      values.insert(values.end(), part_values_.begin(), part_values_.end());
+    } else {
+      // Leaf values are record addresses: fetch each record (skipping ones
+      // deleted since the index was read).
+      const size_t vs = t.value_size;
+      for (uint64_t k : part_keys_) {
+        values.resize((keys.size() + 1) * vs);
+        std::span<uint8_t> out(values.data() + keys.size() * vs, vs);
+        Result<bool> got = record_get(co, **o, k, out, nullptr);
+        if (!got.is_ok()) return got.status();
+        if (*got) {
+          keys.push_back(k);
+        } else {
+          values.resize(keys.size() * vs);
+        }
+      }
+    }
+    if (!end || t.scheme != PartitionScheme::kRange || p + 1 >= parts) break;
+    ++p;
+    start = catalog_.range_start(t, p);
+  }
+  return Status::ok();
+}
+
+Status TableClient::insert(r2::Co& co, const TableSpec& t, uint64_t key,
+                           std::span<const uint8_t> value) {
+  Status st = insert_at(co, t, key, value);
+  return st.is_ok() ? st : st.with_context(where(t, key, "insert"));
+}
+
+Status TableClient::update(r2::Co& co, const TableSpec& t, uint64_t key,
+                           std::span<const uint8_t> value) {
+  Status st = update_at(co, t, key, value);
+  return st.is_ok() ? st : st.with_context(where(t, key, "update"));
+}
+
+Status TableClient::remove(r2::Co& co, const TableSpec& t, uint64_t key) {
+  Status st = remove_at(co, t, key);
+  return st.is_ok() ? st : st.with_context(where(t, key, "remove"));
+}
+
+std::string TableClient::where(const TableSpec& t, uint64_t key, const char* op) const {
+  return std::string(op) + " of key " + std::to_string(key) + " in table '" + t.name +
+         "' partition " + std::to_string(catalog_.partition_of(t, key));
+}
+
+Status TableClient::insert_at(r2::Co& co, const TableSpec& t, uint64_t key,
+                              std::span<const uint8_t> value) {
+  ++stats_.writes;
+  const PartitionId p = catalog_.partition_of(t, key);
+  if (t.kind == TableKind::kHash) {
+    const r2::NodeId owner = primary(t, p, co.node());
+    Result<PartitionPlan> plan = locate(catalog_, t, p, owner);
+    if (!plan.is_ok()) return plan.status();
+    return hash_.insert(co, hash::HashRemote{service_id(t.id, p), owner, plan->hash}, key, value)
+        .status();
+  }
+  Result<Ordered*> o = ordered(co, t, p);
+  if (!o.is_ok()) return o.status();
+  if (!t.inline_values) {
+    return rpc_.record_write(co, kRpcRecordInsert, (*o)->remote, key, value).status();
+  }
+  return rpc_.insert(co, (*o)->remote, key, value, /*upsert=*/false);
+}
+
+Status TableClient::update_at(r2::Co& co, const TableSpec& t, uint64_t key,
+                              std::span<const uint8_t> value) {
+  ++stats_.writes;
+  const PartitionId p = catalog_.partition_of(t, key);
+  if (t.kind == TableKind::kHash) {
+    const r2::NodeId owner = primary(t, p, co.node());
+    Result<PartitionPlan> plan = locate(catalog_, t, p, owner);
+    if (!plan.is_ok()) return plan.status();
+    return hash_.update(co, hash::HashRemote{service_id(t.id, p), owner, plan->hash}, key, value)
+        .status();
+  }
+  Result<Ordered*> o = ordered(co, t, p);
+  if (!o.is_ok()) return o.status();
+  if (!t.inline_values) {
+    return rpc_.record_write(co, kRpcRecordUpdate, (*o)->remote, key, value).status();
+  }
+  if (value.size() > t.value_size) {
+    return out_of_range("table '" + t.name + "': value of " + std::to_string(value.size()) +
+                        " bytes exceeds its value size " + std::to_string(t.value_size));
+  }
+  // The XStore UPDATE carries a whole value (with a position hint when warm).
+  std::vector<uint8_t> padded(t.value_size, 0);
+  if (!value.empty()) std::memcpy(padded.data(), value.data(), value.size());
+  Result<bool> r = (*o)->client->update(co, key, padded.data());
+  if (!r.is_ok()) return r.status();
+  if (!*r) return not_found("table '" + t.name + "': key " + std::to_string(key) + " not found");
+  return Status::ok();
+}
+
+Status TableClient::remove_at(r2::Co& co, const TableSpec& t, uint64_t key) {
+  ++stats_.writes;
+  const PartitionId p = catalog_.partition_of(t, key);
+  if (t.kind == TableKind::kHash) {
+    const r2::NodeId owner = primary(t, p, co.node());
+    Result<PartitionPlan> plan = locate(catalog_, t, p, owner);
+    if (!plan.is_ok()) return plan.status();
+    return hash_.remove(co, hash::HashRemote{service_id(t.id, p), owner, plan->hash}, key);
+  }
+  Result<Ordered*> o = ordered(co, t, p);
+  if (!o.is_ok()) return o.status();
+  if (!t.inline_values) {
+    return rpc_.record_write(co, kRpcRecordRemove, (*o)->remote, key, {}).status();
+  }
+  return rpc_.remove(co, (*o)->remote, key);
+}
+
+Status TableClient::maintain(r2::Co& co, size_t* refreshed) {
+  if (refreshed != nullptr) *refreshed = 0;
+  for (auto& [k, o] : ordered_) {
+    if (!o.learned->cache.trained() || o.learned->warming) continue;
+    size_t n = 0;
+    DRTMX_RETURN_IF_ERROR(o.client->apply_splits(co, &n));
+    bool expanded = false;
+    DRTMX_RETURN_IF_ERROR(o.client->expand_if_needed(co, &expanded));
+    if (refreshed != nullptr) *refreshed += n;
+  }
+  return Status::ok();
+}
+
+TableClientStats TableClient::stats() const {
+  return stats_;
+}
+
+void TableClient::reset_stats() {
+  stats_ = {};
+  hash_.reset_stats();
+  for (auto& [k, o] : ordered_) o.client->reset_stats();
+}
+
+xstore::XClientStats TableClient::xstats() const {
+  xstore::XClientStats s;
+  for (const auto& [k, o] : ordered_) s.add(o.client->stats());
+  return s;
+}
+
+}  // namespace drtmx::store::tables

@@ -1,0 +1,183 @@
+// TableClient: what one coroutine uses to reach any table of the catalog —
+// it routes a key to its partition's primary (catalog placement) and runs
+// the operation over the fastest path the table kind offers (DESIGN.md §3):
+//
+//   kHash            GET: location cache -> one READ of the record (miss:
+//                    bucket walk or RPC, hash_client.h); writes: owner RPC.
+//   kOrdered inline  GET/SCAN: XStore learned cache -> READ leaves (about 2
+//                    READs per GET, one batch per SCAN); writes: owner RPC.
+//   kOrdered records GET: as inline for the index entry (RecordAddr), then
+//                    one READ of the record, verified by its identity;
+//                    writes: owner RPC (kRpcRecord*).
+// With Path::kRpc every read goes to the owner by RPC instead (store-bench's
+// comparison of the two paths).
+//
+// Scans of a kRange table continue on the next partition when a partition
+// runs out of keys; other schemes scan only the start key's partition (key
+// order and partition order differ there).
+//
+// State and threading:
+//   * NodeCaches — one per node: the location cache (thread-safe) and, per
+//     worker thread, the XStore learned caches of the ordered partitions
+//     (XCache is not synchronised: only the thread's own coroutines use it).
+//     An XCache is trained by the first coroutine that needs it (warm);
+//     until then that thread's lookups of the partition go by RPC.
+//   * TableClient — one per coroutine (owns scratch and per-partition
+//     XStoreClients; every call runs on that coroutine).
+//   * maintain(): the client half of XStore retraining — pulls each warmed
+//     partition's split log and refreshes the touched sub-models
+//     (apply_splits), and expands models that outgrew their threshold. Run
+//     by one maintenance coroutine per thread, off the critical path.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "base/status.h"
+#include "r2/sched/co.h"
+#include "store/catalog.h"
+#include "store/hash/hash_client.h"
+#include "store/hash/location_cache.h"
+#include "store/tables/ordered_rpc.h"
+#include "store/tables/plan.h"
+#include "store/xstore/client/xcache.h"
+#include "store/xstore/client/xstore_client.h"
+
+namespace drtmx::store::tables {
+
+enum class Path : uint8_t { kOneSided, kRpc };
+
+struct TableClientOptions {
+  Path path = Path::kOneSided;
+  hash::HashClientOptions hash;
+  xstore::XClientOptions xstore;
+  uint32_t record_retries = 8;  // torn / stale record copies per ordered GET before RPC
+};
+
+struct NodeCacheOptions {
+  hash::LocationCacheOptions location;  // budget_bytes: the --cache-mb of the hash path
+  xstore::XCacheOptions xcache;         // tt_budget_bytes per partition
+  uint16_t threads = 1;
+};
+
+class NodeCaches {
+ public:
+  static Result<std::unique_ptr<NodeCaches>> create(const Catalog& c, const NodeCacheOptions& o);
+
+  hash::LocationCache& location() { return *location_; }
+  // Thread t's learned cache of one partition; created on first use.
+  struct Learned {
+    explicit Learned(const xstore::XCacheOptions& o) : cache(o) {}
+    xstore::XCache cache;
+    bool warming = false;  // a coroutine of the thread is training it
+  };
+  Learned& xcache(r2::ThreadId t, TableId table, PartitionId p);
+  // Bytes the learned caches of thread t hold.
+  size_t xcache_bytes(r2::ThreadId t) const;
+
+ private:
+  NodeCaches(const Catalog& c, const NodeCacheOptions& o) : catalog_(c), opts_(o) {}
+  struct PerThread {
+    std::unordered_map<uint64_t, std::unique_ptr<Learned>> caches;
+  };
+  const Catalog& catalog_;
+  NodeCacheOptions opts_;
+  std::unique_ptr<hash::LocationCache> location_;
+  std::vector<PerThread> threads_;
+};
+
+// Counters of one TableClient (add them up over coroutines).
+struct TableClientStats {
+  uint64_t gets = 0;
+  uint64_t reads = 0;  // one-sided READ work requests issued by GETs
+  uint64_t rpcs = 0;   // GETs and SCANs answered by the owner's RPC
+  uint64_t scans = 0;
+  uint64_t writes = 0;  // insert / update / remove RPCs
+  uint64_t record_retries = 0;
+  void add(const TableClientStats& o);
+  double reads_per_get() const { return gets == 0 ? 0.0 : double(reads) / double(gets); }
+};
+
+// Where a GET found its record (hash and record tables; the transaction
+// layer locks and validates through it).
+struct RecordRef {
+  r2::RemoteAddr addr;
+  uint32_t incarnation = 0;
+  uint64_t version = 0;
+};
+
+class TableClient {
+ public:
+  // `scratch`: registered on this node, 64-aligned, at least
+  // scratch_per_coroutine(catalog) bytes.
+  TableClient(const Catalog& c, NodeCaches& caches, std::span<uint8_t> scratch,
+              const TableClientOptions& o = {});
+
+  // True + the value (t.value_size bytes into value_out) when present.
+  // `ref` (optional) receives the record's address and version (hash and
+  // record tables).
+  Result<bool> get(r2::Co& co, const TableSpec& t, uint64_t key, std::span<uint8_t> value_out,
+                   RecordRef* ref = nullptr);
+  // Up to n pairs with key >= start, ascending (keys / values cleared;
+  // t.value_size bytes per key). Ordered tables only.
+  Status scan(r2::Co& co, const TableSpec& t, uint64_t start, size_t n, std::vector<uint64_t>& keys,
+              std::vector<uint8_t>& values);
+  // Owner-side writes by RPC. kAlreadyExists / kNotFound / kResourceExhausted
+  // / kOutOfRange as the table reports them.
+  Status insert(r2::Co& co, const TableSpec& t, uint64_t key, std::span<const uint8_t> value);
+  Status update(r2::Co& co, const TableSpec& t, uint64_t key, std::span<const uint8_t> value);
+  Status remove(r2::Co& co, const TableSpec& t, uint64_t key);
+
+  // Trains this thread's learned caches of every partition of `t` now
+  // (instead of lazily at first use).
+  Status warm(r2::Co& co, const TableSpec& t);
+  // Retraining after splits and model expansion for this thread's warmed
+  // caches (see above). *refreshed: sub-models retrained.
+  Status maintain(r2::Co& co, size_t* refreshed = nullptr);
+
+  TableClientStats stats() const;
+  void reset_stats();
+  // XStore client counters summed over partitions.
+  xstore::XClientStats xstats() const;
+
+ private:
+  struct Ordered {
+    std::unique_ptr<xstore::XStoreClient> client;
+    NodeCaches::Learned* learned = nullptr;
+    OrderedRemote remote;
+    const TableSpec* table = nullptr;
+    PartitionId partition = 0;
+  };
+  Result<Ordered*> ordered(r2::Co& co, const TableSpec& t, PartitionId p);
+  r2::NodeId primary(const TableSpec& t, PartitionId p, r2::NodeId self) const;
+  Status warm_one(r2::Co& co, Ordered& o);
+  // Leaf value of `key` in partition `o` (one-sided with fallback, or RPC).
+  Result<bool> index_get(r2::Co& co, Ordered& o, uint64_t key, void* out);
+  Result<bool> record_get(r2::Co& co, Ordered& o, uint64_t key, std::span<uint8_t> value_out,
+                          RecordRef* ref);
+  Status scan_partition(r2::Co& co, Ordered& o, uint64_t start, size_t n, bool* end);
+  Status insert_at(r2::Co& co, const TableSpec& t, uint64_t key, std::span<const uint8_t> value);
+  Status update_at(r2::Co& co, const TableSpec& t, uint64_t key, std::span<const uint8_t> value);
+  Status remove_at(r2::Co& co, const TableSpec& t, uint64_t key);
+  std::string where(const TableSpec& t, uint64_t key, const char* op) const;
+
+  const Catalog& catalog_;
+  NodeCaches& caches_;
+  std::span<uint8_t> scratch_;
+  TableClientOptions opts_;
+  hash::HashClient hash_;
+  std::unordered_map<uint64_t, Ordered> ordered_;
+  OrderedRpc rpc_;
+  TableClientStats stats_;
+  std::vector<uint64_t> part_keys_;  // one partition's scan result
+  std::vector<uint8_t> part_values_;
+  std::vector<uint8_t> leaf_value_;  // one leaf value (RecordAddr)
+  uint8_t* record_buf_ = nullptr;    // scratch for one record slot
+  std::span<uint8_t> xscratch_;
+};
+
+}  // namespace drtmx::store::tables

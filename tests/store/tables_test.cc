@@ -1,0 +1,366 @@
+// The tables layer end to end: a catalog of a hash table, an ordered table
+// with inline values (range-partitioned) and an ordered table with records
+// (partitioned by a function), placed on 2 nodes; StoreNode owners and
+// TableClient coroutines on both nodes.
+//   * Concurrent mixed operations against per-coroutine reference maps
+//     (each coroutine owns a key stripe, so its map is exact), while other
+//     coroutines read the whole key space.
+//   * Scans across partition boundaries equal std::map.
+//   * Stale location-cache / index entries after delete + re-insert.
+//   * Errors: oversized values, duplicates, full tables, scans of hash tables.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+
+#include "r2/support/worker_cluster.h"
+#include "store/catalog.h"
+#include "store/tables/store_node.h"
+#include "store/tables/table_client.h"
+
+namespace drtmx::store::tables {
+namespace {
+
+constexpr TableId kHashT = 1, kRangeT = 2, kRecT = 3;
+constexpr uint32_t kParts = 4;
+constexpr uint16_t kNodes = 2, kCos = 4;
+constexpr uint32_t kValue = 24;
+
+std::vector<uint8_t> val(uint64_t key, uint64_t gen) {
+  std::vector<uint8_t> v(kValue, static_cast<uint8_t>(gen));
+  std::memcpy(v.data(), &key, 8);
+  std::memcpy(v.data() + 8, &gen, 8);
+  return v;
+}
+uint64_t gen_of(const std::vector<uint8_t>& v) {
+  uint64_t g;
+  std::memcpy(&g, v.data() + 8, 8);
+  return g;
+}
+uint64_t key_in(const std::vector<uint8_t>& v) {
+  uint64_t k;
+  std::memcpy(&k, v.data(), 8);
+  return k;
+}
+
+Catalog make_catalog(uint64_t capacity = 20000) {
+  std::vector<TableSpec> specs(3);
+  specs[0].id = kHashT;
+  specs[0].name = "h";
+  specs[0].kind = TableKind::kHash;
+  specs[0].value_size = kValue;
+  specs[0].capacity = capacity;
+  specs[0].scheme = PartitionScheme::kHashMod;
+  specs[0].partitions = kParts;
+  specs[1].id = kRangeT;
+  specs[1].name = "r";
+  specs[1].kind = TableKind::kOrdered;
+  specs[1].inline_values = true;
+  specs[1].value_size = kValue;
+  specs[1].capacity = capacity;
+  specs[1].scheme = PartitionScheme::kRange;
+  specs[1].partitions = kParts;
+  specs[1].range_bounds = {1000, 2000, 3000};
+  specs[2].id = kRecT;
+  specs[2].name = "rec";
+  specs[2].kind = TableKind::kOrdered;
+  specs[2].value_size = kValue;
+  specs[2].capacity = capacity;
+  specs[2].scheme = PartitionScheme::kFunction;
+  specs[2].partitions = kParts;
+  specs[2].partition_fn = [](uint64_t k) { return static_cast<uint32_t>((k >> 12) % kParts); };
+  auto c = Catalog::create(std::move(specs), kNodes, 1);
+  EXPECT_TRUE(c.is_ok()) << c.status().to_string();
+  return std::move(c.value());
+}
+
+struct Fixture {
+  explicit Fixture(Catalog c) : cat(std::move(c)) {
+    scratch = ScratchPlan{1, kCos, scratch_per_coroutine(cat)};
+    auto regions = regions_of(cat, 0, scratch);
+    EXPECT_EQ(regions, regions_of(cat, 1, scratch));
+    cluster = r2::testing::InProcCluster::make(kNodes, 1, regions);
+    EXPECT_TRUE(cluster->error.is_ok()) << cluster->error.to_string();
+    for (uint16_t n = 0; n < kNodes; ++n) {
+      auto s = StoreNode::create(cat, cluster->f(n));
+      EXPECT_TRUE(s.is_ok()) << s.status().to_string();
+      nodes.push_back(std::move(s.value()));
+      NodeCacheOptions o;
+      o.location.budget_bytes = 1 << 20;
+      auto c2 = NodeCaches::create(cat, o);
+      EXPECT_TRUE(c2.is_ok()) << c2.status().to_string();
+      caches.push_back(std::move(c2.value()));
+    }
+  }
+  const TableSpec& t(TableId id) const { return *cat.find(id); }
+  void load(TableId id, uint64_t key, uint64_t gen) {
+    const TableSpec& s = t(id);
+    for (uint16_t n = 0; n < kNodes; ++n) {
+      if (cat.hosts(n, s, cat.partition_of(s, key))) {
+        ASSERT_TRUE(nodes[n]->load(s, key, val(key, gen)).is_ok());
+      }
+    }
+  }
+  // Runs body(co, client, node, index) on kCos coroutines of every node.
+  void run(const std::function<void(r2::Co&, TableClient&, int)>& body) {
+    r2::WorkerConfig cfg;
+    cfg.coroutines = kCos;
+    std::vector<std::unique_ptr<TableClient>> clients;
+    for (uint16_t n = 0; n < kNodes; ++n) {
+      for (int i = 0; i < kCos; ++i) {
+        std::span<uint8_t> s(cluster->base(n, kScratchRegion) + scratch.offset(0, i),
+                             scratch.per_coroutine);
+        clients.push_back(std::make_unique<TableClient>(cat, *caches[n], s));
+      }
+    }
+    auto r = r2::testing::run_workers(
+        *cluster, cfg,
+        [&](r2::Worker& w) {
+          ASSERT_TRUE(nodes[w.node()]->register_handlers(w).is_ok());
+          for (int i = 0; i < kCos; ++i) {
+            const int idx = w.node() * kCos + i;
+            ASSERT_TRUE(w.spawn([&, idx](r2::Co& co) { body(co, *clients[idx], idx); }).is_ok());
+          }
+        },
+        std::chrono::seconds(120));
+    EXPECT_FALSE(r.timed_out);
+  }
+
+  Catalog cat;
+  ScratchPlan scratch;
+  std::unique_ptr<r2::testing::InProcCluster> cluster;
+  std::vector<std::unique_ptr<StoreNode>> nodes;
+  std::vector<std::unique_ptr<NodeCaches>> caches;
+};
+
+// Keys 0..3999 spread over the range table's 4 partitions; the record
+// table's function uses bits 12+, so use k * 4096 / 7 spreads.
+uint64_t key_of(TableId id, uint64_t i) {
+  return id == kRecT ? i * 1543 : i;
+}
+
+TEST(Tables, ConcurrentOperationsMatchReferenceMaps) {
+  Fixture f(make_catalog());
+  constexpr uint64_t kKeys = 4000;
+  for (TableId id : {kHashT, kRangeT, kRecT}) {
+    for (uint64_t i = 0; i < kKeys; i += 2) f.load(id, key_of(id, i), 1);
+  }
+  constexpr int kOps = 3000;
+  std::atomic<int> checked{0};
+  f.run([&](r2::Co& co, TableClient& c, int idx) {
+    std::mt19937_64 rng(1234 + idx);
+    // This coroutine owns keys with i % (kNodes*kCos) == idx.
+    std::map<std::pair<TableId, uint64_t>, uint64_t> mine;
+    for (TableId id : {kHashT, kRangeT, kRecT}) {
+      for (uint64_t i = idx; i < kKeys; i += kNodes * kCos) {
+        if (i % 2 == 0) mine[{id, key_of(id, i)}] = 1;
+      }
+    }
+    std::vector<uint8_t> out(kValue);
+    for (int op = 0; op < kOps; ++op) {
+      const TableId id = static_cast<TableId>(1 + rng() % 3);
+      const TableSpec& t = f.t(id);
+      const bool own = rng() % 2 == 0;
+      uint64_t i = rng() % kKeys;
+      if (own) i = i - i % (kNodes * kCos) + idx;
+      if (i >= kKeys) continue;
+      const uint64_t key = key_of(id, i);
+      if (!own) {  // somebody else's key: any answer must be that key's value
+        auto r = c.get(co, t, key, out);
+        ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+        if (*r) {
+          ASSERT_EQ(key_in(out), key);
+        }
+        continue;
+      }
+      auto it = mine.find({id, key});
+      const uint64_t gen = 2 + op;
+      switch (rng() % 4) {
+        case 0: {  // get
+          auto r = c.get(co, t, key, out);
+          ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+          ASSERT_EQ(*r, it != mine.end()) << t.name << " key " << key;
+          if (*r) {
+            ASSERT_EQ(key_in(out), key);
+            ASSERT_EQ(gen_of(out), it->second) << t.name << " key " << key;
+          }
+          ++checked;
+          break;
+        }
+        case 1: {  // insert
+          Status s = c.insert(co, t, key, val(key, gen));
+          if (it == mine.end()) {
+            ASSERT_TRUE(s.is_ok()) << s.to_string();
+            mine[{id, key}] = gen;
+          } else {
+            ASSERT_EQ(s.code(), Code::kAlreadyExists) << s.to_string();
+          }
+          break;
+        }
+        case 2: {  // update
+          Status s = c.update(co, t, key, val(key, gen));
+          if (it != mine.end()) {
+            ASSERT_TRUE(s.is_ok()) << s.to_string();
+            it->second = gen;
+          } else {
+            ASSERT_EQ(s.code(), Code::kNotFound) << s.to_string();
+          }
+          break;
+        }
+        case 3: {  // remove
+          Status s = c.remove(co, t, key);
+          if (it != mine.end()) {
+            ASSERT_TRUE(s.is_ok()) << s.to_string();
+            mine.erase(it);
+          } else {
+            ASSERT_EQ(s.code(), Code::kNotFound) << s.to_string();
+          }
+          break;
+        }
+      }
+    }
+    // Final state: every owned key as the map says.
+    for (TableId id : {kHashT, kRangeT, kRecT}) {
+      for (uint64_t i = idx; i < kKeys; i += kNodes * kCos) {
+        const uint64_t key = key_of(id, i);
+        auto r = c.get(co, f.t(id), key, out);
+        ASSERT_TRUE(r.is_ok());
+        auto it = mine.find({id, key});
+        ASSERT_EQ(*r, it != mine.end()) << id << " " << key;
+        if (*r) {
+          ASSERT_EQ(gen_of(out), it->second);
+        }
+      }
+    }
+  });
+  EXPECT_GT(checked.load(), 1000);
+}
+
+TEST(Tables, ScansCrossPartitionBoundariesAndMatchStdMap) {
+  Fixture f(make_catalog());
+  std::map<uint64_t, uint64_t> ref;
+  std::mt19937_64 rng(7);
+  for (int i = 0; i < 1500; ++i) {
+    const uint64_t k = rng() % 4200;
+    f.load(kRangeT, k, k + 10);
+    ref[k] = k + 10;
+  }
+  f.run([&](r2::Co& co, TableClient& c, int idx) {
+    if (idx != 0 && idx != kCos) return;  // one coroutine per node
+    std::vector<uint64_t> keys;
+    std::vector<uint8_t> vals;
+    const std::vector<uint64_t> starts = {0,    995,  999,  1000, 1001, 1990,
+                                          2999, 3000, 4100, 4199, 4200, UINT64_MAX};
+    for (int round = 0; round < 2; ++round) {  // cold (RPC while warming), then warm
+      for (uint64_t start : starts) {
+        for (size_t n : {1, 7, 100, 3000}) {
+          ASSERT_TRUE(c.scan(co, f.t(kRangeT), start, n, keys, vals).is_ok());
+          auto it = ref.lower_bound(start);
+          size_t i = 0;
+          for (; i < n && it != ref.end(); ++i, ++it) {
+            ASSERT_LT(i, keys.size()) << "start " << start << " n " << n;
+            ASSERT_EQ(keys[i], it->first);
+            ASSERT_EQ(gen_of(std::vector<uint8_t>(vals.begin() + i * kValue,
+                                                  vals.begin() + (i + 1) * kValue)),
+                      it->second);
+          }
+          ASSERT_EQ(keys.size(), i) << "start " << start << " n " << n;
+        }
+      }
+    }
+    // Absent keys: exact negatives.
+    std::vector<uint8_t> out(kValue);
+    for (uint64_t k = 0; k < 4300; k += 13) {
+      auto r = c.get(co, f.t(kRangeT), k, out);
+      ASSERT_TRUE(r.is_ok());
+      ASSERT_EQ(*r, ref.count(k) == 1) << k;
+    }
+  });
+}
+
+TEST(Tables, StaleCacheEntriesAreDetectedAfterDeleteAndReinsert) {
+  Fixture f(make_catalog());
+  for (TableId id : {kHashT, kRecT}) {
+    for (uint64_t i = 0; i < 200; ++i) f.load(id, key_of(id, i), 1);
+  }
+  std::atomic<int> phase{0};
+  f.run([&](r2::Co& co, TableClient& c, int idx) {
+    if (idx != 0 && idx != kCos) return;
+    std::vector<uint8_t> out(kValue);
+    auto wait_phase = [&](int p) {
+      for (int i = 0; i < 10'000'000 && phase.load() < p; ++i) co.yield_idle();
+      ASSERT_GE(phase.load(), p);
+    };
+    for (TableId id : {kHashT, kRecT}) {
+      const TableSpec& t = f.t(id);
+      if (idx == kCos) {  // node 1 reads everything: caches filled
+        for (uint64_t i = 0; i < 200; ++i) {
+          auto r = c.get(co, t, key_of(id, i), out);
+          ASSERT_TRUE(r.is_ok() && *r) << t.name << " " << i;
+        }
+        phase.fetch_add(1);
+        wait_phase(id == kHashT ? 2 : 4);
+        for (uint64_t i = 0; i < 200; ++i) {
+          auto r = c.get(co, t, key_of(id, i), out);
+          ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+          if (i % 3 == 0) {
+            ASSERT_FALSE(*r) << "deleted key " << i << " still found in " << t.name;
+          } else {
+            ASSERT_TRUE(*r);
+            ASSERT_EQ(key_in(out), key_of(id, i));
+            ASSERT_EQ(gen_of(out), i % 3 == 1 ? 5u : 1u) << t.name << " " << i;
+          }
+        }
+      } else {  // node 0: delete a third, re-insert another third (new slots)
+        wait_phase(id == kHashT ? 1 : 3);
+        for (uint64_t i = 0; i < 200; ++i) {
+          const uint64_t k = key_of(id, i);
+          if (i % 3 != 2) {
+            ASSERT_TRUE(c.remove(co, t, k).is_ok());
+          }
+        }
+        for (uint64_t i = 0; i < 200; ++i) {  // reuse slots: other keys' records land there
+          if (i % 3 == 1) {
+            ASSERT_TRUE(c.insert(co, t, key_of(id, i), val(key_of(id, i), 5)).is_ok());
+          }
+        }
+        phase.fetch_add(1);
+      }
+    }
+  });
+  const hash::LocationCacheStats s = f.caches[1]->location().stats();
+  EXPECT_GT(s.erased, 0u) << "stale location-cache entries were never detected";
+}
+
+TEST(Tables, ErrorsNameTheProblem) {
+  Fixture f(make_catalog(/*capacity=*/64));
+  f.run([&](r2::Co& co, TableClient& c, int idx) {
+    if (idx != kCos) return;
+    std::vector<uint8_t> big(kValue + 1, 1);
+    for (TableId id : {kHashT, kRangeT, kRecT}) {
+      const TableSpec& t = f.t(id);
+      Status s = c.insert(co, t, 5, big);
+      EXPECT_EQ(s.code(), Code::kOutOfRange) << t.name << ": " << s.to_string();
+      ASSERT_TRUE(c.insert(co, t, 5, val(5, 1)).is_ok());
+      EXPECT_EQ(c.insert(co, t, 5, val(5, 1)).code(), Code::kAlreadyExists) << t.name;
+      EXPECT_EQ(c.update(co, t, 77777, val(77777, 1)).code(), Code::kNotFound) << t.name;
+      EXPECT_EQ(c.remove(co, t, 77777).code(), Code::kNotFound) << t.name;
+    }
+    // Fill one hash partition: capacity 64 records per partition.
+    const TableSpec& h = f.t(kHashT);
+    Status last;
+    for (uint64_t k = 100; k < 100 + 64 * kParts * 3 && last.is_ok(); ++k) {
+      last = c.insert(co, h, k, val(k, 1));
+    }
+    EXPECT_EQ(last.code(), Code::kResourceExhausted) << last.to_string();
+    EXPECT_NE(last.message().find("table 'h' partition"), std::string::npos) << last.to_string();
+    std::vector<uint64_t> keys;
+    std::vector<uint8_t> vals;
+    EXPECT_EQ(c.scan(co, h, 0, 10, keys, vals).code(), Code::kInvalidArgument);
+    std::vector<uint8_t> small(kValue - 1);
+    EXPECT_EQ(c.get(co, h, 5, small).status().code(), Code::kInvalidArgument);
+  });
+}
+
+}  // namespace
+}  // namespace drtmx::store::tables
