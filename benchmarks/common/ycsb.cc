@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <cmath>
+#include <mutex>
 
 namespace drtmx::bench {
 
@@ -52,9 +53,26 @@ double zeta(uint64_t from, uint64_t to, double theta, double start) {
 }
 }  // namespace
 
+namespace {
+// zeta(0, n, theta) of the last distinct (n, theta) asked for: every
+// generator of a run has the same ones, and the sum costs n pow() calls.
+double zeta_memo(uint64_t n, double theta) {
+  static std::mutex mu;
+  static uint64_t memo_n = 0;
+  static double memo_theta = -1, memo_z = 0;
+  std::lock_guard<std::mutex> g(mu);
+  if (n != memo_n || theta != memo_theta) {
+    memo_z = zeta(0, n, theta, 0);
+    memo_n = n;
+    memo_theta = theta;
+  }
+  return memo_z;
+}
+}  // namespace
+
 Zipfian::Zipfian(uint64_t n, double theta) : n_(n < 1 ? 1 : n), theta_(theta) {
   zeta2_ = zeta(0, 2, theta_, 0);
-  zeta_n_ = zeta(0, n_, theta_, 0);
+  zeta_n_ = zeta_memo(n_, theta_);
   recompute();
 }
 

@@ -74,6 +74,24 @@ r2::NodeId TableClient::primary(const TableSpec& t, PartitionId p, r2::NodeId se
   return catalog_.replicas_of(t, p, self).primary;
 }
 
+Result<const hash::HashRemote*> TableClient::hash_route(r2::Co& co, const TableSpec& t,
+                                                        PartitionId p) {
+  if (hash_routes_.size() <= t.id) hash_routes_.resize(t.id + 1);
+  std::vector<hash::HashRemote>& routes = hash_routes_[t.id];
+  if (routes.empty()) {
+    for (PartitionId q = 0; q < catalog_.partitions(t); ++q) {
+      const r2::NodeId owner = primary(t, q, co.node());
+      Result<PartitionPlan> plan = locate(catalog_, t, q, owner);
+      if (!plan.is_ok()) {
+        routes.clear();
+        return plan.status();
+      }
+      routes.push_back(hash::HashRemote{service_id(t.id, q), owner, plan->hash});
+    }
+  }
+  return &routes[p];
+}
+
 Result<TableClient::Ordered*> TableClient::ordered(r2::Co& co, const TableSpec& t, PartitionId p) {
   auto it = ordered_.find(part_key(t.id, p));
   if (it != ordered_.end()) return &it->second;
@@ -179,10 +197,9 @@ Result<bool> TableClient::get(r2::Co& co, const TableSpec& t, uint64_t key,
   ++stats_.gets;
   const PartitionId p = catalog_.partition_of(t, key);
   if (t.kind == TableKind::kHash) {
-    const r2::NodeId owner = primary(t, p, co.node());
-    Result<PartitionPlan> plan = locate(catalog_, t, p, owner);
-    if (!plan.is_ok()) return plan.status();
-    const hash::HashRemote r{service_id(t.id, p), owner, plan->hash};
+    Result<const hash::HashRemote*> rr = hash_route(co, t, p);
+    if (!rr.is_ok()) return rr.status();
+    const hash::HashRemote& r = **rr;
     const uint64_t before = hash_.stats().reads;
     Result<hash::HashGet> g = opts_.path == Path::kOneSided ? hash_.get(co, r, key, value_out)
                                                             : hash_.get_rpc(co, r, key, value_out);
@@ -281,11 +298,9 @@ Status TableClient::insert_at(r2::Co& co, const TableSpec& t, uint64_t key,
   ++stats_.writes;
   const PartitionId p = catalog_.partition_of(t, key);
   if (t.kind == TableKind::kHash) {
-    const r2::NodeId owner = primary(t, p, co.node());
-    Result<PartitionPlan> plan = locate(catalog_, t, p, owner);
-    if (!plan.is_ok()) return plan.status();
-    return hash_.insert(co, hash::HashRemote{service_id(t.id, p), owner, plan->hash}, key, value)
-        .status();
+    Result<const hash::HashRemote*> rr = hash_route(co, t, p);
+    if (!rr.is_ok()) return rr.status();
+    return hash_.insert(co, **rr, key, value).status();
   }
   Result<Ordered*> o = ordered(co, t, p);
   if (!o.is_ok()) return o.status();
@@ -300,11 +315,9 @@ Status TableClient::update_at(r2::Co& co, const TableSpec& t, uint64_t key,
   ++stats_.writes;
   const PartitionId p = catalog_.partition_of(t, key);
   if (t.kind == TableKind::kHash) {
-    const r2::NodeId owner = primary(t, p, co.node());
-    Result<PartitionPlan> plan = locate(catalog_, t, p, owner);
-    if (!plan.is_ok()) return plan.status();
-    return hash_.update(co, hash::HashRemote{service_id(t.id, p), owner, plan->hash}, key, value)
-        .status();
+    Result<const hash::HashRemote*> rr = hash_route(co, t, p);
+    if (!rr.is_ok()) return rr.status();
+    return hash_.update(co, **rr, key, value).status();
   }
   Result<Ordered*> o = ordered(co, t, p);
   if (!o.is_ok()) return o.status();
@@ -328,10 +341,9 @@ Status TableClient::remove_at(r2::Co& co, const TableSpec& t, uint64_t key) {
   ++stats_.writes;
   const PartitionId p = catalog_.partition_of(t, key);
   if (t.kind == TableKind::kHash) {
-    const r2::NodeId owner = primary(t, p, co.node());
-    Result<PartitionPlan> plan = locate(catalog_, t, p, owner);
-    if (!plan.is_ok()) return plan.status();
-    return hash_.remove(co, hash::HashRemote{service_id(t.id, p), owner, plan->hash}, key);
+    Result<const hash::HashRemote*> rr = hash_route(co, t, p);
+    if (!rr.is_ok()) return rr.status();
+    return hash_.remove(co, **rr, key);
   }
   Result<Ordered*> o = ordered(co, t, p);
   if (!o.is_ok()) return o.status();

@@ -153,6 +153,8 @@ class TableClient {
     PartitionId partition = 0;
   };
   Result<Ordered*> ordered(r2::Co& co, const TableSpec& t, PartitionId p);
+  // Where partition p of hash table t is (computed once per table).
+  Result<const hash::HashRemote*> hash_route(r2::Co& co, const TableSpec& t, PartitionId p);
   r2::NodeId primary(const TableSpec& t, PartitionId p, r2::NodeId self) const;
   Status warm_one(r2::Co& co, Ordered& o);
   // Leaf value of `key` in partition `o` (one-sided with fallback, or RPC).
@@ -171,6 +173,7 @@ class TableClient {
   TableClientOptions opts_;
   hash::HashClient hash_;
   std::unordered_map<uint64_t, Ordered> ordered_;
+  std::vector<std::vector<hash::HashRemote>> hash_routes_;  // [table id][partition]
   OrderedRpc rpc_;
   TableClientStats stats_;
   std::vector<uint64_t> part_keys_;  // one partition's scan result
