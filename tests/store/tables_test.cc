@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <mutex>
 #include <random>
 
 #include "r2/support/worker_cluster.h"
@@ -330,6 +331,133 @@ TEST(Tables, StaleCacheEntriesAreDetectedAfterDeleteAndReinsert) {
   });
   const hash::LocationCacheStats s = f.caches[1]->location().stats();
   EXPECT_GT(s.erased, 0u) << "stale location-cache entries were never detected";
+}
+
+// XStore through the tables layer while the trees change: node 0's
+// coroutines insert and delete keys (owner RPCs: splits, incarnation
+// bumps), node 1's coroutines GET and SCAN one-sided and one of them runs
+// maintain() (retraining after splits, model expansion). Stable keys are
+// always found with their value, never-inserted keys never; scans are
+// ascending and contain every stable key of their range. Then everything
+// equals std::map exactly.
+TEST(Tables, OrderedReadsStayCorrectUnderInsertsDeletesAndRetraining) {
+  Fixture f(make_catalog(/*capacity=*/40000));
+  const TableSpec& t = f.t(kRangeT);
+  // Stable keys: multiples of 10 in [0, 4000) — never touched.
+  for (uint64_t k = 0; k < 4000; k += 10) f.load(kRangeT, k, k);
+  std::atomic<int> writers_done{0};
+  std::map<uint64_t, uint64_t> final_ref;
+  for (uint64_t k = 0; k < 4000; k += 10) final_ref[k] = k;
+  std::mutex ref_mu;
+  std::atomic<uint64_t> refreshed{0}, checked{0};
+  f.run([&](r2::Co& co, TableClient& c, int idx) {
+    std::vector<uint8_t> out(kValue);
+    if (idx < kCos) {  // node 0: writers over disjoint stripes of odd keys
+      std::mt19937_64 rng(99 + idx);
+      std::map<uint64_t, uint64_t> mine;
+      for (int op = 0; op < 1500; ++op) {
+        const uint64_t k = (rng() % 2000) * 2 + 1;
+        if (k % kCos != static_cast<uint64_t>(idx)) continue;
+        if (mine.count(k) && rng() % 3 == 0) {
+          ASSERT_TRUE(c.remove(co, t, k).is_ok());
+          mine.erase(k);
+        } else if (!mine.count(k)) {
+          ASSERT_TRUE(c.insert(co, t, k, val(k, k + 1)).is_ok());
+          mine[k] = k + 1;
+        }
+      }
+      {
+        std::lock_guard<std::mutex> g(ref_mu);
+        final_ref.insert(mine.begin(), mine.end());
+      }
+      writers_done.fetch_add(1);
+      return;
+    }
+    std::mt19937_64 rng(7 + idx);
+    std::vector<uint64_t> keys;
+    std::vector<uint8_t> vals;
+    for (int round = 0; round < 200000 && writers_done.load() < kCos; ++round) {
+      if (idx == kCos && round % 50 == 0) {
+        size_t n = 0;
+        ASSERT_TRUE(c.maintain(co, &n).is_ok());
+        refreshed += n;
+      }
+      const uint64_t k = rng() % 4000;
+      if (round % 4 == 0) {
+        const uint64_t start = rng() % 4000;
+        ASSERT_TRUE(c.scan(co, t, start, 40, keys, vals).is_ok());
+        for (size_t i = 1; i < keys.size(); ++i) ASSERT_LT(keys[i - 1], keys[i]);
+        // Every stable key between start and the last key returned is there.
+        const uint64_t last = keys.empty() ? start : keys.back();
+        size_t j = 0;
+        for (uint64_t s2 = (start + 9) / 10 * 10; s2 <= last && s2 < 4000; s2 += 10) {
+          while (j < keys.size() && keys[j] < s2) ++j;
+          ASSERT_TRUE(j < keys.size() && keys[j] == s2) << "scan from " << start << " lost " << s2;
+        }
+        continue;
+      }
+      auto r = c.get(co, t, k, out);
+      ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+      if (k % 10 == 0) {
+        ASSERT_TRUE(*r) << "stable key " << k << " not found";
+        ASSERT_EQ(gen_of(out), k);
+      } else if (k % 2 == 0) {
+        ASSERT_FALSE(*r) << "never-inserted key " << k << " found";
+      } else if (*r) {
+        ASSERT_EQ(gen_of(out), k + 1);
+      }
+      ++checked;
+    }
+    // After the writers: exact.
+    for (int i = 0; i < 100000 && writers_done.load() < kCos; ++i) co.yield_idle();
+    if (idx != kCos) return;
+    size_t n = 0;
+    ASSERT_TRUE(c.maintain(co, &n).is_ok());
+    for (uint64_t k = 0; k < 4001; ++k) {
+      auto r = c.get(co, t, k, out);
+      ASSERT_TRUE(r.is_ok());
+      ASSERT_EQ(*r, final_ref.count(k) == 1) << k;
+    }
+    ASSERT_TRUE(c.scan(co, t, 0, 10000, keys, vals).is_ok());
+    ASSERT_EQ(keys.size(), final_ref.size());
+    size_t i = 0;
+    for (auto& [k, g] : final_ref) ASSERT_EQ(keys[i++], k);
+  });
+  const uint64_t splits = f.nodes[0]->partition(kRangeT, 0)->tree->stats().splits +
+                          f.nodes[0]->partition(kRangeT, 2)->tree->stats().splits;
+  std::printf("checked %llu reads while writing, %llu splits, %llu sub-models refreshed\n",
+              static_cast<unsigned long long>(checked.load()),
+              static_cast<unsigned long long>(splits),
+              static_cast<unsigned long long>(refreshed.load()));
+  EXPECT_GT(checked.load(), 1000u);
+  EXPECT_GT(splits, 0u);
+  EXPECT_GT(refreshed.load(), 0u) << "maintain() never retrained after splits";
+}
+
+// A read-only table replicated on every node: each node reads its own copy.
+TEST(Tables, ReplicatedTableIsReadLocallyOnEveryNode) {
+  TableSpec item;
+  item.id = 9;
+  item.name = "item";
+  item.kind = TableKind::kHash;
+  item.value_size = kValue;
+  item.capacity = 1000;
+  item.scheme = PartitionScheme::kReplicated;
+  auto c = Catalog::create({item}, kNodes, 1);
+  ASSERT_TRUE(c.is_ok()) << c.status().to_string();
+  Fixture f(std::move(c.value()));
+  for (uint64_t k = 0; k < 500; ++k) f.load(9, k, 3);
+  for (uint16_t n = 0; n < kNodes; ++n) ASSERT_NE(f.nodes[n]->partition(9, 0), nullptr);
+  f.run([&](r2::Co& co, TableClient& cl, int idx) {
+    std::vector<uint8_t> out(kValue);
+    RecordRef ref;
+    for (uint64_t k = 0; k < 500; k += 7) {
+      auto r = cl.get(co, f.t(9), k, out, &ref);
+      ASSERT_TRUE(r.is_ok() && *r);
+      ASSERT_EQ(gen_of(out), 3u);
+      ASSERT_EQ(ref.addr.node, co.node()) << "read a remote copy of a replicated table";
+    }
+  });
 }
 
 TEST(Tables, ErrorsNameTheProblem) {
