@@ -640,6 +640,52 @@ TEST(XCacheClient, ScanOverASplitLeafFallsBackThenRefreshes) {
   });
 }
 
+// A leaf straddling sub-models i and i+1 splits and its upper half lands
+// above sub-model i's interval; only i is refreshed (as apply_splits or a
+// fallback refresh may leave it). i's TT then ends with the leaf's new
+// incarnation and i+1's starts with the old one: a scan crossing the
+// boundary must not take the second entry for the same leaf and skip it
+// (the moved upper half would be lost); its mismatch sends the scan to RPC.
+TEST(XCacheClient, ScanAcrossAPartlyRefreshedBoundaryLosesNoKey) {
+  const auto keys = uniform_keys(6000, 71);
+  Env env(2048);
+  env.tree->load(keys, 14, 16, 72);
+  std::map<uint64_t, uint64_t> m;
+  for (uint64_t k : keys) m[k] = value_of(k);
+  XCache cache(XCacheOptions{});
+  XStoreClient client(cache, env.remote(), env.scratch(0));
+  env.run([&](r2::Co& co, int) { ASSERT_TRUE(client.warm(co, 60).is_ok()); });
+  uint32_t sub = UINT32_MAX;
+  size_t j = 0;
+  for (uint32_t i = 0; i + 1 < cache.sub_models() && sub == UINT32_MAX; ++i) {
+    if (cache.sub_empty(i) || cache.sub_empty(i + 1) || cache.sub_leaves(i) < 2) continue;
+    const size_t a = env.tree->covering(cache.sub_hi(i));
+    const auto& ks = env.tree->keys_at(a);
+    if (env.tree->covering(cache.sub_lo(i + 1)) == a && ks.size() >= 4 &&
+        ks[ks.size() / 2] > cache.sub_hi(i) && ks.front() <= cache.sub_hi(i)) {
+      sub = i;
+      j = a;
+    }
+  }
+  ASSERT_NE(sub, UINT32_MAX) << "no sub-model boundary inside a leaf's lower half";
+  const uint64_t start = env.tree->keys_at(j).front();
+  const std::vector<uint64_t> moved(
+      env.tree->keys_at(j).begin() + static_cast<long>(env.tree->keys_at(j).size() / 2),
+      env.tree->keys_at(j).end());
+  env.tree->split(j);
+  env.run([&](r2::Co& co, int) {
+    ASSERT_TRUE(client.refresh_sub(co, sub).is_ok());
+    std::vector<uint64_t> k;
+    std::vector<uint8_t> v;
+    ASSERT_TRUE(client.scan(co, start, 40, k, v).is_ok());
+    auto it = m.lower_bound(start);
+    ASSERT_EQ(k.size(), 40u);
+    for (size_t i = 0; i < 40; ++i, ++it) ASSERT_EQ(k[i], it->first) << "pair " << i;
+    for (uint64_t x : moved) EXPECT_TRUE(std::binary_search(k.begin(), k.end(), x)) << x;
+    check_against_map(client, co, m, probes_for(keys, 1000, 73), 74);
+  });
+}
+
 // Many inserts split many leaves; expansion retrains with more sub-models.
 TEST(XCacheClient, ExpansionAfterManyInserts) {
   auto keys = uniform_keys(2000, 14);

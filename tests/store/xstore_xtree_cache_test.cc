@@ -5,12 +5,7 @@
 // client coroutines GET and SCAN one-sided; keys loaded before are always
 // found with their values, keys never inserted are never found, keys being
 // inserted are either absent or right. Then everything equals the map again
-// and the model expands.
-//
-// xcache_* tests link only the client library (tests/CMakeLists.txt), so
-// the owner's two sources are compiled into this test. When the test
-// CMake gains a prefix that links drtmx_store_xtree as well, drop these
-// includes and rename the file to that prefix.
+// and the model expands. (xstore_* tests link both sides: tests/CMakeLists.txt.)
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -24,8 +19,8 @@
 #include "r2/support/worker_cluster.h"
 #include "store/xstore/client/xcache.h"
 #include "store/xstore/client/xstore_client.h"
-#include "store/xstore/server/xstore_service.cc"  // NOLINT(bugprone-suspicious-include)
-#include "store/xstore/server/xtree.cc"           // NOLINT(bugprone-suspicious-include)
+#include "store/xstore/server/xstore_service.h"
+#include "store/xstore/server/xtree.h"
 
 namespace drtmx::store::xstore {
 namespace {
@@ -81,7 +76,9 @@ struct Owner {
     auto r = r2::testing::run_workers(
         *cluster, cfg,
         [&](r2::Worker& w) {
-          if (w.node() == kOwner) ASSERT_TRUE(svc.register_on(w).is_ok());
+          if (w.node() == kOwner) {
+            ASSERT_TRUE(svc.register_on(w).is_ok());
+          }
           if (w.node() == kClient) {
             for (int i = 0; i < kCos; ++i) {
               ASSERT_TRUE(w.spawn([&, i](r2::Co& co) { body(co, i); }).is_ok());
@@ -214,7 +211,9 @@ TEST(XCacheOnXTree, StaticThenConcurrentInsertsThenExpansion) {
     std::vector<uint8_t> vals;
     // Bounded by count; usually outlasts the writer.
     for (int q = 0; q < 6000; ++q) {
-      if (i == 0 && q % 500 == 0) ASSERT_TRUE(cl[i]->apply_splits(co).is_ok());
+      if (i == 0 && q % 500 == 0) {
+        ASSERT_TRUE(cl[i]->apply_splits(co).is_ok());
+      }
       const uint64_t k = q % 3 == 0   ? loaded[rng() % loaded.size()]
                          : q % 3 == 1 ? fresh[rng() % fresh.size()]
                                       : never[rng() % never.size()];

@@ -32,6 +32,18 @@ class LinearModel {
  public:
   double predict(uint64_t key) const { return slope_ * (static_cast<double>(key) - x0_) + y0_; }
   double slope() const { return slope_; }
+  double x0() const { return x0_; }
+  double y0() const { return y0_; }
+  // A model from its three parameters, exactly as another node computed
+  // them (models shipped by the owner, XCache::install_models). The slope
+  // must be >= 0 (checked by the caller) to keep the model monotone.
+  static LinearModel from_parts(double slope, double x0, double y0) {
+    LinearModel m;
+    m.slope_ = slope;
+    m.x0_ = x0;
+    m.y0_ = y0;
+    return m;
+  }
 
  private:
   friend class LinearFitter;

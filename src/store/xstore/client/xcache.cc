@@ -1,10 +1,15 @@
 #include "store/xstore/client/xcache.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <string>
+
+#include "store/record.h"
+#include "store/word_copy.h"
+#include "store/xstore/server/xstore_rpc.h"
 
 namespace drtmx::store::xstore {
 
@@ -339,6 +344,169 @@ XCache XCache::models_only_copy(r2::RemoteAddr image) const {
     index += s.leaves;
   }
   return c;
+}
+
+uint64_t tt_chunk_seal(uint64_t generation, uint32_t sub, uint32_t chunk, const uint64_t* entries) {
+  RecordHeader h{};
+  h.version = generation;
+  h.key = (uint64_t{sub} << 32) | chunk;
+  h.flags = 0x77C4;  // distinct from leaf and record seals
+  return compute_seal(h, entries, size_t{XCache::kChunkEntries} * 8) | 1;
+}
+
+namespace {
+uint64_t chunks_of(uint32_t leaves) {
+  return (uint64_t{leaves} + XCache::kChunkEntries - 1) / XCache::kChunkEntries;
+}
+}  // namespace
+
+size_t XCache::sealed_image_bytes() const {
+  uint64_t chunks = 0;
+  for (const Sub& s : subs_) chunks += chunks_of(s.leaves);
+  return kChunkBytes * (1 + chunks);
+}
+
+Status XCache::write_sealed_image(uint8_t* dst, size_t capacity, uint64_t generation) const {
+  if (models_only_ || !trained()) {
+    return invalid_argument("xcache: only a trained full cache can write a sealed TT image");
+  }
+  if (generation == 0) return invalid_argument("xcache: a sealed TT image needs a generation > 0");
+  if (reinterpret_cast<uintptr_t>(dst) % 8 != 0) {
+    return invalid_argument("xcache: the sealed TT image must be 8-byte aligned");
+  }
+  const size_t need = sealed_image_bytes();
+  if (capacity < need) {
+    return exhausted("xcache sealed TT image needs " + std::to_string(need) +
+                     " bytes, the area has " + std::to_string(capacity) +
+                     ": give the publisher a larger image area");
+  }
+  const uint64_t zero = 0;
+  store_words(dst, &zero, 8);  // readers of the header see "being rewritten"
+  std::atomic_thread_fence(std::memory_order_release);
+  uint64_t chunk[kChunkBytes / 8];
+  uint64_t at = 1;  // chunk 0 of the area is the header
+  for (uint32_t i = 0; i < subs_.size(); ++i) {
+    const auto& t = tts_[i];
+    for (uint64_t c = 0; c < chunks_of(subs_[i].leaves); ++c) {
+      std::memset(chunk, 0, sizeof chunk);
+      for (uint32_t e = 0; e < kChunkEntries && c * kChunkEntries + e < t.size(); ++e) {
+        chunk[1 + e] = t[c * kChunkEntries + e];
+      }
+      chunk[0] = tt_chunk_seal(generation, i, static_cast<uint32_t>(c), chunk + 1);
+      store_words(dst + kChunkBytes * at, chunk, kChunkBytes);
+      ++at;
+    }
+  }
+  const uint64_t head[3] = {0, kSealedImageMagic, at - 1};
+  store_words(dst + 8, head + 1, 16);
+  std::atomic_thread_fence(std::memory_order_release);
+  store_words(dst, &generation, 8);
+  return Status::ok();
+}
+
+void XCache::encode_models(uint32_t first, uint32_t max, XModelsReply* head,
+                           std::vector<uint8_t>& out) const {
+  const uint32_t m = static_cast<uint32_t>(subs_.size());
+  first = std::min(first, m);
+  const uint32_t count = std::min(max, m - first);
+  head->fanout = opt_.fanout;
+  head->m = m;
+  head->first_sub = first;
+  head->count = count;
+  head->knots = static_cast<uint32_t>(top_.knots.size());
+  head->total_keys = total_keys_;
+  head->top_slope = top_.lr.slope();
+  head->top_x0 = top_.lr.x0();
+  head->top_y0 = top_.lr.y0();
+  for (const auto& [k, y] : top_.knots) wire_put(out, XKnotRec{k, y});
+  uint64_t chunk = 0;
+  for (uint32_t i = 0; i < first; ++i) chunk += chunks_of(subs_[i].leaves);
+  for (uint32_t i = first; i < first + count; ++i) {
+    const Sub& s = subs_[i];
+    XSubModelRec r;
+    r.slope = s.model.lr.slope();
+    r.x0 = s.model.lr.x0();
+    r.y0 = s.model.lr.y0();
+    r.min_err = s.model.min_err;
+    r.max_err = s.model.max_err;
+    r.key_min = s.model.key_min;
+    r.key_max = s.model.key_max;
+    r.lo = s.lo;
+    r.hi = s.hi;
+    r.first_chunk = chunk;
+    r.leaves = s.leaves;
+    r.keys = s.keys;
+    wire_put(out, r);
+    chunk += chunks_of(s.leaves);
+  }
+}
+
+Status XCache::install_models(const XModelsReply& head, std::span<const uint8_t> knots,
+                              std::span<const uint8_t> subs, r2::RemoteAddr image) {
+  auto bad = [](const std::string& what) {
+    return internal_error("xcache install_models: " + what);
+  };
+  if (head.fanout != opt_.fanout) {
+    return invalid_argument("xcache install_models: the owner's models are for fanout " +
+                            std::to_string(head.fanout) + ", this cache has fanout " +
+                            std::to_string(opt_.fanout));
+  }
+  if (head.generation == 0) return bad("generation 0");
+  if (head.m == 0 || head.first_sub != 0 || head.count != head.m ||
+      subs.size() != size_t{head.m} * sizeof(XSubModelRec) ||
+      knots.size() != size_t{head.knots} * sizeof(XKnotRec)) {
+    return bad("records do not cover all " + std::to_string(head.m) + " sub-models");
+  }
+  if (head.image_bytes < kChunkBytes || head.image_bytes % kChunkBytes != 0) {
+    return bad("image of " + std::to_string(head.image_bytes) + " bytes");
+  }
+  const uint64_t chunks = head.image_bytes / kChunkBytes - 1;
+  TopModel top;
+  top.m = head.m;
+  if (!(head.top_slope >= 0) || !std::isfinite(head.top_slope)) return bad("top slope");
+  top.lr = LinearModel::from_parts(head.top_slope, head.top_x0, head.top_y0);
+  for (uint32_t i = 0; i < head.knots; ++i) {
+    XKnotRec k;
+    (void)wire_get(knots, size_t{i} * sizeof k, &k);
+    if (i > 0 && (k.key <= top.knots.back().first || !(k.y >= top.knots.back().second))) {
+      return bad("spline knots not ascending");
+    }
+    top.knots.emplace_back(k.key, k.y);
+  }
+  if (top.knots.size() == 1) return bad("a spline needs two knots");
+  std::vector<Sub> next(head.m);
+  uint64_t total = 0;
+  for (uint32_t i = 0; i < head.m; ++i) {
+    XSubModelRec r;
+    (void)wire_get(subs, size_t{i} * sizeof r, &r);
+    if (!(r.slope >= 0) || !std::isfinite(r.slope) || !(r.min_err >= 0) || !(r.max_err >= 0) ||
+        r.lo > r.hi || r.first_chunk + chunks_of(r.leaves) > chunks) {
+      return bad("sub-model " + std::to_string(i) + " is malformed");
+    }
+    Sub& s = next[i];
+    s.model.lr = LinearModel::from_parts(r.slope, r.x0, r.y0);
+    s.model.min_err = r.min_err;
+    s.model.max_err = r.max_err;
+    s.model.key_min = r.key_min;
+    s.model.key_max = r.key_max;
+    s.lo = r.lo;
+    s.hi = r.hi;
+    s.tt_index = r.first_chunk;
+    s.leaves = r.leaves;
+    s.keys = r.keys;
+    total += r.keys;
+  }
+  top_ = std::move(top);
+  subs_ = std::move(next);
+  tts_.clear();
+  for (Sub& s : subs_) s.generation = ++epoch_;  // unique within this cache
+  ++epoch_;
+  total_keys_ = total;
+  split_seq_ = head.split_seq;
+  models_only_ = true;
+  tt_image_ = image;
+  image_generation_ = head.generation;
+  return Status::ok();
 }
 
 size_t XCache::memory_bytes() const {

@@ -44,15 +44,22 @@
 //
 // Memory (XCacheOptions): in full mode the TT lives here and training fails
 // when it would exceed tt_budget_bytes. In models-only mode this cache holds
-// only the models and, per sub-model, the index of its first TT entry in a
-// TT image that the owner side publishes in its registered memory
-// (write_tt_image() lays it out; models_only_copy() makes the client's
-// cache); a lookup then READs the few 8-byte TT entries it needs (one extra
-// READ, thesis §4.4). The server engineer's service does not publish such an
-// image yet, so today the image is written by whoever trained the full
-// cache (tests: the owner node). A models-only cache cannot retrain itself:
-// its stale entries are answered by the RPC fallback until a new image and
-// model copy are installed.
+// only the models and, per sub-model, where its TT entries start in a TT
+// image in the owner's registered memory; a lookup then READs the few TT
+// entries it needs (one extra READ, thesis §4.4). Two image layouts:
+//   * plain (write_tt_image() + models_only_copy()): entries back to back,
+//     no check. Only for an image that is never rewritten while clients use
+//     it (tests that play the owner).
+//   * sealed (write_sealed_image() + install_models()): what the owner's
+//     TtPublisher (server/tt_publisher.h) publishes and rewrites in place
+//     after splits; XStoreClient::fetch_models() installs its models. Every
+//     64-byte chunk of entries carries a seal over the image generation, the
+//     chunk's place and its entries, so a client whose models are older
+//     than the image (or that READ a chunk being rewritten) sees the seal
+//     fail and takes the RPC path: a torn or newer image is never used.
+// A models-only cache cannot retrain itself: its stale entries (incarnation
+// mismatch) are answered by the RPC fallback until newer models are
+// installed (fetch_models again, or a new copy).
 //
 // Threading: an XCache is used by one worker thread (shared by its
 // coroutines) and is not synchronised. Coroutines switch only when they wait
@@ -71,6 +78,8 @@
 #include "store/xstore/server/xtree.h"  // LeafRun (plain data)
 
 namespace drtmx::store::xstore {
+
+struct XModelsReply;  // store/xstore/server/xstore_rpc.h
 
 struct TTEntry {
   bool valid = false;
@@ -181,10 +190,59 @@ class XCache {
   Status write_tt_image(uint8_t* dst, size_t capacity) const;
   // A models-only cache whose TT image is at `image` (remote).
   XCache models_only_copy(r2::RemoteAddr image) const;
-  // Models-only: remote address of TT entry `lln` of `sub`.
+  // Plain models-only: remote address of TT entry `lln` of `sub`.
   r2::RemoteAddr tt_addr(uint32_t sub, uint32_t lln) const {
     r2::RemoteAddr a = tt_image_;
     a.offset += (subs_[sub].tt_index + lln) * 8;
+    return a;
+  }
+
+  // --- published models-only (owner: TtPublisher; client: fetch_models) ----
+  // Sealed TT image layout (all words 8-byte, host order):
+  //   +0   header, 64 B: word 0 = generation of the complete image (0 while
+  //        it is rewritten), word 1 = kSealedImageMagic, word 2 = chunks;
+  //   +64  chunks of kChunkBytes: word 0 = seal, words 1..kChunkEntries =
+  //        TT entries (unused words 0). TT entry `lln` of sub-model `sub` is
+  //        word 1 + lln % kChunkEntries of chunk first_chunk(sub) + lln /
+  //        kChunkEntries; seal = tt_chunk_seal(generation, sub,
+  //        lln / kChunkEntries, the kChunkEntries entry words).
+  // Readers: a chunk is used only if its seal verifies under the generation
+  // of the models the reader holds (image_generation()). The generation
+  // never repeats for one image area (TtPublisher), so a verifying chunk is
+  // exactly the chunk these models were trained with — not a chunk of a
+  // newer layout, nor a mix of two writes (a seal breaks on any mix, as a
+  // leaf's keys seal). What the entries say may still be stale (splits since
+  // training): the leaf incarnation check catches that, as in full mode.
+  static constexpr uint32_t kChunkEntries = 7;
+  static constexpr uint32_t kChunkBytes = 64;
+  static constexpr uint64_t kSealedImageMagic = 0x5854544D41474531ull;  // "XTTMAGE1"
+  // Bytes of the sealed image (header + chunks) of this (full) cache.
+  size_t sealed_image_bytes() const;
+  // Full mode: writes the sealed image for `generation` (!= 0) to dst, the
+  // owner's local mapping of the area (8-aligned), with 8-byte atomic
+  // stores: header word 0 cleared, chunks, then word 0 = generation.
+  // Concurrent readers of the old image see their seals fail.
+  Status write_sealed_image(uint8_t* dst, size_t capacity, uint64_t generation) const;
+  // Full mode: the model part of a FETCH_MODELS reply: fills head's model
+  // fields (fanout, m, total_keys, top model, knots, count, first_sub) and
+  // appends the knots and the records of sub-models [first, first + count),
+  // count = min(max, m - first). The caller fills the image fields.
+  void encode_models(uint32_t first, uint32_t max, XModelsReply* head,
+                     std::vector<uint8_t>& out) const;
+  // Replaces this cache by the models-only cache the owner published:
+  // `head` with first_sub 0 and count == m, the knot and sub-model records
+  // of all pages, the sealed image at `image` (the owner's node, region,
+  // offset). Fails (cache unchanged) on a fanout other than options().fanout
+  // or malformed records. Bumps epoch(), so SCANs in flight restart.
+  Status install_models(const XModelsReply& head, std::span<const uint8_t> knots,
+                        std::span<const uint8_t> subs, r2::RemoteAddr image);
+  // Sealed models-only: the generation the models belong to (0 otherwise).
+  uint64_t image_generation() const { return image_generation_; }
+  bool sealed_image() const { return models_only_ && image_generation_ != 0; }
+  // Sealed models-only: remote address of chunk `chunk` of sub-model `sub`.
+  r2::RemoteAddr tt_chunk_addr(uint32_t sub, uint32_t chunk) const {
+    r2::RemoteAddr a = tt_image_;
+    a.offset += kChunkBytes * (1 + subs_[sub].tt_index + chunk);
     return a;
   }
 
@@ -197,7 +255,7 @@ class XCache {
     SubModel model;
     uint64_t lo = 0, hi = 0;  // the key interval I_i (inclusive)
     uint64_t generation = 0;
-    uint64_t tt_index = 0;  // models-only: first entry in the image
+    uint64_t tt_index = 0;  // models-only: first entry (plain) or chunk (sealed) in the image
     uint32_t leaves = 0;    // TT length; 0 = empty interval, never used
     uint32_t keys = 0;      // keys inside [lo, hi] at training
   };
@@ -219,7 +277,13 @@ class XCache {
   uint64_t split_seq_ = 0;
   bool models_only_ = false;
   r2::RemoteAddr tt_image_;
+  uint64_t image_generation_ = 0;                    // sealed models-only image
   std::vector<std::pair<uint64_t, double>> points_;  // training scratch
 };
+
+// Seal of one chunk of a sealed TT image (see XCache::write_sealed_image):
+// over the generation, the chunk's place (sub-model, chunk within it) and
+// its kChunkEntries entry words. Never 0, so a zeroed chunk never verifies.
+uint64_t tt_chunk_seal(uint64_t generation, uint32_t sub, uint32_t chunk, const uint64_t* entries);
 
 }  // namespace drtmx::store::xstore

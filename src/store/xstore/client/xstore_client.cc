@@ -12,6 +12,13 @@ uint64_t load64(const uint8_t* p) {
   std::memcpy(&v, p, 8);
   return v;
 }
+
+// Scratch for TT entries: `cap` plain entries, or the sealed chunks `cap`
+// consecutive entries can span.
+size_t tt_scratch_bytes(uint32_t cap) {
+  return std::max<size_t>(size_t{cap} * 8,
+                          size_t{cap / XCache::kChunkEntries + 2} * XCache::kChunkBytes);
+}
 }  // namespace
 
 struct XStoreClient::Walk {
@@ -20,6 +27,7 @@ struct XStoreClient::Walk {
   bool end = false;
   bool have_prev = false;
   uint32_t prev_aln = 0;
+  uint32_t prev_incarnation = 0;
 };
 
 Status XClientOptions::validate() const {
@@ -50,10 +58,13 @@ void XClientStats::add(const XClientStats& o) {
   expansions += o.expansions;
   updates += o.updates;
   hints_used += o.hints_used;
+  tt_reads += o.tt_reads;
+  tt_seal_failures += o.tt_seal_failures;
+  model_fetches += o.model_fetches;
 }
 
 size_t XStoreClient::scratch_bytes(const LeafArea& area, const XClientOptions& o) {
-  const size_t tt = size_t{std::max(o.scan_batch_leaves, o.max_lookup_leaves)} * 8;
+  const size_t tt = tt_scratch_bytes(std::max(o.scan_batch_leaves, o.max_lookup_leaves));
   return tt + size_t{o.scan_batch_leaves} * area.leaf_size() +
          ((value_slot_bytes(area.value_bytes) + 7) & ~size_t{7});
 }
@@ -61,7 +72,7 @@ size_t XStoreClient::scratch_bytes(const LeafArea& area, const XClientOptions& o
 XStoreClient::XStoreClient(XCache& cache, const XRemote& remote, std::span<uint8_t> scratch,
                            const XClientOptions& options)
     : cache_(cache), remote_(remote), opt_(options), scratch_(scratch) {
-  const size_t tt = size_t{std::max(opt_.scan_batch_leaves, opt_.max_lookup_leaves)} * 8;
+  const size_t tt = tt_scratch_bytes(std::max(opt_.scan_batch_leaves, opt_.max_lookup_leaves));
   tt_ = reinterpret_cast<uint64_t*>(scratch_.data());
   leaves_ = scratch_.data() + tt;
   value_ = leaves_ + size_t{opt_.scan_batch_leaves} * remote_.area.leaf_size();
@@ -164,6 +175,63 @@ Status XStoreClient::warm(r2::Co& co, uint32_t sub_models) {
   DRTMX_RETURN_IF_ERROR(cache_.train(run, sub_models));
   cache_.set_split_seq(run_split_seq_);
   return Status::ok();
+}
+
+Status XStoreClient::fetch_models(r2::Co& co, bool* changed) {
+  if (changed != nullptr) *changed = false;
+  const uint64_t known = cache_.sealed_image() ? cache_.image_generation() : 0;
+  std::vector<uint8_t> knots, subs;
+  XModelsReply first;
+  // Each attempt restarts when the owner republished between two pages.
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    knots.clear();
+    subs.clear();
+    uint32_t next = 0;
+    bool restart = false;
+    do {
+      XFetchModelsReq req;
+      req.h.tree = remote_.tree;
+      req.known_generation = known;
+      req.first_sub = next;
+      req.max_subs = kMaxModelSubs;
+      ++stats_.rpcs;
+      DRTMX_RETURN_IF_ERROR(
+          co.call(remote_.owner, kRpcXFetchModels, &req, sizeof req, reply_)
+              .with_context("xstore FETCH_MODELS of tree " + std::to_string(remote_.tree)));
+      XModelsReply head;
+      std::span<const uint8_t> kb, sb;
+      DRTMX_RETURN_IF_ERROR(parse_models_reply(reply_, &head, &kb, &sb));
+      if (head.unchanged) {
+        if (next == 0) return Status::ok();  // we hold the owner's generation
+        restart = true;  // cannot happen mid-fetch (generations only grow): start over
+        break;
+      }
+      if (head.first_sub != next || (head.count == 0 && next < head.m) ||
+          head.first_sub + head.count > head.m) {
+        return internal_error("xstore FETCH_MODELS reply for sub-models [" +
+                              std::to_string(head.first_sub) + ", +" + std::to_string(head.count) +
+                              ") of " + std::to_string(head.m) + ", asked from " +
+                              std::to_string(next));
+      }
+      if (next == 0) {
+        first = head;
+        knots.assign(kb.begin(), kb.end());
+      } else if (head.generation != first.generation) {
+        restart = true;  // the owner republished between pages
+        break;
+      }
+      subs.insert(subs.end(), sb.begin(), sb.end());
+      next += head.count;
+    } while (next < first.m);
+    if (restart) continue;
+    first.count = first.m;
+    DRTMX_RETURN_IF_ERROR(cache_.install_models(
+        first, knots, subs, {remote_.owner.node, first.region, first.image_offset}));
+    ++stats_.model_fetches;
+    if (changed != nullptr) *changed = true;
+    return Status::ok();
+  }
+  return unavailable("xstore FETCH_MODELS: the owner republished during every attempt");
 }
 
 Status XStoreClient::apply_splits(r2::Co& co, size_t* refreshed) {
@@ -272,32 +340,69 @@ Status XStoreClient::expand_if_needed(r2::Co& co, bool* expanded) {
 
 // --- TT access ----------------------------------------------------------------
 
-Status XStoreClient::load_tt(r2::Co& co, uint32_t sub, uint32_t from, uint32_t count) {
+Status XStoreClient::load_tt(r2::Co& co, uint32_t sub, uint32_t from, uint32_t count, bool* stale) {
+  *stale = false;
   entries_.resize(count);
   win_sub_ = sub;
   win_from_ = from;
-  win_valid_ = true;
+  win_valid_ = false;
   if (!cache_.models_only()) {
     for (uint32_t i = 0; i < count; ++i) entries_[i] = cache_.tt(sub, from + i);
+    win_valid_ = true;
     return Status::ok();
   }
-  // Each 8-byte aligned entry is read atomically (fabric contract).
-  const r2::OpStatus s = co.read(cache_.tt_addr(sub, from), tt_, count * 8);
+  if (!cache_.sealed_image()) {
+    // Plain image. Each 8-byte aligned entry is read atomically (fabric
+    // contract).
+    const r2::OpStatus s = co.read(cache_.tt_addr(sub, from), tt_, count * 8);
+    ++stats_.reads;
+    ++stats_.tt_reads;
+    ++stats_.round_trips;
+    if (s != r2::OpStatus::kOk) return fabric_error(s, "READ of TT entries");
+    for (uint32_t i = 0; i < count; ++i) entries_[i] = unpack_tt(tt_[i]);
+    win_valid_ = true;
+    return Status::ok();
+  }
+  // Sealed image: READ the chunks holding [from, from + count) and check
+  // each against the generation of the models that chose them (captured
+  // before the wait: fetch_models may replace the cache meanwhile).
+  constexpr uint32_t kC = XCache::kChunkEntries;
+  const uint64_t gen = cache_.image_generation();
+  const uint32_t c0 = from / kC, c1 = (from + count - 1) / kC;
+  const r2::OpStatus s =
+      co.read(cache_.tt_chunk_addr(sub, c0), tt_, (c1 - c0 + 1) * XCache::kChunkBytes);
   ++stats_.reads;
+  ++stats_.tt_reads;
   ++stats_.round_trips;
-  if (s != r2::OpStatus::kOk) return fabric_error(s, "READ of TT entries");
-  for (uint32_t i = 0; i < count; ++i) entries_[i] = unpack_tt(tt_[i]);
+  if (s != r2::OpStatus::kOk) return fabric_error(s, "READ of TT image chunks");
+  constexpr uint32_t kWords = XCache::kChunkBytes / 8;
+  for (uint32_t c = c0; c <= c1; ++c) {
+    const uint64_t* w = tt_ + size_t{c - c0} * kWords;
+    if (tt_chunk_seal(gen, sub, c, w + 1) != w[0]) {
+      ++stats_.tt_seal_failures;
+      *stale = true;
+      return Status::ok();
+    }
+  }
+  for (uint32_t i = 0; i < count; ++i) {
+    const uint32_t lln = from + i;
+    entries_[i] = unpack_tt(tt_[size_t{lln / kC - c0} * kWords + 1 + lln % kC]);
+  }
+  win_valid_ = true;
   return Status::ok();
 }
 
-Status XStoreClient::tt_at(r2::Co& co, uint32_t sub, uint32_t lln, TTEntry* out) {
+Status XStoreClient::tt_at(r2::Co& co, uint32_t sub, uint32_t lln, TTEntry* out, bool* stale) {
+  *stale = false;
   if (!cache_.models_only()) {
     *out = cache_.tt(sub, lln);
     return Status::ok();
   }
   if (!win_valid_ || win_sub_ != sub || lln < win_from_ || lln >= win_from_ + entries_.size()) {
     const uint32_t cap = std::max(opt_.scan_batch_leaves, opt_.max_lookup_leaves);
-    DRTMX_RETURN_IF_ERROR(load_tt(co, sub, lln, std::min(cap, cache_.sub_leaves(sub) - lln)));
+    DRTMX_RETURN_IF_ERROR(
+        load_tt(co, sub, lln, std::min(cap, cache_.sub_leaves(sub) - lln), stale));
+    if (*stale) return Status::ok();
   }
   *out = entries_[lln - win_from_];
   return Status::ok();
@@ -358,7 +463,9 @@ Result<XStoreClient::Look> XStoreClient::try_get(r2::Co& co, uint64_t key, void*
   }
   const uint64_t gen = cache_.generation(pr.sub);
   win_valid_ = false;
-  DRTMX_RETURN_IF_ERROR(load_tt(co, pr.sub, pr.first, n));
+  bool image_stale = false;
+  DRTMX_RETURN_IF_ERROR(load_tt(co, pr.sub, pr.first, n, &image_stale));
+  if (image_stale) return Look::kStale;  // the owner republished: RPC
   for (const TTEntry& e : entries_) {
     if (!e.valid) {
       ++stats_.invalid_entries;
@@ -555,8 +662,21 @@ Result<XStoreClient::Look> XStoreClient::try_scan(r2::Co& co, uint64_t start, si
     uint64_t after = 0;
     while (!w.end && plan_.size() < opt_.scan_batch_leaves && after < need) {
       TTEntry e;
-      DRTMX_RETURN_IF_ERROR(tt_at(co, w.sub, w.lln, &e));
-      const bool dup = w.have_prev && w.lln == 0 && e.aln == w.prev_aln;  // straddling leaf
+      bool image_stale = false;
+      DRTMX_RETURN_IF_ERROR(tt_at(co, w.sub, w.lln, &e, &image_stale));
+      if (image_stale) {
+        *stale_sub = UINT32_MAX;  // nothing to refresh: the owner republished
+        return Look::kStale;
+      }
+      // A models-only READ waited: the cache may have been replaced.
+      if (cache_.epoch() != epoch) return Look::kRetry;
+      // A leaf straddling two sub-models is read once — only when both
+      // entries name the same image: after a split, the sub-model retrained
+      // since names the bumped incarnation and the other the old one, whose
+      // upper half moved to a sibling the walk must not skip, so the stale
+      // entry is planned and its mismatch sends the scan to the RPC path.
+      const bool dup =
+          w.have_prev && w.lln == 0 && e.aln == w.prev_aln && e.incarnation == w.prev_incarnation;
       if (!dup) {
         if (!e.valid) {
           ++stats_.invalid_entries;
@@ -566,6 +686,7 @@ Result<XStoreClient::Look> XStoreClient::try_scan(r2::Co& co, uint64_t start, si
         plan_.push_back({w.sub, w.lln, cache_.generation(w.sub), e});
         if (!(first_chunk && w.sub == pr.sub && w.lln <= pr.last)) after += e.count;
         w.prev_aln = e.aln;
+        w.prev_incarnation = e.incarnation;
         w.have_prev = true;
       }
       advance(w);

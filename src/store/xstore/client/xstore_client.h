@@ -4,7 +4,10 @@
 //
 // GET(key)  (Fig 3-8 + §4.7 speculation):
 //   1. predict the sub-model and LLN range; take the TT entries (full mode:
-//      local; models-only: one READ of the 8-byte entries);
+//      local; models-only: one READ of the 8-byte entries — with the owner's
+//      sealed image (fetch_models), of the 64-byte chunks holding them, each
+//      checked against the models' generation; a chunk that fails means the
+//      owner republished since: RPC, as in step 6 but without a refresh);
 //   2. one doorbell batch READs [meta, seal, keys] of every predicted leaf;
 //      each copy must pass keys_seal (else re-read, bounded);
 //   3. search the keys of every leaf image (any image that verifies is a
@@ -102,6 +105,9 @@ struct XClientStats {
   uint64_t expansions = 0;        // full retrains with more sub-models
   uint64_t updates = 0;           // UPDATE RPCs
   uint64_t hints_used = 0;        // ... whose position hint the owner used
+  uint64_t tt_reads = 0;          // models-only: READs of TT entries (in `reads`)
+  uint64_t tt_seal_failures = 0;  // sealed image chunks that failed (image newer than the models)
+  uint64_t model_fetches = 0;     // fetch_models() calls that installed new models
 
   void add(const XClientStats& o);
 };
@@ -131,6 +137,18 @@ class XStoreClient {
   // If the cache needs expansion, retrains it with expansion_size()
   // sub-models from a full fetch; *expanded tells whether it did.
   Status expand_if_needed(r2::Co& co, bool* expanded);
+
+  // Models-only from the owner: FETCH_MODELS (pages of kMaxModelSubs
+  // sub-models; restarted if the owner republished in between) and
+  // XCache::install_models — the shared cache becomes a models-only cache
+  // over the owner's sealed TT image (server/tt_publisher.h). When the
+  // cache already holds the owner's current generation, the owner answers
+  // "unchanged" in a few bytes and *changed (optional) is false; so a
+  // maintenance coroutine may call this periodically, or when
+  // stats().tt_seal_failures grows (the owner republished: until the new
+  // models are installed, lookups go to the RPC path). Fails with
+  // kUnavailable when the owner has not published the tree.
+  Status fetch_models(r2::Co& co, bool* changed = nullptr);
 
   // Pulls the owner's split log (SPLITS_SINCE) from XCache::split_seq() on
   // (set by warm(), advanced here) and refreshes every sub-model whose interval meets a
@@ -182,10 +200,12 @@ class XStoreClient {
 
   // TT entries [from, from + count) of `sub` into entries_ (models-only:
   // one READ of the TT image); they become the window tt_at() serves.
-  Status load_tt(r2::Co& co, uint32_t sub, uint32_t from, uint32_t count);
+  // *stale: a sealed image chunk failed its seal (the owner republished);
+  // entries_ is then unusable and the caller takes the RPC path.
+  Status load_tt(r2::Co& co, uint32_t sub, uint32_t from, uint32_t count, bool* stale);
   // One TT entry, from the cache or (models-only) the window, which is
-  // reloaded from `lln` on when it does not hold the entry.
-  Status tt_at(r2::Co& co, uint32_t sub, uint32_t lln, TTEntry* out);
+  // reloaded from `lln` on when it does not hold the entry. *stale as above.
+  Status tt_at(r2::Co& co, uint32_t sub, uint32_t lln, TTEntry* out, bool* stale);
   // Posts into batch_ READs of `len` bytes from each leaf in alns_ into its
   // leaf_buf, coalescing consecutive ALNs (with consecutive buffers);
   // returns the READs posted.

@@ -35,6 +35,7 @@ constexpr uint16_t kRpcXDelete = 134;
 constexpr uint16_t kRpcXFetchRun = 135;
 constexpr uint16_t kRpcXSplitsSince = 136;
 constexpr uint16_t kRpcXDescribe = 137;
+constexpr uint16_t kRpcXFetchModels = 138;
 
 // Most pairs one SCAN reply carries, and most leaves one FETCH_RUN reply
 // carries (the owner cuts longer answers; the client continues).
@@ -201,6 +202,58 @@ struct XDescribeReply {
 };
 static_assert(sizeof(XDescribeReply) == 40);
 
+// FETCH_MODELS: the XModel the owner's TtPublisher (tt_publisher.h) trained
+// over the tree, and where its sealed TT image lies — what a models-only
+// client installs (XStoreClient::fetch_models, XCache::install_models).
+// Request XFetchModelsReq: known_generation = the generation the client
+// holds (0 = none); equal to the owner's -> reply XModelsReply with
+// unchanged = 1 and nothing else. Otherwise the reply is XModelsReply, then
+// `knots` XKnotRec (the spline top model; 0 for LR), then `count`
+// XSubModelRec for sub-models [first_sub, first_sub + count) of m, at most
+// min(max_subs, kMaxModelSubs) per reply: ask again from first_sub + count
+// until m, and start over when the generation changed between pages. The
+// image is at (owner node, region, image_offset), image_bytes long, in the
+// sealed layout of XCache::write_sealed_image. A tree without a publisher,
+// or not published yet, gets an error reply.
+constexpr uint32_t kMaxModelSubs = 4096;
+struct XFetchModelsReq {
+  XReqHead h;
+  uint64_t known_generation = 0;
+  uint32_t first_sub = 0;
+  uint32_t max_subs = kMaxModelSubs;
+};
+struct XModelsReply {
+  uint8_t status = 0;
+  uint8_t unchanged = 0;
+  uint16_t region = 0;  // the image's region on the owner node
+  uint32_t fanout = 0;
+  uint64_t generation = 0;  // of the image and these models (never 0)
+  uint64_t image_offset = 0;
+  uint64_t image_bytes = 0;
+  uint64_t split_seq = 0;  // XTree::split_seq() the models were trained at
+  uint64_t total_keys = 0;
+  uint32_t m = 0;  // sub-models in all
+  uint32_t first_sub = 0;
+  uint32_t count = 0;                            // XSubModelRec in this reply
+  uint32_t knots = 0;                            // XKnotRec in this reply
+  double top_slope = 0, top_x0 = 0, top_y0 = 0;  // the LR top model
+};
+struct XKnotRec {
+  uint64_t key = 0;
+  double y = 0;
+};
+struct XSubModelRec {
+  double slope = 0, x0 = 0, y0 = 0;  // LinearModel
+  float min_err = 0, max_err = 0;
+  uint64_t key_min = 0, key_max = 0;
+  uint64_t lo = 0, hi = 0;   // the key interval it answers for
+  uint64_t first_chunk = 0;  // its first chunk in the sealed image
+  uint32_t leaves = 0;       // TT entries (0: empty interval)
+  uint32_t keys = 0;
+};
+static_assert(sizeof(XFetchModelsReq) == 24 && sizeof(XModelsReply) == 88 &&
+              sizeof(XKnotRec) == 16 && sizeof(XSubModelRec) == 80);
+
 // --- helpers shared by both sides ------------------------------------------
 
 template <typename T>
@@ -279,6 +332,27 @@ inline Status parse_scan_reply(std::span<const uint8_t> in, uint32_t value_bytes
   std::memcpy(keys.data() + k0, p, size_t{head->count} * 8);
   p += size_t{head->count} * 8;
   values.insert(values.end(), p, p + size_t{head->count} * value_bytes);
+  return Status::ok();
+}
+
+// Splits a FETCH_MODELS reply into its head, knot and sub-model bytes
+// (sizes checked; the records are decoded by XCache::install_models).
+inline Status parse_models_reply(std::span<const uint8_t> in, XModelsReply* head,
+                                 std::span<const uint8_t>* knots, std::span<const uint8_t>* subs) {
+  if (!wire_get(in, 0, head))
+    return internal_error("xstore FETCH_MODELS reply shorter than its head");
+  *knots = {};
+  *subs = {};
+  if (head->unchanged) return Status::ok();
+  const size_t kb = size_t{head->knots} * sizeof(XKnotRec);
+  const size_t sb = size_t{head->count} * sizeof(XSubModelRec);
+  if (in.size() != sizeof(XModelsReply) + kb + sb) {
+    return internal_error("xstore FETCH_MODELS reply holds " + std::to_string(in.size()) +
+                          " bytes, its head promises " +
+                          std::to_string(sizeof(XModelsReply) + kb + sb));
+  }
+  *knots = in.subspan(sizeof(XModelsReply), kb);
+  *subs = in.subspan(sizeof(XModelsReply) + kb, sb);
   return Status::ok();
 }
 

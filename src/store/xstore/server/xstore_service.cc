@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <memory>
 
+#include "store/xstore/server/tt_publisher.h"
+
 namespace drtmx::store::xstore {
 
 namespace {
@@ -74,11 +76,25 @@ XTree* XStoreService::tree(uint32_t id) const {
   return it == trees_.end() ? nullptr : it->second;
 }
 
+Status XStoreService::add_publisher(uint32_t id, TtPublisher* publisher) {
+  if (publisher == nullptr)
+    return invalid_argument("XStoreService::add_publisher: publisher is null");
+  if (tree(id) == nullptr) {
+    return not_found("XStoreService::add_publisher: no tree with id " + std::to_string(id) +
+                     " (add_tree first)");
+  }
+  if (!publishers_.emplace(id, publisher).second) {
+    return already_exists("XStoreService: tree " + std::to_string(id) +
+                          " already has a TT publisher");
+  }
+  return Status::ok();
+}
+
 Status XStoreService::register_on(r2::Worker& w) {
   // One reply buffer per worker: its handlers run only on its thread.
   auto out = std::make_shared<std::vector<uint8_t>>();
   for (uint16_t id : {kRpcXGet, kRpcXScan, kRpcXInsert, kRpcXUpdate, kRpcXDelete, kRpcXFetchRun,
-                      kRpcXSplitsSince, kRpcXDescribe}) {
+                      kRpcXSplitsSince, kRpcXDescribe, kRpcXFetchModels}) {
     DRTMX_RETURN_IF_ERROR(w.register_handler(
         id, [this, id, out](r2::RpcRequest& req) { answer(*this, id, req, *out); }));
   }
@@ -228,6 +244,19 @@ Status XStoreService::handle(uint16_t rpc_id, std::span<const uint8_t> req,
       rep.split_seq = (*t)->split_seq();
       put(out, rep);
       return Status::ok();
+    }
+    case kRpcXFetchModels: {
+      auto t = lookup(req, sizeof(XFetchModelsReq), "FETCH_MODELS");
+      if (!t) return t.status();
+      XFetchModelsReq r;
+      (void)wire_get(req, 0, &r);
+      auto it = publishers_.find(r.h.tree);
+      if (it == publishers_.end()) {
+        return not_found("xstore FETCH_MODELS: tree " + std::to_string(r.h.tree) +
+                         " has no TT publisher on this node (models-only clients need "
+                         "XStoreService::add_publisher)");
+      }
+      return it->second->models_reply(r, out);
     }
     default:
       return invalid_argument("xstore: rpc id " + std::to_string(rpc_id) +
