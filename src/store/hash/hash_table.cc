@@ -118,6 +118,11 @@ Status HashTable::check_value(std::span<const uint8_t> value) const {
 }
 
 Result<RecordLoc> HashTable::insert(uint64_t key, std::span<const uint8_t> value) {
+  return insert_version(key, value, 1);
+}
+
+Result<RecordLoc> HashTable::insert_version(uint64_t key, std::span<const uint8_t> value,
+                                            uint64_t version) {
   DRTMX_RETURN_IF_ERROR(check_value(value));
   const uint32_t head = bucket_index(key, layout_.buckets);
   lock_chain(head);
@@ -176,7 +181,7 @@ Result<RecordLoc> HashTable::insert(uint64_t key, std::span<const uint8_t> value
   RecordImage img(slot_bytes);
   RecordHeader* h = img.header();
   h->lock = 0;
-  h->version = 1;
+  h->version = version;
   h->key = key;
   h->incarnation = grant->incarnation;
   h->flags = kLive;
@@ -233,6 +238,48 @@ Result<RecordLoc> HashTable::update(uint64_t key, std::span<const uint8_t> value
   lock_of(rec).store(0, std::memory_order_release);
   unlock_chain(head);
   return loc;
+}
+
+Result<bool> HashTable::install(uint64_t key, uint64_t version, std::span<const uint8_t> value) {
+  DRTMX_RETURN_IF_ERROR(check_value(value));
+  if (version == 0) return invalid_argument("hash table install: version 0 is never committed");
+  const uint32_t head = bucket_index(key, layout_.buckets);
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    lock_chain(head);
+    SlotPos pos;
+    if (!find_locked(head, key, &pos)) {
+      unlock_chain(head);
+      Result<RecordLoc> ins = insert_version(key, value, version);
+      if (ins.is_ok()) return true;
+      if (ins.status().code() != Code::kAlreadyExists) return ins.status();
+      continue;  // another applier inserted it meanwhile: compare versions
+    }
+    uint8_t* rec = record_ptr(ref_offset(pos.ref));
+    uint64_t free_word = 0;
+    if (!lock_of(rec).compare_exchange_strong(free_word, kOwnerLockWord,
+                                              std::memory_order_acquire)) {
+      unlock_chain(head);
+      return unavailable("hash table install: record of key " + std::to_string(key) +
+                         " is locked; backups are not locked by transactions");
+    }
+    RecordImage img(layout_.slot_bytes());
+    img.load(rec);
+    RecordHeader* h = img.header();
+    const bool newer = version > h->version;
+    if (newer) {
+      h->version = version;
+      h->flags = kLive;
+      std::memset(img.value(), 0, layout_.value_size);
+      if (!value.empty()) std::memcpy(img.value(), value.data(), value.size());
+      store::seal(img.data(), layout_.value_size);
+      img.store_body(rec);
+    }
+    lock_of(rec).store(0, std::memory_order_release);
+    unlock_chain(head);
+    return newer;
+  }
+  return unavailable("hash table install: key " + std::to_string(key) +
+                     " kept appearing and disappearing; retry");
 }
 
 Status HashTable::remove(uint64_t key) {

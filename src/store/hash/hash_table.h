@@ -87,6 +87,11 @@ class HashTable {
   // Overwrites the value of a present key (version + 1). kNotFound if absent,
   // kUnavailable while a transaction holds the record's lock (retry).
   Result<RecordLoc> update(uint64_t key, std::span<const uint8_t> value);
+  // Backup copies (the transaction layer's log applier): writes `value`
+  // with exactly `version` unless the copy already holds a version >= it;
+  // inserts an absent key with that version. True when written, false when
+  // skipped as older. Concurrent appliers of one key are ordered by version.
+  Result<bool> install(uint64_t key, uint64_t version, std::span<const uint8_t> value);
   // Deletes a present key and frees its slot. kNotFound, kUnavailable as above.
   Status remove(uint64_t key);
   // A consistent copy of the value (value_out.size() >= value_size) and the
@@ -117,6 +122,7 @@ class HashTable {
     uint64_t ref = 0;
   };
   bool find_locked(uint32_t head, uint64_t key, SlotPos* pos) const;
+  Result<RecordLoc> insert_version(uint64_t key, std::span<const uint8_t> value, uint64_t version);
   Status check_value(std::span<const uint8_t> value) const;
 
   uint8_t* area_;

@@ -35,6 +35,11 @@ size_t RecordTree::slot_bytes() const {
 }
 
 Result<RecordAddr> RecordTree::insert(uint64_t key, std::span<const uint8_t> value, bool upsert) {
+  return insert_version(key, value, 1, upsert);
+}
+
+Result<RecordAddr> RecordTree::insert_version(uint64_t key, std::span<const uint8_t> value,
+                                              uint64_t version, bool upsert) {
   if (value.size() > value_size_) {
     return out_of_range("record tree insert: value of " + std::to_string(value.size()) +
                         " bytes exceeds the table's value size " + std::to_string(value_size_));
@@ -43,7 +48,7 @@ Result<RecordAddr> RecordTree::insert(uint64_t key, std::span<const uint8_t> val
   if (!grant.is_ok()) return grant.status();
   RecordImage img(slot_bytes());
   RecordHeader* h = img.header();
-  h->version = 1;
+  h->version = version;
   h->key = key;
   h->incarnation = grant->incarnation;
   h->flags = kLive;
@@ -87,12 +92,40 @@ void RecordTree::unlock_record(const RecordAddr& a) {
   lock_of(slot(a.offset)).store(0, std::memory_order_release);
 }
 
-void RecordTree::rewrite(const RecordAddr& a, uint32_t flags, std::span<const uint8_t> value) {
+Result<bool> RecordTree::install(uint64_t key, uint64_t version, std::span<const uint8_t> value) {
+  if (value.size() > value_size_) {
+    return out_of_range("record tree install: value of " + std::to_string(value.size()) +
+                        " bytes exceeds the table's value size " + std::to_string(value_size_));
+  }
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    RecordAddr a;
+    if (tree_.get(key, &a) != xstore::XStatus::kOk) {
+      Result<RecordAddr> ins = insert_version(key, value, version, /*upsert=*/false);
+      if (ins.is_ok()) return true;
+      if (ins.status().code() != Code::kAlreadyExists) return ins.status();
+      continue;  // another applier inserted it meanwhile: compare versions
+    }
+    Result<bool> locked = lock_record(key, a);
+    if (!locked.is_ok()) return locked.status();
+    if (!*locked) continue;  // removed meanwhile
+    RecordHeader h{};
+    load_words(&h, slot(a.offset), sizeof h);
+    const bool newer = version > h.version;
+    if (newer) rewrite(a, kLive, value, version);
+    unlock_record(a);
+    return newer;
+  }
+  return unavailable("record tree install: key " + std::to_string(key) +
+                     " kept appearing and disappearing; retry");
+}
+
+void RecordTree::rewrite(const RecordAddr& a, uint32_t flags, std::span<const uint8_t> value,
+                         uint64_t version) {
   uint8_t* rec = slot(a.offset);
   RecordImage img(slot_bytes());
   img.load(rec);  // we hold the lock: no other writer
   RecordHeader* h = img.header();
-  h->version += 1;
+  h->version = version != 0 ? version : h->version + 1;
   h->flags = flags;
   if (!value.empty()) {
     std::memset(img.value(), 0, value_size_);

@@ -42,6 +42,9 @@ class RecordTree {
   // kNotFound, kUnavailable (locked by a transaction for every retry).
   Result<RecordAddr> update(uint64_t key, std::span<const uint8_t> value);
   Status remove(uint64_t key);
+  // Backup copies: writes `value` with exactly `version` unless the record
+  // holds a version >= it; inserts an absent key. True when written.
+  Result<bool> install(uint64_t key, uint64_t version, std::span<const uint8_t> value);
   // True + a consistent copy of the value (value_out >= value_size).
   Result<bool> get(uint64_t key, std::span<uint8_t> value_out, RecordAddr* where = nullptr) const;
 
@@ -55,8 +58,11 @@ class RecordTree {
   // that key's live record (kNotFound), error when it stays locked.
   Result<bool> lock_record(uint64_t key, const RecordAddr& a);
   void unlock_record(const RecordAddr& a);
-  // Writes version+1, flags and value over a locked record.
-  void rewrite(const RecordAddr& a, uint32_t flags, std::span<const uint8_t> value);
+  // Writes `version` (0: version + 1), flags and value over a locked record.
+  void rewrite(const RecordAddr& a, uint32_t flags, std::span<const uint8_t> value,
+               uint64_t version = 0);
+  Result<RecordAddr> insert_version(uint64_t key, std::span<const uint8_t> value, uint64_t version,
+                                    bool upsert);
 
   xstore::XTree& tree_;
   RecordHeap& heap_;

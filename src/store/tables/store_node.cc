@@ -124,6 +124,28 @@ Status StoreNode::load(const TableSpec& t, uint64_t key, std::span<const uint8_t
   return from_xstatus(part->tree->insert(key, padded.data(), /*upsert=*/true), t, key);
 }
 
+Result<bool> StoreNode::install(const TableSpec& t, uint64_t key, uint64_t version,
+                                std::span<const uint8_t> value, bool remove) {
+  const PartitionId p = catalog_.partition_of(t, key);
+  LocalPartition* part = partition(t.id, p);
+  if (part == nullptr) {
+    return not_found(where(t, p) + " has no copy on node " + std::to_string(node_) +
+                     " to install a log record into");
+  }
+  if (remove) {
+    Status st = part->hash      ? part->hash->remove(key)
+                : part->records ? part->records->remove(key)
+                                : invalid_argument("table '" + t.name + "' has inline values");
+    if (st.code() == Code::kNotFound) return false;
+    if (!st.is_ok()) return st;
+    return true;
+  }
+  if (part->hash) return part->hash->install(key, version, value);
+  if (part->records) return part->records->install(key, version, value);
+  return invalid_argument("table '" + t.name +
+                          "' keeps inline values (no records): transactions cannot write it");
+}
+
 Result<bool> StoreNode::get_local(const TableSpec& t, uint64_t key,
                                   std::span<uint8_t> value) const {
   const PartitionId p = catalog_.partition_of(t, key);

@@ -70,6 +70,13 @@ class StoreNode {
   // key is overwritten. kNotFound if this node hosts no copy; other errors
   // as the table's (out of space, oversized value).
   Status load(const TableSpec& t, uint64_t key, std::span<const uint8_t> value);
+  // Backup copies: installs a committed redo record (the transaction
+  // layer's log applier) — `value` at exactly `version` unless the local
+  // copy is already at a version >= it (entries of one record may arrive
+  // out of order across coordinators); `remove` deletes the key. True when
+  // the copy changed. Hash tables and ordered tables with records only.
+  Result<bool> install(const TableSpec& t, uint64_t key, uint64_t version,
+                       std::span<const uint8_t> value, bool remove);
   // Owner-side read of the local copy (tests, audits): true + value when
   // present.
   Result<bool> get_local(const TableSpec& t, uint64_t key, std::span<uint8_t> value) const;
