@@ -91,6 +91,10 @@ Result<HashGet> HashClient::get(r2::Co& co, const HashRemote& r, uint64_t key,
 
   // (a) the location cache.
   if (cache_ != nullptr && opts_.use_cache) {
+    if (opts_.prefetch_yield) {
+      cache_->prefetch(r.table, key);
+      co.yield();
+    }
     CachedLocation loc;
     if (cache_->get(r.table, key, &loc)) {
       ++stats_.cache_hits;

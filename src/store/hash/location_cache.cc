@@ -80,6 +80,14 @@ void LocationCache::erase_at(Shard& s, uint32_t i) {
   --s.live;
 }
 
+void LocationCache::prefetch(uint32_t table, uint64_t key) const {
+  const uint64_t h = hash_of(table, key);
+  const Shard& s = *shards_[(h >> 40) % shards_.size()];
+  // The slots vector never reallocates after construction: reading its
+  // data pointer and size without the shard lock is safe.
+  __builtin_prefetch(&s.slots[home(s, h)], 0, 1);
+}
+
 bool LocationCache::get(uint32_t table, uint64_t key, CachedLocation* out) {
   const uint64_t h = hash_of(table, key);
   Shard& s = shard_of(h);

@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <string>
+#include <thread>
 
 #include "store/record_io.h"
 
@@ -74,7 +75,10 @@ Result<RecordAddr> RecordTree::insert_version(uint64_t key, std::span<const uint
 
 Result<bool> RecordTree::lock_record(uint64_t key, const RecordAddr& a) {
   uint8_t* rec = slot(a.offset);
-  for (int i = 0; i < kLockTries; ++i) {
+  // Another owner thread holds it only for a few stores: wait (bounded).
+  // A transaction may hold it for a round trip or more: give up soon.
+  int txn_tries = 0;
+  for (uint64_t spin = 0; spin < (uint64_t{1} << 24); ++spin) {
     uint64_t expected = 0;
     if (lock_of(rec).compare_exchange_strong(expected, kOwnerLockWord, std::memory_order_acquire)) {
       RecordHeader h{};
@@ -83,6 +87,8 @@ Result<bool> RecordTree::lock_record(uint64_t key, const RecordAddr& a) {
       lock_of(rec).store(0, std::memory_order_release);
       return false;
     }
+    if (expected != kOwnerLockWord && ++txn_tries >= kLockTries) break;
+    if ((spin & 1023) == 1023) std::this_thread::yield();
   }
   return unavailable("record tree: record of key " + std::to_string(key) +
                      " is locked by a transaction; retry");

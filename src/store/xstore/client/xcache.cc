@@ -266,6 +266,18 @@ uint32_t XCache::expansion_size() const {
       std::min<uint64_t>(opt_.max_sub_models, std::max<uint64_t>(uint64_t{top_.m} * 2, by_keys)));
 }
 
+void XCache::prefetch_model(uint64_t key) const {
+  if (subs_.empty()) return;
+  const uint32_t sub = top_.pick(key);
+  __builtin_prefetch(&subs_[sub], 0, 1);
+  if (!models_only_ && sub < tts_.size()) __builtin_prefetch(&tts_[sub], 0, 1);
+}
+
+void XCache::prefetch_tt(uint32_t sub, uint32_t first) const {
+  if (models_only_ || sub >= tts_.size() || first >= tts_[sub].size()) return;
+  __builtin_prefetch(tts_[sub].data() + first, 0, 1);
+}
+
 Prediction XCache::predict(uint64_t key) const {
   Prediction r;
   r.sub = top_.pick(key);

@@ -156,6 +156,11 @@ class XCache {
   uint32_t pick(uint64_t key) const { return top_.pick(key); }
   // Requires trained(). The sub-model of the key and its LLN range.
   Prediction predict(uint64_t key) const;
+  // Cache-line prefetches for a lookup that yields between its dependent
+  // loads (XClientOptions::prefetch_yield): the key's sub-model (and its TT
+  // row header), then TT entries [first, first + n) of `sub`.
+  void prefetch_model(uint64_t key) const;
+  void prefetch_tt(uint32_t sub, uint32_t first) const;
 
   uint64_t sub_lo(uint32_t sub) const { return subs_[sub].lo; }
   uint64_t sub_hi(uint32_t sub) const { return subs_[sub].hi; }

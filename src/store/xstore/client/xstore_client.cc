@@ -454,8 +454,16 @@ Result<XStoreClient::Look> XStoreClient::read_value(r2::Co& co, uint32_t aln, ui
 Result<XStoreClient::Look> XStoreClient::try_get(r2::Co& co, uint64_t key, void* value,
                                                  uint32_t* sub) {
   const uint32_t fanout = remote_.area.fanout;
+  if (opt_.prefetch_yield) {
+    cache_.prefetch_model(key);
+    co.yield();
+  }
   const Prediction pr = cache_.predict(key);
   *sub = pr.sub;
+  if (opt_.prefetch_yield && !cache_.models_only()) {
+    cache_.prefetch_tt(pr.sub, pr.first);
+    co.yield();
+  }
   const uint32_t n = pr.last - pr.first + 1;
   if (n > opt_.max_lookup_leaves) {
     ++stats_.wide;

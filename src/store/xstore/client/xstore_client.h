@@ -82,6 +82,10 @@ struct XClientOptions {
   // (about 1 + miss rate instead of the range width) for more round trips
   // (2 + miss rate). For trees whose leaves are not laid out in key order.
   bool best_leaf_first = false;
+  // Prefetch the sub-model, then the TT entries, yielding to the other
+  // coroutines after each, so their DRAM misses overlap instead of
+  // stalling the worker (a large cache misses the CPU cache per lookup).
+  bool prefetch_yield = true;
 
   Status validate() const;
 };
