@@ -273,18 +273,18 @@ Status TableClient::scan(r2::Co& co, const TableSpec& t, uint64_t start, size_t 
 
 Status TableClient::insert(r2::Co& co, const TableSpec& t, uint64_t key,
                            std::span<const uint8_t> value) {
-  Status st = insert_at(co, t, key, value);
+  Status st = write(co, t, key, value, WriteOp::kInsert);
   return st.is_ok() ? st : st.with_context(where(t, key, "insert"));
 }
 
 Status TableClient::update(r2::Co& co, const TableSpec& t, uint64_t key,
                            std::span<const uint8_t> value) {
-  Status st = update_at(co, t, key, value);
+  Status st = write(co, t, key, value, WriteOp::kUpdate);
   return st.is_ok() ? st : st.with_context(where(t, key, "update"));
 }
 
 Status TableClient::remove(r2::Co& co, const TableSpec& t, uint64_t key) {
-  Status st = remove_at(co, t, key);
+  Status st = write(co, t, key, {}, WriteOp::kRemove);
   return st.is_ok() ? st : st.with_context(where(t, key, "remove"));
 }
 
@@ -293,64 +293,42 @@ std::string TableClient::where(const TableSpec& t, uint64_t key, const char* op)
          "' partition " + std::to_string(catalog_.partition_of(t, key));
 }
 
-Status TableClient::insert_at(r2::Co& co, const TableSpec& t, uint64_t key,
-                              std::span<const uint8_t> value) {
+Status TableClient::write(r2::Co& co, const TableSpec& t, uint64_t key,
+                          std::span<const uint8_t> value, WriteOp op) {
   ++stats_.writes;
-  const PartitionId p = catalog_.partition_of(t, key);
-  if (t.kind == TableKind::kHash) {
-    Result<const hash::HashRemote*> rr = hash_route(co, t, p);
-    if (!rr.is_ok()) return rr.status();
-    return hash_.insert(co, **rr, key, value).status();
-  }
-  Result<Ordered*> o = ordered(co, t, p);
-  if (!o.is_ok()) return o.status();
-  if (!t.inline_values) {
-    return rpc_.record_write(co, kRpcRecordInsert, (*o)->remote, key, value).status();
-  }
-  return rpc_.insert(co, (*o)->remote, key, value, /*upsert=*/false);
-}
-
-Status TableClient::update_at(r2::Co& co, const TableSpec& t, uint64_t key,
-                              std::span<const uint8_t> value) {
-  ++stats_.writes;
-  const PartitionId p = catalog_.partition_of(t, key);
-  if (t.kind == TableKind::kHash) {
-    Result<const hash::HashRemote*> rr = hash_route(co, t, p);
-    if (!rr.is_ok()) return rr.status();
-    return hash_.update(co, **rr, key, value).status();
-  }
-  Result<Ordered*> o = ordered(co, t, p);
-  if (!o.is_ok()) return o.status();
-  if (!t.inline_values) {
-    return rpc_.record_write(co, kRpcRecordUpdate, (*o)->remote, key, value).status();
-  }
   if (value.size() > t.value_size) {
-    return out_of_range("table '" + t.name + "': value of " + std::to_string(value.size()) +
-                        " bytes exceeds its value size " + std::to_string(t.value_size));
+    return out_of_range("value of " + std::to_string(value.size()) +
+                        " bytes exceeds the table's value size " + std::to_string(t.value_size));
   }
+  const PartitionId p = catalog_.partition_of(t, key);
+  if (t.kind == TableKind::kHash) {
+    Result<const hash::HashRemote*> rr = hash_route(co, t, p);
+    if (!rr.is_ok()) return rr.status();
+    switch (op) {
+      case WriteOp::kInsert:
+        return hash_.insert(co, **rr, key, value).status();
+      case WriteOp::kUpdate:
+        return hash_.update(co, **rr, key, value).status();
+      case WriteOp::kRemove:
+        return hash_.remove(co, **rr, key);
+    }
+  }
+  Result<Ordered*> o = ordered(co, t, p);
+  if (!o.is_ok()) return o.status();
+  const OrderedRemote& remote = (*o)->remote;
+  if (!t.inline_values) {
+    static constexpr uint16_t kRpcOf[] = {kRpcRecordInsert, kRpcRecordUpdate, kRpcRecordRemove};
+    return rpc_.record_write(co, kRpcOf[static_cast<int>(op)], remote, key, value).status();
+  }
+  if (op == WriteOp::kInsert) return rpc_.insert(co, remote, key, value, /*upsert=*/false);
+  if (op == WriteOp::kRemove) return rpc_.remove(co, remote, key);
   // The XStore UPDATE carries a whole value (with a position hint when warm).
   std::vector<uint8_t> padded(t.value_size, 0);
   if (!value.empty()) std::memcpy(padded.data(), value.data(), value.size());
   Result<bool> r = (*o)->client->update(co, key, padded.data());
   if (!r.is_ok()) return r.status();
-  if (!*r) return not_found("table '" + t.name + "': key " + std::to_string(key) + " not found");
+  if (!*r) return not_found("key " + std::to_string(key) + " not found");
   return Status::ok();
-}
-
-Status TableClient::remove_at(r2::Co& co, const TableSpec& t, uint64_t key) {
-  ++stats_.writes;
-  const PartitionId p = catalog_.partition_of(t, key);
-  if (t.kind == TableKind::kHash) {
-    Result<const hash::HashRemote*> rr = hash_route(co, t, p);
-    if (!rr.is_ok()) return rr.status();
-    return hash_.remove(co, **rr, key);
-  }
-  Result<Ordered*> o = ordered(co, t, p);
-  if (!o.is_ok()) return o.status();
-  if (!t.inline_values) {
-    return rpc_.record_write(co, kRpcRecordRemove, (*o)->remote, key, {}).status();
-  }
-  return rpc_.remove(co, (*o)->remote, key);
 }
 
 Status TableClient::maintain(r2::Co& co, size_t* refreshed) {

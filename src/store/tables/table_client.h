@@ -162,9 +162,9 @@ class TableClient {
   Result<bool> record_get(r2::Co& co, Ordered& o, uint64_t key, std::span<uint8_t> value_out,
                           RecordRef* ref);
   Status scan_partition(r2::Co& co, Ordered& o, uint64_t start, size_t n, bool* end);
-  Status insert_at(r2::Co& co, const TableSpec& t, uint64_t key, std::span<const uint8_t> value);
-  Status update_at(r2::Co& co, const TableSpec& t, uint64_t key, std::span<const uint8_t> value);
-  Status remove_at(r2::Co& co, const TableSpec& t, uint64_t key);
+  enum class WriteOp : uint8_t { kInsert, kUpdate, kRemove };
+  Status write(r2::Co& co, const TableSpec& t, uint64_t key, std::span<const uint8_t> value,
+               WriteOp op);
   std::string where(const TableSpec& t, uint64_t key, const char* op) const;
 
   const Catalog& catalog_;
