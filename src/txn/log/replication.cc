@@ -154,7 +154,7 @@ bool BackupApplier::poll() {
             return;
           }
           for (const RedoRecord& rec : decoded_) install_(rec);
-          ++applied_;
+          applied_.store(applied_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
         },
         32);
     if (res.corrupt) corrupt_ = true;

@@ -20,6 +20,7 @@
 // Threading: a Replicator and a BackupApplier belong to one worker.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -108,7 +109,9 @@ class BackupApplier {
   // `log_base`: this node's log region. Registers itself as a poller.
   BackupApplier(r2::Worker& w, const ReplicationConfig& cfg, uint8_t* log_base, Install install);
 
-  uint64_t applied() const { return applied_; }
+  // Entries installed so far; readable from any thread (release/acquire:
+  // a reader that sees n also sees the first n entries installed).
+  uint64_t applied() const { return applied_.load(std::memory_order_acquire); }
   // True when a ring held an entry that is not the next in sequence or a
   // payload that does not decode: the applier stopped that ring.
   bool corrupt() const { return corrupt_; }
@@ -120,7 +123,7 @@ class BackupApplier {
   Install install_;
   std::vector<LogReader> readers_;  // by coordinator node (thread = this worker's)
   std::vector<RedoRecord> decoded_;
-  uint64_t applied_ = 0;
+  std::atomic<uint64_t> applied_{0};
   bool corrupt_ = false;
 };
 

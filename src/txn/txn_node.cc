@@ -1,0 +1,220 @@
+#include "txn/txn_node.h"
+
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+namespace drtmx::txn {
+namespace {
+
+constexpr r2::RegionId kLogRegion = 1001;
+constexpr r2::RegionId kArenaRegion = 1002;
+
+store::tables::ScratchPlan scratch_plan(const store::Catalog& c, const TxnNodeConfig& cfg) {
+  return {cfg.fabric.threads, cfg.coroutines, store::tables::scratch_per_coroutine(c)};
+}
+
+}  // namespace
+
+ReplicationConfig TxnNode::replication() const {
+  ReplicationConfig rc;
+  rc.layout = {cfg_.fabric.num_nodes, cfg_.fabric.threads, cfg_.log_ring_bytes};
+  rc.log_region = kLogRegion;
+  return rc;
+}
+
+size_t TxnNode::per_coroutine_arena() const {
+  return (cfg_.arena_bytes + Replicator::image_bytes(replication()) + 63) & ~size_t{63};
+}
+
+std::vector<std::pair<r2::RegionId, size_t>> TxnNode::regions(const store::Catalog& catalog,
+                                                              const TxnNodeConfig& cfg) {
+  TxnNode probe(catalog, cfg);
+  auto out = store::tables::regions_of(catalog, cfg.fabric.node, scratch_plan(catalog, cfg));
+  out.emplace_back(kLogRegion, probe.replication().layout.region_bytes());
+  out.emplace_back(kArenaRegion,
+                   size_t{cfg.fabric.threads} * cfg.coroutines * probe.per_coroutine_arena());
+  return out;
+}
+
+Result<std::unique_ptr<TxnNode>> TxnNode::start(const store::Catalog& catalog,
+                                                const TxnNodeConfig& cfg) {
+  if (cfg.coroutines == 0) return invalid_argument("txn node: coroutines must be > 0");
+  if (catalog.nodes() != cfg.fabric.num_nodes) {
+    return invalid_argument("txn node: the catalog places partitions on " +
+                            std::to_string(catalog.nodes()) + " nodes but the cluster has " +
+                            std::to_string(cfg.fabric.num_nodes));
+  }
+  std::unique_ptr<TxnNode> n(new TxnNode(catalog, cfg));
+  DRTMX_RETURN_IF_ERROR(n->replication().layout.validate());
+  r2::NodeRuntimeConfig rc;
+  rc.fabric = cfg.fabric;
+  rc.control = cfg.control;
+  rc.worker.coroutines = cfg.coroutines;
+  rc.regions = regions(catalog, cfg);
+  auto rt = r2::NodeRuntime::start(rc);
+  if (!rt.is_ok()) return rt.status();
+  n->rt_ = std::move(rt.value());
+  auto sn = store::tables::StoreNode::create(catalog, n->rt_->fabric());
+  if (!sn.is_ok()) return sn.status();
+  n->store_ = std::move(sn.value());
+  store::tables::NodeCacheOptions co = cfg.caches;
+  co.threads = cfg.fabric.threads;
+  auto caches = store::tables::NodeCaches::create(catalog, co);
+  if (!caches.is_ok()) return caches.status();
+  n->caches_ = std::move(caches.value());
+  const size_t workers = cfg.fabric.threads;
+  n->reps_.resize(workers);
+  n->apps_.resize(workers);
+  n->locs_.resize(workers * cfg.coroutines);
+  n->engines_.resize(workers * cfg.coroutines);
+  return n;
+}
+
+TxnNode::~TxnNode() {
+  if (rt_ && launched_.load()) rt_->stop();
+}
+
+Status TxnNode::run(const std::function<void(TxnContext&)>& body) {
+  if (launched_.exchange(true)) return invalid_argument("txn node: run() called twice");
+  const r2::Region* scratch = rt_->fabric().region(store::tables::kScratchRegion);
+  const r2::Region* arena = rt_->fabric().region(kArenaRegion);
+  const r2::Region* log = rt_->fabric().region(kLogRegion);
+  if (scratch == nullptr || arena == nullptr || log == nullptr) {
+    return internal_error("txn node: a region of TxnNode::regions() is not registered");
+  }
+  body_ = body;
+  // Worker setups run on the worker threads after launch() returns: they
+  // use members only.
+  rt_->launch([this, scratch, arena, log](r2::Worker& w) {
+    Status s = setup_worker(w, scratch, arena, log);
+    if (!s.is_ok()) {
+      std::lock_guard<std::mutex> g(mu_);
+      if (setup_error_.is_ok()) setup_error_ = s;
+    }
+  });
+  return Status::ok();
+}
+
+Status TxnNode::setup_worker(r2::Worker& w, const r2::Region* scratch, const r2::Region* arena,
+                             const r2::Region* log) {
+  const r2::ThreadId t = w.thread();
+  const ReplicationConfig rc = replication();
+  DRTMX_RETURN_IF_ERROR(store_->register_handlers(w));
+  LocalRegions lr{[this](r2::RegionId id) -> std::pair<uint8_t*, size_t> {
+    const r2::Region* r = rt_->fabric().region(id);
+    return r ? std::make_pair(r->base, r->size) : std::make_pair(nullptr, size_t{0});
+  }};
+  DRTMX_RETURN_IF_ERROR(register_record_handlers(w, lr));
+  reps_[t] = std::make_unique<Replicator>(w, rc);
+  DRTMX_RETURN_IF_ERROR(reps_[t]->attach());
+  apps_[t] = std::make_unique<BackupApplier>(w, rc, log->base, [this](const RedoRecord& r) {
+    const store::TableSpec* spec = catalog_.find(r.table);
+    Result<bool> res =
+        spec == nullptr
+            ? Result<bool>(internal_error("log record of unknown table " + std::to_string(r.table)))
+            : store_->install(*spec, r.key, r.version, r.value, r.op == RedoOp::kDelete);
+    if (!res.is_ok()) install_errors_.fetch_add(1);
+  });
+  const store::tables::ScratchPlan sp = scratch_plan(catalog_, cfg_);
+  const size_t per_co = per_coroutine_arena();
+  const uint16_t threads = cfg_.fabric.threads, cos = cfg_.coroutines;
+  const r2::NodeId self = cfg_.fabric.node;
+  for (uint16_t c = 0; c < cos; ++c) {
+    const size_t i = size_t{t} * cos + c;
+    DRTMX_RETURN_IF_ERROR(w.spawn([=, this](r2::Co& co) {
+      std::span<uint8_t> sc(scratch->base + sp.offset(t, c), sp.per_coroutine);
+      locs_[i] = std::make_unique<StoreLocator>(catalog_, *caches_, sc, self);
+      engines_[i] = std::make_unique<Engine>(co, *locs_[i], reps_[t].get(), cfg_.policy,
+                                             arena->base + i * per_co, per_co);
+      TxnContext ctx{co, *engines_[i], *locs_[i],
+                     static_cast<uint32_t>((uint32_t{self} * threads + t) * cos + c)};
+      body_(ctx);
+    }));
+  }
+  return Status::ok();
+}
+
+Status TxnNode::finish(std::chrono::milliseconds limit) {
+  Status st;
+  if (!rt_->wait_coroutines(limit)) {
+    st = timeout_error("txn node " + std::to_string(cfg_.fabric.node) +
+                       ": transaction coroutines did not finish within " +
+                       std::to_string(limit.count()) + " ms");
+  }
+  // Entries this node wrote, per (backup node, thread).
+  const uint16_t nodes = cfg_.fabric.num_nodes, threads = cfg_.fabric.threads;
+  std::ostringstream os;
+  for (uint16_t b = 0; b < nodes; ++b) {
+    for (uint16_t t = 0; t < threads; ++t) {
+      const auto& ws = reps_[t] ? reps_[t]->writers() : std::vector<LogWriter>{};
+      os << (b < ws.size() ? ws[b].entries() : 0) << ' ';
+    }
+  }
+  uint64_t expected = 0;
+  if (st.is_ok()) {
+    auto all = rt_->control().exchange("txnnode.sent", os.str());
+    if (!all.is_ok()) {
+      st = all.status();
+    } else {
+      for (const std::string& blob : *all) {
+        std::istringstream is(blob);
+        for (uint16_t b = 0; b < nodes; ++b) {
+          for (uint16_t t = 0; t < threads; ++t) {
+            uint64_t v = 0;
+            is >> v;
+            if (b == cfg_.fabric.node) expected += v;
+          }
+        }
+      }
+    }
+  }
+  if (st.is_ok()) {
+    // The appliers run on the workers; applied() is an atomic counter
+    // published after each install.
+    const auto until = std::chrono::steady_clock::now() + cfg_.drain_timeout;
+    auto applied = [&] {
+      uint64_t a = 0;
+      for (auto& ap : apps_) a += ap ? ap->applied() : 0;
+      return a;
+    };
+    while (applied() < expected && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    if (applied() < expected) {
+      st = timeout_error("txn node " + std::to_string(cfg_.fabric.node) + ": backups applied " +
+                         std::to_string(applied()) + " of " + std::to_string(expected) +
+                         " log entries within the drain timeout");
+    }
+  }
+  if (st.is_ok()) st = rt_->control().barrier("txnnode.drained");
+  rt_->stop();
+  launched_ = false;
+  if (st.is_ok()) st = rt_->failure();
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    if (st.is_ok()) st = setup_error_;
+  }
+  if (st.is_ok() && install_errors_.load() != 0) {
+    st = internal_error("txn node " + std::to_string(cfg_.fabric.node) + ": " +
+                        std::to_string(install_errors_.load()) +
+                        " log records could not be installed into backup copies");
+  }
+  for (auto& ap : apps_) {
+    if (st.is_ok() && ap && ap->corrupt()) st = internal_error("a log ring held a corrupt entry");
+  }
+  if (!st.is_ok()) rt_->control().report_failure(st.message());
+  return st;
+}
+
+TxnStats TxnNode::stats() const {
+  TxnStats s;
+  for (const auto& e : engines_) {
+    if (!e) continue;
+    s.committed += e->stats().committed;
+    for (int i = 0; i < kAbortKinds; ++i) s.aborts[i] += e->stats().aborts[i];
+  }
+  return s;
+}
+
+}  // namespace drtmx::txn

@@ -1,0 +1,106 @@
+// TxnNode: one node of a transactional cluster, put together — the r2
+// runtime with every region the storage layer and the replication log
+// need, the node's StoreNode (its partition copies and their services),
+// the location and learned caches, per worker a Replicator (log writer)
+// and a BackupApplier (installs redo records into this node's backup
+// copies), and per coroutine a StoreLocator and an Engine.
+//
+// What a node program (drtmx-node, drtmx-bench, a user's own) does:
+//   auto node = TxnNode::start(catalog, config);     // joins the cluster
+//   load its partitions through node->store()         // StoreNode::load
+//   node->run([](TxnContext& c) { ...c.engine.run(proc)... });
+//   node->finish();   // waits for the coroutines, drains the logs
+//                     // cluster-wide, stops; then read node->store()
+// Every node must call start/run/finish (they meet at barriers).
+//
+// Draining: a coordinator counts the log entries it wrote per backup; at
+// finish() the nodes exchange those counts and each waits (bounded) until
+// its appliers installed every entry sent to it, so primaries and backups
+// agree when finish() returns.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "r2/node_runtime.h"
+#include "store/catalog.h"
+#include "store/tables/store_node.h"
+#include "store/tables/table_client.h"
+#include "txn/engine.h"
+#include "txn/log/replication.h"
+#include "txn/store_locator.h"
+
+namespace drtmx::txn {
+
+struct TxnNodeConfig {
+  r2::FabricConfig fabric;                 // backend, node, num_nodes, threads, cluster
+  r2::ControlClientConfig control;         // coordinator address, timeouts
+  uint16_t coroutines = 8;                 // transaction coroutines per worker
+  Policy policy;                           // from make_policy()
+  uint32_t log_ring_bytes = 1u << 20;      // per (coordinator thread, backup)
+  size_t arena_bytes = 64 * 1024;          // per coroutine, plus the log images
+  store::tables::NodeCacheOptions caches;  // threads filled in
+  std::chrono::milliseconds drain_timeout{30000};
+};
+
+// What a transaction coroutine gets.
+struct TxnContext {
+  r2::Co& co;
+  Engine& engine;
+  StoreLocator& locator;
+  uint32_t index;  // coroutine index in the cluster: (node * threads + thread) * coroutines + co
+};
+
+class TxnNode {
+ public:
+  // The regions this node registers for `catalog` and `cfg` (tables,
+  // client scratch, log rings, engine arenas).
+  static std::vector<std::pair<r2::RegionId, size_t>> regions(const store::Catalog& catalog,
+                                                              const TxnNodeConfig& cfg);
+  // Starts the runtime (joins the cluster) and builds the tables. The
+  // catalog must outlive the node.
+  static Result<std::unique_ptr<TxnNode>> start(const store::Catalog& catalog,
+                                                const TxnNodeConfig& cfg);
+  ~TxnNode();
+
+  store::tables::StoreNode& store() { return *store_; }
+  r2::NodeRuntime& runtime() { return *rt_; }
+  const TxnNodeConfig& config() const { return cfg_; }
+
+  // Launches the workers: handlers, replication, and `body` on every
+  // transaction coroutine. Returns at once.
+  Status run(const std::function<void(TxnContext&)>& body);
+  // Waits for the coroutines (bounded by `limit`), drains the logs
+  // cluster-wide, stops the workers. The first failure of any of it.
+  Status finish(std::chrono::milliseconds limit);
+  // Sum of every coroutine's engine stats (after finish()).
+  TxnStats stats() const;
+
+ private:
+  TxnNode(const store::Catalog& c, const TxnNodeConfig& cfg) : catalog_(c), cfg_(cfg) {}
+  ReplicationConfig replication() const;
+  Status setup_worker(r2::Worker& w, const r2::Region* scratch, const r2::Region* arena,
+                      const r2::Region* log);
+  size_t per_coroutine_arena() const;
+
+  const store::Catalog& catalog_;
+  TxnNodeConfig cfg_;
+  std::unique_ptr<r2::NodeRuntime> rt_;
+  std::unique_ptr<store::tables::StoreNode> store_;
+  std::unique_ptr<store::tables::NodeCaches> caches_;
+  std::vector<std::unique_ptr<Replicator>> reps_;     // per worker
+  std::vector<std::unique_ptr<BackupApplier>> apps_;  // per worker
+  std::vector<std::unique_ptr<StoreLocator>> locs_;   // per coroutine
+  std::vector<std::unique_ptr<Engine>> engines_;      // per coroutine
+  std::atomic<uint64_t> install_errors_{0};
+  std::atomic<bool> launched_{false};
+  std::function<void(TxnContext&)> body_;
+  std::mutex mu_;
+  Status setup_error_;  // first failure of a worker's setup
+};
+
+}  // namespace drtmx::txn
