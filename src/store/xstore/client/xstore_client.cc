@@ -455,15 +455,20 @@ Result<XStoreClient::Look> XStoreClient::try_get(r2::Co& co, uint64_t key, void*
                                                  uint32_t* sub) {
   const uint32_t fanout = remote_.area.fanout;
   if (opt_.prefetch_yield) {
+    // Prefetch, let the other coroutines run while the lines arrive. The
+    // cache may be retrained meanwhile: the prediction used below is made
+    // after the last yield.
     cache_.prefetch_model(key);
     co.yield();
+    if (!cache_.models_only() && cache_.trained()) {
+      const Prediction early = cache_.predict(key);
+      cache_.prefetch_tt(early.sub, early.first);
+      co.yield();
+    }
+    if (!cache_.trained()) return Look::kStale;
   }
   const Prediction pr = cache_.predict(key);
   *sub = pr.sub;
-  if (opt_.prefetch_yield && !cache_.models_only()) {
-    cache_.prefetch_tt(pr.sub, pr.first);
-    co.yield();
-  }
   const uint32_t n = pr.last - pr.first + 1;
   if (n > opt_.max_lookup_leaves) {
     ++stats_.wide;
