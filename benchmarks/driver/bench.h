@@ -1,0 +1,46 @@
+// drtmx-bench: runs a transactional workload on a local cluster (or one
+// node of a cluster started elsewhere) and reports throughput, abort rates
+// and latency. See README.md ("drtmx-bench").
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "r2/fabric_config.h"
+#include "workload.h"
+
+namespace drtmx::bench {
+
+struct BenchOptions {
+  std::string bench = "smallbank";
+  r2::FabricConfig fabric;
+  uint16_t coroutines = 8;
+  double seconds = 10;
+  double warmup = 2;
+  std::string policy = "drtmh";
+  std::map<std::string, std::string> overrides;  // per-phase policy overrides
+  uint16_t replicas = 0;                         // 0: min(3, nodes)
+  bool inprocess = false;                        // nodes as threads of this process
+  std::string json;
+  int node = -1;            // >= 0: run only this node (the launcher passes it)
+  std::string coordinator;  // node mode: where the coordinator listens
+  uint64_t seed = 1;
+  uint32_t log_ring_kb = 1024;
+  std::map<std::string, std::string> workload;  // workload options (--accounts=...)
+  std::vector<std::string> node_args(int node, const std::string& coordinator) const;
+};
+
+// argv -> options; --help gives kNotFound with the usage text.
+Result<BenchOptions> parse_bench(int argc, char** argv);
+// Builds the workload named by o.bench from o.workload (errors name the option).
+Result<std::unique_ptr<Workload>> make_workload(const BenchOptions& o);
+// Launcher: a coordinator here, the nodes as processes (default) or threads.
+Status run_local_cluster(const BenchOptions& o);
+// One node, joined through o.coordinator; node 0 prints the report.
+Status run_bench_node(const BenchOptions& o);
+
+}  // namespace drtmx::bench

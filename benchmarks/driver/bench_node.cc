@@ -1,0 +1,306 @@
+// One node of a drtmx-bench run: build the catalog, start the TxnNode, load,
+// run the workload's transactions on every coroutine (retrying aborts with
+// randomized exponential back-off), measure a window, drain, audit; node 0
+// gathers every node's results, checks the workload's invariants and
+// prints the report (and the JSON file).
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+#include "base/histogram.h"
+#include "bench.h"
+#include "json_writer.h"
+#include "r2/common/clock.h"
+#include "txn/txn_node.h"
+
+namespace drtmx::bench {
+namespace {
+
+constexpr uint32_t kMaxAttempts = 10000;  // per transaction, then it counts as given up
+
+struct alignas(64) CoCounters {
+  std::vector<uint64_t> committed;         // per type, measured window
+  uint64_t aborts[txn::kAbortKinds] = {};  // measured window
+  uint64_t given_up = 0;
+  LatencyHistogram hist;
+  std::atomic<uint64_t> total{0};  // all commits in the window (progress)
+};
+
+struct Shared {
+  std::atomic<int> phase{0};  // 0 warm-up, 1 measuring, 2 stop
+};
+
+// What a node reports to node 0 (text, through the control plane).
+struct NodeResult {
+  uint64_t window_ns = 0;
+  std::vector<uint64_t> committed;  // per type
+  std::vector<uint64_t> aborts;     // per reason
+  uint64_t given_up = 0;
+  LatencyHistogram hist;
+  std::vector<int64_t> node_audit, client_sums;
+
+  std::string encode() const {
+    std::ostringstream os;
+    os << window_ns << ' ' << given_up << ' ' << committed.size();
+    for (uint64_t c : committed) os << ' ' << c;
+    os << ' ' << aborts.size();
+    for (uint64_t a : aborts) os << ' ' << a;
+    os << ' ' << node_audit.size();
+    for (int64_t v : node_audit) os << ' ' << v;
+    os << ' ' << client_sums.size();
+    for (int64_t v : client_sums) os << ' ' << v;
+    os << ' ' << hist.encode();
+    return os.str();
+  }
+  static bool decode(const std::string& s, NodeResult* r) {
+    std::istringstream is(s);
+    size_t n = 0;
+    auto vec = [&](auto& v) {
+      if (!(is >> n) || n > 1000) return false;
+      v.resize(n);
+      for (auto& x : v) {
+        if (!(is >> x)) return false;
+      }
+      return true;
+    };
+    std::string h;
+    return (is >> r->window_ns >> r->given_up) && vec(r->committed) && vec(r->aborts) &&
+           vec(r->node_audit) && vec(r->client_sums) && (is >> h) && r->hist.decode(h);
+  }
+};
+
+std::string fmt(double v, int prec) {
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(prec) << v;
+  return os.str();
+}
+
+void add_into(std::vector<int64_t>& acc, const std::vector<int64_t>& v) {
+  if (acc.size() < v.size()) acc.resize(v.size(), 0);
+  for (size_t i = 0; i < v.size(); ++i) acc[i] += v[i];
+}
+
+Status report(const BenchOptions& o, const Workload& wl, const txn::Policy& policy,
+              uint16_t replicas, const std::vector<NodeResult>& rs) {
+  const std::vector<std::string> types = wl.txn_types();
+  std::vector<uint64_t> committed(types.size(), 0), aborts(txn::kAbortKinds, 0);
+  std::vector<int64_t> node_sums, client_sums;
+  LatencyHistogram h;
+  double tps = 0;
+  uint64_t given_up = 0;
+  for (const NodeResult& r : rs) {
+    for (size_t i = 0; i < committed.size() && i < r.committed.size(); ++i) {
+      committed[i] += r.committed[i];
+      if (r.window_ns > 0) tps += double(r.committed[i]) * 1e9 / double(r.window_ns);
+    }
+    for (size_t i = 0; i < aborts.size() && i < r.aborts.size(); ++i) aborts[i] += r.aborts[i];
+    given_up += r.given_up;
+    h.merge(r.hist);
+    add_into(node_sums, r.node_audit);
+    add_into(client_sums, r.client_sums);
+  }
+  const Status check = wl.check(node_sums, client_sums);
+  uint64_t total_commits = 0, total_aborts = 0;
+  for (uint64_t c : committed) total_commits += c;
+  for (size_t i = 1; i < aborts.size(); ++i) total_aborts += aborts[i];
+  const double abort_rate = total_commits + total_aborts == 0
+                                ? 0
+                                : double(total_aborts) / double(total_commits + total_aborts);
+  const double p50 = double(h.quantile(0.5)) / 1e3, p99 = double(h.quantile(0.99)) / 1e3,
+               p999 = double(h.quantile(0.999)) / 1e3;
+  std::ostringstream cfg;
+  cfg << "bench=" << o.bench << " fabric=" << o.fabric.backend << " nodes=" << o.fabric.num_nodes
+      << " threads=" << o.fabric.threads << " coroutines=" << o.coroutines
+      << " replicas=" << replicas << " policy=" << policy.preset << " (" << policy.describe()
+      << ") seconds=" << o.seconds << " warmup=" << o.warmup
+      << (o.inprocess ? " inprocess" : " processes") << " " << wl.describe();
+  std::cout << "drtmx-bench " << cfg.str() << "\n"
+            << "  committed/s " << fmt(tps, 0) << "   abort rate " << fmt(abort_rate * 100, 2)
+            << "%   latency p50 " << fmt(p50, 1) << " us  p99 " << fmt(p99, 1) << " us  p999 "
+            << fmt(p999, 1) << " us\n";
+  const double window_s = rs.empty() || rs[0].window_ns == 0 ? 1 : double(rs[0].window_ns) / 1e9;
+  for (size_t i = 0; i < types.size(); ++i) {
+    std::cout << "  " << std::left << std::setw(18) << types[i]
+              << fmt(double(committed[i]) / window_s, 0) << "/s\n";
+  }
+  for (int i = 1; i < txn::kAbortKinds; ++i) {
+    if (aborts[i] == 0) continue;
+    std::cout << "  abort " << std::left << std::setw(18)
+              << txn::abort_name(static_cast<txn::Abort>(i))
+              << fmt(100.0 * double(aborts[i]) / double(total_commits + total_aborts), 3) << "%\n";
+  }
+  if (given_up)
+    std::cout << "  transactions given up after " << kMaxAttempts << " attempts: " << given_up
+              << "\n";
+  std::cout << "  check: " << (check.is_ok() ? "ok" : check.message()) << "\n";
+  if (!o.json.empty()) {
+    JsonWriter j;
+    j.begin_object();
+    j.key("tps").value(tps).key("abort_rate").value(abort_rate);
+    j.key("p50_us").value(p50, 3).key("p99_us").value(p99, 3).key("p999_us").value(p999, 3);
+    j.key("per_type").begin_object();
+    for (size_t i = 0; i < types.size(); ++i)
+      j.key(types[i]).value(double(committed[i]) / window_s);
+    j.end_object();
+    j.key("aborts").begin_object();
+    for (int i = 1; i < txn::kAbortKinds; ++i) {
+      j.key(txn::abort_name(static_cast<txn::Abort>(i))).value(aborts[i]);
+    }
+    j.end_object();
+    j.key("check").value(check.is_ok() ? std::string("ok") : check.message());
+    j.key("config").begin_object();
+    j.key("bench").value(o.bench).key("fabric").value(o.fabric.backend);
+    j.key("nodes")
+        .value(unsigned{o.fabric.num_nodes})
+        .key("threads")
+        .value(unsigned{o.fabric.threads});
+    j.key("coroutines").value(unsigned{o.coroutines}).key("replicas").value(unsigned{replicas});
+    j.key("policy").value(policy.preset).key("phases").value(policy.describe());
+    j.key("seconds").value(o.seconds, 3).key("warmup").value(o.warmup, 3);
+    j.key("processes").value(!o.inprocess).key("workload").value(wl.describe());
+    j.end_object();
+    j.end_object();
+    std::string err;
+    if (!write_file(o.json, j.str() + "\n", &err)) return io_error(err, errno);
+  }
+  return check;
+}
+
+}  // namespace
+
+Status run_bench_node(const BenchOptions& o) {
+  auto wl = make_workload(o);
+  if (!wl.is_ok()) return wl.status();
+  const uint16_t nodes = o.fabric.num_nodes;
+  const uint16_t replicas =
+      o.replicas != 0 ? o.replicas : static_cast<uint16_t>(std::min<int>(3, nodes));
+  auto cat = store::Catalog::create((*wl)->tables(), nodes, replicas);
+  if (!cat.is_ok()) return cat.status();
+  auto policy = txn::make_policy(o.policy, o.overrides, o.fabric.backend == "shm");
+  if (!policy.is_ok()) return policy.status();
+  txn::TxnNodeConfig cfg;
+  cfg.fabric = o.fabric;
+  cfg.fabric.node = static_cast<uint16_t>(o.node);
+  cfg.control.coordinator = o.coordinator;
+  cfg.control.fingerprint = {{"bench", o.bench},
+                             {"policy", o.policy},
+                             {"replicas", std::to_string(replicas)},
+                             {"coroutines", std::to_string(o.coroutines)}};
+  cfg.coroutines = o.coroutines;
+  cfg.policy = *policy;
+  cfg.log_ring_bytes = o.log_ring_kb * 1024;
+  auto node = txn::TxnNode::start(*cat, cfg);
+  if (!node.is_ok()) return node.status();
+  txn::TxnNode& n = **node;
+  auto fail = [&](const Status& s) {
+    n.runtime().control().report_failure(s.message());
+    return s;
+  };
+  if (Status st = (*wl)->load(n.store(), *cat); !st.is_ok())
+    return fail(st.with_context("loading"));
+  if (Status st = n.runtime().control().barrier("bench.loaded"); !st.is_ok()) return st;
+
+  const size_t types = (*wl)->txn_types().size();
+  const size_t cos = size_t{o.fabric.threads} * o.coroutines;
+  std::vector<CoCounters> counters(cos);
+  for (auto& c : counters) c.committed.assign(types, 0);
+  std::vector<std::vector<int64_t>> sums(cos);
+  Shared sh;
+  const uint32_t first_index = uint32_t(o.node) * uint32_t(cos);
+  Status st = n.run([&](txn::TxnContext& ctx) {
+    const size_t me = ctx.index - first_index;
+    CoCounters& cc = counters[me];
+    auto client = (*wl)->client(ctx.index, o.seed);
+    uint64_t rng = (o.seed + ctx.index) * 0x9E3779B97F4A7C15ull | 1;
+    while (sh.phase.load(std::memory_order_relaxed) != 2) {
+      TxnDraw d = client->next();
+      const uint64_t t0 = r2::now_ns();
+      bool done = false;
+      for (uint32_t attempt = 0; attempt < kMaxAttempts; ++attempt) {
+        const txn::Abort r = ctx.engine.run(d.proc);
+        const bool measuring = sh.phase.load(std::memory_order_relaxed) == 1;
+        if (r == txn::Abort::kNone) {
+          client->committed();
+          if (measuring) {
+            ++cc.committed[d.type];
+            cc.hist.record(r2::now_ns() - t0);
+            cc.total.store(cc.total.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+          }
+          done = true;
+          break;
+        }
+        if (measuring) ++cc.aborts[static_cast<int>(r)];
+        if (r == txn::Abort::kUserAbort || sh.phase.load(std::memory_order_relaxed) == 2) {
+          done = true;
+          break;
+        }
+        // Randomized exponential back-off, in idle yields.
+        rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+        const uint32_t spins =
+            1 + static_cast<uint32_t>(rng % (1u << std::min<uint32_t>(attempt + 1, 10)));
+        for (uint32_t s = 0; s < spins; ++s) ctx.co.yield_idle();
+      }
+      if (!done) ++cc.given_up;
+    }
+    client->sums(sums[me]);
+  });
+  if (!st.is_ok()) return fail(st);
+  auto total = [&] {
+    uint64_t t = 0;
+    for (auto& c : counters) t += c.total.load(std::memory_order_relaxed);
+    return t;
+  };
+  auto sleep_s = [](double s) {
+    std::this_thread::sleep_for(std::chrono::microseconds(static_cast<int64_t>(s * 1e6)));
+  };
+  sleep_s(o.warmup);
+  sh.phase.store(1);
+  const uint64_t t0 = r2::now_ns();
+  uint64_t last = 0;
+  for (int sec = 1; double(sec) <= o.seconds + 1e-9; ++sec) {
+    sleep_s(1.0);
+    const uint64_t now = total();
+    (void)n.runtime().control().publish("progress",
+                                        std::to_string(sec) + " " + std::to_string(now - last));
+    last = now;
+  }
+  if (double(int(o.seconds)) < o.seconds) sleep_s(o.seconds - double(int(o.seconds)));
+  const uint64_t window = r2::now_ns() - t0;
+  sh.phase.store(2);
+  st = n.finish(std::chrono::seconds(60));
+  if (!st.is_ok()) return st;
+  NodeResult mine;
+  mine.window_ns = window;
+  mine.committed.assign(types, 0);
+  mine.aborts.assign(txn::kAbortKinds, 0);
+  for (auto& c : counters) {
+    for (size_t i = 0; i < types; ++i) mine.committed[i] += c.committed[i];
+    for (int i = 0; i < txn::kAbortKinds; ++i) mine.aborts[i] += c.aborts[i];
+    mine.given_up += c.given_up;
+    mine.hist.merge(c.hist);
+  }
+  for (auto& s : sums) add_into(mine.client_sums, s);
+  auto audit = (*wl)->node_audit(n.store(), *cat);
+  if (!audit.is_ok()) return fail(audit.status().with_context("audit"));
+  mine.node_audit = *audit;
+  auto all = n.runtime().control().exchange("bench.results", mine.encode());
+  if (!all.is_ok()) return all.status();
+  Status result;
+  if (o.node == 0) {
+    std::vector<NodeResult> rs(all->size());
+    for (size_t i = 0; i < rs.size(); ++i) {
+      if (!NodeResult::decode((*all)[i], &rs[i])) {
+        return internal_error("node " + std::to_string(i) + " sent a malformed result");
+      }
+    }
+    result = report(o, **wl, *policy, replicas, rs);
+  }
+  Status left = n.runtime().control().leave();
+  return result.is_ok() ? left : result;
+}
+
+}  // namespace drtmx::bench

@@ -1,0 +1,64 @@
+// What drtmx-bench needs from a benchmark (SmallBank, TPC-C, a user's own):
+// its tables, its loader, a per-coroutine source of transactions, and the
+// consistency check that ends every run.
+//
+// The driver builds the catalog from tables() on every node, loads each
+// node's partition copies with load(), runs one WorkloadClient per
+// transaction coroutine (retrying aborted transactions with back-off and
+// calling committed() once per commit), and after the run gathers
+// node_audit() from every node, sums the vectors element-wise and hands the
+// sums to check() on node 0. A failing check fails the run.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "store/catalog.h"
+#include "store/tables/store_node.h"
+#include "txn/engine.h"
+
+namespace drtmx::bench {
+
+struct TxnDraw {
+  int type = 0;         // index into Workload::txn_types()
+  txn::Procedure proc;  // may be re-run on abort: must reset its outputs each attempt
+};
+
+// One coroutine's transaction source (owns its random state).
+class WorkloadClient {
+ public:
+  virtual ~WorkloadClient() = default;
+  virtual TxnDraw next() = 0;
+  // The transaction last drawn committed.
+  virtual void committed() {}
+  // Values summed over every client of the cluster for check() (e.g. the
+  // money the committed transactions added); appended to `out`.
+  virtual void sums(std::vector<int64_t>& out) const { (void)out; }
+};
+
+class Workload {
+ public:
+  virtual ~Workload() = default;
+  virtual std::string name() const = 0;
+  virtual std::vector<std::string> txn_types() const = 0;
+  virtual std::vector<store::TableSpec> tables() const = 0;
+  // The settings the report prints ("accounts_per_partition=100000 ...").
+  virtual std::string describe() const = 0;
+  // Loads every partition copy `node` hosts (primaries and backups).
+  virtual Status load(store::tables::StoreNode& node, const store::Catalog& c) const = 0;
+  // `index`: the coroutine's index in the cluster; `seed`: run seed.
+  virtual std::unique_ptr<WorkloadClient> client(uint32_t index, uint64_t seed) const = 0;
+  // Per node after the run (logs drained): values summed over nodes
+  // (e.g. the balances of the accounts whose primary is here).
+  virtual Result<std::vector<int64_t>> node_audit(const store::tables::StoreNode& node,
+                                                  const store::Catalog& c) const = 0;
+  // On node 0: `node_sums` = element-wise sums of node_audit(), `client_sums`
+  // = sums of WorkloadClient::sums(). An error names what is inconsistent.
+  virtual Status check(const std::vector<int64_t>& node_sums,
+                       const std::vector<int64_t>& client_sums) const = 0;
+};
+
+}  // namespace drtmx::bench
