@@ -63,9 +63,18 @@ constexpr size_t record_slot_size(size_t value_size) {
   return (sizeof(RecordHeader) + value_size + 63) & ~size_t{63};
 }
 
-// The lock word a transaction coroutine writes (never 0).
-constexpr uint64_t lock_word(uint16_t node, uint16_t thread, uint16_t coroutine) {
-  return (uint64_t{node} << 40) | (uint64_t{thread} << 20) | (uint64_t{coroutine} + 1);
+// The lock word a transaction writes (never 0, always below 2^56): the
+// holder's node (8 bits: r2 has at most 256 nodes), thread (8: at most 256
+// per node), coroutine (12: at most 4096 per worker) and the low 27 bits of
+// the coroutine's transaction sequence number (kept non-zero). The sequence
+// part makes each transaction's word its own: a commit or unlock sent with
+// passive ACK may still be on its way when the same coroutine runs its next
+// transaction, and that transaction must see the pending lock as someone
+// else's (not "mine, so unchanged").
+constexpr uint64_t lock_word(uint16_t node, uint16_t thread, uint16_t coroutine,
+                             uint64_t txn_seq = 0) {
+  return (uint64_t{node & 0xffu} << 47) | (uint64_t{thread & 0xffu} << 39) |
+         (uint64_t{coroutine & 0xfffu} << 27) | (1 + txn_seq % ((uint64_t{1} << 27) - 1));
 }
 
 // 64-bit hash over the sealed part of a slot image: header fields from

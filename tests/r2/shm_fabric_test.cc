@@ -84,6 +84,52 @@ TEST(ShmFabric, ReadWriteCasFaaAcrossNodes) {
   EXPECT_EQ(word, 42u);
 }
 
+TEST(ShmFabric, ReadsAreAsynchronousButKeepChannelOrder) {
+  // READs copy at the next poll (as an RNIC's DMA lands later), yet ops of
+  // one channel still take effect in post order: a READ posted before a
+  // WRITE / CAS / FAA of the same word sees the old value, one posted after
+  // sees the new, whether they share a doorbell or not.
+  auto c = InProcCluster::make(2, 1, {{kData, 1 << 16}, {kScratch, 1 << 16}});
+  ASSERT_TRUE(c->error.is_ok()) << c->error.to_string();
+  Endpoint* ep = c->f(0).endpoint(0);
+  uint8_t* local = c->base(0, kScratch);
+  uint8_t* word = c->base(1, kData) + 64;
+  std::memcpy(word, "old-word", 8);
+  std::memcpy(local + 512, "new-word", 8);
+  // One doorbell: READ, WRITE, READ.
+  ASSERT_EQ(ep->post(wr(Verb::kRead, {1, kData, 64}, local, 8, 1)), PostResult::kOk);
+  ASSERT_EQ(ep->post(wr(Verb::kWrite, {1, kData, 64}, local + 512, 8, 2)), PostResult::kOk);
+  ASSERT_EQ(ep->post(wr(Verb::kRead, {1, kData, 64}, local + 8, 8, 3)), PostResult::kOk);
+  ep->doorbell(1);
+  auto comps = poll_n(ep, 3);
+  ASSERT_EQ(comps.size(), 3u);
+  EXPECT_EQ(comps[0].wr_id, 1u);
+  EXPECT_EQ(comps[2].wr_id, 3u);
+  EXPECT_EQ(std::memcmp(local, "old-word", 8), 0);
+  EXPECT_EQ(std::memcmp(local + 8, "new-word", 8), 0);
+  // Separate doorbells, nothing polled in between: READ then FAA.
+  uint64_t v = 10;
+  std::memcpy(word, &v, 8);
+  ASSERT_EQ(ep->post(wr(Verb::kRead, {1, kData, 64}, local + 16, 8, 4)), PostResult::kOk);
+  ep->doorbell(1);
+  auto faa = wr(Verb::kFaa, {1, kData, 64}, local + 24, 8, 5);
+  faa.operand = 5;
+  ASSERT_EQ(ep->post(faa), PostResult::kOk);
+  ep->doorbell(1);
+  // A READ of another node's memory is not held back by this channel.
+  ASSERT_EQ(ep->post(wr(Verb::kRead, {0, kData, 64}, local + 32, 8, 6)), PostResult::kOk);
+  ep->doorbell(0);
+  comps = poll_n(ep, 3);
+  ASSERT_EQ(comps.size(), 3u);
+  uint64_t seen = 0, old = 0;
+  std::memcpy(&seen, local + 16, 8);
+  std::memcpy(&old, local + 24, 8);
+  EXPECT_EQ(seen, 10u);
+  EXPECT_EQ(old, 10u);
+  std::memcpy(&v, word, 8);
+  EXPECT_EQ(v, 15u);
+}
+
 TEST(ShmFabric, BadRequestsCompleteWithErrorsAndTouchNothing) {
   auto c = InProcCluster::make(2, 1, {{kData, 4096}, {kScratch, 4096}});
   ASSERT_TRUE(c->error.is_ok()) << c->error.to_string();

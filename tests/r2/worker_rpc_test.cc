@@ -62,6 +62,51 @@ TEST(Worker, CoroutinesReadWriteAndBatchAcrossNodes) {
   for (auto& w : run.workers) EXPECT_TRUE(w->failure().is_ok());
 }
 
+// Co::post returns at once; the coroutine computes, yields (other
+// coroutines run their own batches meanwhile) and wait_posted() returns the
+// data — whether the completions arrived before it was called or after.
+TEST(Worker, PostedBatchesCompleteWhileTheCoroutineRunsOn) {
+  constexpr uint16_t kNodes = 3, kThreads = 1, kCos = 4;
+  auto c = InProcCluster::make(kNodes, kThreads, {{kData, 1 << 20}, {kScratch, 1 << 20}});
+  ASSERT_TRUE(c->error.is_ok()) << c->error.to_string();
+  std::atomic<int> bad{0}, posted{0};
+  WorkerConfig wc;
+  wc.coroutines = kCos;
+  auto run = run_workers(*c, wc, [&](Worker& w) {
+    for (int i = 0; i < kCos; ++i) {
+      ASSERT_TRUE(w.spawn([&](Co& co) {
+                     uint8_t* buf = scratch(*c, co, kCos);
+                     const uint32_t me = co.node() * kCos + co.id();
+                     for (uint32_t round = 0; round < 100; ++round) {
+                       const NodeId peer = (co.node() + 1 + round % (kNodes - 1)) % kNodes;
+                       const uint64_t off = me * 64;
+                       std::memset(buf, static_cast<int>(round + me), 64);
+                       if (co.write({peer, kData, off}, buf, 64) != OpStatus::kOk) ++bad;
+                       OpBatch b;
+                       b.read({peer, kData, off}, buf + 64, 64);
+                       b.read({peer, kData, off}, buf + 128, 64);
+                       co.post(b);
+                       if (!co.posted()) ++bad;
+                       ++posted;
+                       // Computation and yields while the READs are in flight.
+                       for (uint32_t y = 0; y < round % 3; ++y) co.yield();
+                       if (co.wait_posted() != OpStatus::kOk) ++bad;
+                       if (co.posted()) ++bad;
+                       if (std::memcmp(buf, buf + 64, 64) || std::memcmp(buf, buf + 128, 64)) ++bad;
+                       // The slot is free again: an ordinary batch works.
+                       if (co.read({peer, kData, off}, buf + 192, 64) != OpStatus::kOk) ++bad;
+                     }
+                     // Waiting with nothing posted returns at once.
+                     if (co.wait_posted() != OpStatus::kOk) ++bad;
+                   }).is_ok());
+    }
+  });
+  EXPECT_FALSE(run.timed_out);
+  EXPECT_EQ(bad.load(), 0);
+  EXPECT_EQ(posted.load(), kNodes * kCos * 100);
+  for (auto& w : run.workers) EXPECT_TRUE(w->failure().is_ok());
+}
+
 TEST(Worker, AtomicsFromAllNodesGiveExactTotals) {
   constexpr uint16_t kNodes = 3, kThreads = 2, kCos = 4;
   constexpr int kOps = 2000;

@@ -131,6 +131,23 @@ class TestTree {
     }
   }
 
+  // Breaks (or restores) the value slot seal of `key` in the leaf at chain
+  // position j.
+  void corrupt_value(size_t j, uint64_t key, bool broken) {
+    if (!broken) return write(j);
+    uint8_t* p = base_ + area_.leaf_addr(leaves_[j].aln);
+    for (uint32_t t = 0; t < area_.fanout; ++t) {
+      uint64_t w;
+      std::memcpy(&w, p + 16 + 8 * size_t{t}, 8);
+      if (w != key) continue;
+      uint8_t* slot = p + value_slot_offset(area_.fanout, area_.value_bytes, t);
+      uint64_t seal;
+      std::memcpy(&seal, slot + 8, 8);
+      seal = ~seal;
+      std::memcpy(slot + 8, &seal, 8);
+    }
+  }
+
   void serve(r2::Worker& w) {
     auto reg = [&](uint16_t id, std::vector<uint8_t> (TestTree::*fn)(std::span<const uint8_t>)) {
       ASSERT_TRUE(w.register_handler(id, [this, fn](r2::RpcRequest& req) {
@@ -795,7 +812,9 @@ TEST(XCacheClient, ModelsOnlyReadsTheTranslationTableRemotely) {
       ASSERT_TRUE(r.is_ok() && *r);
       ASSERT_EQ(v, value_of(k));
     }
-    EXPECT_EQ(client.stats().round_trips, 3u * 2000);  // TT, leaves, value
+    // TT, then the leaves (read whole: 8-byte values come with the keys).
+    EXPECT_EQ(client.stats().round_trips, 2u * 2000);
+    EXPECT_EQ(client.stats().values_in_leaf, 2000u);
     EXPECT_EQ(client.stats().fallbacks, 0u);
     check_against_map(client, co, m, probes_for(keys, 1000, 23), 24);
     EXPECT_EQ(client.stats().fallbacks, 0u);
@@ -877,7 +896,8 @@ TEST(XCacheClient, UpdateSendsAPositionHint) {
 }
 
 // A leaf whose seal never verifies (a writer "in progress") is re-read a
-// bounded number of times, then the GET goes to the owner.
+// bounded number of times, then the GET goes to the owner (keys first,
+// then the value: the leaf is not read whole).
 TEST(XCacheClient, TornLeafIsRetriedThenFallsBack) {
   const auto keys = sequential_keys(1000);
   Env env(256);
@@ -885,6 +905,7 @@ TEST(XCacheClient, TornLeafIsRetriedThenFallsBack) {
   XCache cache(XCacheOptions{});
   XClientOptions o;
   o.torn_retries = 3;
+  o.whole_leaf_max_bytes = 0;
   XStoreClient client(cache, env.remote(), env.scratch(0), o);
   env.run([&](r2::Co& co, int) { ASSERT_TRUE(client.warm(co).is_ok()); });
   const uint64_t k = env.tree->keys_at(10)[5];
@@ -898,6 +919,73 @@ TEST(XCacheClient, TornLeafIsRetriedThenFallsBack) {
     EXPECT_EQ(client.stats().fallbacks, 1u);
   });
   env.tree->corrupt_seal(10, false);
+}
+
+// Leaves read whole (8-byte values, the default whole_leaf_max_bytes): one
+// READ per GET; the value is taken from the copy when its slot verifies,
+// even if the keys seal does not (found-first); a miss is trusted only from
+// a verified keys image; a slot that fails in the copy is READ again and,
+// when it keeps failing, the GET goes to the owner.
+TEST(XCacheClient, WholeLeafReadsTakeTheValueFromTheCopy) {
+  const auto keys = sequential_keys(1000);
+  Env env(256);
+  env.tree->load(keys, 16, 16, 27);
+  XCache cache(XCacheOptions{});
+  XClientOptions o;
+  o.torn_retries = 3;
+  XStoreClient client(cache, env.remote(), env.scratch(0), o);
+  env.run([&](r2::Co& co, int) { ASSERT_TRUE(client.warm(co).is_ok()); });
+  const uint64_t k = env.tree->keys_at(10)[5];
+  env.run([&](r2::Co& co, int) {
+    uint64_t v;
+    client.reset_stats();
+    for (int i = 0; i < 500; ++i) {
+      const uint64_t key = keys[(i * 7919) % keys.size()];
+      auto r = client.get(co, key, &v);
+      ASSERT_TRUE(r.is_ok() && *r);
+      ASSERT_EQ(v, value_of(key));
+      auto a = client.get(co, key + 1, &v);  // absent: between two keys
+      ASSERT_TRUE(a.is_ok());
+      ASSERT_FALSE(*a);
+    }
+    EXPECT_EQ(client.stats().values_in_leaf, 500u);
+    EXPECT_EQ(client.stats().round_trips, 1000u);
+    EXPECT_EQ(client.stats().reads, 1000u);  // leaves in key order: one READ
+    EXPECT_EQ(client.stats().fallbacks, 0u);
+    EXPECT_EQ(client.stats().torn, 0u);
+  });
+  // A broken keys seal: the present key still verifies in its slot; an
+  // absent key of that leaf cannot be trusted: retried, then the owner.
+  env.tree->corrupt_seal(10, true);
+  env.run([&](r2::Co& co, int) {
+    uint64_t v;
+    client.reset_stats();
+    auto r = client.get(co, k, &v);
+    ASSERT_TRUE(r.is_ok() && *r);
+    EXPECT_EQ(v, value_of(k));
+    EXPECT_EQ(client.stats().torn, 0u);
+    EXPECT_EQ(client.stats().fallbacks, 0u);
+    auto a = client.get(co, k + 1, &v);
+    ASSERT_TRUE(a.is_ok());
+    EXPECT_FALSE(*a);
+    EXPECT_EQ(client.stats().torn, 4u);
+    EXPECT_EQ(client.stats().fallbacks, 1u);
+  });
+  env.tree->corrupt_seal(10, false);
+  // A broken value slot (a writer in progress, or a slot abandoned by a
+  // delete or split): never answered from; READ again, then the owner.
+  env.tree->corrupt_value(10, k, true);
+  env.run([&](r2::Co& co, int) {
+    uint64_t v = 0;
+    client.reset_stats();
+    auto r = client.get(co, k, &v);
+    ASSERT_TRUE(r.is_ok() && *r);
+    EXPECT_EQ(v, value_of(k));
+    EXPECT_EQ(client.stats().values_in_leaf, 0u);
+    EXPECT_EQ(client.stats().torn, 8u);  // per attempt: the copy, then the slot READ
+    EXPECT_EQ(client.stats().fallbacks, 1u);
+  });
+  env.tree->corrupt_value(10, k, false);
 }
 
 TEST(XCacheClient, MisuseIsReportedAsErrors) {

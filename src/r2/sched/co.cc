@@ -19,6 +19,22 @@ OpStatus Co::run(OpBatch& batch) {
   return worker_->run_batch(worker_->current(), batch);
 }
 
+void Co::post(OpBatch& batch) {
+  Worker::CoState& c = worker_->current();
+  worker_->post_batch(c, batch);
+  posted_ = true;
+}
+
+OpStatus Co::wait_posted() {
+  Worker::CoState& c = worker_->current();
+  if (!posted_ || c.batch == nullptr) {
+    posted_ = false;
+    return OpStatus::kOk;
+  }
+  posted_ = false;
+  return worker_->wait_batch(c, *c.batch);
+}
+
 OpStatus Co::read(RemoteAddr from, void* to, uint32_t len) {
   single_.clear();
   single_.read(from, to, len);
@@ -97,9 +113,30 @@ void Worker::yield_now(CoState& c) {
 
 OpStatus Worker::run_batch(CoState& c, OpBatch& b) {
   if (b.ops_.empty()) return OpStatus::kOk;
+  post_batch(c, b);
+  return wait_batch(c, b);
+}
+
+OpStatus Worker::wait_batch(CoState& c, OpBatch& b) {
+  // Completions that arrived while the coroutine ran on were counted down
+  // by poll_completions (c.wait stayed kOps for this epoch).
+  if (c.pending > 0 && c.batch == &b) {
+    c.state = State::kWaiting;
+    ++waiting_;
+    suspend();
+  }
+  c.wait = Wait::kNone;
+  c.batch = nullptr;
+  return b.first_error();
+}
+
+void Worker::post_batch(CoState& c, OpBatch& b) {
+  c.batch = nullptr;
+  c.pending = 0;
+  if (b.ops_.empty()) return;
   if (b.ops_.size() > kMaxBatchOps) {
     for (auto& s : b.status_) s = OpStatus::kBadLength;
-    return OpStatus::kBadLength;
+    return;
   }
   ++c.epoch;
   c.batch = &b;
@@ -134,14 +171,6 @@ OpStatus Worker::run_batch(CoState& c, OpBatch& b) {
     }
   }
   ring_all();
-  if (c.pending > 0) {
-    c.state = State::kWaiting;
-    ++waiting_;
-    suspend();
-  }
-  c.wait = Wait::kNone;
-  c.batch = nullptr;
-  return b.first_error();
 }
 
 Status Worker::call(CoState& c, std::span<const Target> targets, uint16_t rpc_id,

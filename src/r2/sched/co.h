@@ -31,6 +31,19 @@ class Co {
   // Posts the batch (one doorbell per peer) and waits for every signaled op.
   // Returns the first error (details per op in batch.status(i)).
   OpStatus run(OpBatch& batch);
+  // Outstanding ops (speculative reads): post() posts the batch (one
+  // doorbell per peer) and returns at once; the worker collects its
+  // completions while this coroutine runs on; wait_posted() waits for every
+  // signaled op of it and returns the first error. Contract: at most one
+  // posted batch per coroutine; between post() and wait_posted() the
+  // coroutine must not run(), read/write/cas/faa, call() or wait for
+  // passive ACKs (those reuse the single wait slot and would drop the
+  // posted batch's completions) — yield()/yield_idle() and plain
+  // computation are fine; the batch and its local buffers must stay alive
+  // until wait_posted() returns. A posted batch must be waited for.
+  void post(OpBatch& batch);
+  OpStatus wait_posted();
+  bool posted() const { return posted_; }
   OpStatus read(RemoteAddr from, void* to, uint32_t len);
   OpStatus write(RemoteAddr to, const void* from, uint32_t len);
   OpStatus cas(RemoteAddr at, uint64_t expected, uint64_t desired, uint64_t* old);
@@ -68,6 +81,7 @@ class Co {
   Worker* worker_ = nullptr;
   uint16_t id_ = 0;
   OpBatch single_;  // reused by read/write/cas/faa
+  bool posted_ = false;
 };
 
 }  // namespace drtmx::r2

@@ -156,6 +156,10 @@ class Worker {
   void suspend();  // switch to the scheduler
   void make_runnable(CoState& c);
   OpStatus run_batch(CoState& c, OpBatch& b);
+  // run_batch in two halves: post (returns whether any op is signaled) and
+  // wait (suspends until the pending completions are in).
+  void post_batch(CoState& c, OpBatch& b);
+  OpStatus wait_batch(CoState& c, OpBatch& b);
   Status call(CoState& c, std::span<const Target> targets, uint16_t rpc_id,
               std::span<const std::span<const uint8_t>> bodies, std::span<RpcBuffer> replies);
   Status send_passive(CoState& c, Target t, uint16_t rpc_id, const void* msg, uint32_t len);

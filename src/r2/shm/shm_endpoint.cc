@@ -6,6 +6,11 @@
 #include "r2/common/clock.h"
 
 namespace drtmx::r2::shm {
+namespace {
+// How much of a READ's source the doorbell prefetches (the rest streams in
+// behind the copy).
+constexpr uintptr_t kPrefetchBytes = 2048;
+}  // namespace
 
 ShmEndpoint::ShmEndpoint(const FabricConfig& cfg, ThreadId thread, const RegionTable* table,
                          uint32_t max_op_bytes)
@@ -22,6 +27,7 @@ ShmEndpoint::ShmEndpoint(const FabricConfig& cfg, ThreadId thread, const RegionT
   channels_.reserve(nodes_);
   for (uint16_t n = 0; n < nodes_; ++n) channels_.emplace_back(depth_);
   cq_.resize(static_cast<size_t>(nodes_) * depth_);
+  pending_per_peer_.assign(nodes_, 0);
 }
 
 void ShmEndpoint::attach_rings(const std::vector<uint8_t*>& msg_segments) {
@@ -79,6 +85,23 @@ void ShmEndpoint::execute(NodeId peer, const Queued& q) {
   }
 }
 
+void ShmEndpoint::copy_pending(NodeId peer) {
+  // The sources were written by other processes' threads: see everything
+  // they published before (their release fences / atomics).
+  std::atomic_thread_fence(std::memory_order_acquire);
+  size_t keep = 0;
+  for (size_t i = 0; i < pending_.size(); ++i) {
+    const PendingRead& p = pending_[i];
+    if (peer == kAnyPeer || p.peer == peer) {
+      std::memcpy(p.to, p.from, p.len);
+      --pending_per_peer_[p.peer];
+    } else {
+      pending_[keep++] = p;
+    }
+  }
+  pending_.resize(keep);
+}
+
 void ShmEndpoint::push_cqe(const Cqe& e) {
   cq_[(cq_head_ + cq_count_) % cq_.size()] = e;
   ++cq_count_;
@@ -93,7 +116,21 @@ void ShmEndpoint::doorbell(NodeId peer) {
   std::atomic_thread_fence(std::memory_order_acquire);
   const uint64_t visible = delay_ns_ != 0 ? now_ns() + delay_ns_ : 0;
   for (const Queued& q : ch.queued) {
-    execute(peer, q);
+    if (q.wr.verb == Verb::kRead) {
+      // Asynchronous: prefetch now, copy at the next poll (see the header).
+      const RegionEntry* r = table_->find(peer, q.wr.remote.region);
+      const auto* from = reinterpret_cast<const uint8_t*>(r->base + q.wr.remote.offset);
+      const uintptr_t first = reinterpret_cast<uintptr_t>(from) & ~uintptr_t{63};
+      const uintptr_t end = reinterpret_cast<uintptr_t>(from) + q.wr.len;
+      for (uintptr_t line = first; line < end && line < first + kPrefetchBytes; line += 64) {
+        __builtin_prefetch(reinterpret_cast<const void*>(line), 0);
+      }
+      pending_.push_back({peer, from, q.wr.local, q.wr.len});
+      ++pending_per_peer_[peer];
+    } else {
+      if (pending_per_peer_[peer] != 0) copy_pending(peer);  // FIFO on the channel
+      execute(peer, q);
+    }
     if (q.signal) push_cqe({{q.wr.wr_id, OpStatus::kOk, q.wr.verb, peer}, visible, q.forced});
   }
   std::atomic_thread_fence(std::memory_order_release);
@@ -101,6 +138,7 @@ void ShmEndpoint::doorbell(NodeId peer) {
 }
 
 int ShmEndpoint::poll(Completion* out, int max) {
+  if (!pending_.empty()) copy_pending(kAnyPeer);
   int n = 0;
   while (errors_head_ < errors_.size() && n < max) out[n++] = errors_[errors_head_++];
   if (errors_head_ == errors_.size() && errors_head_ != 0) {

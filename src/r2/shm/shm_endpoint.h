@@ -9,6 +9,16 @@
 // A request that fails the check touches nothing and completes with its
 // error at the next poll(), possibly ahead of earlier requests' completions.
 //
+// READs are asynchronous, as an RNIC's DMA is: the doorbell only prefetches
+// the source lines and the copy happens at the next poll() (before any
+// completion is reported), so the DRAM misses of one coroutine's READ
+// overlap the work of the coroutines the worker runs in between. FIFO per
+// channel is kept: a non-READ op doorbelled on a channel first copies that
+// channel's pending READs. Consequences for callers are those of the RDMA
+// contract anyway: a READ's buffer is filled only when its completion (or a
+// later op's on the same channel) is polled; a READ and a message are not
+// ordered with each other.
+//
 // Messaging: one RingWriter per destination (node, thread), in the
 // destination's segment; one RingReader per source (node, thread), in this
 // node's segment. send() appends, flush_sends() publishes (the doorbell),
@@ -71,8 +81,19 @@ class ShmEndpoint final : public Endpoint {
     bool forced;
   };
 
+  // A READ doorbelled but not copied yet (its source prefetched).
+  struct PendingRead {
+    NodeId peer;
+    const uint8_t* from;
+    void* to;
+    uint32_t len;
+  };
+
   void execute(NodeId peer, const Queued& q);
   void push_cqe(const Cqe& e);
+  // Copies the pending READs of `peer` (all peers: kAnyPeer), in post order.
+  void copy_pending(NodeId peer);
+  static constexpr NodeId kAnyPeer = static_cast<NodeId>(~0u);
 
   const RegionTable* table_;
   NodeId self_;
@@ -84,7 +105,9 @@ class ShmEndpoint final : public Endpoint {
   std::vector<Channel> channels_;
   std::vector<Cqe> cq_;  // ring, capacity = nodes * depth
   size_t cq_head_ = 0, cq_count_ = 0;
-  std::vector<Completion> errors_;  // locally rejected requests
+  std::vector<PendingRead> pending_;        // post order, all peers
+  std::vector<uint32_t> pending_per_peer_;  // pending_ entries per peer
+  std::vector<Completion> errors_;          // locally rejected requests
   size_t errors_head_ = 0;
 
   std::vector<RingWriter> writers_;  // by node * threads + thread

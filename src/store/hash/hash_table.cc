@@ -122,7 +122,7 @@ Result<RecordLoc> HashTable::insert(uint64_t key, std::span<const uint8_t> value
 }
 
 Result<RecordLoc> HashTable::insert_version(uint64_t key, std::span<const uint8_t> value,
-                                            uint64_t version) {
+                                            uint64_t version, uint64_t lock_word) {
   DRTMX_RETURN_IF_ERROR(check_value(value));
   const uint32_t head = bucket_index(key, layout_.buckets);
   lock_chain(head);
@@ -140,7 +140,17 @@ Result<RecordLoc> HashTable::insert_version(uint64_t key, std::span<const uint8_
           free_pos = {b, s, 0};
         }
       } else if (img.slots[s].key == key) {
+        // A reservation by another transaction is not (yet) a record.
+        const bool reserved =
+            lock_word != 0 &&
+            std::atomic_ref<uint64_t>(
+                *reinterpret_cast<uint64_t*>(record_ptr(ref_offset(img.slots[s].ref)) + 8))
+                    .load(std::memory_order_acquire) == 0;
         unlock_chain(head);
+        if (reserved) {
+          return unavailable("hash table: key " + std::to_string(key) +
+                             " is reserved by another transaction's insert");
+        }
         return already_exists("hash table: key " + std::to_string(key) +
                               " already exists; use update");
       }
@@ -187,7 +197,9 @@ Result<RecordLoc> HashTable::insert_version(uint64_t key, std::span<const uint8_
   h->flags = kLive;
   if (!value.empty()) std::memcpy(img.value(), value.data(), value.size());
   store::seal(img.data(), layout_.value_size);
-  lock_of(rec).store(0, std::memory_order_relaxed);
+  // A reservation is locked before it is published (relaxed: the release
+  // fence below orders it before the bucket slot).
+  lock_of(rec).store(lock_word, std::memory_order_relaxed);
   img.store_body(rec);
   // Readers that see the slot below (an acquire on their side, or a fabric
   // READ issued after they copied the bucket) see the whole record.
@@ -205,7 +217,127 @@ Result<RecordLoc> HashTable::insert_version(uint64_t key, std::span<const uint8_
   }
   keys_.fetch_add(1, std::memory_order_relaxed);
   unlock_chain(head);
-  return RecordLoc{grant->offset, grant->incarnation, 1};
+  return RecordLoc{grant->offset, grant->incarnation, version};
+}
+
+Result<RecordLoc> HashTable::reserve(uint64_t key, uint64_t lock_word) {
+  if (lock_word == 0 || lock_word == kOwnerLockWord) {
+    return invalid_argument("hash table reserve: lock word " + std::to_string(lock_word) +
+                            " is not a transaction's");
+  }
+  Result<RecordLoc> r = insert_version(key, {}, 0, lock_word);
+  if (!r.is_ok()) return r;
+  // Read after the publication: a delete of an earlier record of this key
+  // raised deleted_high before it unlinked the key under the chain latch,
+  // and our insert found the key absent under that latch afterwards.
+  r->version = deleted_high_.load(std::memory_order_acquire);
+  return r;
+}
+
+Status HashTable::remove_held(uint64_t key, uint64_t offset, uint32_t incarnation,
+                              uint64_t lock_word) {
+  const uint32_t head = bucket_index(key, layout_.buckets);
+  lock_chain(head);
+  SlotPos pos;
+  if (!find_locked(head, key, &pos) || ref_offset(pos.ref) != offset ||
+      ref_incarnation(pos.ref) != incarnation ||
+      lock_of(record_ptr(offset)).load(std::memory_order_acquire) != lock_word) {
+    unlock_chain(head);
+    return not_found("hash table: key " + std::to_string(key) +
+                     " is not the record the caller holds; nothing removed");
+  }
+  // The caller's lock keeps every other writer out of the record; the chain
+  // latch keeps owner writers out of the chain.
+  unlink_locked(head, pos, 0);
+  return Status::ok();
+}
+
+void HashTable::unlink_locked(uint32_t head, const SlotPos& pos, uint64_t version) {
+  const uint64_t offset = ref_offset(pos.ref);
+  uint8_t* rec = record_ptr(offset);
+  // 1. Mark the record deleted (readers holding its address learn it); by
+  //    default one version up, a reservation (version 0) above every
+  //    deleted version.
+  RecordImage img(layout_.slot_bytes());
+  img.load(rec);
+  RecordHeader* h = img.header();
+  if (version == 0) {
+    version = (h->version == 0 ? deleted_high_.load(std::memory_order_acquire) : h->version) + 1;
+  }
+  h->version = version;
+  h->flags = kDeleted;
+  raise_deleted_high(h->version);
+  store::seal(img.data(), layout_.value_size);
+  img.store_body(rec);
+  std::atomic_thread_fence(std::memory_order_release);
+  // 2. Unlink it from the bucket.
+  Bucket b = load_bucket(bucket_ptr(pos.bucket));
+  b.slots[pos.slot] = {0, 0};
+  store_bucket(bucket_ptr(pos.bucket), b);
+  lock_of(rec).store(0, std::memory_order_release);
+  keys_.fetch_sub(1, std::memory_order_relaxed);
+  unlock_chain(head);
+  // 3. Only now may the slot get a new tenant.
+  slots_.release(offset);
+}
+
+void HashTable::raise_deleted_high(uint64_t v) {
+  uint64_t cur = deleted_high_.load(std::memory_order_relaxed);
+  while (cur < v && !deleted_high_.compare_exchange_weak(cur, v, std::memory_order_acq_rel)) {
+  }
+}
+
+Result<bool> HashTable::apply_in_order(uint64_t key, Change c, uint64_t version,
+                                       std::span<const uint8_t> value) {
+  DRTMX_RETURN_IF_ERROR(check_value(value));
+  if (version == 0) return invalid_argument("hash table apply: version 0 is never committed");
+  const uint32_t head = bucket_index(key, layout_.buckets);
+  lock_chain(head);
+  SlotPos pos;
+  const bool found = find_locked(head, key, &pos);
+  if (c == Change::kInsert) {
+    unlock_chain(head);
+    if (found) return false;  // the earlier record's delete has not arrived
+    Result<RecordLoc> ins = insert_version(key, value, version);
+    if (ins.is_ok()) return true;
+    if (ins.status().code() == Code::kAlreadyExists) return false;  // raced: retry later
+    return ins.status();
+  }
+  if (!found) {
+    unlock_chain(head);
+    return false;  // its insert has not arrived
+  }
+  // Every owner writer of this chain holds the chain latch, and backups
+  // are never locked by transactions: the record lock is free here.
+  const uint64_t off = ref_offset(pos.ref);
+  uint8_t* rec = record_ptr(off);
+  uint64_t free_word = 0;
+  if (!lock_of(rec).compare_exchange_strong(free_word, kOwnerLockWord, std::memory_order_acquire)) {
+    unlock_chain(head);
+    return unavailable("hash table apply: record of key " + std::to_string(key) +
+                       " is locked; backups are not locked by transactions");
+  }
+  RecordImage img(layout_.slot_bytes());
+  img.load(rec);
+  RecordHeader* h = img.header();
+  if (h->version + 1 != version) {
+    lock_of(rec).store(0, std::memory_order_release);
+    unlock_chain(head);
+    return false;  // an earlier change of the key has not arrived
+  }
+  h->version = version;
+  if (c == Change::kUpdate) {
+    h->flags = kLive;
+    std::memset(img.value(), 0, layout_.value_size);
+    if (!value.empty()) std::memcpy(img.value(), value.data(), value.size());
+    store::seal(img.data(), layout_.value_size);
+    img.store_body(rec);
+    lock_of(rec).store(0, std::memory_order_release);
+    unlock_chain(head);
+    return true;
+  }
+  unlink_locked(head, pos, version);
+  return true;
 }
 
 Result<RecordLoc> HashTable::update(uint64_t key, std::span<const uint8_t> value) {
@@ -298,25 +430,7 @@ Status HashTable::remove(uint64_t key) {
     return unavailable("hash table: record of key " + std::to_string(key) +
                        " is locked by a transaction; retry the delete");
   }
-  // 1. Mark the record deleted (readers holding its address learn it).
-  const size_t slot_bytes = layout_.slot_bytes();
-  RecordImage img(slot_bytes);
-  img.load(rec);
-  RecordHeader* h = img.header();
-  h->version += 1;
-  h->flags = kDeleted;
-  store::seal(img.data(), layout_.value_size);
-  img.store_body(rec);
-  std::atomic_thread_fence(std::memory_order_release);
-  // 2. Unlink it from the bucket.
-  Bucket b = load_bucket(bucket_ptr(pos.bucket));
-  b.slots[pos.slot] = {0, 0};
-  store_bucket(bucket_ptr(pos.bucket), b);
-  lock_of(rec).store(0, std::memory_order_release);
-  keys_.fetch_sub(1, std::memory_order_relaxed);
-  unlock_chain(head);
-  // 3. Only now may the slot get a new tenant.
-  slots_.release(off);
+  unlink_locked(head, pos, 0);
   return Status::ok();
 }
 

@@ -92,8 +92,50 @@ class HashTable {
   // inserts an absent key with that version. True when written, false when
   // skipped as older. Concurrent appliers of one key are ordered by version.
   Result<bool> install(uint64_t key, uint64_t version, std::span<const uint8_t> value);
+  // A hint: brings the head bucket of `key`'s chain into the cache (for
+  // callers that know the next keys they will install or look up).
+  void prefetch(uint64_t key) const {
+    __builtin_prefetch(bucket_ptr(bucket_index(key, layout_.buckets)), 1);
+  }
   // Deletes a present key and frees its slot. kNotFound, kUnavailable as above.
   Status remove(uint64_t key);
+
+  // Transactions (the txn layer's owner RPCs, txn/index_ops.h).
+  //
+  // Versions of transactional records only grow, per slot and per key,
+  // across deletes and re-inserts: the table remembers the highest version
+  // a record it deleted ever had (deleted_high), and a new record starts
+  // above it. So a validator that compares a slot's version with the one it
+  // read never mistakes a new tenant for its record (no ABA), and backups
+  // can apply a key's changes in version order (apply_in_order).
+  //
+  // reserve: publishes `key` with a record that is already locked with
+  // `lock_word` (a transaction's, never 0 or kOwnerLockWord), version 0
+  // ("not yet committed") and a zero value. Every reader finds it locked,
+  // and a transaction that reads version 0 aborts, so no reader ever uses
+  // its value. Returns where it is, with `version` = the base: the holder
+  // commits it like any locked record with version base + 1 (then unlock),
+  // or drops it with remove_held(). kAlreadyExists when the key holds a
+  // committed record; kUnavailable when another transaction reserved it (it
+  // may still abort); kResourceExhausted / as insert().
+  Result<RecordLoc> reserve(uint64_t key, uint64_t lock_word);
+  // Deletes the record `key` -> (offset, incarnation) that the caller holds
+  // locked with `lock_word`: writes it kDeleted with a new version (version
+  // + 1; a reservation: deleted_high + 1), raises deleted_high to it,
+  // unlinks it, unlocks it, frees the slot. kNotFound when the key's entry
+  // is not that record or it is not held with `lock_word` (nothing changes).
+  Status remove_held(uint64_t key, uint64_t offset, uint32_t incarnation, uint64_t lock_word);
+
+  // Backup copies (the transaction layer's log applier): applies one
+  // committed change of `key` only when it is the next one for the copy —
+  // kInsert when the key is absent, kUpdate and kDelete when the copy holds
+  // exactly version - 1. True when applied; false when not yet (an earlier
+  // change of the key, logged by another coordinator, has not arrived: the
+  // caller retries later). Changes of one key then land in commit order
+  // whatever order the log rings deliver them in.
+  enum class Change : uint8_t { kInsert, kUpdate, kDelete };
+  Result<bool> apply_in_order(uint64_t key, Change c, uint64_t version,
+                              std::span<const uint8_t> value);
   // A consistent copy of the value (value_out.size() >= value_size) and the
   // record's location. kNotFound if absent; kUnavailable if a writer kept
   // the record torn for all bounded retries (a transaction mid write-back).
@@ -122,8 +164,16 @@ class HashTable {
     uint64_t ref = 0;
   };
   bool find_locked(uint32_t head, uint64_t key, SlotPos* pos) const;
-  Result<RecordLoc> insert_version(uint64_t key, std::span<const uint8_t> value, uint64_t version);
+  // `lock_word` != 0: the record is published locked with it (reserve).
+  Result<RecordLoc> insert_version(uint64_t key, std::span<const uint8_t> value, uint64_t version,
+                                   uint64_t lock_word = 0);
   Status check_value(std::span<const uint8_t> value) const;
+  // Deletes the record at `pos` of chain `head` at `version` (0: the
+  // record's version + 1, or above deleted_high_ for a reservation): the
+  // caller holds the chain latch and the record's lock; both are released,
+  // then the slot.
+  void unlink_locked(uint32_t head, const SlotPos& pos, uint64_t version);
+  void raise_deleted_high(uint64_t v);
 
   uint8_t* area_;
   std::span<uint8_t> records_;
@@ -131,6 +181,7 @@ class HashTable {
   RecordSlots& slots_;
   std::atomic<uint32_t> next_overflow_{0};
   std::atomic<uint64_t> keys_{0};
+  std::atomic<uint64_t> deleted_high_{0};  // see reserve()
 };
 
 }  // namespace drtmx::store::hash

@@ -95,13 +95,15 @@ Status OrderedRpc::scan(r2::Co& co, const OrderedRemote& r, uint64_t start, size
     std::memcpy(&rep, reply_.data(), sizeof rep);
     const size_t need = sizeof rep + size_t{rep.count} * (8 + r.value_bytes);
     if (rep.count > q.n || reply_.size() < need) return short_reply("scan", reply_.size());
-    const size_t k0 = keys.size();
-    keys.resize(k0 + rep.count);
-    std::memcpy(keys.data() + k0, reply_.data() + sizeof rep, size_t{rep.count} * 8);
-    const size_t v0 = values.size();
-    values.resize(v0 + size_t{rep.count} * r.value_bytes);
-    std::memcpy(values.data() + v0, reply_.data() + sizeof rep + size_t{rep.count} * 8,
-                size_t{rep.count} * r.value_bytes);
+    if (rep.count != 0) {  // (memcpy into an empty vector's null data() is UB)
+      const size_t k0 = keys.size();
+      keys.resize(k0 + rep.count);
+      std::memcpy(keys.data() + k0, reply_.data() + sizeof rep, size_t{rep.count} * 8);
+      const size_t v0 = values.size();
+      values.resize(v0 + size_t{rep.count} * r.value_bytes);
+      std::memcpy(values.data() + v0, reply_.data() + sizeof rep + size_t{rep.count} * 8,
+                  size_t{rep.count} * r.value_bytes);
+    }
     want -= rep.count;
     if (rep.end_of_tree != 0) {
       *end_of_tree = true;

@@ -74,7 +74,8 @@ ScratchLayout scratch_layout(const Catalog& c) {
       ordered_part =
           std::max<uint64_t>(ordered_part, xstore::XStoreClient::scratch_bytes(p.leaves));
       if (!t.inline_values) {
-        record_part = std::max<uint64_t>(record_part, record_slot_size(t.value_size));
+        record_part =
+            std::max<uint64_t>(record_part, kScanRecordBatch * record_slot_size(t.value_size));
       }
     }
   }

@@ -88,9 +88,12 @@ struct ScratchPlan {
     return (uint64_t{thread} * coroutines + co) * per_coroutine;
   }
 };
+// Records a scan of an ordered table with records READs in one batch.
+constexpr uint32_t kScanRecordBatch = 32;
+
 // How one coroutine's TableClient scratch is split: [hash client][XStore
-// client][one record slot], each part 64-aligned and sized for the largest
-// table of its kind.
+// client][kScanRecordBatch record slots], each part 64-aligned and sized
+// for the largest table of its kind.
 struct ScratchLayout {
   uint64_t hash_bytes = 0;
   uint64_t ordered_bytes = 0;

@@ -40,7 +40,7 @@ Result<RecordAddr> RecordTree::insert(uint64_t key, std::span<const uint8_t> val
 }
 
 Result<RecordAddr> RecordTree::insert_version(uint64_t key, std::span<const uint8_t> value,
-                                              uint64_t version, bool upsert) {
+                                              uint64_t version, bool upsert, uint64_t lock_word) {
   if (value.size() > value_size_) {
     return out_of_range("record tree insert: value of " + std::to_string(value.size()) +
                         " bytes exceeds the table's value size " + std::to_string(value_size_));
@@ -56,6 +56,9 @@ Result<RecordAddr> RecordTree::insert_version(uint64_t key, std::span<const uint
   if (!value.empty()) std::memcpy(img.value(), value.data(), value.size());
   seal(img.data(), value_size_);
   uint8_t* rec = slot(grant->offset);
+  // A free slot's lock word is 0; a reservation is locked before it is
+  // published (ordered before the leaf write by the fence below).
+  if (lock_word != 0) lock_of(rec).store(lock_word, std::memory_order_relaxed);
   img.store_body(rec);
   // The record is complete before the tree publishes its address (the
   // tree's leaf write is a release; clients READ the leaf before the record).
@@ -68,7 +71,20 @@ Result<RecordAddr> RecordTree::insert_version(uint64_t key, std::span<const uint
   h->flags = kDeleted;
   seal(img.data(), value_size_);
   img.store_body(rec);
+  if (lock_word != 0) lock_of(rec).store(0, std::memory_order_release);
   heap_.release(grant->offset);
+  if (s == xstore::XStatus::kAlreadyExists && lock_word != 0) {
+    RecordAddr other;
+    if (tree_.get(key, &other) == xstore::XStatus::kOk) {
+      std::atomic_thread_fence(std::memory_order_acquire);
+      RecordHeader oh{};
+      load_words(&oh, slot(other.offset), sizeof oh);
+      if (oh.version == 0 && oh.key == key && oh.incarnation == other.incarnation) {
+        return unavailable("record tree: key " + std::to_string(key) +
+                           " is reserved by another transaction's insert");
+      }
+    }
+  }
   if (s == xstore::XStatus::kAlreadyExists && upsert) return update(key, value);
   return from_xstatus(s, key, "insert");
 }
@@ -141,6 +157,88 @@ void RecordTree::rewrite(const RecordAddr& a, uint32_t flags, std::span<const ui
   img.store_body(rec);
 }
 
+Result<RecordAddr> RecordTree::reserve(uint64_t key, uint64_t lock_word, uint64_t* base) {
+  if (lock_word == 0 || lock_word == kOwnerLockWord) {
+    return invalid_argument("record tree reserve: lock word " + std::to_string(lock_word) +
+                            " is not a transaction's");
+  }
+  Result<RecordAddr> r = insert_version(key, {}, 0, /*upsert=*/false, lock_word);
+  // After the publication: an earlier record of the key raised deleted_high
+  // before its entry left the tree, and the tree's insert found it gone.
+  if (r.is_ok()) *base = deleted_high_.load(std::memory_order_acquire);
+  return r;
+}
+
+void RecordTree::raise_deleted_high(uint64_t v) {
+  uint64_t cur = deleted_high_.load(std::memory_order_relaxed);
+  while (cur < v && !deleted_high_.compare_exchange_weak(cur, v, std::memory_order_acq_rel)) {
+  }
+}
+
+Result<bool> RecordTree::apply_in_order(uint64_t key, Change c, uint64_t version,
+                                        std::span<const uint8_t> value) {
+  if (value.size() > value_size_) {
+    return out_of_range("record tree apply: value of " + std::to_string(value.size()) +
+                        " bytes exceeds the table's value size " + std::to_string(value_size_));
+  }
+  if (version == 0) return invalid_argument("record tree apply: version 0 is never committed");
+  RecordAddr a;
+  const bool found = tree_.get(key, &a) == xstore::XStatus::kOk;
+  if (c == Change::kInsert) {
+    if (found) return false;  // the earlier record's delete has not arrived
+    Result<RecordAddr> ins = insert_version(key, value, version, /*upsert=*/false);
+    if (ins.is_ok()) return true;
+    if (ins.status().code() == Code::kAlreadyExists) return false;
+    return ins.status();
+  }
+  if (!found) return false;  // its insert has not arrived
+  Result<bool> locked = lock_record(key, a);
+  if (!locked.is_ok()) return locked.status();
+  if (!*locked) return false;  // removed meanwhile by another applier
+  RecordHeader h{};
+  load_words(&h, slot(a.offset), sizeof h);
+  if (h.version + 1 != version) {
+    unlock_record(a);
+    return false;  // an earlier change of the key has not arrived
+  }
+  if (c == Change::kUpdate) {
+    rewrite(a, kLive, value, version);
+    unlock_record(a);
+    return true;
+  }
+  raise_deleted_high(version);
+  rewrite(a, kDeleted, {}, version);
+  const xstore::XStatus s = tree_.remove(key);
+  unlock_record(a);
+  heap_.release(a.offset);
+  DRTMX_RETURN_IF_ERROR(from_xstatus(s, key, "apply delete"));
+  return true;
+}
+
+Status RecordTree::remove_held(uint64_t key, const RecordAddr& a, uint64_t lock_word) {
+  RecordAddr cur;
+  uint8_t* rec = slot(a.offset);
+  if (a.offset % 64 != 0 || a.offset + slot_bytes() > region_.size() ||
+      tree_.get(key, &cur) != xstore::XStatus::kOk || cur.offset != a.offset ||
+      cur.incarnation != a.incarnation ||
+      lock_of(rec).load(std::memory_order_acquire) != lock_word) {
+    return not_found("record tree: key " + std::to_string(key) +
+                     " is not the record the caller holds; nothing removed");
+  }
+  // The caller's lock keeps every other writer (owner or transaction) out
+  // of the record and of its entry (remove() locks the record first).
+  RecordHeader h{};
+  load_words(&h, rec, sizeof h);
+  const uint64_t v =
+      (h.version == 0 ? deleted_high_.load(std::memory_order_acquire) : h.version) + 1;
+  raise_deleted_high(v);  // before the entry leaves the tree (see reserve)
+  rewrite(a, kDeleted, {}, v);
+  const xstore::XStatus s = tree_.remove(key);
+  unlock_record(a);
+  heap_.release(a.offset);
+  return from_xstatus(s, key, "remove");
+}
+
 Result<RecordAddr> RecordTree::update(uint64_t key, std::span<const uint8_t> value) {
   if (value.size() > value_size_) {
     return out_of_range("record tree update: value of " + std::to_string(value.size()) +
@@ -164,6 +262,9 @@ Status RecordTree::remove(uint64_t key) {
   Result<bool> locked = lock_record(key, a);
   if (!locked.is_ok()) return locked.status();
   if (!*locked) return from_xstatus(xstore::XStatus::kNotFound, key, "remove");
+  RecordHeader h{};
+  load_words(&h, slot(a.offset), sizeof h);
+  raise_deleted_high(h.version + 1);
   rewrite(a, kDeleted, {});
   const xstore::XStatus s = tree_.remove(key);
   unlock_record(a);

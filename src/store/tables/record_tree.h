@@ -20,6 +20,7 @@
 // Thread safety: every member from any owner thread, concurrently.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <span>
 
@@ -45,6 +46,20 @@ class RecordTree {
   // Backup copies: writes `value` with exactly `version` unless the record
   // holds a version >= it; inserts an absent key. True when written.
   Result<bool> install(uint64_t key, uint64_t version, std::span<const uint8_t> value);
+  // Transactions (txn/index_ops.h), as HashTable::reserve / remove_held /
+  // apply_in_order (versions only grow per slot and key: deleted_high):
+  // reserve publishes `key` with a record locked with `lock_word`, version
+  // 0 and a zero value, and sets *base (commit writes base + 1);
+  // kAlreadyExists for a committed record, kUnavailable for another
+  // transaction's reservation. remove_held deletes the record at `a` that
+  // the caller holds with `lock_word` (kDeleted with a new version, entry
+  // removed, unlocked, slot freed), kNotFound when it is not that.
+  // apply_in_order: backups, the next change of a key or false (not yet).
+  Result<RecordAddr> reserve(uint64_t key, uint64_t lock_word, uint64_t* base);
+  Status remove_held(uint64_t key, const RecordAddr& a, uint64_t lock_word);
+  enum class Change : uint8_t { kInsert, kUpdate, kDelete };
+  Result<bool> apply_in_order(uint64_t key, Change c, uint64_t version,
+                              std::span<const uint8_t> value);
   // True + a consistent copy of the value (value_out >= value_size).
   Result<bool> get(uint64_t key, std::span<uint8_t> value_out, RecordAddr* where = nullptr) const;
 
@@ -61,11 +76,15 @@ class RecordTree {
   // Writes `version` (0: version + 1), flags and value over a locked record.
   void rewrite(const RecordAddr& a, uint32_t flags, std::span<const uint8_t> value,
                uint64_t version = 0);
+  // `lock_word` != 0: the record is published locked with it (reserve).
   Result<RecordAddr> insert_version(uint64_t key, std::span<const uint8_t> value, uint64_t version,
-                                    bool upsert);
+                                    bool upsert, uint64_t lock_word = 0);
+
+  void raise_deleted_high(uint64_t v);
 
   xstore::XTree& tree_;
   RecordHeap& heap_;
+  std::atomic<uint64_t> deleted_high_{0};
   std::span<uint8_t> region_;
   uint32_t value_size_;
 };

@@ -146,6 +146,67 @@ Result<bool> StoreNode::install(const TableSpec& t, uint64_t key, uint64_t versi
                           "' keeps inline values (no records): transactions cannot write it");
 }
 
+void StoreNode::prefetch(const TableSpec& t, uint64_t key) const {
+  const LocalPartition* part = partition(t.id, catalog_.partition_of(t, key));
+  if (part != nullptr && part->hash) part->hash->prefetch(key);
+}
+
+namespace {
+// The primary copy of key's partition on this node, or null.
+LocalPartition* primary_here(StoreNode& sn, const TableSpec& t, uint64_t key) {
+  const PartitionId p = sn.catalog().partition_of(t, key);
+  if (sn.catalog().replicas_of(t, p, sn.node()).primary != sn.node()) return nullptr;
+  return sn.partition(t.id, p);
+}
+}  // namespace
+
+Result<RecordAddr> StoreNode::reserve(const TableSpec& t, uint64_t key, uint64_t lock_word,
+                                      uint64_t* base) {
+  LocalPartition* part = primary_here(*this, t, key);
+  if (part == nullptr) {
+    return not_found(where(t, catalog_.partition_of(t, key)) + " has no primary on node " +
+                     std::to_string(node_));
+  }
+  if (part->hash) {
+    Result<hash::RecordLoc> r = part->hash->reserve(key, lock_word);
+    if (!r.is_ok()) return r.status();
+    *base = r->version;
+    return RecordAddr{r->offset, r->incarnation, 0};
+  }
+  if (part->records) return part->records->reserve(key, lock_word, base);
+  return invalid_argument("table '" + t.name + "' has inline values: transactions cannot insert");
+}
+
+Status StoreNode::remove_held(const TableSpec& t, uint64_t key, const RecordAddr& a,
+                              uint64_t lock_word) {
+  LocalPartition* part = primary_here(*this, t, key);
+  if (part == nullptr) {
+    return not_found(where(t, catalog_.partition_of(t, key)) + " has no primary on node " +
+                     std::to_string(node_));
+  }
+  if (part->hash) return part->hash->remove_held(key, a.offset, a.incarnation, lock_word);
+  if (part->records) return part->records->remove_held(key, a, lock_word);
+  return invalid_argument("table '" + t.name + "' has inline values: transactions cannot delete");
+}
+
+Result<bool> StoreNode::apply_in_order(const TableSpec& t, uint64_t key, Change c, uint64_t version,
+                                       std::span<const uint8_t> value) {
+  const PartitionId p = catalog_.partition_of(t, key);
+  LocalPartition* part = partition(t.id, p);
+  if (part == nullptr) {
+    return not_found(where(t, p) + " has no copy on node " + std::to_string(node_) +
+                     " to apply a log record to");
+  }
+  if (part->hash) {
+    return part->hash->apply_in_order(key, static_cast<hash::HashTable::Change>(c), version, value);
+  }
+  if (part->records) {
+    return part->records->apply_in_order(key, static_cast<RecordTree::Change>(c), version, value);
+  }
+  return invalid_argument("table '" + t.name +
+                          "' keeps inline values (no records): transactions cannot write it");
+}
+
 Result<bool> StoreNode::get_local(const TableSpec& t, uint64_t key,
                                   std::span<uint8_t> value) const {
   const PartitionId p = catalog_.partition_of(t, key);

@@ -77,6 +77,25 @@ class StoreNode {
   // the copy changed. Hash tables and ordered tables with records only.
   Result<bool> install(const TableSpec& t, uint64_t key, uint64_t version,
                        std::span<const uint8_t> value, bool remove);
+  // A hint before install()/get_local() of `key`: prefetches the index
+  // memory the call will touch first (hash tables; a no-op otherwise).
+  void prefetch(const TableSpec& t, uint64_t key) const;
+  // Primaries, for transactions (txn/index_ops.h): reserve publishes `key`
+  // locked with `lock_word` and not yet committed (HashTable::reserve,
+  // RecordTree::reserve) and returns where the record is; remove_held
+  // deletes a record the caller holds locked with `lock_word`. kNotFound
+  // when this node is not the primary of key's partition (or, for
+  // remove_held, the record is not the one held); kInvalidArgument for a
+  // table with inline values; others as the tables report them.
+  // *base: the version the reserved record commits above (base + 1).
+  Result<RecordAddr> reserve(const TableSpec& t, uint64_t key, uint64_t lock_word, uint64_t* base);
+  Status remove_held(const TableSpec& t, uint64_t key, const RecordAddr& a, uint64_t lock_word);
+  // Backups: applies a committed change of `key` if it is the next one for
+  // this copy (HashTable::apply_in_order): true when applied, false when an
+  // earlier change of the key has not arrived yet (retry later).
+  enum class Change : uint8_t { kInsert, kUpdate, kDelete };
+  Result<bool> apply_in_order(const TableSpec& t, uint64_t key, Change c, uint64_t version,
+                              std::span<const uint8_t> value);
   // Owner-side read of the local copy (tests, audits): true + value when
   // present.
   Result<bool> get_local(const TableSpec& t, uint64_t key, std::span<uint8_t> value) const;

@@ -1,5 +1,6 @@
 #include "store/tables/table_client.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -93,6 +94,10 @@ Result<const hash::HashRemote*> TableClient::hash_route(r2::Co& co, const TableS
 }
 
 Result<TableClient::Ordered*> TableClient::ordered(r2::Co& co, const TableSpec& t, PartitionId p) {
+  if (t.id < ordered_index_.size() && p < ordered_index_[t.id].size() &&
+      ordered_index_[t.id][p] != nullptr) {
+    return ordered_index_[t.id][p];
+  }
   auto it = ordered_.find(part_key(t.id, p));
   if (it != ordered_.end()) return &it->second;
   if (xscratch_.empty()) {
@@ -114,7 +119,11 @@ Result<TableClient::Ordered*> TableClient::ordered(r2::Co& co, const TableSpec& 
   xr.area = plan->leaves;
   o.client = std::make_unique<xstore::XStoreClient>(o.learned->cache, xr, xscratch_, opts_.xstore);
   DRTMX_RETURN_IF_ERROR(o.client->check());
-  return &ordered_.emplace(part_key(t.id, p), std::move(o)).first->second;
+  Ordered* made = &ordered_.emplace(part_key(t.id, p), std::move(o)).first->second;
+  if (ordered_index_.size() <= t.id) ordered_index_.resize(t.id + 1);
+  if (ordered_index_[t.id].size() <= p) ordered_index_[t.id].resize(p + 1, nullptr);
+  ordered_index_[t.id][p] = made;
+  return made;
 }
 
 Status TableClient::warm_one(r2::Co& co, Ordered& o) {
@@ -230,10 +239,68 @@ Status TableClient::scan_partition(r2::Co& co, Ordered& o, uint64_t start, size_
   return rpc_.scan(co, o.remote, start, n, part_keys_, part_values_, end);
 }
 
+Status TableClient::scan_records(r2::Co& co, Ordered& o, std::vector<uint64_t>& keys,
+                                 std::vector<uint8_t>& values, std::vector<RecordRef>* refs) {
+  // Leaf values are record addresses: READ the records kScanRecordBatch at
+  // a time (one doorbell), verify each by key and incarnation; a torn or
+  // stale copy is looked up again on its own (record_get), a row deleted
+  // since the index read is skipped.
+  const size_t vs = o.table->value_size;
+  const size_t slot = record_slot_size(o.table->value_size);
+  const bool addrs = part_values_.size() == part_keys_.size() * sizeof(RecordAddr);
+  for (size_t first = 0; first < part_keys_.size(); first += kScanRecordBatch) {
+    const size_t count = std::min<size_t>(kScanRecordBatch, part_keys_.size() - first);
+    record_batch_.clear();
+    std::vector<RecordAddr> where(count);
+    if (addrs) {
+      for (size_t i = 0; i < count; ++i) {
+        std::memcpy(&where[i], part_values_.data() + (first + i) * sizeof(RecordAddr),
+                    sizeof(RecordAddr));
+        record_batch_.read({o.remote.node, table_region(o.table->id), where[i].offset},
+                           record_buf_ + i * slot, static_cast<uint32_t>(slot));
+      }
+      stats_.reads += count;
+      (void)co.run(record_batch_);  // a failed READ is retried below on its own
+    }
+    // In row order: record_get() reuses slot 0, which row `first` used.
+    for (size_t i = 0; i < count; ++i) {
+      const uint64_t k = part_keys_[first + i];
+      values.resize((keys.size() + 1) * vs);
+      std::span<uint8_t> out(values.data() + keys.size() * vs, vs);
+      const uint8_t* copy = record_buf_ + i * slot;
+      if (addrs && record_batch_.status(i) == r2::OpStatus::kOk &&
+          verify(copy, o.table->value_size, k, where[i].incarnation) == RecordCheck::kOk) {
+        std::memcpy(out.data(), copy + sizeof(RecordHeader), vs);
+        keys.push_back(k);
+        if (refs != nullptr) {
+          RecordHeader h;
+          std::memcpy(&h, copy, sizeof h);
+          refs->push_back(RecordRef{{o.remote.node, table_region(o.table->id), where[i].offset},
+                                    where[i].incarnation,
+                                    h.version});
+        }
+        continue;
+      }
+      RecordRef ref;
+      Result<bool> got = record_get(co, o, k, out, refs != nullptr ? &ref : nullptr);
+      if (!got.is_ok()) return got.status();
+      if (*got) {
+        keys.push_back(k);
+        if (refs != nullptr) refs->push_back(ref);
+      } else {
+        values.resize(keys.size() * vs);
+      }
+    }
+  }
+  return Status::ok();
+}
+
 Status TableClient::scan(r2::Co& co, const TableSpec& t, uint64_t start, size_t n,
-                         std::vector<uint64_t>& keys, std::vector<uint8_t>& values) {
+                         std::vector<uint64_t>& keys, std::vector<uint8_t>& values,
+                         std::vector<RecordRef>* refs) {
   keys.clear();
   values.clear();
+  if (refs != nullptr) refs->clear();
   if (t.kind != TableKind::kOrdered) {
     return invalid_argument("table '" + t.name + "' is a hash table; scans need an ordered table");
   }
@@ -249,22 +316,17 @@ Status TableClient::scan(r2::Co& co, const TableSpec& t, uint64_t start, size_t 
       keys.insert(keys.end(), part_keys_.begin(), part_keys_.end());
       values.insert(values.end(), part_values_.begin(), part_values_.end());
     } else {
-      // Leaf values are record addresses: fetch each record (skipping ones
-      // deleted since the index was read).
-      const size_t vs = t.value_size;
-      for (uint64_t k : part_keys_) {
-        values.resize((keys.size() + 1) * vs);
-        std::span<uint8_t> out(values.data() + keys.size() * vs, vs);
-        Result<bool> got = record_get(co, **o, k, out, nullptr);
-        if (!got.is_ok()) return got.status();
-        if (*got) {
-          keys.push_back(k);
-        } else {
-          values.resize(keys.size() * vs);
-        }
-      }
+      DRTMX_RETURN_IF_ERROR(scan_records(co, **o, keys, values, refs));
     }
-    if (!end || t.scheme != PartitionScheme::kRange || p + 1 >= parts) break;
+    if (keys.size() >= n) break;
+    if (!end) {
+      // Rows deleted between the index read and the record read were
+      // skipped: go on in this partition after the last entry seen.
+      if (part_keys_.empty() || part_keys_.back() == ~uint64_t{0}) break;
+      start = part_keys_.back() + 1;
+      continue;
+    }
+    if (t.scheme != PartitionScheme::kRange || p + 1 >= parts) break;
     ++p;
     start = catalog_.range_start(t, p);
   }

@@ -123,9 +123,14 @@ class TableClient {
   Result<bool> get(r2::Co& co, const TableSpec& t, uint64_t key, std::span<uint8_t> value_out,
                    RecordRef* ref = nullptr);
   // Up to n pairs with key >= start, ascending (keys / values cleared;
-  // t.value_size bytes per key). Ordered tables only.
+  // t.value_size bytes per key). Ordered tables only. Fewer than n only
+  // when the table (kRange) or the start key's partition has no more keys:
+  // records deleted between the index read and the record read are
+  // skipped and the scan goes on after them. `refs` (optional,
+  // tables with records): cleared, then where each returned row's record is
+  // and the version read (what a transaction validates).
   Status scan(r2::Co& co, const TableSpec& t, uint64_t start, size_t n, std::vector<uint64_t>& keys,
-              std::vector<uint8_t>& values);
+              std::vector<uint8_t>& values, std::vector<RecordRef>* refs = nullptr);
   // Owner-side writes by RPC. kAlreadyExists / kNotFound / kResourceExhausted
   // / kOutOfRange as the table reports them.
   Status insert(r2::Co& co, const TableSpec& t, uint64_t key, std::span<const uint8_t> value);
@@ -162,6 +167,10 @@ class TableClient {
   Result<bool> record_get(r2::Co& co, Ordered& o, uint64_t key, std::span<uint8_t> value_out,
                           RecordRef* ref);
   Status scan_partition(r2::Co& co, Ordered& o, uint64_t start, size_t n, bool* end);
+  // The records of part_keys_ (addresses in part_values_), read in batches;
+  // rows deleted since the index read are skipped.
+  Status scan_records(r2::Co& co, Ordered& o, std::vector<uint64_t>& keys,
+                      std::vector<uint8_t>& values, std::vector<RecordRef>* refs);
   enum class WriteOp : uint8_t { kInsert, kUpdate, kRemove };
   Status write(r2::Co& co, const TableSpec& t, uint64_t key, std::span<const uint8_t> value,
                WriteOp op);
@@ -172,14 +181,16 @@ class TableClient {
   std::span<uint8_t> scratch_;
   TableClientOptions opts_;
   hash::HashClient hash_;
-  std::unordered_map<uint64_t, Ordered> ordered_;
+  std::unordered_map<uint64_t, Ordered> ordered_;           // nodes never move
+  std::vector<std::vector<Ordered*>> ordered_index_;        // [table id][partition] into ordered_
   std::vector<std::vector<hash::HashRemote>> hash_routes_;  // [table id][partition]
   OrderedRpc rpc_;
   TableClientStats stats_;
   std::vector<uint64_t> part_keys_;  // one partition's scan result
   std::vector<uint8_t> part_values_;
   std::vector<uint8_t> leaf_value_;  // one leaf value (RecordAddr)
-  uint8_t* record_buf_ = nullptr;    // scratch for one record slot
+  uint8_t* record_buf_ = nullptr;    // scratch for kScanRecordBatch record slots
+  r2::OpBatch record_batch_;         // a scan's record READs
   std::span<uint8_t> xscratch_;
 };
 

@@ -62,6 +62,10 @@ constexpr size_t leaf_bytes(uint32_t fanout, size_t value_bytes) {
 constexpr size_t value_slot_offset(uint32_t fanout, size_t value_bytes, uint32_t i) {
   return leaf_keys_bytes(fanout) + i * value_slot_bytes(value_bytes);
 }
+// Bytes of a leaf without its tail padding: meta, seal, keys, value slots.
+constexpr size_t leaf_used_bytes(uint32_t fanout, size_t value_bytes) {
+  return value_slot_offset(fanout, value_bytes, fanout);
+}
 
 // Seal over meta and the fanout key words of a leaf image.
 uint64_t keys_seal(uint64_t meta, const uint64_t* keys, uint32_t fanout);

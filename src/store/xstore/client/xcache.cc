@@ -226,6 +226,7 @@ Status XCache::train(std::span<const LeafRun> run, uint32_t sub_models) {
   tts_ = std::move(tts);
   total_keys_ = 0;
   for (const Sub& s : subs_) total_keys_ += s.keys;
+  ++epoch_;  // even if every interval was empty (no train_sub bumped it)
   return Status::ok();
 }
 
@@ -266,10 +267,11 @@ uint32_t XCache::expansion_size() const {
       std::min<uint64_t>(opt_.max_sub_models, std::max<uint64_t>(uint64_t{top_.m} * 2, by_keys)));
 }
 
-void XCache::prefetch_model(uint64_t key) const {
-  if (subs_.empty()) return;
-  const uint32_t sub = top_.pick(key);
+void XCache::prefetch_sub(uint32_t sub) const {
+  if (sub >= subs_.size()) return;
+  // A Sub may straddle two lines; predict_in reads the model and `leaves`.
   __builtin_prefetch(&subs_[sub], 0, 1);
+  __builtin_prefetch(reinterpret_cast<const char*>(&subs_[sub] + 1) - 1, 0, 1);
   if (!models_only_ && sub < tts_.size()) __builtin_prefetch(&tts_[sub], 0, 1);
 }
 
@@ -278,9 +280,9 @@ void XCache::prefetch_tt(uint32_t sub, uint32_t first) const {
   __builtin_prefetch(tts_[sub].data() + first, 0, 1);
 }
 
-Prediction XCache::predict(uint64_t key) const {
+Prediction XCache::predict_in(uint32_t sub, uint64_t key) const {
   Prediction r;
-  r.sub = top_.pick(key);
+  r.sub = sub;
   const Sub& s = subs_[r.sub];
   // Below the first fitted point: the first leaf covers the key (that point
   // lies in it, see xcache.h); above the last: the last leaf.
@@ -294,11 +296,15 @@ Prediction XCache::predict(uint64_t key) const {
   }
   const double p = s.model.lr.predict(key);
   const double last = static_cast<double>(s.leaves - 1);
+  // floor(pos / N) clamped to [0, leaves - 1]; NaN -> 0. For q = pos / N:
+  // floor(q) > 0 iff q >= 1, floor(q) >= last iff q >= last (an integer),
+  // and in between the truncating conversion is floor.
+  const double n = opt_.fanout;
   auto lln = [&](double pos) -> uint32_t {
-    const double l = std::floor(pos / opt_.fanout);
-    if (!(l > 0)) return 0;
-    if (l >= last) return s.leaves - 1;
-    return static_cast<uint32_t>(l);
+    const double q = pos / n;
+    if (!(q >= 1)) return 0;
+    if (q >= last) return s.leaves - 1;
+    return static_cast<uint32_t>(q);
   };
   r.first = lln(p - s.model.min_err);
   r.last = lln(p + s.model.max_err);

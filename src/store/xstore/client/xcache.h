@@ -155,11 +155,17 @@ class XCache {
 
   uint32_t pick(uint64_t key) const { return top_.pick(key); }
   // Requires trained(). The sub-model of the key and its LLN range.
-  Prediction predict(uint64_t key) const;
+  Prediction predict(uint64_t key) const { return predict_in(pick(key), key); }
+  // The same for sub == pick(key) (a caller that picked it already).
+  Prediction predict_in(uint32_t sub, uint64_t key) const;
   // Cache-line prefetches for a lookup that yields between its dependent
-  // loads (XClientOptions::prefetch_yield): the key's sub-model (and its TT
-  // row header), then TT entries [first, first + n) of `sub`.
-  void prefetch_model(uint64_t key) const;
+  // loads (XClientOptions::prefetch_yield): sub-model `sub` (and its TT
+  // row header), then TT entries [first, first + n) of `sub`. No-ops on
+  // an untrained cache or an index out of range.
+  void prefetch_sub(uint32_t sub) const;
+  void prefetch_model(uint64_t key) const {
+    if (trained()) prefetch_sub(pick(key));
+  }
   void prefetch_tt(uint32_t sub, uint32_t first) const;
 
   uint64_t sub_lo(uint32_t sub) const { return subs_[sub].lo; }
@@ -171,8 +177,9 @@ class XCache {
   // Changes with every retrain of the sub-model (and every train()); never
   // repeats within one cache, so (sub, generation) names one TT version.
   uint64_t generation(uint32_t sub) const { return subs_[sub].generation; }
-  // Changes with every train() and retrain_sub(): a coroutine that walked
-  // the TT before waiting must restart if it changed meanwhile.
+  // Changes with every train(), retrain_sub() and install_models(): a
+  // coroutine that walked the TT (or predicted) before waiting must
+  // restart (predict again) if it changed meanwhile.
   uint64_t epoch() const { return epoch_; }
   uint64_t total_keys() const { return total_keys_; }
   // The owner's split-log position (XTree::split_seq) the cache reflects:

@@ -36,6 +36,11 @@ Status XClientOptions::validate() const {
                             std::to_string(max_lookup_leaves) + ", " +
                             std::to_string(scan_batch_leaves) + ")");
   }
+  if (whole_leaf_max_bytes > max_read_bytes) {
+    return invalid_argument("xstore client: whole_leaf_max_bytes " +
+                            std::to_string(whole_leaf_max_bytes) + " exceeds max_read_bytes " +
+                            std::to_string(max_read_bytes));
+  }
   return Status::ok();
 }
 
@@ -61,6 +66,7 @@ void XClientStats::add(const XClientStats& o) {
   tt_reads += o.tt_reads;
   tt_seal_failures += o.tt_seal_failures;
   model_fetches += o.model_fetches;
+  values_in_leaf += o.values_in_leaf;
 }
 
 size_t XStoreClient::scratch_bytes(const LeafArea& area, const XClientOptions& o) {
@@ -451,23 +457,67 @@ Result<XStoreClient::Look> XStoreClient::read_value(r2::Co& co, uint32_t aln, ui
   return Look::kFound;
 }
 
+bool XStoreClient::value_in_copy(const uint8_t* buf, uint64_t key, void* value) {
+  const uint32_t fanout = remote_.area.fanout, v = remote_.area.value_bytes;
+  // The key words may be torn: they only say which slot to check.
+  const uint32_t cnt = std::min(unpack_meta(load64(buf)).count, fanout);
+  const uint8_t* keys = buf + 16;
+  for (uint32_t t = 0; t < cnt; ++t) {
+    if (load64(keys + 8 * size_t{t}) != key) continue;
+    // The same checks as read_value's: a slot that verifies and names the
+    // key holds the key's value as of the copy (the owner breaks a slot's
+    // seal before it rewrites or abandons it, xtree.h), whichever of the
+    // keys and the slot the READ copied first.
+    const uint8_t* s = buf + value_slot_offset(fanout, v, t);
+    if (load64(s) != key || value_seal(key, s + 16, v) != load64(s + 8)) return false;
+    std::memcpy(value, s + 16, v);
+    ++stats_.values_in_leaf;
+    return true;
+  }
+  return false;
+}
+
+Result<XStoreClient::Look> XStoreClient::take_value(r2::Co& co, const uint8_t* buf, bool whole,
+                                                    uint32_t aln, uint32_t slot, uint64_t key,
+                                                    void* value) {
+  if (whole) {
+    const uint32_t v = remote_.area.value_bytes;
+    const uint8_t* s = buf + value_slot_offset(remote_.area.fanout, v, slot);
+    if (load64(s) == key && value_seal(key, s + 16, v) == load64(s + 8)) {
+      std::memcpy(value, s + 16, v);
+      ++stats_.values_in_leaf;
+      return Look::kFound;
+    }
+    ++stats_.torn;  // torn or moved in the copy: READ the slot itself
+  }
+  return read_value(co, aln, slot, key, value);
+}
+
 Result<XStoreClient::Look> XStoreClient::try_get(r2::Co& co, uint64_t key, void* value,
                                                  uint32_t* sub) {
   const uint32_t fanout = remote_.area.fanout;
+  Prediction pr;
+  bool predicted = false;
   if (opt_.prefetch_yield) {
     // Prefetch, let the other coroutines run while the lines arrive. The
-    // cache may be retrained meanwhile: the prediction used below is made
-    // after the last yield.
-    cache_.prefetch_model(key);
+    // cache may be retrained meanwhile (epoch() changes): a prediction made
+    // before a yield is used only if the epoch is still the same after it.
+    const uint64_t epoch = cache_.epoch();
+    const uint32_t first_sub = cache_.pick(key);
+    cache_.prefetch_sub(first_sub);
     co.yield();
-    if (!cache_.models_only() && cache_.trained()) {
-      const Prediction early = cache_.predict(key);
-      cache_.prefetch_tt(early.sub, early.first);
-      co.yield();
-    }
     if (!cache_.trained()) return Look::kStale;
+    if (cache_.epoch() == epoch) {
+      pr = cache_.predict_in(first_sub, key);
+      if (!cache_.models_only()) {
+        cache_.prefetch_tt(pr.sub, pr.first);
+        co.yield();
+        if (!cache_.trained()) return Look::kStale;
+      }
+      predicted = cache_.epoch() == epoch;
+    }
   }
-  const Prediction pr = cache_.predict(key);
+  if (!predicted) pr = cache_.predict(key);
   *sub = pr.sub;
   const uint32_t n = pr.last - pr.first + 1;
   if (n > opt_.max_lookup_leaves) {
@@ -485,7 +535,10 @@ Result<XStoreClient::Look> XStoreClient::try_get(r2::Co& co, uint64_t key, void*
       return Look::kStale;
     }
   }
-  const auto keys_len = static_cast<uint32_t>(leaf_keys_bytes(fanout));
+  // Small leaves are read whole: the value comes with the keys.
+  const auto used = static_cast<uint32_t>(leaf_used_bytes(fanout, remote_.area.value_bytes));
+  const bool whole = used <= opt_.whole_leaf_max_bytes;
+  const auto keys_len = whole ? used : static_cast<uint32_t>(leaf_keys_bytes(fanout));
   // best_leaf_first: round 1 reads only the leaf of the predicted position
   // (usually the key's), round 2 the rest of the range if needed.
   const uint32_t best = pr.best - pr.first;
@@ -520,6 +573,15 @@ Result<XStoreClient::Look> XStoreClient::try_get(r2::Co& co, uint64_t key, void*
   uint32_t mismatches = 0;
   for (uint32_t round = 0; round < (two_rounds ? 2 : 1); ++round) {
     if (round == 1) DRTMX_RETURN_IF_ERROR(fetch(false, true));
+    if (whole) {
+      // Found-first: a value slot that verifies for the key is the key's
+      // value whatever the rest of the copy says, so the keys seal is only
+      // needed to trust a miss (absence, incarnation, sibling).
+      for (uint32_t i = 0; i < n; ++i) {
+        if (two_rounds && (round == 0) != (i == best)) continue;
+        if (value_in_copy(leaf_buf(i), key, value)) return Look::kFound;
+      }
+    }
     for (uint32_t i = 0; i < n; ++i) {
       if (two_rounds && (round == 0) != (i == best)) continue;
       const int slot = search(leaf_buf(i));
@@ -528,7 +590,8 @@ Result<XStoreClient::Look> XStoreClient::try_get(r2::Co& co, uint64_t key, void*
         return Look::kRetry;
       }
       if (slot >= 0) {
-        return read_value(co, entries_[i].aln, static_cast<uint32_t>(slot), key, value);
+        return take_value(co, leaf_buf(i), whole, entries_[i].aln, static_cast<uint32_t>(slot), key,
+                          value);
       }
       if (unpack_meta(load64(leaf_buf(i))).incarnation != entries_[i].incarnation) {
         ++stats_.mismatches;
@@ -549,6 +612,10 @@ Result<XStoreClient::Look> XStoreClient::try_get(r2::Co& co, uint64_t key, void*
   ++stats_.round_trips;
   ++stats_.spec_reads;
   if (s2 != r2::OpStatus::kOk) return fabric_error(s2, "speculative READ of a sibling leaf");
+  if (whole && value_in_copy(sib, key, value)) {
+    ++stats_.spec_hits;
+    return Look::kFound;
+  }
   const int slot = search(sib);
   if (slot == -2) {
     ++stats_.torn;
@@ -556,7 +623,7 @@ Result<XStoreClient::Look> XStoreClient::try_get(r2::Co& co, uint64_t key, void*
   }
   if (slot < 0) return Look::kStale;  // cannot prove absence past one split
   ++stats_.spec_hits;
-  return read_value(co, next - 1, static_cast<uint32_t>(slot), key, value);
+  return take_value(co, sib, whole, next - 1, static_cast<uint32_t>(slot), key, value);
 }
 
 Result<bool> XStoreClient::rpc_get(r2::Co& co, uint64_t key, void* value, uint32_t refresh) {

@@ -12,7 +12,10 @@
 //      each copy must pass keys_seal (else re-read, bounded);
 //   3. search the keys of every leaf image (any image that verifies is a
 //      consistent copy of that leaf, so a key found there is really there);
-//      found -> READ the value slot, check its seal and its key -> done;
+//      found -> READ the value slot, check its seal and its key -> done.
+//      Small leaves (whole_leaf_max_bytes, e.g. 8-byte inline values) are
+//      READ whole in step 2, so the value slot is already in the copy and
+//      checked there; only a slot that fails there is READ again;
 //   4. not found and every leaf's incarnation matches its TT entry -> the key
 //      is absent (the covering leaf was read: see xcache.h);
 //   5. an incarnation mismatch invalidates that TT entry; if exactly one
@@ -27,7 +30,8 @@
 //      (retraining on the same data would not help; expansion or the spline
 //      top model would).
 // Common case: 2 round trips; the first READs the 1-2 predicted leaves (one
-// READ when their ALNs are consecutive, see max_read_bytes). With
+// READ when their ALNs are consecutive, see max_read_bytes). With leaves read
+// whole: 1 round trip, 1 READ when the predicted ALNs are consecutive. With
 // best_leaf_first, step 2 first READs only the leaf of the predicted
 // position and the rest of the range in a second round trip if needed.
 //
@@ -86,6 +90,13 @@ struct XClientOptions {
   // coroutines after each, so their DRAM misses overlap instead of
   // stalling the worker (a large cache misses the CPU cache per lookup).
   bool prefetch_yield = true;
+  // GET reads each predicted leaf whole — keys and value slots — in its
+  // first READ when the used part of a leaf (leaf_used_bytes: meta, seal,
+  // keys, value slots) is at most this many bytes, and takes the value
+  // from that copy (one READ per GET instead of two). Larger leaves, or 0:
+  // keys first, then the value slot. The copied slot is checked exactly
+  // as a separately READ one (seal and key, see below).
+  uint32_t whole_leaf_max_bytes = 1024;
 
   Status validate() const;
 };
@@ -112,6 +123,7 @@ struct XClientStats {
   uint64_t tt_reads = 0;          // models-only: READs of TT entries (in `reads`)
   uint64_t tt_seal_failures = 0;  // sealed image chunks that failed (image newer than the models)
   uint64_t model_fetches = 0;     // fetch_models() calls that installed new models
+  uint64_t values_in_leaf = 0;    // GETs that took the value from a whole-leaf copy
 
   void add(const XClientStats& o);
 };
@@ -221,6 +233,15 @@ class XStoreClient {
   // READs the value slot `slot` of leaf `aln` and checks it; kFound copies
   // the value out, kRetry when the slot did not verify for `key`.
   Result<Look> read_value(r2::Co& co, uint32_t aln, uint32_t slot, uint64_t key, void* value);
+  // Whole-leaf copy `buf` (possibly torn): true and the value out when a
+  // key word names `key` and its value slot in the copy verifies for it.
+  bool value_in_copy(const uint8_t* buf, uint64_t key, void* value);
+  // `key` is in slot `slot` of the verified key image `buf` of leaf `aln`.
+  // When `whole` (buf holds the value slots too) and the copied slot
+  // verifies for `key`, copies the value out: kFound without a READ.
+  // Otherwise read_value (a slot torn in the copy is READ again).
+  Result<Look> take_value(r2::Co& co, const uint8_t* buf, bool whole, uint32_t aln, uint32_t slot,
+                          uint64_t key, void* value);
   // One one-sided attempt; kStale asks for the RPC path.
   Result<Look> try_get(r2::Co& co, uint64_t key, void* value, uint32_t* sub);
   // What a fallback asks the owner to send along (kWithRun): the run of

@@ -301,7 +301,8 @@ inline Status parse_run_reply(std::span<const uint8_t> in, XRunReply* head,
     r.high = l.high;
     r.last_leaf = (l.flags & kRunLeafLast) != 0;
     r.keys.resize(l.count);
-    std::memcpy(r.keys.data(), in.data() + off, size_t{l.count} * 8);
+    // A leaf emptied by deletes has no keys (memcpy into null data() is UB).
+    if (l.count != 0) std::memcpy(r.keys.data(), in.data() + off, size_t{l.count} * 8);
     off += size_t{l.count} * 8;
     runs.push_back(std::move(r));
   }
@@ -329,7 +330,7 @@ inline Status parse_scan_reply(std::span<const uint8_t> in, uint32_t value_bytes
   const uint8_t* p = in.data() + sizeof(XScanReply);
   const size_t k0 = keys.size();
   keys.resize(k0 + head->count);
-  std::memcpy(keys.data() + k0, p, size_t{head->count} * 8);
+  if (head->count != 0) std::memcpy(keys.data() + k0, p, size_t{head->count} * 8);
   p += size_t{head->count} * 8;
   values.insert(values.end(), p, p + size_t{head->count} * value_bytes);
   return Status::ok();
