@@ -10,8 +10,16 @@ void Engine::commit() {
   refs_.clear();
   images_.clear();
   batch_.clear();
+  held_.clear();
   for (Access& a : set_) {
     if (!a.write) continue;
+    if (a.remove) {
+      // The primary marks it kDeleted (new version), unlinks and unlocks it.
+      held_.push_back({a.table, a.key, a.ref.addr, a.incarnation});
+      a.held = false;
+      continue;
+    }
+    // Updates, and inserts (reserved at version 0: written as version 1).
     const uint32_t vs = a.ref.value_size;
     uint8_t* image = alloc(store::record_slot_size(vs));
     if (image == nullptr || zero == nullptr) {
@@ -32,10 +40,11 @@ void Engine::commit() {
     a.held = false;
   }
   if (policy_.commit == CommitPath::kWrite) {
-    (void)co_.run(batch_);
+    if (!batch_.empty()) (void)co_.run(batch_);
   } else if (!refs_.empty()) {
     (void)rpc_commit(co_, refs_, images_, policy_.passive_ack);
   }
+  if (!held_.empty()) (void)loc_.remove_held(co_, held_, lock_word_, policy_.passive_ack);
 }
 
 }  // namespace drtmx::txn

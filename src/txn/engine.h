@@ -10,8 +10,13 @@
 //             partition; committed once all have completed (log.cc);
 //   Commit    write back + unlock at the primaries (WRITE pair, or RPC),
 //             with passive ACK when the policy says so (commit.cc).
-// Read-only transactions validate their reads; a single-key read-only
-// transaction skips validation.
+// Inserts are buffered in Execute and reserved at their primaries at the
+// start of Validate (index_ops.h); deletes are writes that Commit turns
+// into an index removal at the primary; scans add their rows to the read
+// set and re-scan their ranges at Validate (phantoms; validate.cc).
+// Read-only transactions (Kind::kReadOnly) read on the policy's ro_read
+// path and validate with ro_validate; a single-key read-only transaction
+// skips validation.
 //
 // Memory: `arena` is registered memory owned by this engine: its last
 // Replicator::image_bytes() bytes hold the log entry images, the rest the
@@ -36,15 +41,27 @@ namespace drtmx::txn {
 
 using Procedure = std::function<Abort(Txn&)>;
 
+// What a procedure may do. kReadOnly: reads go through the policy's
+// ro_read path and are validated with ro_validate; get_for_update, put,
+// insert and remove return kNotSupported; a transaction that read a single
+// key (and scanned nothing) commits without validation.
+enum class Kind : uint8_t { kReadWrite, kReadOnly };
+
 struct TxnStats {
   uint64_t committed = 0;
   uint64_t aborts[kAbortKinds] = {};
+  uint64_t reads_ahead = 0;  // read_ahead() READs posted without waiting
 };
 
 // A caller's retry policy (the engine itself never retries).
 struct RetryPolicy {
   uint32_t max_attempts = 64;     // then the last abort is returned
-  uint32_t max_backoff_log2 = 8;  // back-off: up to 2^k idle yields
+  // Back-off after the n-th failed attempt: a random wait in
+  // [base, base * (1 + 2^min(n, max_backoff_log2))), by the clock — not by
+  // a count of yields, which on an oversubscribed core can each take a
+  // whole scheduler time slice.
+  uint64_t backoff_base_ns = 1000;
+  uint32_t max_backoff_log2 = 8;
 };
 
 class Engine final : public Txn {
@@ -54,17 +71,35 @@ class Engine final : public Txn {
          size_t arena_bytes);
 
   // Runs `proc` once. Returns kNone when it committed.
-  Abort run(const Procedure& proc);
+  Abort run(const Procedure& proc, Kind kind = Kind::kReadWrite);
   // Runs `proc` until it commits, a user abort, or `p.max_attempts`; between
   // attempts it backs off a random number of idle yields, growing
-  // exponentially, so conflicting transactions can finish.
-  Abort run_with_retry(const Procedure& proc, const RetryPolicy& p = {});
+  // exponentially, so conflicting transactions can finish. kRecordMissing,
+  // kDuplicateInsert and kNotSupported are final too (a retry would see the
+  // same, unless another transaction changes the key meanwhile).
+  Abort run_with_retry(const Procedure& proc, const RetryPolicy& p = {},
+                       Kind kind = Kind::kReadWrite);
+  // The wait between attempts that run_with_retry() uses (for callers with
+  // a retry loop of their own): lets the other coroutines of this worker
+  // run until the back-off time for failed attempt `attempt` (1, 2, ...)
+  // has passed.
+  void backoff(uint32_t attempt, const RetryPolicy& p = {});
   const TxnStats& stats() const { return stats_; }
+  // The lock word of the transaction run last (store/record.h: every
+  // transaction has its own). Recovery-style cleanup of a lock that a lost
+  // reply left behind names its holder by it.
+  uint64_t last_lock_word() const { return lock_word_; }
 
   Abort get(TableId t, Key k, void* out) override;
   Abort get_for_update(TableId t, Key k, void* out) override;
   Abort put(TableId t, Key k, const void* value) override;
   Abort prefetch(std::span<const TableKey> keys, bool for_update) override;
+  // Posts READs for the keys with a known address (Co::post) and returns;
+  // await_ahead() collects them before the next store access (execute.cc).
+  Abort read_ahead(std::span<const TableKey> keys, bool for_update) override;
+  Abort insert(TableId t, Key k, const void* value) override;
+  Abort remove(TableId t, Key k) override;
+  Abort scan(TableId t, Key from, Key to, size_t limit, Rows* out) override;
 
  private:
   struct Access {
@@ -72,16 +107,42 @@ class Engine final : public Txn {
     Key key;
     RecordRef ref;
     uint32_t incarnation;
-    uint8_t* copy;       // verified slot image read in Execute
-    uint8_t* new_value;  // buffered write, or null
-    bool write;          // locked at validation
-    bool held;           // we hold its lock
+    uint8_t* copy;       // verified slot image read in Execute (null for an insert)
+    uint8_t* new_value;  // buffered write (always set for an insert), or null
+    bool write;          // locked at validation (an insert: reserved)
+    bool held;           // we hold its lock (an insert: its reservation)
+    bool insert;         // a new record: reserved at Validate, not read
+    bool remove;         // delete at Commit (write is set too)
+  };
+  // A scanned range, validated at commit: the keys the store returned for
+  // [from, to] (to: the last key returned when the limit cut the scan).
+  struct ScanSet {
+    TableId table;
+    Key from, to;
+    std::vector<Key> keys;
   };
 
+  // A read started by read_ahead(): READ posted (buf != null) or, without
+  // a known address, to be read when awaited.
+  struct Ahead {
+    TableKey tk;
+    bool for_update;
+    r2::RemoteAddr addr;
+    uint32_t incarnation;
+    uint8_t* buf;
+  };
+  // Waits for the posted READs and turns them into accesses; a READ that
+  // did not verify (torn, stale address) is read again synchronously.
+  void await_ahead();
   Abort read(TableId t, Key k, void* out, bool for_update);
   Access* find(TableId t, Key k);
   uint8_t* alloc(size_t bytes);
+  ReadPath read_path() const {
+    return kind_ == Kind::kReadOnly ? policy_.ro_read : policy_.execute;
+  }
+  Abort reserve_inserts();
   Abort validate();
+  Abort validate_scans(CheckPath check);
   Abort log();
   void commit();
   void release(bool passive);
@@ -93,14 +154,26 @@ class Engine final : public Txn {
   Policy policy_;
   uint8_t* arena_;
   size_t arena_bytes_, used_ = 0;
-  uint64_t lock_word_;
+  uint64_t lock_word_;    // this transaction's (changes every run)
+  uint64_t txn_seq_ = 0;  // transactions run by this engine
+  Kind kind_ = Kind::kReadWrite;
   std::vector<Access> set_;
-  r2::OpBatch batch_;                                    // reused by every phase
-  std::vector<std::pair<uint64_t*, LockState*>> slots_;  // lock results
-  std::vector<LockState*> states_;                       // check results
-  std::vector<RecordRef> refs_;                          // scratch for list RPCs
-  std::vector<ItemResult> results_;                      // scratch for list RPCs
-  std::vector<const uint8_t*> images_;                   // scratch for RPC commits
+  std::vector<ScanSet> scans_;
+  std::vector<Ahead> ahead_;                              // outstanding read_ahead() reads
+  std::vector<std::pair<TableKey, Abort>> ahead_errors_;  // reported by get()
+  r2::OpBatch ahead_batch_;                               // the posted READs
+  r2::OpBatch batch_;                                     // reused by every phase
+  std::vector<std::pair<uint64_t*, LockState*>> slots_;   // lock results
+  std::vector<LockState*> states_;                        // check results
+  std::vector<RecordRef> refs_;                           // scratch for list RPCs
+  std::vector<ItemResult> results_;                       // scratch for list RPCs
+  std::vector<const uint8_t*> images_;                    // scratch for RPC commits
+  std::vector<Reservation> reservations_;                 // scratch for reserve
+  std::vector<HeldRecord> held_;                          // scratch for remove_held
+  std::vector<Key> scan_keys_;                            // scratch for scans
+  std::vector<uint8_t> scan_values_;
+  std::vector<RecordRef> scan_refs_;
+  std::vector<uint32_t> scan_incs_;
   LogBuffers log_;
   TxnStats stats_;
   bool overflow_ = false;

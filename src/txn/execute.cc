@@ -1,6 +1,8 @@
 // The Execute phase and the transaction driver.
+#include <algorithm>
 #include <cstring>
 
+#include "r2/common/clock.h"
 #include "store/record.h"
 #include "txn/engine.h"
 
@@ -68,9 +70,93 @@ Engine::Access* Engine::find(TableId t, Key k) {
   return nullptr;
 }
 
+Abort Engine::read_ahead(std::span<const TableKey> keys, bool for_update) {
+  if (for_update && kind_ == Kind::kReadOnly) return Abort::kNotSupported;
+  await_ahead();  // one posted batch at a time (Co::post)
+  ahead_batch_.clear();
+  for (const TableKey& tk : keys) {
+    if (Access* a = find(tk.table, tk.key)) {
+      a->write |= for_update && !a->insert;
+      continue;
+    }
+    bool dup = false;
+    for (const Ahead& x : ahead_) dup |= x.tk.table == tk.table && x.tk.key == tk.key;
+    if (dup) continue;
+    Ahead x{tk, for_update, {}, 0, nullptr};
+    if (loc_.address_of(read_path(), tk.table, tk.key, &x.addr, &x.incarnation)) {
+      const uint32_t bytes =
+          static_cast<uint32_t>(store::record_slot_size(loc_.value_size(tk.table)));
+      x.buf = alloc(bytes);
+      if (x.buf == nullptr) return Abort::kNotSupported;
+      ahead_batch_.read(x.addr, x.buf, bytes);
+    }
+    ahead_.push_back(x);
+  }
+  if (!ahead_batch_.empty()) {
+    stats_.reads_ahead += ahead_batch_.size();
+    co_.post(ahead_batch_);  // returns at once; await_ahead() waits
+  }
+  return Abort::kNone;
+}
+
+void Engine::await_ahead() {
+  if (ahead_.empty()) return;
+  const bool posted = co_.posted();
+  const r2::OpStatus st = posted ? co_.wait_posted() : r2::OpStatus::kOk;
+  std::vector<Ahead> todo;
+  todo.swap(ahead_);
+  size_t op = 0;
+  for (const Ahead& x : todo) {
+    const uint32_t vs = loc_.value_size(x.tk.table);
+    bool done = false;
+    if (x.buf != nullptr) {
+      const bool ok = st == r2::OpStatus::kOk || ahead_batch_.status(op) == r2::OpStatus::kOk;
+      ++op;
+      // The READ verified: the record as it was (a consistent, current
+      // image of the cached address's record). Version 0 is an
+      // uncommitted insert: like read(), kLockHeld.
+      if (ok && store::verify(x.buf, vs, x.tk.key, x.incarnation) == store::RecordCheck::kOk) {
+        store::RecordHeader h;
+        std::memcpy(&h, x.buf, sizeof h);
+        if (h.version == 0) {
+          ahead_errors_.push_back({x.tk, Abort::kLockHeld});
+          continue;
+        }
+        Access a{};
+        a.table = x.tk.table;
+        a.key = x.tk.key;
+        a.ref = RecordRef{x.addr, vs, h.version};
+        a.incarnation = h.incarnation;
+        a.copy = x.buf;
+        a.write = x.for_update;
+        set_.push_back(a);
+        done = true;
+      }
+    }
+    if (!done) {
+      // No address, a failed READ, a torn copy or a stale cache entry: the
+      // ordinary read path (which also refreshes the cache).
+      std::vector<uint8_t> tmp(vs);
+      if (Abort r = read(x.tk.table, x.tk.key, tmp.data(), x.for_update); r != Abort::kNone) {
+        ahead_errors_.push_back({x.tk, r});
+      }
+    }
+  }
+}
+
 Abort Engine::read(TableId t, Key k, void* out, bool for_update) {
+  if (for_update && kind_ == Kind::kReadOnly) return Abort::kNotSupported;
+  await_ahead();
+  for (size_t i = 0; i < ahead_errors_.size(); ++i) {
+    if (ahead_errors_[i].first.table == t && ahead_errors_[i].first.key == k) {
+      const Abort r = ahead_errors_[i].second;
+      ahead_errors_.erase(ahead_errors_.begin() + static_cast<ptrdiff_t>(i));
+      return r;
+    }
+  }
   const uint32_t vs = loc_.value_size(t);
-  if (Access* a = find(t, k)) {  // read again: serve from the transaction
+  if (Access* a = find(t, k)) {                   // read again: serve from the transaction
+    if (a->remove) return Abort::kRecordMissing;  // deleted by this transaction
     a->write |= for_update;
     std::memcpy(out, a->new_value ? a->new_value : a->copy + sizeof(store::RecordHeader), vs);
     return Abort::kNone;
@@ -82,8 +168,11 @@ Abort Engine::read(TableId t, Key k, void* out, bool for_update) {
   a.key = k;
   a.copy = copy;
   a.write = for_update;
-  Abort r = loc_.read(co_, policy_.execute, t, k, &a.ref, copy);
+  Abort r = loc_.read(co_, read_path(), t, k, &a.ref, copy);
   if (r != Abort::kNone) return r;
+  // Version 0: another transaction's insert, reserved but not committed
+  // (index_ops.h). It cannot validate; do not hand its value out.
+  if (a.ref.version == 0) return Abort::kLockHeld;
   store::RecordHeader h;
   std::memcpy(&h, copy, sizeof h);
   a.incarnation = h.incarnation;
@@ -93,6 +182,8 @@ Abort Engine::read(TableId t, Key k, void* out, bool for_update) {
 }
 
 Abort Engine::prefetch(std::span<const TableKey> keys, bool for_update) {
+  if (for_update && kind_ == Kind::kReadOnly) return Abort::kNotSupported;
+  await_ahead();
   // Only what the transaction has not read yet; each key once.
   std::vector<TableKey> todo;
   for (const TableKey& tk : keys) {
@@ -105,6 +196,28 @@ Abort Engine::prefetch(std::span<const TableKey> keys, bool for_update) {
     if (!dup) todo.push_back(tk);
   }
   if (todo.empty()) return Abort::kNone;
+  // Keys whose record address the location cache knows: one batch of READs
+  // for all of them (one doorbell per peer), verified as read_ahead's are;
+  // the others (and any that fail) through the locator's read_many.
+  {
+    std::vector<TableKey> cached, rest;
+    for (const TableKey& tk : todo) {
+      r2::RemoteAddr addr;
+      uint32_t inc = 0;
+      (loc_.address_of(read_path(), tk.table, tk.key, &addr, &inc) ? cached : rest).push_back(tk);
+    }
+    if (!cached.empty()) {
+      if (Abort r = read_ahead(cached, for_update); r != Abort::kNone) return r;
+      await_ahead();
+      if (!ahead_errors_.empty()) {
+        const Abort r = ahead_errors_.front().second;
+        ahead_errors_.clear();
+        return r;
+      }
+    }
+    todo.swap(rest);
+  }
+  if (todo.empty()) return Abort::kNone;
   std::vector<RecordRef> refs(todo.size());
   std::vector<uint8_t*> copies(todo.size());
   std::vector<Abort> results(todo.size());
@@ -112,9 +225,10 @@ Abort Engine::prefetch(std::span<const TableKey> keys, bool for_update) {
     copies[i] = alloc(store::record_slot_size(loc_.value_size(todo[i].table)));
     if (copies[i] == nullptr) return Abort::kNotSupported;
   }
-  loc_.read_many(co_, policy_.execute, todo, refs.data(), copies.data(), results.data());
+  loc_.read_many(co_, read_path(), todo, refs.data(), copies.data(), results.data());
   for (size_t i = 0; i < todo.size(); ++i) {
     if (results[i] != Abort::kNone) return results[i];
+    if (refs[i].version == 0) return Abort::kLockHeld;  // an uncommitted insert (see read())
     Access a{};
     a.table = todo[i].table;
     a.key = todo[i].key;
@@ -137,7 +251,10 @@ Abort Engine::get_for_update(TableId t, Key k, void* out) {
 }
 
 Abort Engine::put(TableId t, Key k, const void* value) {
+  if (kind_ == Kind::kReadOnly) return Abort::kNotSupported;
+  await_ahead();
   Access* a = find(t, k);
+  if (a != nullptr && a->remove) return Abort::kRecordMissing;
   if (a == nullptr) {
     // A blind write: read it first so Validate has its address and version.
     std::vector<uint8_t> tmp(loc_.value_size(t));
@@ -154,22 +271,127 @@ Abort Engine::put(TableId t, Key k, const void* value) {
   return Abort::kNone;
 }
 
-Abort Engine::run_with_retry(const Procedure& proc, const RetryPolicy& p) {
+Abort Engine::insert(TableId t, Key k, const void* value) {
+  if (kind_ == Kind::kReadOnly) return Abort::kNotSupported;
+  await_ahead();  // the key may be among them (then it exists)
+  const uint32_t vs = loc_.value_size(t);
+  if (vs == 0) return Abort::kNotSupported;  // unknown table
+  if (Access* a = find(t, k)) {
+    if (!a->remove) return Abort::kDuplicateInsert;  // read, written or inserted here
+    // Deleted in this transaction, inserted again: an update of the record.
+    a->remove = false;
+    return put(t, k, value);
+  }
+  Access a{};
+  a.table = t;
+  a.key = k;
+  a.ref.value_size = vs;
+  a.new_value = alloc(vs);
+  if (a.new_value == nullptr) return Abort::kNotSupported;
+  std::memcpy(a.new_value, value, vs);
+  a.write = true;
+  a.insert = true;
+  set_.push_back(a);
+  return Abort::kNone;
+}
+
+Abort Engine::remove(TableId t, Key k) {
+  if (kind_ == Kind::kReadOnly) return Abort::kNotSupported;
+  await_ahead();
+  Access* a = find(t, k);
+  if (a != nullptr && a->remove) return Abort::kRecordMissing;
+  if (a != nullptr && a->insert) {
+    // Inserted in this transaction: nothing reaches the store.
+    set_.erase(set_.begin() + (a - set_.data()));
+    return Abort::kNone;
+  }
+  if (a == nullptr) {
+    std::vector<uint8_t> tmp(loc_.value_size(t));
+    if (Abort r = read(t, k, tmp.data(), true); r != Abort::kNone) return r;
+    a = find(t, k);
+  }
+  a->write = true;
+  a->remove = true;
+  return Abort::kNone;
+}
+
+Abort Engine::scan(TableId t, Key from, Key to, size_t limit, Rows* out) {
+  out->keys.clear();
+  out->values.clear();
+  await_ahead();
+  if (from > to || limit == 0) return Abort::kNone;
+  const uint32_t vs = loc_.value_size(t);
+  Abort r = loc_.scan(co_, read_path(), t, from, to, limit, &scan_keys_, &scan_values_, &scan_refs_,
+                      &scan_incs_);
+  if (r != Abort::kNone) return r;
+  // The range the store answered for: up to `to`, or up to the last row
+  // when the limit cut it. Validate scans exactly this range again.
+  const Key covered = scan_keys_.size() == limit ? scan_keys_.back() : to;
+  scans_.push_back({t, from, covered, scan_keys_});
+  // Every row joins the read set (a row read before keeps that copy: if the
+  // two differ, validation of it fails anyway).
+  for (size_t i = 0; i < scan_keys_.size(); ++i) {
+    if (scan_refs_[i].version == 0) return Abort::kLockHeld;  // an uncommitted insert
+    if (find(t, scan_keys_[i]) != nullptr) continue;
+    Access a{};
+    a.table = t;
+    a.key = scan_keys_[i];
+    a.ref = scan_refs_[i];
+    a.incarnation = scan_incs_[i];
+    a.copy = alloc(store::record_slot_size(vs));
+    if (a.copy == nullptr) return Abort::kNotSupported;
+    build_image(a.copy, a.key, a.incarnation, a.ref.version, scan_values_.data() + i * vs, vs);
+    set_.push_back(a);
+  }
+  // What the procedure sees: the store's rows overlaid with this
+  // transaction's own writes — its puts, its deletes (left out) and its
+  // inserts inside the covered range — ascending, at most `limit`.
+  std::vector<Key> mine;
+  for (const Access& a : set_) {
+    if (a.table == t && a.insert && a.key >= from && a.key <= covered) mine.push_back(a.key);
+  }
+  std::sort(mine.begin(), mine.end());
+  size_t i = 0, j = 0;
+  while ((i < scan_keys_.size() || j < mine.size()) && out->keys.size() < limit) {
+    Key k;
+    if (j == mine.size() || (i < scan_keys_.size() && scan_keys_[i] <= mine[j])) {
+      k = scan_keys_[i++];
+      if (j < mine.size() && mine[j] == k) ++j;
+    } else {
+      k = mine[j++];
+    }
+    const Access* a = find(t, k);
+    if (a == nullptr || a->remove) continue;
+    const uint8_t* v = a->new_value ? a->new_value : a->copy + sizeof(store::RecordHeader);
+    out->keys.push_back(k);
+    out->values.insert(out->values.end(), v, v + vs);
+  }
+  return Abort::kNone;
+}
+
+Abort Engine::run_with_retry(const Procedure& proc, const RetryPolicy& p, Kind kind) {
   Abort r = Abort::kNone;
   for (uint32_t attempt = 1; attempt <= p.max_attempts; ++attempt) {
-    r = run(proc);
+    r = run(proc, kind);
     if (r == Abort::kNone || r == Abort::kUserAbort || r == Abort::kRecordMissing ||
-        r == Abort::kNotSupported) {
+        r == Abort::kDuplicateInsert || r == Abort::kNotSupported) {
       return r;  // final: retrying cannot change them
     }
-    rng_ ^= rng_ << 13;
-    rng_ ^= rng_ >> 7;
-    rng_ ^= rng_ << 17;
-    const uint32_t k = attempt < p.max_backoff_log2 ? attempt : p.max_backoff_log2;
-    const uint64_t spins = 1 + rng_ % (uint64_t{1} << k);
-    for (uint64_t s = 0; s < spins; ++s) co_.yield_idle();
+    if (attempt < p.max_attempts) backoff(attempt, p);
   }
   return r;
+}
+
+void Engine::backoff(uint32_t attempt, const RetryPolicy& p) {
+  rng_ ^= rng_ << 13;
+  rng_ ^= rng_ >> 7;
+  rng_ ^= rng_ << 17;
+  const uint32_t k = attempt < p.max_backoff_log2 ? attempt : p.max_backoff_log2;
+  const uint64_t base = p.backoff_base_ns == 0 ? 1 : p.backoff_base_ns;
+  const uint64_t until = r2::now_ns() + base + rng_ % (base << k);
+  do {
+    co_.yield_idle();
+  } while (r2::now_ns() < until);
 }
 
 Abort Engine::finish(Abort a) {
@@ -181,17 +403,29 @@ Abort Engine::finish(Abort a) {
   return a;
 }
 
-Abort Engine::run(const Procedure& proc) {
+Abort Engine::run(const Procedure& proc, Kind kind) {
+  // A fresh lock word per transaction (store/record.h: a passive commit of
+  // the previous one may still hold its locks).
+  lock_word_ = store::lock_word(co_.node(), co_.thread(), co_.id(), ++txn_seq_);
   set_.clear();
+  scans_.clear();
+  ahead_.clear();
+  ahead_errors_.clear();
   used_ = 0;
   overflow_ = false;
+  kind_ = kind;
   Abort r = proc(*this);
+  // Reads still in flight are waited for (their buffers are in the arena);
+  // an error among them that no get() reported aborts the transaction.
+  await_ahead();
+  if (r == Abort::kNone && !ahead_errors_.empty()) r = ahead_errors_.front().second;
   if (overflow_ && r == Abort::kNone) r = Abort::kNotSupported;  // arena too small
   if (r != Abort::kNone) return finish(r);                       // nothing is locked in Execute
   bool writes = false;
   for (const Access& a : set_) writes |= a.write;
-  // A single-key read-only transaction is consistent as read.
-  if (!writes && set_.size() <= 1) return finish(Abort::kNone);
+  // A single-key read-only transaction is consistent as read (one verified
+  // record image); a scan is not (many leaves and records).
+  if (!writes && set_.size() <= 1 && scans_.empty()) return finish(Abort::kNone);
   if (Abort v = validate(); v != Abort::kNone) return finish(v);
   if (!writes) return finish(Abort::kNone);
   if (Abort l = log(); l != Abort::kNone) {

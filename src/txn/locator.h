@@ -7,8 +7,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
+#include <vector>
 
 #include "r2/sched/co.h"
+#include "txn/index_ops.h"
 #include "txn/policy.h"
 #include "txn/record_ops.h"
 #include "txn/txn.h"
@@ -36,6 +39,41 @@ class Locator {
     for (size_t i = 0; i < keys.size(); ++i) {
       results[i] = read(co, path, keys[i].table, keys[i].key, &refs[i], copies[i]);
     }
+  }
+  // Where k's record is, when the node knows it without a round trip (the
+  // location cache on a read path that uses it): then read_ahead() can
+  // READ it without waiting. False otherwise (the default).
+  virtual bool address_of(ReadPath, TableId, Key, r2::RemoteAddr* /*addr*/,
+                          uint32_t* /*incarnation*/) {
+    return false;
+  }
+  // Rows of an ordered table with records with from <= key <= to,
+  // ascending, at most `n`: keys, values (value_size each, back to back),
+  // where each record is with the version read, and its incarnation. A row
+  // whose version is 0 is another transaction's uncommitted insert
+  // (index_ops.h). Range-partitioned tables continue across partitions;
+  // other schemes scan the partition of `from` only. Returns kNone,
+  // kNotSupported (hash table, inline values, unknown table), kTornRead or
+  // kNodeFailure. The default supports no scans.
+  virtual Abort scan(r2::Co&, ReadPath, TableId, Key /*from*/, Key /*to*/, size_t /*n*/,
+                     std::vector<Key>* keys, std::vector<uint8_t>* values,
+                     std::vector<RecordRef>* refs, std::vector<uint32_t>* incarnations) {
+    keys->clear();
+    values->clear();
+    refs->clear();
+    incarnations->clear();
+    return Abort::kNotSupported;
+  }
+  // Validate of inserts and Commit of deletes: the index steps at the
+  // primaries (index_ops.h; the store's owner RPCs). The defaults support
+  // neither (every reservation kNotSupported).
+  virtual Status reserve(r2::Co&, std::span<Reservation> items, uint64_t /*lock_word*/) {
+    for (Reservation& r : items) r.result = Abort::kNotSupported;
+    return Status::ok();
+  }
+  virtual Status remove_held(r2::Co&, std::span<const HeldRecord> /*items*/, uint64_t /*lock_word*/,
+                             bool /*passive*/) {
+    return invalid_argument("this locator cannot delete records");
   }
 };
 

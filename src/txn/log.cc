@@ -19,13 +19,15 @@ Abort Engine::log() {
     if (!a.write) continue;
     RedoRecord r;
     r.table = a.table;
-    r.op = RedoOp::kUpdate;
+    r.op = a.insert ? RedoOp::kInsert : a.remove ? RedoOp::kDelete : RedoOp::kUpdate;
     r.key = a.key;
-    r.version = a.ref.version + 1;
-    // Read for update but never put: the old value with the new version,
-    // exactly what Commit writes back.
-    const uint8_t* v = a.new_value ? a.new_value : a.copy + sizeof(store::RecordHeader);
-    r.value = {v, a.ref.value_size};
+    r.version = a.ref.version + 1;  // an insert: 1 (reserved at version 0)
+    if (!a.remove) {
+      // Read for update but never put: the old value with the new version,
+      // exactly what Commit writes back.
+      const uint8_t* v = a.new_value ? a.new_value : a.copy + sizeof(store::RecordHeader);
+      r.value = {v, a.ref.value_size};
+    }
     r2::NodeId mine[8];
     const size_t n = loc_.backups(a.table, a.key, mine, 8);
     for (size_t i = 0; i < n; ++i) {
@@ -41,7 +43,11 @@ Abort Engine::log() {
   for (const Group& g : groups) entries.push_back({g.node, g.recs});
   Status s = rep_->log(co_, entries, log_);
   if (s.is_ok()) return Abort::kNone;
-  return s.code() == Code::kResourceExhausted ? Abort::kLogFull : Abort::kNodeFailure;
+  // Full for the whole back-pressure wait, or an entry larger than a ring
+  // could ever hold: both are the log's capacity.
+  return s.code() == Code::kResourceExhausted || s.code() == Code::kOutOfRange
+             ? Abort::kLogFull
+             : Abort::kNodeFailure;
 }
 
 }  // namespace drtmx::txn

@@ -182,6 +182,11 @@ void add_unlock(r2::OpBatch& b, const RecordRef& r, const uint64_t* zero, bool p
   b.write(at(r, 0), zero, 8, !passive);
 }
 
+void add_release(r2::OpBatch& b, const RecordRef& r, uint64_t lock_word, uint64_t* old,
+                 bool passive) {
+  b.cas(at(r, 0), lock_word, 0, old, !passive);
+}
+
 void build_image(uint8_t* image, uint64_t key, uint32_t incarnation, uint64_t version,
                  const void* value, uint32_t value_size) {
   RecordHeader h{};

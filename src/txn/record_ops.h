@@ -64,8 +64,18 @@ void add_check(r2::OpBatch& b, const RecordRef& r, LockState* state);
 // `passive` is false.
 void add_commit(r2::OpBatch& b, const RecordRef& r, const uint8_t* image, const uint64_t* zero,
                 bool passive);
-// Queues only the unlock (after an abort).
+// Queues only the unlock (WRITE 0). Only for a lock known to be ours on
+// a record known to be the one locked (it was validated).
 void add_unlock(r2::OpBatch& b, const RecordRef& r, const uint64_t* zero, bool passive);
+// Queues the release of a lock after an abort: CAS(lock_word -> 0), which
+// clears only our own lock. A CAS lock may have landed on a slot whose
+// record was deleted since Execute (validation then fails on the version);
+// its owner may reuse the slot and overwrite the lock word for the new
+// tenant — a WRITE of 0 would then unlock someone else's record. `old`
+// (registered, 8 bytes) receives what the CAS found. Signaled unless
+// `passive`.
+void add_release(r2::OpBatch& b, const RecordRef& r, uint64_t lock_word, uint64_t* old,
+                 bool passive);
 
 // Interpreting what came back.
 inline bool lock_acquired(uint64_t old) {

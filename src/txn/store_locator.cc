@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "store/tables/store_node.h"
+
 namespace drtmx::txn {
 
 StoreLocator::StoreLocator(const store::Catalog& c, store::tables::NodeCaches& caches,
@@ -69,6 +71,68 @@ Abort StoreLocator::read(r2::Co& co, ReadPath path, TableId t, Key k, RecordRef*
   ref->version = where.version;
   build_image(copy, k, where.incarnation, where.version, value_.data(), s->value_size);
   return Abort::kNone;
+}
+
+Abort StoreLocator::scan(r2::Co& co, ReadPath path, TableId t, Key from, Key to, size_t n,
+                         std::vector<Key>* keys, std::vector<uint8_t>* values,
+                         std::vector<RecordRef>* refs, std::vector<uint32_t>* incarnations) {
+  keys->clear();
+  values->clear();
+  refs->clear();
+  incarnations->clear();
+  const store::TableSpec* s = spec(t);
+  if (s == nullptr || s->kind != store::TableKind::kOrdered || s->inline_values) {
+    return Abort::kNotSupported;
+  }
+  const bool chunked = s->scheme == store::PartitionScheme::kRange;
+  const size_t vs = s->value_size;
+  Key cur = from;
+  while (keys->size() < n && cur <= to) {
+    // Other schemes: one call (the start key's partition only).
+    const size_t want =
+        chunked ? std::min(n - keys->size(), kScanChunk) : std::min<size_t>(n, s->capacity);
+    Status st = client(path).scan(co, *s, cur, want, chunk_keys_, chunk_values_, &chunk_refs_);
+    if (!st.is_ok()) {
+      return st.code() == Code::kUnavailable ? Abort::kTornRead : Abort::kNodeFailure;
+    }
+    for (size_t i = 0; i < chunk_keys_.size() && keys->size() < n; ++i) {
+      if (chunk_keys_[i] > to) return Abort::kNone;
+      keys->push_back(chunk_keys_[i]);
+      values->insert(values->end(), chunk_values_.begin() + i * vs,
+                     chunk_values_.begin() + (i + 1) * vs);
+      const store::tables::RecordRef& w = chunk_refs_[i];
+      refs->push_back(RecordRef{w.addr, s->value_size, w.version});
+      incarnations->push_back(w.incarnation);
+    }
+    if (!chunked || chunk_keys_.size() < want || chunk_keys_.back() == ~Key{0}) break;
+    cur = chunk_keys_.back() + 1;
+  }
+  return Abort::kNone;
+}
+
+bool StoreLocator::address_of(ReadPath path, TableId t, Key k, r2::RemoteAddr* addr,
+                              uint32_t* incarnation) {
+  if (path != ReadPath::kOneSidedCached && path != ReadPath::kHybrid) return false;
+  const store::TableSpec* s = spec(t);
+  if (s == nullptr || s->kind != store::TableKind::kHash) return false;
+  store::hash::CachedLocation loc;
+  if (!caches_.location().get(store::tables::service_id(t, catalog_.partition_of(*s, k)), k,
+                              &loc)) {
+    return false;
+  }
+  *addr = loc.addr;
+  *incarnation = loc.incarnation;
+  return true;
+}
+
+Status StoreLocator::reserve(r2::Co& co, std::span<Reservation> items, uint64_t lock_word) {
+  for (Reservation& r : items) r.primary = primary(r.table, r.key);
+  return rpc_reserve(co, items, lock_word);
+}
+
+Status StoreLocator::remove_held(r2::Co& co, std::span<const HeldRecord> items, uint64_t lock_word,
+                                 bool passive) {
+  return rpc_remove_held(co, items, lock_word, passive);
 }
 
 }  // namespace drtmx::txn

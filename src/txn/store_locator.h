@@ -8,7 +8,8 @@
 //   kHybrid          location cache -> one READ; miss -> RPC (refills it).
 // Ordered tables with records read leaf (learned cache) then record.
 // Tables whose values are inline in an ordered index have no records to
-// lock: reads of them return kNotSupported.
+// lock: reads of them return kNotSupported. Scans, inserts and deletes:
+// see Locator (locator.h) and index_ops.h.
 //
 // The verified slot image Execute needs is rebuilt from what the read
 // returned (value, version, key, incarnation), so it is a consistent image
@@ -40,6 +41,21 @@ class StoreLocator final : public Locator {
   r2::NodeId primary(TableId t, Key k) const override;
   size_t backups(TableId t, Key k, r2::NodeId* out, size_t max) const override;
   Abort read(r2::Co& co, ReadPath path, TableId t, Key k, RecordRef* ref, uint8_t* copy) override;
+  // Through TableClient::scan (XStore learned cache: leaf READs then record
+  // READs; or the owner's RPC with ReadPath::kRpc), in chunks of at most
+  // kScanChunk rows for range-partitioned tables.
+  Abort scan(r2::Co& co, ReadPath path, TableId t, Key from, Key to, size_t n,
+             std::vector<Key>* keys, std::vector<uint8_t>* values, std::vector<RecordRef>* refs,
+             std::vector<uint32_t>* incarnations) override;
+  // Hash tables on the cached paths (kOneSidedCached, kHybrid): a
+  // location-cache hit.
+  bool address_of(ReadPath path, TableId t, Key k, r2::RemoteAddr* addr,
+                  uint32_t* incarnation) override;
+  // By the owner RPCs of index_ops.h (the primary from the catalog).
+  Status reserve(r2::Co& co, std::span<Reservation> items, uint64_t lock_word) override;
+  Status remove_held(r2::Co& co, std::span<const HeldRecord> items, uint64_t lock_word,
+                     bool passive) override;
+  static constexpr size_t kScanChunk = 32;
 
   // The client of one read path (created on first use).
   store::tables::TableClient& client(ReadPath path);
@@ -53,6 +69,9 @@ class StoreLocator final : public Locator {
   r2::NodeId self_;
   std::array<std::unique_ptr<store::tables::TableClient>, 4> clients_;
   std::vector<uint8_t> value_;
+  std::vector<uint64_t> chunk_keys_;  // one TableClient::scan's rows
+  std::vector<uint8_t> chunk_values_;
+  std::vector<store::tables::RecordRef> chunk_refs_;
 };
 
 }  // namespace drtmx::txn

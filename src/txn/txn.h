@@ -24,6 +24,7 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 namespace drtmx::txn {
 
@@ -63,6 +64,37 @@ class Txn {
   // independent reads instead of one each); later get()s of them are served
   // from the transaction. `for_update` marks them all to be written.
   virtual Abort prefetch(std::span<const TableKey> keys, bool for_update) = 0;
+  // Speculative outstanding reads (thesis §5.5): starts reading `keys` and
+  // returns at once, so the procedure keeps computing while the READs are
+  // in flight; the first later call that needs the store (a get() of one of
+  // them or of any key, put, insert, remove, scan, or commit) waits for
+  // them. A key whose record address this node does not know yet (not in
+  // the location cache, ordered tables) is read at that point instead. An
+  // error of one of these reads is returned by the get() of its key (and
+  // ignored if none asks); keys read are in the read set like any read.
+  // `for_update` marks them all to be written. The default reads at once.
+  virtual Abort read_ahead(std::span<const TableKey> keys, bool for_update) {
+    return prefetch(keys, for_update);
+  }
+
+  // Creates a record with `value`. The key must not exist: the insert is
+  // locked and checked at validation, and the transaction aborts with
+  // kDuplicateInsert when the key is present then (or was already read in
+  // this transaction). Later get()s of the key in this transaction see it.
+  virtual Abort insert(TableId t, Key k, const void* value) = 0;
+  // Deletes a record (read first if this transaction has not read it):
+  // locked at validation, removed at commit. kRecordMissing when absent.
+  virtual Abort remove(TableId t, Key k) = 0;
+  // Rows of an ordered table with from <= key <= to, ascending, at most
+  // `limit` of them: keys into out->keys, values back to back (the table's
+  // value size each) into out->values. The scanned range is validated at
+  // commit: a concurrent insert into or delete from it, or a change of a
+  // returned row, aborts the transaction (kVersionChanged) — no phantoms.
+  struct Rows {
+    std::vector<Key> keys;
+    std::vector<uint8_t> values;
+  };
+  virtual Abort scan(TableId t, Key from, Key to, size_t limit, Rows* out) = 0;
   // The procedure gives up: returns kUserAbort for it to return.
   Abort user_abort() { return Abort::kUserAbort; }
 };

@@ -51,6 +51,7 @@ Result<std::unique_ptr<TxnNode>> TxnNode::start(const store::Catalog& catalog,
   rc.fabric = cfg.fabric;
   rc.control = cfg.control;
   rc.worker.coroutines = cfg.coroutines;
+  rc.worker.rpc_timeout_ms = cfg.rpc_timeout_ms;
   rc.regions = regions(catalog, cfg);
   auto rt = r2::NodeRuntime::start(rc);
   if (!rt.is_ok()) return rt.status();
@@ -106,15 +107,31 @@ Status TxnNode::setup_worker(r2::Worker& w, const r2::Region* scratch, const r2:
     return r ? std::make_pair(r->base, r->size) : std::make_pair(nullptr, size_t{0});
   }};
   DRTMX_RETURN_IF_ERROR(register_record_handlers(w, lr));
+  DRTMX_RETURN_IF_ERROR(register_index_handlers(w, *store_));
   reps_[t] = std::make_unique<Replicator>(w, rc);
   DRTMX_RETURN_IF_ERROR(reps_[t]->attach());
-  apps_[t] = std::make_unique<BackupApplier>(w, rc, log->base, [this](const RedoRecord& r) {
-    const store::TableSpec* spec = catalog_.find(r.table);
-    Result<bool> res =
-        spec == nullptr
-            ? Result<bool>(internal_error("log record of unknown table " + std::to_string(r.table)))
-            : store_->install(*spec, r.key, r.version, r.value, r.op == RedoOp::kDelete);
-    if (!res.is_ok()) install_errors_.fetch_add(1);
+  // Each key's changes are applied in version order (StoreNode::
+  // apply_in_order); one that arrives before an earlier change of its key
+  // waits in the applier (BackupApplier::TryInstall).
+  apps_[t] = std::make_unique<BackupApplier>(
+      w, rc, log->base, BackupApplier::TryInstall([this](const RedoRecord& r) {
+        const store::TableSpec* spec = catalog_.find(r.table);
+        using Change = store::tables::StoreNode::Change;
+        const Change c = r.op == RedoOp::kInsert   ? Change::kInsert
+                         : r.op == RedoOp::kDelete ? Change::kDelete
+                                                   : Change::kUpdate;
+        Result<bool> res = spec == nullptr
+                               ? Result<bool>(internal_error("log record of unknown table " +
+                                                             std::to_string(r.table)))
+                               : store_->apply_in_order(*spec, r.key, c, r.version, r.value);
+        if (!res.is_ok()) {
+          install_errors_.fetch_add(1);
+          return true;  // dropped (counted): finish() reports it
+        }
+        return *res;
+      }));
+  apps_[t]->set_prefetch([this](const RedoRecord& r) {
+    if (const store::TableSpec* spec = catalog_.find(r.table)) store_->prefetch(*spec, r.key);
   });
   const store::tables::ScratchPlan sp = scratch_plan(catalog_, cfg_);
   const size_t per_co = per_coroutine_arena();
@@ -181,7 +198,12 @@ Status TxnNode::finish(std::chrono::milliseconds limit) {
     while (applied() < expected && std::chrono::steady_clock::now() < until) {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
-    if (applied() < expected) {
+    bool corrupt = false;
+    for (auto& ap : apps_) corrupt |= ap && ap->corrupt();
+    if (corrupt) {
+      st = internal_error("txn node " + std::to_string(cfg_.fabric.node) +
+                          ": a log ring held a corrupt entry; its applier stopped");
+    } else if (applied() < expected) {
       st = timeout_error("txn node " + std::to_string(cfg_.fabric.node) + ": backups applied " +
                          std::to_string(applied()) + " of " + std::to_string(expected) +
                          " log entries within the drain timeout");
@@ -212,6 +234,7 @@ TxnStats TxnNode::stats() const {
   for (const auto& e : engines_) {
     if (!e) continue;
     s.committed += e->stats().committed;
+    s.reads_ahead += e->stats().reads_ahead;
     for (int i = 0; i < kAbortKinds; ++i) s.aborts[i] += e->stats().aborts[i];
   }
   return s;

@@ -45,6 +45,9 @@ struct TxnNodeConfig {
   size_t arena_bytes = 64 * 1024;          // per coroutine, plus the log images
   store::tables::NodeCacheOptions caches;  // threads filled in
   std::chrono::milliseconds drain_timeout{30000};
+  // An RPC without every reply after this long fails: the transaction
+  // aborts with kNodeFailure (r2::WorkerConfig::rpc_timeout_ms).
+  uint32_t rpc_timeout_ms = 10000;
 };
 
 // What a transaction coroutine gets.

@@ -1,8 +1,36 @@
-// The Validate phase: lock the write set, then check the read set.
+// The Validate phase: reserve the inserts, lock the write set, re-scan the
+// scanned ranges (phantoms), then check the read set.
 #include "store/record.h"
 #include "txn/engine.h"
 
 namespace drtmx::txn {
+
+// Inserts: one reserve RPC per primary (index_ops.h). A reserved record is
+// locked with our lock word, so from here on it is `held` like a locked
+// record; release() drops it again.
+Abort Engine::reserve_inserts() {
+  reservations_.clear();
+  for (const Access& a : set_) {
+    if (a.insert) reservations_.push_back({a.table, a.key, 0, Abort::kNodeFailure, {}, 0});
+  }
+  if (reservations_.empty()) return Abort::kNone;
+  Status s = loc_.reserve(co_, reservations_, lock_word_);
+  Abort failure = s.is_ok() ? Abort::kNone : Abort::kNodeFailure;
+  size_t i = 0;
+  for (Access& a : set_) {
+    if (!a.insert) continue;
+    const Reservation& r = reservations_[i++];
+    if (r.result == Abort::kNone) {
+      a.ref.addr = r.addr;
+      a.ref.version = r.base_version;  // Commit writes base + 1
+      a.incarnation = r.incarnation;
+      a.held = true;
+    } else if (failure == Abort::kNone) {
+      failure = r.result;
+    }
+  }
+  return failure;
+}
 
 Abort Engine::validate() {
   bool writes = false;
@@ -11,15 +39,24 @@ Abort Engine::validate() {
   const CheckPath check = writes ? policy_.validate : policy_.ro_validate;
   Abort failure = Abort::kNone;
 
+  // 0. Reserve the inserted keys (they are then held like locked records).
+  if (Abort r = reserve_inserts(); r != Abort::kNone) {
+    release(policy_.passive_ack);
+    return r;
+  }
+
   // 1. Lock every record to write (and check it did not change since read).
   if (writes && lock == LockPath::kCas) {
     batch_.clear();
     slots_.clear();
     for (Access& a : set_) {
-      if (!a.write) continue;
+      if (!a.write || a.insert) continue;
       auto* old = reinterpret_cast<uint64_t*>(alloc(8));
       auto* st = reinterpret_cast<LockState*>(alloc(sizeof(LockState)));
-      if (old == nullptr || st == nullptr) return Abort::kNotSupported;
+      if (old == nullptr || st == nullptr) {
+        release(policy_.passive_ack);
+        return Abort::kNotSupported;
+      }
       *old = ~uint64_t{0};  // "not acquired" unless the CAS ran
       add_lock(batch_, a.ref, lock_word_, old, st);
       slots_.push_back({old, st});
@@ -27,7 +64,7 @@ Abort Engine::validate() {
     (void)co_.run(batch_);
     size_t i = 0;
     for (Access& a : set_) {
-      if (!a.write) continue;
+      if (!a.write || a.insert) continue;
       const size_t op = 2 * i;  // add_lock queues CAS then READ
       auto [old, st] = slots_[i++];
       const bool cas_ok = batch_.status(op) == r2::OpStatus::kOk;
@@ -45,12 +82,12 @@ Abort Engine::validate() {
   } else if (writes) {
     refs_.clear();
     for (const Access& a : set_) {
-      if (a.write) refs_.push_back(a.ref);
+      if (a.write && !a.insert) refs_.push_back(a.ref);
     }
-    Status s = rpc_lock(co_, refs_, lock_word_, &results_);
+    Status s = refs_.empty() ? Status::ok() : rpc_lock(co_, refs_, lock_word_, &results_);
     size_t i = 0;
     for (Access& a : set_) {
-      if (!a.write) continue;
+      if (!a.write || a.insert) continue;
       const ItemResult r = s.is_ok() ? results_[i++] : ItemResult{};
       // After a failed call some primaries may have locked: release them
       // all — the RPC unlock clears only a lock that holds our lock word.
@@ -70,7 +107,15 @@ Abort Engine::validate() {
     return failure;
   }
 
-  // 2. Check every record only read: unchanged and not locked by others.
+  // 2. Phantoms: the scanned ranges, before the read checks (see
+  // validate_scans for why this order).
+  if (Abort r = validate_scans(check); r != Abort::kNone) return r;
+
+  // 3. Check every record only read: unchanged and unlocked. Not "or
+  // locked by us": we lock only the write set, and a lock with our lock
+  // word on a record we only read is left by an earlier transaction of this
+  // coroutine whose release or delete is still in flight (passive ACK) —
+  // that record is about to change.
   size_t reads = 0;
   for (const Access& a : set_) reads += !a.write;
   if (reads == 0) return Abort::kNone;
@@ -94,7 +139,7 @@ Abort Engine::validate() {
       size_t i = 0;
       for (const Access& a : set_) {
         if (a.write) continue;
-        if (!unchanged(*states[i++], a.ref, lock_word_)) failure = Abort::kVersionChanged;
+        if (!unchanged(*states[i++], a.ref, /*my_lock=*/0)) failure = Abort::kVersionChanged;
       }
     }
   } else {
@@ -102,7 +147,7 @@ Abort Engine::validate() {
     for (const Access& a : set_) {
       if (!a.write) refs_.push_back(a.ref);
     }
-    Status s = rpc_check(co_, refs_, lock_word_, &results_);
+    Status s = rpc_check(co_, refs_, /*my_lock=*/0, &results_);
     if (!s.is_ok()) {
       failure = Abort::kNodeFailure;
     } else {
@@ -115,19 +160,77 @@ Abort Engine::validate() {
   return failure;
 }
 
-void Engine::release(bool passive) {
-  auto* zero = reinterpret_cast<uint64_t*>(alloc(8));
-  if (policy_.lock == LockPath::kCas && zero != nullptr) {
-    *zero = 0;
-    batch_.clear();
-    for (Access& a : set_) {
-      if (a.held) add_unlock(batch_, a.ref, zero, passive);
+// Phantoms: scan every scanned range again, after the write set is locked
+// and the inserts reserved. The keys must be those seen in Execute, apart
+// from this transaction's own reservations. A key another transaction
+// inserted (committed, or reserved and locked: it may commit before us) or
+// deleted since makes the range differ: kVersionChanged.
+//
+// Order: this re-scan runs after every Execute read and before the read
+// checks. Then its end is one instant at which every read is current: the
+// range holds exactly the keys seen (a key inserted and deleted again
+// between Execute and the re-scan is invisible to a key-set comparison,
+// but whatever it changed elsewhere — a counter — is checked after this
+// instant and fails), and each record read is unchanged from its read to
+// its check, hence at that instant. Checking records first and re-scanning
+// after would leave no such instant.
+Abort Engine::validate_scans(CheckPath check) {
+  const ReadPath path = check == CheckPath::kRpc ? ReadPath::kRpc : ReadPath::kOneSidedCached;
+  for (const ScanSet& sc : scans_) {
+    size_t mine = 0;
+    for (const Access& a : set_) {
+      mine += a.insert && a.table == sc.table && a.key >= sc.from && a.key <= sc.to;
     }
-    (void)co_.run(batch_);
+    // One row more than expected is enough to see a difference.
+    Abort r = loc_.scan(co_, path, sc.table, sc.from, sc.to, sc.keys.size() + mine + 1, &scan_keys_,
+                        &scan_values_, &scan_refs_, &scan_incs_);
+    if (r == Abort::kNone) {
+      size_t j = 0;
+      for (Key k : scan_keys_) {
+        if (j < sc.keys.size() && sc.keys[j] == k) {
+          ++j;
+          continue;
+        }
+        const Access* a = find(sc.table, k);
+        if (a != nullptr && a->insert) continue;  // our own reservation
+        r = Abort::kVersionChanged;               // inserted by another
+        break;
+      }
+      if (j != sc.keys.size()) r = Abort::kVersionChanged;  // deleted by another
+    }
+    if (r != Abort::kNone) {
+      release(policy_.passive_ack);
+      return r;
+    }
+  }
+  return Abort::kNone;
+}
+
+void Engine::release(bool passive) {
+  // Reservations go: the primary unpublishes and frees them (a reader may
+  // hold the address; it finds kDeleted with version 1).
+  held_.clear();
+  for (const Access& a : set_) {
+    if (a.held && a.insert) held_.push_back({a.table, a.key, a.ref.addr, a.incarnation});
+  }
+  if (!held_.empty()) (void)loc_.remove_held(co_, held_, lock_word_, passive);
+  size_t locks = 0;
+  for (const Access& a : set_) locks += a.held && !a.insert;
+  auto* olds = reinterpret_cast<uint64_t*>(alloc(8 * (locks + 1)));
+  if (policy_.lock == LockPath::kCas && olds != nullptr) {
+    // CAS, not WRITE 0: a lock taken on a slot whose record was deleted
+    // meanwhile may have been overwritten by the slot's next tenant
+    // (record_ops.h, add_release).
+    batch_.clear();
+    size_t i = 0;
+    for (Access& a : set_) {
+      if (a.held && !a.insert) add_release(batch_, a.ref, lock_word_, &olds[i++], passive);
+    }
+    if (!batch_.empty()) (void)co_.run(batch_);
   } else {
     refs_.clear();
     for (Access& a : set_) {
-      if (a.held) refs_.push_back(a.ref);
+      if (a.held && !a.insert) refs_.push_back(a.ref);
     }
     if (!refs_.empty()) (void)rpc_unlock(co_, refs_, lock_word_, passive);
   }

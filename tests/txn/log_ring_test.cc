@@ -185,6 +185,31 @@ TEST(LogRing, AGapTooSmallForAnEntryIsSkippedAlikeOnBothSides) {
   EXPECT_EQ(pl[0].offset, 0u);
 }
 
+TEST(LogRing, WrapEntriesAreNotCountedAsDataEntries) {
+  // TxnNode drains by comparing the writers' entries() with the readers'
+  // applied counts: wrap entries must count on neither side.
+  std::vector<uint8_t> ring(4096, 0), image(8192), payload(1000, 9);
+  LogWriter w(0, 4096);
+  LogReader r(ring.data(), 4096, 1);
+  LogWriter::Placement pl[2];
+  uint64_t applied = 0, wraps = 0;
+  for (int i = 0; i < 40; ++i) {
+    auto n = w.prepare(payload.data(), 1000, image.data(), pl);
+    ASSERT_TRUE(n.is_ok() && *n >= 1);
+    wraps += *n - 1;
+    size_t img = 0;
+    for (int k = 0; k < *n; ++k) {
+      std::memcpy(ring.data() + pl[k].offset, image.data() + img, pl[k].bytes);
+      img += pl[k].bytes;
+    }
+    applied += r.poll([](uint64_t, const uint8_t*, uint32_t) {}, 8).applied;
+    w.on_reclaimed(r.head());
+  }
+  EXPECT_GT(wraps, 5u);
+  EXPECT_EQ(w.entries(), 40u);
+  EXPECT_EQ(applied, w.entries());
+}
+
 TEST(LogRing, ErrorsAndCorruption) {
   LogWriter w(0, 4096);
   std::vector<uint8_t> big(4096), image(8192);

@@ -172,6 +172,54 @@ TEST(Replication, ABackupThatNeverAppliesMakesLogFullNotAHang) {
   EXPECT_EQ(checks.load(), 1);
 }
 
+TEST(Replication, LogFullOnOneBackupReservesNothingOnTheOthers) {
+  // Backup 2's ring fills (small ring, big entries, no applier) while
+  // backup 1's still has room. The transaction that finds backup 2 full
+  // must not have reserved an entry on backup 1's ring: an entry reserved
+  // and never written is a hole no reader gets past.
+  ReplicationConfig cfg;
+  cfg.layout = {3, 1, 4096};
+  cfg.log_region = kLog;
+  cfg.full_timeout_ms = 100;
+  const size_t img = Replicator::image_bytes(cfg);
+  auto c =
+      r2::testing::InProcCluster::make(3, 1, {{kLog, cfg.layout.region_bytes()}, {kScratch, img}});
+  ASSERT_TRUE(c->error.is_ok());
+  std::unique_ptr<Replicator> rep;
+  std::atomic<int> checks{0};
+  r2::WorkerConfig wc;
+  wc.coroutines = 1;
+  auto run = r2::testing::run_workers(*c, wc, [&](r2::Worker& w) {
+    if (w.node() != 0) return;  // no appliers anywhere
+    rep = std::make_unique<Replicator>(w, cfg);
+    ASSERT_TRUE(rep->attach().is_ok());
+    ASSERT_TRUE(w.spawn([&](Co& co) {
+                   LogBuffers buf;
+                   buf.images = c->base(0, kScratch);
+                   std::vector<uint8_t> small(8, 1), big(400, 2);
+                   RedoRecord to1, to2;
+                   to1.value = small;
+                   to2.value = big;
+                   Status s;
+                   uint64_t logged = 0;
+                   for (int i = 0; i < 1000 && s.is_ok(); ++i) {
+                     to1.version = to2.version = i + 1;
+                     const BackupEntry entries[2] = {{1, {&to1, 1}}, {2, {&to2, 1}}};
+                     s = rep->log(co, entries, buf);
+                     logged += s.is_ok();
+                   }
+                   EXPECT_EQ(s.code(), Code::kResourceExhausted) << s.to_string();
+                   EXPECT_GT(logged, 2u);
+                   EXPECT_EQ(rep->writers()[1].entries(), logged);
+                   EXPECT_EQ(rep->writers()[2].entries(), logged);
+                   EXPECT_TRUE(rep->writers()[1].fits(8));  // backup 1 still had room
+                   ++checks;
+                 }).is_ok());
+  });
+  EXPECT_FALSE(run.timed_out);
+  EXPECT_EQ(checks.load(), 1);
+}
+
 TEST(Replication, RedoPayloadsRoundTripAndMalformedOnesAreRefused) {
   std::vector<uint8_t> a(5, 1), b(16, 2), out;
   RedoRecord in[3];

@@ -84,8 +84,19 @@ Result<int> LogWriter::prepare(const void* payload, uint32_t len, uint8_t* image
   const uint64_t at = tail_ & (bytes_ - 1);
   build(image + img, kLogData, ++seq_, payload, len);
   out[n++] = {base_ + at, static_cast<uint32_t>(need), seq_};
+  ++data_entries_;
   tail_ += need + gap;
   return n;
+}
+
+bool LogWriter::fits(uint32_t len) const {
+  if (len > max_payload()) return true;  // prepare() reports the error
+  const uint64_t need = log_entry_bytes(len);
+  const uint64_t pos = tail_ & (bytes_ - 1);
+  const uint64_t skip = need > bytes_ - pos ? bytes_ - pos : 0;
+  const uint64_t end_pos = (tail_ + skip + need) & (bytes_ - 1);
+  const uint64_t gap = end_pos != 0 && bytes_ - end_pos < kMinEntry ? bytes_ - end_pos : 0;
+  return skip + need + gap <= bytes_ - (tail_ - head_);
 }
 
 void LogWriter::on_reclaimed(uint64_t head) {

@@ -92,20 +92,28 @@ class LogWriter {
   // payload above max_payload().
   Result<int> prepare(const void* payload, uint32_t len, uint8_t* image, Placement out[2]);
 
+  // True when prepare() of a `len`-byte payload would find room now (it
+  // changes nothing; a caller placing entries on several rings checks them
+  // all first, so it never reserves space on one ring and then gives up).
+  bool fits(uint32_t len) const;
+
   // The backup reported that everything before ring position `head`
   // (monotonic byte count) has been applied and freed.
   void on_reclaimed(uint64_t head);
 
   uint64_t tail() const { return tail_; }
   uint64_t head() const { return head_; }
-  uint64_t entries() const { return seq_; }
+  // Data entries prepared so far (wrap entries, which carry no records and
+  // which a reader does not count as applied, excluded).
+  uint64_t entries() const { return data_entries_; }
 
  private:
   uint64_t base_;
   uint32_t bytes_;
-  uint64_t tail_ = 0;  // monotonic byte position of the next entry
-  uint64_t head_ = 0;  // reclaimed up to here (as last reported)
-  uint64_t seq_ = 0;
+  uint64_t tail_ = 0;          // monotonic byte position of the next entry
+  uint64_t head_ = 0;          // reclaimed up to here (as last reported)
+  uint64_t seq_ = 0;           // data and wrap entries
+  uint64_t data_entries_ = 0;  // data entries only
 };
 
 class LogReader {

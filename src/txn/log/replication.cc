@@ -87,40 +87,56 @@ Status Replicator::log(r2::Co& co, std::span<const BackupEntry> entries, LogBuff
   if (entries.empty()) return Status::ok();
   const size_t stride = cfg_.layout.ring_bytes / 2 + 64;
   if (buf.payloads.size() < entries.size()) buf.payloads.resize(entries.size());
-  r2::OpBatch batch;
-  uint64_t deadline = 0;
+  // 1. Encode, and wait until every backup's ring has room for its entry.
+  //    Nothing is reserved before all fit: an entry prepared on one ring
+  //    and then given up (log full on another) would leave a hole that
+  //    blocks that ring's reader forever.
   for (size_t e = 0; e < entries.size(); ++e) {
-    const r2::NodeId b = entries[e].node;
-    if (b >= writers_.size()) {
-      return invalid_argument("log(): backup node " + std::to_string(b) +
+    if (entries[e].node >= writers_.size()) {
+      return invalid_argument("log(): backup node " + std::to_string(entries[e].node) +
                               " is outside the cluster");
     }
-    std::vector<uint8_t>& payload = buf.payloads[e];
-    encode_redo(entries[e].records, &payload);
-    const uint32_t len = static_cast<uint32_t>(payload.size());
+    encode_redo(entries[e].records, &buf.payloads[e]);
+    if (buf.payloads[e].size() > writers_[entries[e].node].max_payload()) {
+      return out_of_range("log entry of " + std::to_string(buf.payloads[e].size()) +
+                          " bytes exceeds " +
+                          std::to_string(writers_[entries[e].node].max_payload()) +
+                          " (half a log ring); raise --log-ring-kb or write less per transaction");
+    }
+  }
+  uint64_t deadline = 0;
+  for (;;) {
+    size_t full = entries.size();
+    for (size_t e = 0; e < entries.size() && full == entries.size(); ++e) {
+      if (!writers_[entries[e].node].fits(static_cast<uint32_t>(buf.payloads[e].size()))) full = e;
+    }
+    if (full == entries.size()) break;
+    // Back-pressure: wait for that backup to apply and reclaim.
+    ++full_waits_;
+    const uint64_t now = r2::now_ns();
+    if (deadline == 0) deadline = now + uint64_t{cfg_.full_timeout_ms} * 1000000;
+    if (now > deadline) {
+      return exhausted("log full: the log ring on node " + std::to_string(entries[full].node) +
+                       " stayed full for " + std::to_string(cfg_.full_timeout_ms) +
+                       " ms (is its applier running? raise --log-ring-bytes)");
+    }
+    co.yield();
+  }
+  // 2. Reserve and build every entry (no yield in between: no other
+  //    coroutine of this worker can take the room), then WRITE them all.
+  r2::OpBatch batch;
+  for (size_t e = 0; e < entries.size(); ++e) {
+    const r2::NodeId b = entries[e].node;
+    const std::vector<uint8_t>& payload = buf.payloads[e];
     uint8_t* image = buf.images + b * stride;
     LogWriter::Placement pl[2];
-    for (;;) {
-      auto n = writers_[b].prepare(payload.data(), len, image, pl);
-      if (!n) return n.status();
-      if (*n > 0) {
-        uint32_t off = 0;
-        for (int k = 0; k < *n; ++k) {
-          batch.write({b, cfg_.log_region, pl[k].offset}, image + off, pl[k].bytes);
-          off += pl[k].bytes;
-        }
-        break;
-      }
-      // Back-pressure: wait for the backup to apply and reclaim.
-      ++full_waits_;
-      const uint64_t now = r2::now_ns();
-      if (deadline == 0) deadline = now + uint64_t{cfg_.full_timeout_ms} * 1000000;
-      if (now > deadline) {
-        return exhausted("log full: the log ring on node " + std::to_string(b) +
-                         " stayed full for " + std::to_string(cfg_.full_timeout_ms) +
-                         " ms (is its applier running? raise --log-ring-bytes)");
-      }
-      co.yield();
+    auto n = writers_[b].prepare(payload.data(), static_cast<uint32_t>(payload.size()), image, pl);
+    if (!n) return n.status();  // cannot happen: sizes were checked above
+    if (*n == 0) return internal_error("log(): a ring that had room refused the entry");
+    uint32_t off = 0;
+    for (int k = 0; k < *n; ++k) {
+      batch.write({b, cfg_.log_region, pl[k].offset}, image + off, pl[k].bytes);
+      off += pl[k].bytes;
     }
   }
   const r2::OpStatus st = co.run(batch);
@@ -133,6 +149,13 @@ Status Replicator::log(r2::Co& co, std::span<const BackupEntry> entries, LogBuff
 
 BackupApplier::BackupApplier(r2::Worker& w, const ReplicationConfig& cfg, uint8_t* log_base,
                              Install install)
+    : BackupApplier(w, cfg, log_base, TryInstall([f = std::move(install)](const RedoRecord& r) {
+                      f(r);
+                      return true;
+                    })) {}
+
+BackupApplier::BackupApplier(r2::Worker& w, const ReplicationConfig& cfg, uint8_t* log_base,
+                             TryInstall install)
     : w_(w), cfg_(cfg), install_(std::move(install)) {
   const uint32_t every = cfg.reclaim_every ? cfg.reclaim_every : cfg.layout.ring_bytes / 4;
   for (uint16_t n = 0; n < cfg.layout.nodes; ++n) {
@@ -142,9 +165,39 @@ BackupApplier::BackupApplier(r2::Worker& w, const ReplicationConfig& cfg, uint8_
   w.add_poller([this] { return poll(); });
 }
 
+void BackupApplier::entry_done() {
+  applied_.store(applied_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+}
+
+// Offers the deferred records again, oldest first, until a pass takes none.
+bool BackupApplier::retry_deferred() {
+  bool any = false;
+  for (bool progress = true; progress && !deferred_.empty();) {
+    progress = false;
+    for (size_t i = 0; i < deferred_.size();) {
+      if (!install_(deferred_[i].rec)) {
+        ++i;
+        continue;
+      }
+      const uint64_t entry = deferred_[i].entry;
+      deferred_.erase(deferred_.begin() + static_cast<ptrdiff_t>(i));
+      for (size_t w = 0; w < waiting_.size(); ++w) {
+        if (waiting_[w].first != entry) continue;
+        if (--waiting_[w].second == 0) {
+          waiting_.erase(waiting_.begin() + static_cast<ptrdiff_t>(w));
+          entry_done();
+        }
+        break;
+      }
+      progress = any = true;
+    }
+  }
+  return any;
+}
+
 bool BackupApplier::poll() {
   if (corrupt_) return false;
-  bool work = false;
+  bool work = retry_deferred();
   for (uint16_t n = 0; n < readers_.size(); ++n) {
     LogReader& r = readers_[n];
     auto res = r.poll(
@@ -153,8 +206,24 @@ bool BackupApplier::poll() {
             corrupt_ = true;
             return;
           }
-          for (const RedoRecord& rec : decoded_) install_(rec);
-          applied_.store(applied_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+          const uint64_t entry = next_entry_++;
+          uint32_t later = 0;
+          if (prefetch_) {
+            for (const RedoRecord& rec : decoded_) prefetch_(rec);
+          }
+          for (const RedoRecord& rec : decoded_) {
+            if (install_(rec)) continue;
+            // Not yet: keep a copy (the ring slot is zeroed after this).
+            Deferred d{rec, {rec.value.begin(), rec.value.end()}, entry};
+            deferred_.push_back(std::move(d));
+            deferred_.back().rec.value = deferred_.back().value;
+            ++later;
+          }
+          if (later == 0) {
+            entry_done();
+          } else {
+            waiting_.emplace_back(entry, later);
+          }
         },
         32);
     if (res.corrupt) corrupt_ = true;

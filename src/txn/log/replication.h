@@ -106,8 +106,24 @@ class Replicator {
 class BackupApplier {
  public:
   using Install = std::function<void(const RedoRecord&)>;
+  // As Install, and may answer "not yet" (false): the record is not the
+  // next change of its key on this copy — an earlier one, logged by another
+  // coordinator into another ring, has not been applied yet. The applier
+  // keeps a copy of such a record and offers it again, in arrival order,
+  // on every later poll until it is taken; its entry counts as applied only
+  // then. Since a transaction logs only after the transactions it depends
+  // on committed (their entries are already in the rings), whatever a
+  // deferred record waits for is in some ring and arrives: no deadlock.
+  using TryInstall = std::function<bool(const RedoRecord&)>;
   // `log_base`: this node's log region. Registers itself as a poller.
   BackupApplier(r2::Worker& w, const ReplicationConfig& cfg, uint8_t* log_base, Install install);
+  BackupApplier(r2::Worker& w, const ReplicationConfig& cfg, uint8_t* log_base, TryInstall install);
+
+  // Optional: called for every record of an entry before any of them is
+  // installed, so the installer can prefetch what it will touch (a backup's
+  // buckets are DRAM misses; an entry's records then overlap them).
+  using Prefetch = std::function<void(const RedoRecord&)>;
+  void set_prefetch(Prefetch p) { prefetch_ = std::move(p); }
 
   // Entries installed so far; readable from any thread (release/acquire:
   // a reader that sees n also sees the first n entries installed).
@@ -115,12 +131,25 @@ class BackupApplier {
   // True when a ring held an entry that is not the next in sequence or a
   // payload that does not decode: the applier stopped that ring.
   bool corrupt() const { return corrupt_; }
+  // Records waiting for an earlier change of their key (worker thread only).
+  size_t deferred() const { return deferred_.size(); }
 
  private:
+  struct Deferred {
+    RedoRecord rec;  // value points into `value`
+    std::vector<uint8_t> value;
+    uint64_t entry;  // index into waiting_
+  };
   bool poll();
+  bool retry_deferred();
+  void entry_done();
   r2::Worker& w_;
   ReplicationConfig cfg_;
-  Install install_;
+  TryInstall install_;
+  Prefetch prefetch_;
+  std::vector<Deferred> deferred_;
+  std::vector<std::pair<uint64_t, uint32_t>> waiting_;  // (entry id, records deferred)
+  uint64_t next_entry_ = 0;
   std::vector<LogReader> readers_;  // by coordinator node (thread = this worker's)
   std::vector<RedoRecord> decoded_;
   std::atomic<uint64_t> applied_{0};

@@ -1,0 +1,239 @@
+#include "txn/index_ops.h"
+
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "store/tables/plan.h"
+#include "store/tables/store_node.h"
+
+namespace drtmx::txn {
+namespace {
+
+struct Header {
+  uint64_t lock_word;
+  uint32_t count;
+  uint32_t pad;
+};
+struct Item {
+  uint16_t table;
+  uint16_t pad;
+  uint32_t incarnation;
+  uint64_t key;
+  uint64_t offset;
+};
+struct ReserveReply {
+  uint8_t code;
+  uint8_t pad[3];
+  uint32_t incarnation;
+  uint64_t offset;
+  uint64_t base;  // the version the record commits above
+};
+static_assert(sizeof(Header) == 16 && sizeof(Item) == 24 && sizeof(ReserveReply) == 24);
+
+enum Code : uint8_t {
+  kOk = 0,
+  kExists = 1,    // a committed record has the key
+  kReserved = 2,  // another transaction reserved it, or the record is locked
+  kNoSpace = 3,   // out of record slots / leaves
+  kNotHere = 4,   // this node is not the primary, or not the held record
+  kBadTable = 5,  // unknown table, or one without records
+  kFailed = 6,    // anything else
+};
+
+Code code_of(const Status& s) {
+  switch (s.code()) {
+    case drtmx::Code::kOk:
+      return kOk;
+    case drtmx::Code::kAlreadyExists:
+      return kExists;
+    case drtmx::Code::kUnavailable:
+      return kReserved;
+    case drtmx::Code::kResourceExhausted:
+      return kNoSpace;
+    case drtmx::Code::kNotFound:
+      return kNotHere;
+    case drtmx::Code::kInvalidArgument:
+      return kBadTable;
+    default:
+      return kFailed;
+  }
+}
+
+Abort abort_of(uint8_t c) {
+  switch (c) {
+    case kOk:
+      return Abort::kNone;
+    case kExists:
+      return Abort::kDuplicateInsert;
+    case kReserved:
+      return Abort::kLockHeld;
+    case kNoSpace:
+    case kBadTable:
+      return Abort::kNotSupported;
+    default:
+      return Abort::kNodeFailure;
+  }
+}
+
+// Parses a request; false (after an error reply, when one is wanted) if
+// its length is not exactly a header and `count` items.
+bool parse(r2::RpcRequest& req, Header* h, std::vector<Item>* items) {
+  const auto p = req.payload();
+  if (p.size() < sizeof(Header)) {
+    if (req.wants_reply()) {
+      req.reply_error("index request of " + std::to_string(p.size()) + " bytes is truncated");
+    }
+    return false;
+  }
+  std::memcpy(h, p.data(), sizeof *h);
+  if ((p.size() - sizeof(Header)) / sizeof(Item) != h->count ||
+      (p.size() - sizeof(Header)) % sizeof(Item) != 0) {
+    if (req.wants_reply()) {
+      req.reply_error("index request of " + std::to_string(p.size()) + " bytes does not hold " +
+                      std::to_string(h->count) + " items");
+    }
+    return false;
+  }
+  items->resize(h->count);
+  if (h->count != 0) std::memcpy(items->data(), p.data() + sizeof(Header), h->count * sizeof(Item));
+  return true;
+}
+
+template <typename T>
+void append(std::vector<uint8_t>* out, const T& v) {
+  const auto* b = reinterpret_cast<const uint8_t*>(&v);
+  out->insert(out->end(), b, b + sizeof v);
+}
+
+// Groups item indices by primary node (order kept within a node).
+template <typename GetNode>
+std::map<r2::NodeId, std::vector<size_t>> by_node(size_t n, GetNode node_of) {
+  std::map<r2::NodeId, std::vector<size_t>> g;
+  for (size_t i = 0; i < n; ++i) g[node_of(i)].push_back(i);
+  return g;
+}
+
+}  // namespace
+
+Status register_index_handlers(r2::Worker& w, store::tables::StoreNode& sn) {
+  DRTMX_RETURN_IF_ERROR(w.register_handler(kRpcReserve, [&sn](r2::RpcRequest& req) {
+    Header h;
+    std::vector<Item> items;
+    if (!parse(req, &h, &items)) return;
+    std::vector<ReserveReply> out(items.size(), ReserveReply{});
+    for (size_t i = 0; i < items.size(); ++i) {
+      const store::TableSpec* t = sn.catalog().find(items[i].table);
+      if (t == nullptr) {
+        out[i].code = kBadTable;
+        continue;
+      }
+      uint64_t base = 0;
+      Result<store::tables::RecordAddr> r = sn.reserve(*t, items[i].key, h.lock_word, &base);
+      out[i].code = code_of(r.status());
+      if (r.is_ok()) {
+        out[i].base = base;
+        out[i].offset = r->offset;
+        out[i].incarnation = r->incarnation;
+      }
+    }
+    req.reply(out.data(), static_cast<uint32_t>(out.size() * sizeof(ReserveReply)));
+  }));
+  return w.register_handler(kRpcRemoveHeld, [&sn](r2::RpcRequest& req) {
+    Header h;
+    std::vector<Item> items;
+    if (!parse(req, &h, &items)) return;
+    std::vector<uint8_t> out(items.size(), kBadTable);
+    for (size_t i = 0; i < items.size(); ++i) {
+      const store::TableSpec* t = sn.catalog().find(items[i].table);
+      if (t == nullptr) continue;
+      const store::tables::RecordAddr a{items[i].offset, items[i].incarnation, 0};
+      out[i] = code_of(sn.remove_held(*t, items[i].key, a, h.lock_word));
+    }
+    if (req.wants_reply()) req.reply(out.data(), static_cast<uint32_t>(out.size()));
+  });
+}
+
+Status rpc_reserve(r2::Co& co, std::span<Reservation> items, uint64_t lock_word) {
+  for (Reservation& r : items) r.result = Abort::kNodeFailure;
+  auto groups = by_node(items.size(), [&](size_t i) { return items[i].primary; });
+  std::vector<r2::Target> targets;
+  std::vector<std::vector<uint8_t>> reqs;
+  std::vector<std::vector<size_t>> index;
+  for (auto& [node, idx] : groups) {
+    reqs.emplace_back();
+    append(&reqs.back(), Header{lock_word, static_cast<uint32_t>(idx.size()), 0});
+    for (size_t i : idx) {
+      append(&reqs.back(), Item{items[i].table, 0, 0, items[i].key, 0});
+    }
+    targets.push_back({node, co.thread()});
+    index.push_back(idx);
+  }
+  if (targets.empty()) return Status::ok();
+  std::vector<std::span<const uint8_t>> bodies(reqs.begin(), reqs.end());
+  std::vector<r2::RpcBuffer> replies(targets.size());
+  DRTMX_RETURN_IF_ERROR(co.call(targets, kRpcReserve, bodies, replies));
+  for (size_t g = 0; g < targets.size(); ++g) {
+    if (replies[g].size() != index[g].size() * sizeof(ReserveReply)) {
+      return internal_error("reserve reply of " + std::to_string(replies[g].size()) +
+                            " bytes for " + std::to_string(index[g].size()) + " keys");
+    }
+    for (size_t k = 0; k < index[g].size(); ++k) {
+      ReserveReply rr;
+      std::memcpy(&rr, replies[g].data() + k * sizeof rr, sizeof rr);
+      Reservation& r = items[index[g][k]];
+      r.result = abort_of(rr.code);
+      if (r.result == Abort::kNone) {
+        r.addr = {targets[g].node, store::tables::table_region(r.table), rr.offset};
+        r.incarnation = rr.incarnation;
+        r.base_version = rr.base;
+      }
+    }
+  }
+  return Status::ok();
+}
+
+Status rpc_remove_held(r2::Co& co, std::span<const HeldRecord> items, uint64_t lock_word,
+                       bool passive) {
+  auto groups = by_node(items.size(), [&](size_t i) { return items[i].addr.node; });
+  std::vector<r2::Target> targets;
+  std::vector<std::vector<uint8_t>> reqs;
+  std::vector<size_t> counts;
+  for (auto& [node, idx] : groups) {
+    reqs.emplace_back();
+    append(&reqs.back(), Header{lock_word, static_cast<uint32_t>(idx.size()), 0});
+    for (size_t i : idx) {
+      const HeldRecord& h = items[i];
+      append(&reqs.back(), Item{h.table, 0, h.incarnation, h.key, h.addr.offset});
+    }
+    targets.push_back({node, co.thread()});
+    counts.push_back(idx.size());
+  }
+  if (targets.empty()) return Status::ok();
+  if (passive) {
+    for (size_t g = 0; g < targets.size(); ++g) {
+      DRTMX_RETURN_IF_ERROR(co.send_passive(targets[g], kRpcRemoveHeld, reqs[g].data(),
+                                            static_cast<uint32_t>(reqs[g].size())));
+    }
+    return Status::ok();
+  }
+  std::vector<std::span<const uint8_t>> bodies(reqs.begin(), reqs.end());
+  std::vector<r2::RpcBuffer> replies(targets.size());
+  DRTMX_RETURN_IF_ERROR(co.call(targets, kRpcRemoveHeld, bodies, replies));
+  for (size_t g = 0; g < targets.size(); ++g) {
+    if (replies[g].size() != counts[g]) {
+      return internal_error("remove reply of " + std::to_string(replies[g].size()) + " bytes for " +
+                            std::to_string(counts[g]) + " records");
+    }
+    for (uint8_t c : replies[g]) {
+      if (c != kOk) {
+        return internal_error("a primary did not remove a record this transaction held (code " +
+                              std::to_string(c) + ")");
+      }
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace drtmx::txn
