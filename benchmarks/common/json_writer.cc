@@ -82,6 +82,14 @@ JsonWriter& JsonWriter::value(int64_t v) {
   return *this;
 }
 
+JsonWriter& JsonWriter::raw(const std::string& json) {
+  before_value();
+  size_t end = json.size();
+  while (end > 0 && (json[end - 1] == '\n' || json[end - 1] == ' ')) --end;
+  out_.append(json, 0, end);
+  return *this;
+}
+
 JsonWriter& JsonWriter::value(bool b) {
   before_value();
   out_ += b ? "true" : "false";

@@ -31,6 +31,9 @@ class JsonWriter {
   JsonWriter& value(int v) { return value(static_cast<int64_t>(v)); }
   JsonWriter& value(unsigned v) { return value(static_cast<uint64_t>(v)); }
   JsonWriter& value(bool b);
+  // Inserts `json`, a complete JSON value produced elsewhere (e.g. another
+  // report), as the next value. The caller vouches for its syntax.
+  JsonWriter& raw(const std::string& json);
 
   // The document; complete once every begin_* has its end_*.
   const std::string& str() const { return out_; }

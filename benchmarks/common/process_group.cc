@@ -43,9 +43,12 @@ Status ProcessGroup::spawn(const std::string& name, const std::string& exe,
 Status ProcessGroup::wait_all(std::chrono::milliseconds timeout) {
   const auto until = std::chrono::steady_clock::now() + timeout;
   Status first;
-  size_t left = 0;
-  for (auto& c : children_) left += !c.done;
-  while (left > 0) {
+  auto running = [&] {
+    size_t n = 0;
+    for (auto& c : children_) n += !c.done;
+    return n;
+  };
+  while (running() > 0) {
     bool reaped = false;
     for (auto& c : children_) {
       if (c.done) continue;
@@ -53,7 +56,6 @@ Status ProcessGroup::wait_all(std::chrono::milliseconds timeout) {
       pid_t r = waitpid(c.pid, &st, WNOHANG);
       if (r == 0) continue;
       c.done = true;
-      --left;
       reaped = true;
       if (r < 0) continue;
       std::string why;
@@ -63,11 +65,11 @@ Status ProcessGroup::wait_all(std::chrono::milliseconds timeout) {
         why = c.name + " was killed by signal " + std::to_string(WTERMSIG(st));
       }
       if (!why.empty() && first.is_ok()) {
-        first = unavailable(why + " (its error is printed above)");
-        kill_all();  // the rest cannot finish without it
+        first = unavailable(WIFSIGNALED(st) ? why : why + " (its error is printed above)");
+        kill_all();  // the rest cannot finish without it (marks them done)
       }
     }
-    if (left == 0) break;
+    if (running() == 0) break;
     if (std::chrono::steady_clock::now() > until) {
       kill_all();
       return timeout_error("node processes did not finish within " +

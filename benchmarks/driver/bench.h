@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "r2/control/control.h"
 #include "r2/fabric_config.h"
 #include "workload.h"
 
@@ -21,13 +22,16 @@ struct BenchOptions {
   uint16_t coroutines = 8;
   double seconds = 10;
   double warmup = 2;
-  std::string policy = "drtmh";
+  std::string policy = "drtmh";                  // the preset a node runs
+  std::vector<std::string> policies;             // the launcher runs each in turn
   std::map<std::string, std::string> overrides;  // per-phase policy overrides
   uint16_t replicas = 0;                         // 0: min(3, nodes)
   bool inprocess = false;                        // nodes as threads of this process
   std::string json;
-  int node = -1;            // >= 0: run only this node (the launcher passes it)
-  std::string coordinator;  // node mode: where the coordinator listens
+  int node = -1;                  // >= 0: run only this node (the launcher passes it)
+  std::string coordinator;        // node mode: where the coordinator listens
+  bool host_coordinator = false;  // node 0 also serves the coordinator
+  uint32_t join_timeout_ms = 30000;
   uint64_t seed = 1;
   uint32_t log_ring_kb = 1024;
   std::map<std::string, std::string> workload;  // workload options (--accounts=...)
@@ -36,11 +40,20 @@ struct BenchOptions {
 
 // argv -> options; --help gives kNotFound with the usage text.
 Result<BenchOptions> parse_bench(int argc, char** argv);
+// parse_bench for a main(): prints the usage (--help) to stdout or the
+// error, prefixed with `program`, to stderr. Null with *exit_code set
+// (0 after --help, 2 after an error) when the program should stop.
+std::unique_ptr<BenchOptions> parse_for_main(int argc, char** argv, const char* program,
+                                             int* exit_code);
 // Builds the workload named by o.bench from o.workload (errors name the option).
 Result<std::unique_ptr<Workload>> make_workload(const BenchOptions& o);
-// Launcher: a coordinator here, the nodes as processes (default) or threads.
+// Launcher: a coordinator here, the nodes as drtmx-node processes (default)
+// or threads; with several policies, one run each, then a summary table.
 Status run_local_cluster(const BenchOptions& o);
 // One node, joined through o.coordinator; node 0 prints the report.
 Status run_bench_node(const BenchOptions& o);
+// The coordinator of a run, printing the nodes' per-second progress.
+Result<std::unique_ptr<r2::ControlServer>> start_coordinator(const BenchOptions& o,
+                                                             const std::string& listen);
 
 }  // namespace drtmx::bench

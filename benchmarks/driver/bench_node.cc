@@ -127,6 +127,9 @@ Status report(const BenchOptions& o, const Workload& wl, const txn::Policy& poli
     std::cout << "  " << std::left << std::setw(18) << types[i]
               << fmt(double(committed[i]) / window_s, 0) << "/s\n";
   }
+  std::vector<double> rates;
+  for (uint64_t c : committed) rates.push_back(double(c) / window_s);
+  if (const std::string extra = wl.report(rates); !extra.empty()) std::cout << extra;
   for (int i = 1; i < txn::kAbortKinds; ++i) {
     if (aborts[i] == 0) continue;
     std::cout << "  abort " << std::left << std::setw(18)
@@ -193,6 +196,7 @@ Status run_bench_node(const BenchOptions& o) {
   cfg.coroutines = o.coroutines;
   cfg.policy = *policy;
   cfg.log_ring_bytes = o.log_ring_kb * 1024;
+  cfg.arena_bytes = std::max(cfg.arena_bytes, (*wl)->arena_bytes());
   auto node = txn::TxnNode::start(*cat, cfg);
   if (!node.is_ok()) return node.status();
   txn::TxnNode& n = **node;
@@ -215,7 +219,6 @@ Status run_bench_node(const BenchOptions& o) {
     const size_t me = ctx.index - first_index;
     CoCounters& cc = counters[me];
     auto client = (*wl)->client(ctx.index, o.seed);
-    uint64_t rng = (o.seed + ctx.index) * 0x9E3779B97F4A7C15ull | 1;
     while (sh.phase.load(std::memory_order_relaxed) != 2) {
       TxnDraw d = client->next();
       const uint64_t t0 = r2::now_ns();
@@ -238,11 +241,8 @@ Status run_bench_node(const BenchOptions& o) {
           done = true;
           break;
         }
-        // Randomized exponential back-off, in idle yields.
-        rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
-        const uint32_t spins =
-            1 + static_cast<uint32_t>(rng % (1u << std::min<uint32_t>(attempt + 1, 10)));
-        for (uint32_t s = 0; s < spins; ++s) ctx.co.yield_idle();
+        // Randomized exponential back-off (by the clock).
+        ctx.engine.backoff(attempt + 1);
       }
       if (!done) ++cc.given_up;
     }

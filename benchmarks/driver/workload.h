@@ -11,6 +11,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -47,6 +49,15 @@ class Workload {
   virtual std::vector<store::TableSpec> tables() const = 0;
   // The settings the report prints ("accounts_per_partition=100000 ...").
   virtual std::string describe() const = 0;
+  // Transaction arena bytes one coroutine needs for the largest read and
+  // write sets (0: the engine's default, txn::TxnNodeConfig::arena_bytes).
+  virtual size_t arena_bytes() const { return 0; }
+  // Extra report lines from the committed rates per type (e.g. TPC-C's
+  // tpmC); empty: none.
+  virtual std::string report(const std::vector<double>& per_type_per_s) const {
+    (void)per_type_per_s;
+    return "";
+  }
   // Loads every partition copy `node` hosts (primaries and backups).
   virtual Status load(store::tables::StoreNode& node, const store::Catalog& c) const = 0;
   // `index`: the coroutine's index in the cluster; `seed`: run seed.
@@ -60,5 +71,31 @@ class Workload {
   virtual Status check(const std::vector<int64_t>& node_sums,
                        const std::vector<int64_t>& client_sums) const = 0;
 };
+
+// The cluster a workload is built for (its defaults may depend on it, e.g.
+// TPC-C's warehouses per node = worker threads).
+struct WorkloadEnv {
+  uint16_t nodes = 1;
+  uint16_t threads = 1;
+  uint16_t coroutines = 1;
+  uint16_t replicas = 1;
+};
+
+// Workload options as given on the command line (--KEY=VALUE), by key.
+using WorkloadOptions = std::map<std::string, std::string>;
+
+// One entry of drtmx-bench's workload registry (workloads.cc).
+struct WorkloadInfo {
+  std::string name;     // --bench=NAME
+  std::string summary;  // one line for --help
+  // The options it reads: --KEY and a help text. A key may be shared by
+  // several workloads (e.g. --mix); each parses and validates its own.
+  std::vector<std::pair<std::string, std::string>> options;
+  // Builds the workload; an error names the option and the accepted values.
+  std::function<Result<std::unique_ptr<Workload>>(const WorkloadOptions&, const WorkloadEnv&)> make;
+};
+
+// Every workload drtmx-bench knows.
+const std::vector<WorkloadInfo>& workloads();
 
 }  // namespace drtmx::bench

@@ -27,7 +27,8 @@ struct StoreBenchOptions {
   std::vector<std::string> paths = {"onesided", "rpc"};  // measured in this order
   double seconds = 3;
   double warmup = 1;
-  int64_t cache_mb = -1;  // -1: large enough for every key; 0: no location cache
+  int64_t cache_mb = -1;          // -1: large enough for every key; 0: no location cache
+  uint32_t keys_per_model = 100;  // ordered: XCacheOptions::train_keys_per_model
   std::string json;
   uint32_t join_timeout_ms = 20000;
 };

@@ -35,6 +35,9 @@ Result<StoreBenchOptions> parse_store_bench(int argc, char** argv) {
       "warmup", po::value(&o.warmup)->default_value(1), "seconds before measuring, per path")(
       "cache-mb", po::value(&o.cache_mb)->default_value(-1),
       "hash location cache per node in MiB; 0 = no cache, -1 = room for every key")(
+      "keys-per-model", po::value(&o.keys_per_model)->default_value(100),
+      "ordered tables: keys per learned sub-model when the cache is trained (fewer: a larger "
+      "cache, fewer predicted leaves and bytes per GET)")(
       "json", po::value(&o.json), "also write the results to this JSON file")(
       "cluster", po::value(&o.fabric.cluster),
       "shm segment name prefix (default storebench-<pid>)");
@@ -94,6 +97,9 @@ Result<StoreBenchOptions> parse_store_bench(int argc, char** argv) {
   if (!(o.seconds > 0 && o.seconds <= 3600)) return bad("--seconds must be in (0, 3600]");
   if (!(o.warmup >= 0 && o.warmup <= 3600)) return bad("--warmup must be in [0, 3600]");
   if (o.cache_mb < -1) return bad("--cache-mb must be -1, 0 or a size in MiB");
+  if (o.keys_per_model < 1 || o.keys_per_model > 100000) {
+    return bad("--keys-per-model must be 1..100000");
+  }
   o.fabric.backend = fabric;
   o.fabric.num_nodes = static_cast<uint16_t>(nodes);
   o.fabric.threads = static_cast<uint16_t>(threads);

@@ -268,6 +268,9 @@ NodeOutcome run_node(const StoreBenchOptions& o, uint16_t node, const std::strin
   }
   store::tables::NodeCacheOptions nco;
   nco.threads = threads;
+  nco.xcache.train_keys_per_model = o.keys_per_model;
+  // Expansion doubles the sub-models once they hold twice the trained load.
+  nco.xcache.expand_keys_per_model = std::max<uint32_t>(200, 2 * o.keys_per_model);
   if (o.cache_mb > 0) nco.location.budget_bytes = size_t(o.cache_mb) << 20;
   if (o.cache_mb < 0) {
     nco.location.budget_bytes =
@@ -379,6 +382,7 @@ Status report(const StoreBenchOptions& o, const std::vector<PathResult>& rs) {
             << " table=" << o.table << " workload=" << o.workload << " keys=" << o.keys
             << " value_size=" << o.value_size << " dist=" << o.dist_name;
   if (o.dist == KeyDist::kZipfian) std::cout << " theta=" << o.theta;
+  if (o.table == "ordered") std::cout << " keys_per_model=" << o.keys_per_model;
   std::cout << " cache_mb=" << o.cache_mb << " seconds=" << o.seconds << "\n";
   std::cout << "  path      mops      p50_us    p99_us    reads/get  rtt/get  fallbacks  ops\n";
   for (const PathResult& r : rs) {
@@ -423,6 +427,7 @@ Status report(const StoreBenchOptions& o, const std::vector<PathResult>& rs) {
       .key("theta")
       .value(o.theta);
   j.key("cache_mb").value(static_cast<int64_t>(o.cache_mb)).key("seconds").value(o.seconds, 3);
+  j.key("keys_per_model").value(uint64_t{o.keys_per_model});
   j.key("warmup").value(o.warmup, 3);
   j.end_object();
   j.end_object();

@@ -1,0 +1,191 @@
+// Options of drtmx-bench and drtmx-node (command line or --config file),
+// validated before any node starts.
+#include <unistd.h>
+
+#include <boost/program_options.hpp>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "bench.h"
+#include "txn/policy.h"
+
+namespace po = boost::program_options;
+
+namespace drtmx::bench {
+
+std::vector<std::string> BenchOptions::node_args(int n, const std::string& coord) const {
+  std::vector<std::string> a = {
+      "--bench=" + bench,
+      "--fabric=" + fabric.backend,
+      "--cluster=" + fabric.cluster,
+      "--nodes=" + std::to_string(fabric.num_nodes),
+      "--threads=" + std::to_string(fabric.threads),
+      "--coroutines=" + std::to_string(coroutines),
+      "--seconds=" + std::to_string(seconds),
+      "--warmup=" + std::to_string(warmup),
+      "--policy=" + policy,
+      "--replicas=" + std::to_string(replicas),
+      "--seed=" + std::to_string(seed),
+      "--log-ring-kb=" + std::to_string(log_ring_kb),
+      "--fabric-delay-ns=" + std::to_string(fabric.delay_ns),
+      "--node=" + std::to_string(n),
+      "--coordinator=" + coord,
+      "--join-timeout-ms=" + std::to_string(join_timeout_ms),
+  };
+  for (const auto& [k, v] : overrides) a.push_back("--phase=" + k + "=" + v);
+  for (const auto& [k, v] : workload) a.push_back("--" + k + "=" + v);
+  if (!json.empty() && n == 0) a.push_back("--json=" + json);
+  if (!fabric.device.empty()) a.push_back("--device=" + fabric.device);
+  return a;
+}
+
+Result<BenchOptions> parse_bench(int argc, char** argv) {
+  BenchOptions o;
+  uint32_t nodes = 3, threads = 1, coroutines = 8, replicas = 0;
+  std::string fabric = "shm", config;
+  std::vector<std::string> phases;
+  po::options_description desc("drtmx-bench: a transactional workload on a local cluster\nOptions");
+  desc.add_options()("help,h", "show this help")("config", po::value(&config),
+                                                 "read options from this file (key = value lines)")(
+      "bench", po::value(&o.bench)->default_value("smallbank"), "smallbank")(
+      "fabric", po::value(&fabric)->default_value("shm"), "shm | verbs")(
+      "nodes", po::value(&nodes)->default_value(3), "nodes in the cluster")(
+      "threads", po::value(&threads)->default_value(1), "worker threads per node")(
+      "coroutines", po::value(&coroutines)->default_value(8), "transaction coroutines per thread")(
+      "seconds", po::value(&o.seconds)->default_value(10), "measured seconds")(
+      "warmup", po::value(&o.warmup)->default_value(2), "seconds before measuring")(
+      "policy", po::value(&o.policy)->default_value("drtmh"),
+      ("protocol preset: " + txn::policy_presets() +
+       "; drtmx-bench also takes a comma list or 'all' and runs each in turn, then prints "
+       "them in one table")
+          .c_str())(
+      "phase", po::value(&phases)->composing(),
+      "per-phase override KEY=VALUE (execute, lock, validate, log, commit, passive-ack, "
+      "ro-read, ro-validate), repeatable")(
+      "replicas", po::value(&replicas)->default_value(0),
+      "copies of each partition, 1..3 (0: 3, or the node count if smaller)")(
+      "inprocess", po::bool_switch(&o.inprocess), "run the nodes as threads of this process")(
+      "local", "run the nodes as local processes (the default)")(
+      "json", po::value(&o.json), "also write the report to this JSON file")(
+      "seed", po::value(&o.seed)->default_value(1), "random seed of the run")(
+      "log-ring-kb", po::value(&o.log_ring_kb)->default_value(1024),
+      "replication log ring per (coordinator thread, backup), KiB")(
+      "fabric-delay-ns", po::value(&o.fabric.delay_ns)->default_value(0),
+      "shm: completions and messages become visible this long after sending")(
+      "cluster", po::value(&o.fabric.cluster), "shm segment prefix (default drtmxbench-<pid>)")(
+      "device", po::value(&o.fabric.device), "verbs: RDMA device")(
+      "node", po::value(&o.node), "drtmx-node: this node's id (0 .. nodes-1)")(
+      "coordinator", po::value(&o.coordinator), "drtmx-node: host:port of the coordinator")(
+      "host-coordinator", po::bool_switch(&o.host_coordinator),
+      "drtmx-node with --node=0: also serve the coordinator at --coordinator")(
+      "join-timeout-ms", po::value(&o.join_timeout_ms)->default_value(30000),
+      "how long nodes wait for each other at start");
+  // Every workload's options; a key shared by several workloads is
+  // declared once (each workload validates its own values).
+  std::map<std::string, std::string> wl_storage;
+  for (const WorkloadInfo& w : workloads()) {
+    po::options_description wl("Options of --bench=" + w.name + " (" + w.summary + ")");
+    bool any = false;
+    for (const auto& [k, help] : w.options) {
+      if (wl_storage.count(k)) continue;
+      wl.add_options()(k.c_str(), po::value(&wl_storage[k]), help.c_str());
+      any = true;
+    }
+    if (any) desc.add(wl);
+  }
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
+    if (vm.count("config")) {
+      std::ifstream in(vm["config"].as<std::string>());
+      if (!in) {
+        return invalid_argument("--config=" + vm["config"].as<std::string>() +
+                                ": cannot open the file");
+      }
+      po::store(po::parse_config_file(in, desc), vm);
+    }
+    po::notify(vm);
+  } catch (const po::error& e) {
+    return invalid_argument(std::string(e.what()) + " (see --help)");
+  }
+  if (vm.count("help")) {
+    std::ostringstream os;
+    os << desc;
+    return not_found(os.str());
+  }
+  auto bad = [](const std::string& m) { return invalid_argument(m + " (see --help)"); };
+  if (nodes < 1 || nodes > 64) return bad("--nodes must be 1..64");
+  if (threads < 1 || threads > 64) return bad("--threads must be 1..64");
+  if (coroutines < 1 || coroutines > 256) return bad("--coroutines must be 1..256");
+  if (replicas > 3 || (replicas != 0 && replicas > nodes)) {
+    return bad("--replicas=" + std::to_string(replicas) +
+               " needs 1..3 and at most --nodes=" + std::to_string(nodes));
+  }
+  if (!(o.seconds > 0 && o.seconds <= 3600)) return bad("--seconds must be in (0, 3600]");
+  if (!(o.warmup >= 0 && o.warmup <= 3600)) return bad("--warmup must be in [0, 3600]");
+  if (o.log_ring_kb < 16 || o.log_ring_kb > (1u << 20))
+    return bad("--log-ring-kb must be 16..1048576");
+  for (const std::string& p : phases) {
+    const size_t eq = p.find('=');
+    if (eq == std::string::npos || eq == 0) return bad("--phase=" + p + ": expected KEY=VALUE");
+    o.overrides[p.substr(0, eq)] = p.substr(eq + 1);
+  }
+  for (auto& [k, v] : wl_storage) {
+    if (vm.count(k)) o.workload[k] = v;
+  }
+  o.fabric.backend = fabric;
+  o.fabric.num_nodes = static_cast<uint16_t>(nodes);
+  o.fabric.threads = static_cast<uint16_t>(threads);
+  o.coroutines = static_cast<uint16_t>(coroutines);
+  o.replicas = static_cast<uint16_t>(replicas);
+  if (!vm.count("cluster")) o.fabric.cluster = "drtmxbench-" + std::to_string(getpid());
+  o.fabric.node = o.node >= 0 ? static_cast<uint16_t>(o.node) : 0;
+  if (o.node >= static_cast<int>(nodes))
+    return bad("--node=" + std::to_string(o.node) + " is not below --nodes");
+  if (o.node >= 0 && o.coordinator.empty()) return bad("--node needs --coordinator=HOST:PORT");
+  if (o.host_coordinator && o.node != 0) return bad("--host-coordinator needs --node=0");
+  if (o.join_timeout_ms < 100 || o.join_timeout_ms > 3600000)
+    return bad("--join-timeout-ms must be 100..3600000");
+  // --policy: one preset, a comma list, or "all" (the launcher runs each).
+  if (o.policy == "all") o.policy = "drtmh,drtm-r,farm,fasst";
+  if (!o.policy.empty() && o.policy.back() == ',')
+    return bad("--policy=" + o.policy + ": empty preset name in the list");
+  {
+    std::istringstream is(o.policy);
+    std::string one;
+    while (std::getline(is, one, ',')) {
+      if (one.empty()) return bad("--policy=" + o.policy + ": empty preset name in the list");
+      o.policies.push_back(one);
+    }
+    if (o.policies.empty()) return bad("--policy is empty");
+    if (o.policies.size() > 1 && o.node >= 0)
+      return bad("--policy=" + o.policy + ": a node runs one preset");
+    o.policy = o.policies.front();
+  }
+  DRTMX_RETURN_IF_ERROR(o.fabric.validate());
+  // Fail early on a bad policy or workload option, before any node starts.
+  for (const std::string& p : o.policies) {
+    auto pol = txn::make_policy(p, o.overrides, o.fabric.backend == "shm");
+    if (!pol.is_ok()) return pol.status();
+  }
+  auto w = make_workload(o);
+  if (!w.is_ok()) return w.status();
+  return o;
+}
+
+std::unique_ptr<BenchOptions> parse_for_main(int argc, char** argv, const char* program,
+                                             int* exit_code) {
+  auto o = parse_bench(argc, argv);
+  if (o.is_ok()) return std::make_unique<BenchOptions>(std::move(o.value()));
+  if (o.status().code() == Code::kNotFound) {
+    std::cout << o.status().message() << "\n";
+    *exit_code = 0;
+  } else {
+    std::cerr << program << ": " << o.status().to_string() << "\n";
+    *exit_code = 2;
+  }
+  return nullptr;
+}
+
+}  // namespace drtmx::bench

@@ -1,0 +1,109 @@
+// TPC-C workload glue (tpcc.h): options, tables, loader, clients, oracle.
+#include "tpcc/tpcc.h"
+
+#include <sstream>
+
+#include "tpcc/tpcc_check.h"
+#include "tpcc/tpcc_client.h"
+#include "tpcc/tpcc_loader.h"
+#include "tpcc/tpcc_schema.h"
+
+namespace drtmx::bench::tpcc {
+namespace {
+
+class Tpcc final : public Workload {
+ public:
+  explicit Tpcc(const Config& c) : c_(c) {}
+
+  std::string name() const override { return "tpcc"; }
+  std::vector<std::string> txn_types() const override {
+    return {"NewOrder", "Payment", "OrderStatus", "Delivery", "StockLevel"};
+  }
+  std::vector<store::TableSpec> tables() const override { return table_specs(c_); }
+  std::string describe() const override {
+    std::ostringstream os;
+    os << "variant=" << c_.variant << " warehouses=" << c_.warehouses() << " ("
+       << c_.warehouses_per_node << "/node) mix=";
+    for (int i = 0; i < kTxnTypes; ++i) os << (i ? "," : "") << c_.mix[i];
+    os << " remote_item=" << c_.remote_item_pct << "% remote_payment=" << c_.remote_payment_pct
+       << "%";
+    if (c_.force_distributed) os << " every_new_order_distributed";
+    if (c_.rollback_pct != 1) os << " rollback=" << c_.rollback_pct << "%";
+    os << " stock_level_districts=" << c_.stock_level_districts << " order_room=" << c_.order_room;
+    if (!c_.full_scale()) {
+      os << " SCALED-DOWN: items=" << c_.items
+         << " (spec 100000) customers_per_district=" << c_.customers << " (spec 3000)";
+    }
+    return os.str();
+  }
+  size_t arena_bytes() const override {
+    // Stock-Level keeps up to 300 ORDER-LINE and 300 STOCK rows per district
+    // scanned in its read set; Delivery ten orders' lines and customers.
+    return (128 + size_t{c_.stock_level_districts} * 160) * 1024;
+  }
+
+  std::string report(const std::vector<double>& per_type_per_s) const override {
+    if (per_type_per_s.size() <= kNewOrderTxn) return "";
+    std::ostringstream os;
+    os << "  tpmC              " << static_cast<uint64_t>(per_type_per_s[kNewOrderTxn] * 60)
+       << " (New-Orders committed per minute)\n";
+    return os.str();
+  }
+
+  Status load(store::tables::StoreNode& node, const store::Catalog& cat) const override {
+    return tpcc::load(node, cat, c_);
+  }
+  std::unique_ptr<WorkloadClient> client(uint32_t index, uint64_t seed) const override {
+    return make_client(c_, index, seed);
+  }
+  Result<std::vector<int64_t>> node_audit(const store::tables::StoreNode& node,
+                                          const store::Catalog& cat) const override {
+    return audit_node(node, cat, c_);
+  }
+  Status check(const std::vector<int64_t>& node_sums,
+               const std::vector<int64_t>& client_sums) const override {
+    return check_sums(c_, node_sums, client_sums);
+  }
+
+ private:
+  Config c_;
+};
+
+}  // namespace
+
+WorkloadInfo info() {
+  WorkloadInfo w;
+  w.name = "tpcc";
+  w.summary = "TPC-C v5.11: New-Order, Payment, Order-Status, Delivery, Stock-Level";
+  w.options = {
+      {"variant",
+       "standard (mix 45,43,4,4,4), no (New-Order only, every one distributed) or no-os "
+       "(10% New-Order, 90% Order-Status); default standard"},
+      {"warehouses-per-node", "warehouses (partitions) per node (default: worker threads)"},
+      {"mix",
+       "percentages of NewOrder,Payment,OrderStatus,Delivery,StockLevel (overrides "
+       "--variant's)"},
+      {"remote-item-pct", "percent of New-Order lines supplied by another warehouse (default 1)"},
+      {"remote-payment-pct", "percent of Payments for another warehouse's customer (default 15)"},
+      {"rollback-pct", "percent of New-Orders that roll back on an unused item (default 1)"},
+      {"stock-level-districts", "districts one Stock-Level scans, 1..20 (default 1; thesis 20)"},
+      {"order-room",
+       "orders each district can take during the run (default 20000; sizes ORDER, "
+       "ORDER-LINE, NEW-ORDER, HISTORY)"},
+      {"items", "SCALED-DOWN runs only: ITEM / STOCK rows (default 100000)"},
+      {"customers", "SCALED-DOWN runs only: customers and initial orders per district (3000)"},
+  };
+  w.make = [](const WorkloadOptions& o,
+              const WorkloadEnv& env) -> Result<std::unique_ptr<Workload>> {
+    auto c = parse(o, env);
+    if (!c.is_ok()) return c.status();
+    return make(*c);
+  };
+  return w;
+}
+
+std::unique_ptr<Workload> make(const Config& c) {
+  return std::make_unique<Tpcc>(c);
+}
+
+}  // namespace drtmx::bench::tpcc

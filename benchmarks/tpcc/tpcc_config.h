@@ -1,0 +1,63 @@
+// TPC-C (v5.11) workload settings: the scale (warehouses, and the explicit
+// scaled-down options), the transaction mix and remote ratios, and the room
+// left for the tables that grow during a run. parse() turns drtmx-bench
+// options into a Config; every error names the option and what it accepts.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+#include "driver/workload.h"
+
+namespace drtmx::bench::tpcc {
+
+constexpr uint32_t kDistricts = 10;  // per warehouse (clause 4.2.2)
+constexpr uint32_t kMaxOrderLines = 15;
+constexpr uint32_t kMinOrderLines = 5;
+constexpr int kTxnTypes = 5;
+enum Type : int { kNewOrderTxn, kPaymentTxn, kOrderStatusTxn, kDeliveryTxn, kStockLevelTxn };
+
+struct Config {
+  // Cluster shape (from the driver).
+  uint16_t nodes = 1;
+  uint16_t threads = 1;
+  uint16_t coroutines = 1;
+  uint16_t replicas = 1;
+
+  uint32_t warehouses_per_node = 1;  // default: one per worker thread
+  // Scale. The specification's values are the defaults; anything else is a
+  // scaled-down run, which describe() prints.
+  uint32_t items = 100000;             // ITEM rows = STOCK rows per warehouse
+  uint32_t customers = 3000;           // per district; also initial orders per district
+  uint32_t order_room = 20000;         // orders a district may take during the run
+  uint32_t stock_level_districts = 1;  // districts one Stock-Level scans (thesis: 20)
+  std::array<uint32_t, kTxnTypes> mix = {45, 43, 4, 4, 4};  // percent, sums to 100
+  uint32_t remote_item_pct = 1;      // New-Order lines supplied by another warehouse
+  uint32_t remote_payment_pct = 15;  // Payments for a customer of another warehouse
+  uint32_t by_last_name_pct = 60;    // Payment / Order-Status customer by last name
+  uint32_t rollback_pct = 1;         // New-Orders with an unused item (roll back)
+  bool force_distributed = false;    // every New-Order has a line on another node
+  std::string variant = "standard";
+  uint64_t seed = 1;  // the data's seed (identical on every copy)
+
+  uint32_t warehouses() const { return uint32_t{nodes} * warehouses_per_node; }
+  // Orders initially in NEW-ORDER per district (900 of 3000, clause 4.3.3.1).
+  uint32_t initial_new_orders() const { return customers * 3 / 10; }
+  // The highest order id a district may reach (New-Order reports a full
+  // table beyond it instead of failing an insert).
+  uint32_t max_order_id() const { return customers + order_room; }
+  // Clients (transaction coroutines) whose home is one warehouse, at most.
+  uint32_t clients_per_warehouse() const;
+  // HISTORY rows one client may add to its home warehouse.
+  uint32_t history_quota() const;
+  bool full_scale() const { return items == 100000 && customers == 3000; }
+};
+
+// Options: --warehouses-per-node, --items, --customers, --order-room,
+// --stock-level-districts, --mix, --remote-item-pct, --remote-payment-pct,
+// --rollback-pct,
+// --variant=standard|no|no-os (presets; explicit options override them).
+Result<Config> parse(const WorkloadOptions& o, const WorkloadEnv& env);
+
+}  // namespace drtmx::bench::tpcc

@@ -1,0 +1,54 @@
+// TPC-C table specs (tpcc_schema.h).
+#include "tpcc/tpcc_schema.h"
+
+namespace drtmx::bench::tpcc {
+
+std::vector<store::TableSpec> table_specs(const Config& c) {
+  const uint64_t W = c.warehouses();
+  const uint64_t orders = uint64_t{kDistricts} * c.max_order_id();  // per warehouse, at most
+  const uint64_t new_orders = uint64_t{kDistricts} * (c.initial_new_orders() + c.order_room);
+  const uint64_t history =
+      uint64_t{kDistricts} * c.customers + uint64_t{c.clients_per_warehouse()} * c.history_quota();
+  std::vector<store::TableSpec> ts;
+  auto add = [&](txn::TableId id, const char* name, store::TableKind kind, uint32_t value_size,
+                 uint64_t capacity) {
+    store::TableSpec t;
+    t.id = id;
+    t.name = name;
+    t.kind = kind;
+    t.value_size = value_size;
+    t.capacity = capacity;
+    t.scheme = store::PartitionScheme::kFunction;
+    t.partitions = static_cast<uint32_t>(W);
+    t.partition_fn = [](uint64_t k) { return partition_of_key(k); };
+    ts.push_back(std::move(t));
+  };
+  using store::TableKind;
+  add(kWarehouse, "warehouse", TableKind::kHash, sizeof(WarehouseRow), 1);
+  add(kWarehouseYtd, "warehouse_ytd", TableKind::kHash, sizeof(WarehouseYtdRow), 1);
+  add(kDistrict, "district", TableKind::kHash, sizeof(DistrictRow), kDistricts);
+  add(kDistrictNext, "district_next_o_id", TableKind::kHash, sizeof(DistrictNextRow), kDistricts);
+  add(kDistrictYtd, "district_ytd", TableKind::kHash, sizeof(DistrictYtdRow), kDistricts);
+  add(kCustomer, "customer", TableKind::kHash, sizeof(CustomerRow),
+      uint64_t{kDistricts} * c.customers);
+  add(kStock, "stock", TableKind::kHash, sizeof(StockRow), c.items);
+  add(kHistory, "history", TableKind::kOrdered, sizeof(HistoryRow), history);
+  add(kNewOrder, "new_order", TableKind::kOrdered, sizeof(NewOrderRow), new_orders);
+  add(kOrder, "order", TableKind::kOrdered, sizeof(OrderRow), orders);
+  add(kOrderLine, "order_line", TableKind::kOrdered, sizeof(OrderLineRow), orders * kMaxOrderLines);
+  add(kCustomerByName, "customer_by_name", TableKind::kOrdered, sizeof(CustomerByNameRow),
+      uint64_t{kDistricts} * c.customers);
+  add(kOrderByCustomer, "order_by_customer", TableKind::kOrdered, sizeof(OrderByCustomerRow),
+      orders);
+  store::TableSpec item;
+  item.id = kItem;
+  item.name = "item";
+  item.kind = TableKind::kHash;
+  item.value_size = sizeof(ItemRow);
+  item.capacity = c.items;
+  item.scheme = store::PartitionScheme::kReplicated;
+  ts.push_back(std::move(item));
+  return ts;
+}
+
+}  // namespace drtmx::bench::tpcc

@@ -1,0 +1,149 @@
+// TPC-C through drtmx-bench: 3 drtmx-node processes with --replicas=3 run
+// each transaction type alone, the standard mix and every preset
+// (--variant=standard|no|no-os, and --policy=all for TPC-C/no), on a
+// scaled-down database so that loading takes a moment. Every run ends with
+// the consistency conditions of clause 3.3.2 on all primary and backup
+// copies ("check: ok"), which also compare the orders in the database with
+// the New-Orders that committed — so a rolled-back New-Order that left a
+// trace fails the run.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "support/bench_run.h"
+
+namespace {
+
+using drtmx::bench::testing::Outcome;
+using drtmx::bench::testing::slurp;
+
+Outcome run(const std::string& args, int limit_s = 180) {
+  return drtmx::bench::testing::run(DRTMX_BENCH_PATH, args, limit_s);
+}
+
+// The committed rate of one transaction type in the JSON report.
+double rate(const std::string& json, const std::string& type) {
+  return drtmx::bench::testing::json_number(json, type);
+}
+
+// The common options of these runs (scaled down: items and customers).
+std::string scaled(const std::string& threads = "1", const std::string& room = "3000") {
+  return "--bench=tpcc --nodes=3 --threads=" + threads +
+         " --coroutines=4 --replicas=3 --items=2000 --customers=60 --order-room=" + room +
+         " --seconds=1 --warmup=0.3 ";
+}
+
+std::string tmp(const std::string& name) {
+  return (std::filesystem::temp_directory_path() /
+          ("tpcc_bench_test_" + std::to_string(getpid()) + "_" + name))
+      .string();
+}
+
+// Runs TPC-C with `extra`; expects a passing check and returns the JSON.
+std::string tpcc(const std::string& name, const std::string& extra,
+                 const std::string& threads = "1", const std::string& room = "3000") {
+  const std::string json = tmp(name + ".json");
+  const Outcome o = run(scaled(threads, room) + extra + " --json=" + json);
+  EXPECT_EQ(o.exit_code, 0) << o.output;
+  EXPECT_NE(o.output.find("tpmC "), std::string::npos) << o.output;
+  EXPECT_NE(o.output.find("check: ok"), std::string::npos) << o.output;
+  EXPECT_NE(o.output.find("SCALED-DOWN"), std::string::npos) << o.output;
+  std::string j = slurp(json);
+  std::remove(json.c_str());
+  return j;
+}
+
+TEST(TpccBench, NewOrderAlone) {
+  const std::string j = tpcc("no", "--mix=100,0,0,0,0 --remote-item-pct=10");
+  EXPECT_GT(rate(j, "NewOrder"), 0) << j;
+  EXPECT_EQ(rate(j, "Payment"), 0) << j;
+}
+TEST(TpccBench, PaymentAlone) {
+  // Payments alone outrun the scaled HISTORY room of the other runs on an
+  // idle machine: the default room.
+  const std::string j = tpcc("pay", "--mix=0,100,0,0,0", "1", "20000");
+  EXPECT_GT(rate(j, "Payment"), 0) << j;
+}
+TEST(TpccBench, OrderStatusAlone) {
+  const std::string j = tpcc("os", "--mix=0,0,100,0,0");
+  EXPECT_GT(rate(j, "OrderStatus"), 0) << j;
+}
+TEST(TpccBench, DeliveryAlone) {
+  const std::string j = tpcc("del", "--mix=0,0,0,100,0");
+  EXPECT_GT(rate(j, "Delivery"), 0) << j;
+}
+TEST(TpccBench, StockLevelAlone) {
+  const std::string j = tpcc("sl", "--mix=0,0,0,0,100");
+  EXPECT_GT(rate(j, "StockLevel"), 0) << j;
+}
+TEST(TpccBench, StockLevelTwentyDistrictsInTheMix) {
+  const std::string j = tpcc("sl20", "--stock-level-districts=20 --mix=40,40,0,0,20");
+  EXPECT_GT(rate(j, "StockLevel"), 0) << j;
+}
+TEST(TpccBench, StandardMix) {
+  const std::string j = tpcc("std", "--variant=standard");
+  EXPECT_NE(j.find("\"NewOrder\""), std::string::npos) << j;
+  for (const char* t : {"NewOrder", "Payment", "OrderStatus", "Delivery", "StockLevel"}) {
+    EXPECT_GT(rate(j, t), 0) << t << " in " << j;
+  }
+}
+TEST(TpccBench, StandardMixTwoWarehousesPerNodeTwoThreads) {
+  const std::string j = tpcc("std2", "--warehouses-per-node=2", "2");
+  EXPECT_GT(rate(j, "NewOrder"), 0) << j;
+}
+TEST(TpccBench, VariantNo) {
+  const std::string j = tpcc("vno", "--variant=no");
+  EXPECT_GT(rate(j, "NewOrder"), 0) << j;
+  EXPECT_EQ(rate(j, "Payment"), 0) << j;
+}
+TEST(TpccBench, VariantNoOs) {
+  const std::string j = tpcc("vnoos", "--variant=no-os");
+  EXPECT_GT(rate(j, "NewOrder"), 0) << j;
+  EXPECT_GT(rate(j, "OrderStatus"), rate(j, "NewOrder")) << j;
+}
+// Every protocol preset runs the variant and passes the check; one table.
+void every_policy(const std::string& variant) {
+  const Outcome o = run(scaled() + "--variant=" + variant + " --policy=all", 400);
+  ASSERT_EQ(o.exit_code, 0) << o.output;
+  const size_t table = o.output.find("policy     committed/s");
+  ASSERT_NE(table, std::string::npos) << o.output;
+  for (const char* p : {"drtmh", "drtm-r", "farm", "fasst"}) {
+    EXPECT_NE(o.output.find(std::string("\n") + p, table), std::string::npos) << p << o.output;
+  }
+  size_t ok = 0;
+  for (size_t at = 0; (at = o.output.find("check: ok", at)) != std::string::npos; ++at) ++ok;
+  EXPECT_EQ(ok, 4u) << o.output;
+}
+TEST(TpccBench, VariantNoEveryPolicyInOneTable) {
+  every_policy("no");
+}
+TEST(TpccBench, StandardMixEveryPolicy) {
+  every_policy("standard");
+}
+TEST(TpccBench, VariantNoOsEveryPolicy) {
+  every_policy("no-os");
+}
+TEST(TpccBench, RolledBackNewOrdersLeaveNoTrace) {
+  // Every New-Order names an unused item: all roll back; the check compares
+  // the orders in every district (primaries and backups) with the zero
+  // New-Orders that committed, and the conditions with the loaded state.
+  const std::string j = tpcc("rbk", "--mix=100,0,0,0,0 --rollback-pct=100");
+  EXPECT_EQ(rate(j, "NewOrder"), 0) << j;
+  EXPECT_NE(j.find("user abort"), std::string::npos) << j;
+}
+TEST(TpccBench, FullDistrictIsAClearError) {
+  const Outcome o = run(scaled("1", "2") + "--mix=100,0,0,0,0");
+  EXPECT_NE(o.exit_code, 0) << o.output;
+  EXPECT_NE(o.output.find("raise --order-room"), std::string::npos) << o.output;
+}
+TEST(TpccBench, BadOptionIsRefused) {
+  const Outcome o = run("--bench=tpcc --nodes=3 --variant=fast");
+  EXPECT_NE(o.exit_code, 0) << o.output;
+  EXPECT_NE(o.output.find("--variant=fast"), std::string::npos) << o.output;
+}
+
+}  // namespace
