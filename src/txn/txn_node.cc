@@ -195,14 +195,23 @@ Status TxnNode::finish(std::chrono::milliseconds limit) {
       for (auto& ap : apps_) a += ap ? ap->applied() : 0;
       return a;
     };
-    while (applied() < expected && std::chrono::steady_clock::now() < until) {
+    auto stopped = [&] {
+      for (auto& ap : apps_) {
+        if (ap && ap->corrupt()) return true;
+      }
+      return false;
+    };
+    while (applied() < expected && !stopped() && std::chrono::steady_clock::now() < until) {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
-    bool corrupt = false;
-    for (auto& ap : apps_) corrupt |= ap && ap->corrupt();
-    if (corrupt) {
+    std::string corrupt;
+    for (auto& ap : apps_) {
+      if (ap && ap->corrupt() && corrupt.empty()) corrupt = ap->corrupt_reason();
+    }
+    if (!corrupt.empty()) {
       st = internal_error("txn node " + std::to_string(cfg_.fabric.node) +
-                          ": a log ring held a corrupt entry; its applier stopped");
+                          ": a log ring held a corrupt entry (" + corrupt +
+                          "); its applier stopped");
     } else if (applied() < expected) {
       st = timeout_error("txn node " + std::to_string(cfg_.fabric.node) + ": backups applied " +
                          std::to_string(applied()) + " of " + std::to_string(expected) +

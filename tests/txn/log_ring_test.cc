@@ -210,6 +210,52 @@ TEST(LogRing, WrapEntriesAreNotCountedAsDataEntries) {
   EXPECT_EQ(applied, w.entries());
 }
 
+TEST(LogRing, AnImageStoredAgainAfterItWasAppliedIsNotTakenForCorruption) {
+  // A WRITE may store bytes twice (glibc's memcpy of 64 bytes with 64-byte
+  // vectors does two full stores). If the reader applies and zeroes the
+  // entry between the two, the image is back; one lap later, with the
+  // writer's entries ending right there, the reader finds it sealed and
+  // complete at its head. It must wait for the new entry, not stop.
+  constexpr uint32_t kRing = 4096;
+  std::vector<uint8_t> ring(kRing, 0), image(8192), payload(32, 3);
+  LogWriter w(0, kRing);
+  LogReader r(ring.data(), kRing, 1);
+  std::vector<uint64_t> seen;
+  auto apply = [&](uint64_t seq, const uint8_t*, uint32_t) { seen.push_back(seq); };
+  LogWriter::Placement pl[2];
+  auto write_one = [&](uint8_t fill) -> LogWriter::Placement {
+    std::fill(payload.begin(), payload.end(), fill);
+    auto n = w.prepare(payload.data(), 32, image.data(), pl);
+    EXPECT_TRUE(n.is_ok() && *n == 1);  // 64-byte entries tile the ring: no wrap entry
+    std::memcpy(ring.data() + pl[0].offset, image.data(), pl[0].bytes);
+    return pl[0];
+  };
+  // Lap 0: entry 1 at 0, applied and zeroed; then its "second store".
+  const LogWriter::Placement first = write_one(1);
+  ASSERT_EQ(first.offset, 0u);
+  std::vector<uint8_t> stale(image.begin(), image.begin() + first.bytes);
+  ASSERT_EQ(r.poll(apply, 8).applied, 1u);
+  std::memcpy(ring.data(), stale.data(), stale.size());
+  // Fill the rest of the lap; the reader applies and reclaims as it goes.
+  while (w.tail() < kRing) {
+    write_one(2);
+    auto res = r.poll(apply, 64);
+    ASSERT_FALSE(res.corrupt) << "at " << r.head();
+    w.on_reclaimed(r.head());
+  }
+  ASSERT_EQ(r.head() % kRing, 0u);  // the reader is at position 0 again
+  // The stale entry 1 sits there: not applied, not corruption.
+  auto res = r.poll(apply, 8);
+  EXPECT_FALSE(res.corrupt);
+  EXPECT_EQ(res.applied, 0u);
+  // The writer's next entry lands over it and is applied, in sequence.
+  write_one(3);
+  res = r.poll(apply, 8);
+  EXPECT_FALSE(res.corrupt);
+  EXPECT_EQ(res.applied, 1u);
+  for (size_t i = 0; i < seen.size(); ++i) EXPECT_EQ(seen[i], i + 1);
+}
+
 TEST(LogRing, ErrorsAndCorruption) {
   LogWriter w(0, 4096);
   std::vector<uint8_t> big(4096), image(8192);

@@ -121,6 +121,9 @@ LogReader::Polled LogReader::poll(const Apply& apply, uint32_t max) {
     Header h;
     std::memcpy(&h, at, sizeof h);
     if (h.kind != kLogData && h.kind != kLogWrap) break;  // empty or still arriving
+    // An earlier entry's image, back after it was zeroed (see the header):
+    // the expected entry has not arrived here yet.
+    if (h.seq < next_seq_) break;
     const size_t total = image_bytes(h.kind, h.len);
     if (total > to_end) break;  // a length still arriving (or garbage): not complete
     uint64_t trailer = 0;
@@ -129,6 +132,7 @@ LogReader::Polled LogReader::poll(const Apply& apply, uint32_t max) {
     if (log_entry_seal(h.len, h.kind, h.seq, at + kLogHeaderBytes) != h.seal) break;
     if (h.seq != next_seq_) {
       r.corrupt = true;
+      r.found_seq = h.seq;
       break;
     }
     if (h.kind == kLogData) {

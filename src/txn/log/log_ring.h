@@ -33,8 +33,20 @@
 //    head. Reclaim is lazy: once `reclaim_every` bytes were freed since the
 //    last report, `poll()` says so and the caller messages the new head to
 //    the writer, which calls `on_reclaimed(head)`.
-//  * Sequence numbers let the reader refuse an entry from the future or
-//    the past (a protocol bug or a corrupt ring) instead of applying it.
+//  * A WRITE may store some bytes more than once, and the reader cannot
+//    tell when it has returned: on shm it is a memcpy, and glibc's copies
+//    of some sizes store the same vector twice (a 64-byte copy with 64-byte
+//    vectors: two full stores). A reader that found the first store
+//    complete, applied and zeroed the entry can see the second store put
+//    the whole image back — and find it, sealed and complete, one lap later
+//    at an entry boundary, before the writer's next entry there arrives.
+//    Zeroing is therefore only a fast "empty" answer, not the proof of
+//    freshness: the sequence number is. An entry older than the next one
+//    expected is such a stale image and reads as "not arrived yet" (the
+//    writer, one thread per ring, finishes that copy before it writes the
+//    next entry, so a stale store never lands on a newer entry). An entry
+//    from the future is a protocol bug or a corrupt ring: the reader
+//    refuses it instead of applying it.
 //
 // Threading: a LogWriter belongs to one coordinator worker thread, a
 // LogReader to one backup worker thread.
@@ -125,12 +137,14 @@ class LogReader {
   struct Polled {
     uint32_t applied = 0;
     bool report = false;   // send head() to the writer now
-    bool corrupt = false;  // an entry with a wrong sequence number: stop
+    bool corrupt = false;  // an entry from the future: stop
+    uint64_t found_seq = 0;  // when corrupt: the sequence number found
   };
   // Applies up to `max` complete entries in order.
   Polled poll(const Apply& apply, uint32_t max);
 
   uint64_t head() const { return head_; }
+  uint64_t next_seq() const { return next_seq_; }
   void reported() { reported_ = head_; }
 
  private:

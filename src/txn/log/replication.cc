@@ -195,15 +195,23 @@ bool BackupApplier::retry_deferred() {
   return any;
 }
 
+void BackupApplier::stop_corrupt(std::string reason) {
+  if (corrupt_.load(std::memory_order_relaxed)) return;
+  corrupt_reason_ = std::move(reason);
+  corrupt_.store(true, std::memory_order_release);
+}
+
 bool BackupApplier::poll() {
-  if (corrupt_) return false;
+  if (corrupt_.load(std::memory_order_relaxed)) return false;
   bool work = retry_deferred();
   for (uint16_t n = 0; n < readers_.size(); ++n) {
     LogReader& r = readers_[n];
     auto res = r.poll(
-        [&](uint64_t, const uint8_t* p, uint32_t len) {
+        [&](uint64_t seq, const uint8_t* p, uint32_t len) {
           if (!decode_redo(p, len, &decoded_)) {
-            corrupt_ = true;
+            stop_corrupt("the ring written by node " + std::to_string(n) + " thread " +
+                         std::to_string(w_.thread()) + ": entry " + std::to_string(seq) + " (" +
+                         std::to_string(len) + " bytes) does not decode");
             return;
           }
           const uint64_t entry = next_entry_++;
@@ -226,7 +234,12 @@ bool BackupApplier::poll() {
           }
         },
         32);
-    if (res.corrupt) corrupt_ = true;
+    if (res.corrupt) {
+      stop_corrupt("the ring written by node " + std::to_string(n) + " thread " +
+                   std::to_string(w_.thread()) + ": entry " + std::to_string(res.found_seq) +
+                   " at byte " + std::to_string(r.head()) + " where entry " +
+                   std::to_string(r.next_seq()) + " was expected");
+    }
     if (res.applied > 0) work = true;
     if (res.report) {
       const uint64_t head = r.head();

@@ -25,6 +25,7 @@
 #include <functional>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "base/status.h"
@@ -130,7 +131,9 @@ class BackupApplier {
   uint64_t applied() const { return applied_.load(std::memory_order_acquire); }
   // True when a ring held an entry that is not the next in sequence or a
   // payload that does not decode: the applier stopped that ring.
-  bool corrupt() const { return corrupt_; }
+  bool corrupt() const { return corrupt_.load(std::memory_order_acquire); }
+  // What was wrong, for the error report (worker thread, or after it stopped).
+  const std::string& corrupt_reason() const { return corrupt_reason_; }
   // Records waiting for an earlier change of their key (worker thread only).
   size_t deferred() const { return deferred_.size(); }
 
@@ -153,7 +156,9 @@ class BackupApplier {
   std::vector<LogReader> readers_;  // by coordinator node (thread = this worker's)
   std::vector<RedoRecord> decoded_;
   std::atomic<uint64_t> applied_{0};
-  bool corrupt_ = false;
+  void stop_corrupt(std::string reason);
+  std::atomic<bool> corrupt_{false};  // set once, after corrupt_reason_ (release)
+  std::string corrupt_reason_;
 };
 
 }  // namespace drtmx::txn
