@@ -7,13 +7,10 @@ namespace drtmx::r2 {
 Result<std::unique_ptr<NodeRuntime>> NodeRuntime::start(const NodeRuntimeConfig& cfg) {
   DRTMX_RETURN_IF_ERROR(cfg.worker.validate());
   std::unique_ptr<NodeRuntime> rt(new NodeRuntime());
-  auto fabric = make_fabric(cfg.fabric);
-  if (!fabric) return fabric.status();
-  rt->fabric_ = std::move(fabric.value());
-  for (auto& [id, bytes] : cfg.regions) {
-    auto r = rt->fabric_->register_region(id, bytes);
-    if (!r) return r.status();
-  }
+  // Join first: the control plane refuses a duplicate node id before this
+  // process creates (and, for a crashed run's leftovers, first removes) the
+  // node's shared-memory segments — which a second process started with a
+  // running node's id must never touch.
   ControlClientConfig cc = cfg.control;
   cc.cluster = cfg.fabric.cluster;
   cc.node = cfg.fabric.node;
@@ -23,10 +20,18 @@ Result<std::unique_ptr<NodeRuntime>> NodeRuntime::start(const NodeRuntimeConfig&
   auto control = ControlClient::join(cc);
   if (!control) return control.status();
   rt->control_ = std::move(control.value());
-  if (Status s = rt->fabric_->connect(*rt->control_); !s.is_ok()) {
+  auto fail = [&](Status s) {
     rt->control_->report_failure(s.message());
     return s;
+  };
+  auto fabric = make_fabric(cfg.fabric);
+  if (!fabric) return fail(fabric.status());
+  rt->fabric_ = std::move(fabric.value());
+  for (auto& [id, bytes] : cfg.regions) {
+    auto r = rt->fabric_->register_region(id, bytes);
+    if (!r) return fail(r.status());
   }
+  if (Status s = rt->fabric_->connect(*rt->control_); !s.is_ok()) return fail(s);
   for (ThreadId t = 0; t < cfg.fabric.threads; ++t) {
     rt->workers_.push_back(std::make_unique<Worker>(rt->fabric_->endpoint(t), cfg.fabric.node,
                                                     cfg.fabric.num_nodes, cfg.fabric.threads,
