@@ -55,7 +55,7 @@ struct TxnStats {
 
 // A caller's retry policy (the engine itself never retries).
 struct RetryPolicy {
-  uint32_t max_attempts = 64;     // then the last abort is returned
+  uint32_t max_attempts = 64;  // then the last abort is returned
   // Back-off after the n-th failed attempt: a random wait in
   // [base, base * (1 + 2^min(n, max_backoff_log2))), by the clock — not by
   // a count of yields, which on an oversubscribed core can each take a
@@ -134,6 +134,11 @@ class Engine final : public Txn {
   // Waits for the posted READs and turns them into accesses; a READ that
   // did not verify (torn, stale address) is read again synchronously.
   void await_ahead();
+  // Posts one batch of READs for the keys not read yet whose address the
+  // location cache knows (each key once). Keys without one join ahead_ (read
+  // when awaited) or, when `uncached` is given, are appended there instead.
+  // A key the arena has no room for is read when awaited.
+  void post_ahead(std::span<const TableKey> keys, bool for_update, std::vector<TableKey>* uncached);
   Abort read(TableId t, Key k, void* out, bool for_update);
   Access* find(TableId t, Key k);
   uint8_t* alloc(size_t bytes);
@@ -162,15 +167,28 @@ class Engine final : public Txn {
   std::vector<Ahead> ahead_;                              // outstanding read_ahead() reads
   std::vector<std::pair<TableKey, Abort>> ahead_errors_;  // reported by get()
   r2::OpBatch ahead_batch_;                               // the posted READs
-  r2::OpBatch batch_;                                     // reused by every phase
-  std::vector<std::pair<uint64_t*, LockState*>> slots_;   // lock results
-  std::vector<LockState*> states_;                        // check results
-  std::vector<RecordRef> refs_;                           // scratch for list RPCs
-  std::vector<ItemResult> results_;                       // scratch for list RPCs
-  std::vector<const uint8_t*> images_;                    // scratch for RPC commits
-  std::vector<Reservation> reservations_;                 // scratch for reserve
-  std::vector<HeldRecord> held_;                          // scratch for remove_held
-  std::vector<Key> scan_keys_;                            // scratch for scans
+  // Reused across calls (no allocation per transaction once warm).
+  std::vector<Ahead> ahead_done_;  // await_ahead()'s batch being checked
+  std::vector<uint8_t> value_tmp_;
+  std::vector<TableKey> miss_;  // prefetch(): keys without a cached address
+  std::vector<RecordRef> miss_refs_;
+  std::vector<uint8_t*> miss_copies_;
+  std::vector<Abort> miss_results_;
+  struct LogGroup {  // log(): the records one backup receives
+    r2::NodeId node = 0;
+    std::vector<RedoRecord> recs;
+  };
+  std::vector<LogGroup> log_groups_;
+  std::vector<BackupEntry> log_entries_;
+  r2::OpBatch batch_;                                    // reused by every phase
+  std::vector<std::pair<uint64_t*, LockState*>> slots_;  // lock results
+  std::vector<LockState*> states_;                       // check results
+  std::vector<RecordRef> refs_;                          // scratch for list RPCs
+  std::vector<ItemResult> results_;                      // scratch for list RPCs
+  std::vector<const uint8_t*> images_;                   // scratch for RPC commits
+  std::vector<Reservation> reservations_;                // scratch for reserve
+  std::vector<HeldRecord> held_;                         // scratch for remove_held
+  std::vector<Key> scan_keys_;                           // scratch for scans
   std::vector<uint8_t> scan_values_;
   std::vector<RecordRef> scan_refs_;
   std::vector<uint32_t> scan_incs_;

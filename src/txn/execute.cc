@@ -73,6 +73,12 @@ Engine::Access* Engine::find(TableId t, Key k) {
 Abort Engine::read_ahead(std::span<const TableKey> keys, bool for_update) {
   if (for_update && kind_ == Kind::kReadOnly) return Abort::kNotSupported;
   await_ahead();  // one posted batch at a time (Co::post)
+  post_ahead(keys, for_update, nullptr);
+  return Abort::kNone;
+}
+
+void Engine::post_ahead(std::span<const TableKey> keys, bool for_update,
+                        std::vector<TableKey>* uncached) {
   ahead_batch_.clear();
   for (const TableKey& tk : keys) {
     if (Access* a = find(tk.table, tk.key)) {
@@ -86,9 +92,13 @@ Abort Engine::read_ahead(std::span<const TableKey> keys, bool for_update) {
     if (loc_.address_of(read_path(), tk.table, tk.key, &x.addr, &x.incarnation)) {
       const uint32_t bytes =
           static_cast<uint32_t>(store::record_slot_size(loc_.value_size(tk.table)));
+      // No arena room: the key takes the ordinary path at first use.
       x.buf = alloc(bytes);
-      if (x.buf == nullptr) return Abort::kNotSupported;
-      ahead_batch_.read(x.addr, x.buf, bytes);
+      if (x.buf != nullptr) ahead_batch_.read(x.addr, x.buf, bytes);
+    } else if (uncached != nullptr) {
+      for (const TableKey& u : *uncached) dup |= u.table == tk.table && u.key == tk.key;
+      if (!dup) uncached->push_back(tk);
+      continue;
     }
     ahead_.push_back(x);
   }
@@ -96,17 +106,17 @@ Abort Engine::read_ahead(std::span<const TableKey> keys, bool for_update) {
     stats_.reads_ahead += ahead_batch_.size();
     co_.post(ahead_batch_);  // returns at once; await_ahead() waits
   }
-  return Abort::kNone;
 }
 
 void Engine::await_ahead() {
   if (ahead_.empty()) return;
   const bool posted = co_.posted();
   const r2::OpStatus st = posted ? co_.wait_posted() : r2::OpStatus::kOk;
-  std::vector<Ahead> todo;
-  todo.swap(ahead_);
+  // Taken out first: read() below may run await_ahead() again (a no-op).
+  ahead_done_.clear();
+  ahead_done_.swap(ahead_);
   size_t op = 0;
-  for (const Ahead& x : todo) {
+  for (const Ahead& x : ahead_done_) {
     const uint32_t vs = loc_.value_size(x.tk.table);
     bool done = false;
     if (x.buf != nullptr) {
@@ -136,8 +146,9 @@ void Engine::await_ahead() {
     if (!done) {
       // No address, a failed READ, a torn copy or a stale cache entry: the
       // ordinary read path (which also refreshes the cache).
-      std::vector<uint8_t> tmp(vs);
-      if (Abort r = read(x.tk.table, x.tk.key, tmp.data(), x.for_update); r != Abort::kNone) {
+      value_tmp_.resize(vs);
+      if (Abort r = read(x.tk.table, x.tk.key, value_tmp_.data(), x.for_update);
+          r != Abort::kNone) {
         ahead_errors_.push_back({x.tk, r});
       }
     }
@@ -184,59 +195,41 @@ Abort Engine::read(TableId t, Key k, void* out, bool for_update) {
 Abort Engine::prefetch(std::span<const TableKey> keys, bool for_update) {
   if (for_update && kind_ == Kind::kReadOnly) return Abort::kNotSupported;
   await_ahead();
-  // Only what the transaction has not read yet; each key once.
-  std::vector<TableKey> todo;
-  for (const TableKey& tk : keys) {
-    if (Access* a = find(tk.table, tk.key)) {
-      a->write |= for_update;
-      continue;
-    }
-    bool dup = false;
-    for (const TableKey& d : todo) dup |= d.table == tk.table && d.key == tk.key;
-    if (!dup) todo.push_back(tk);
-  }
-  if (todo.empty()) return Abort::kNone;
   // Keys whose record address the location cache knows: one batch of READs
   // for all of them (one doorbell per peer), verified as read_ahead's are;
-  // the others (and any that fail) through the locator's read_many.
-  {
-    std::vector<TableKey> cached, rest;
-    for (const TableKey& tk : todo) {
-      r2::RemoteAddr addr;
-      uint32_t inc = 0;
-      (loc_.address_of(read_path(), tk.table, tk.key, &addr, &inc) ? cached : rest).push_back(tk);
-    }
-    if (!cached.empty()) {
-      if (Abort r = read_ahead(cached, for_update); r != Abort::kNone) return r;
-      await_ahead();
-      if (!ahead_errors_.empty()) {
-        const Abort r = ahead_errors_.front().second;
-        ahead_errors_.clear();
-        return r;
-      }
-    }
-    todo.swap(rest);
+  // the others (and any READ that fails) through the locator's read_many.
+  // Keys the transaction already read, or named twice, are skipped.
+  miss_.clear();
+  post_ahead(keys, for_update, &miss_);
+  await_ahead();
+  if (!ahead_errors_.empty()) {
+    const Abort r = ahead_errors_.front().second;
+    ahead_errors_.clear();
+    return r;
   }
-  if (todo.empty()) return Abort::kNone;
-  std::vector<RecordRef> refs(todo.size());
-  std::vector<uint8_t*> copies(todo.size());
-  std::vector<Abort> results(todo.size());
-  for (size_t i = 0; i < todo.size(); ++i) {
-    copies[i] = alloc(store::record_slot_size(loc_.value_size(todo[i].table)));
-    if (copies[i] == nullptr) return Abort::kNotSupported;
+  if (miss_.empty()) return Abort::kNone;
+  const size_t n = miss_.size();
+  miss_refs_.resize(n);
+  miss_copies_.resize(n);
+  miss_results_.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    miss_copies_[i] = alloc(store::record_slot_size(loc_.value_size(miss_[i].table)));
+    if (miss_copies_[i] == nullptr) return Abort::kNotSupported;
   }
-  loc_.read_many(co_, read_path(), todo, refs.data(), copies.data(), results.data());
-  for (size_t i = 0; i < todo.size(); ++i) {
-    if (results[i] != Abort::kNone) return results[i];
-    if (refs[i].version == 0) return Abort::kLockHeld;  // an uncommitted insert (see read())
+  loc_.read_many(co_, read_path(), miss_, miss_refs_.data(), miss_copies_.data(),
+                 miss_results_.data());
+  for (size_t i = 0; i < n; ++i) {
+    if (miss_results_[i] != Abort::kNone) return miss_results_[i];
+    // An uncommitted insert (see read()).
+    if (miss_refs_[i].version == 0) return Abort::kLockHeld;
     Access a{};
-    a.table = todo[i].table;
-    a.key = todo[i].key;
-    a.ref = refs[i];
-    a.copy = copies[i];
+    a.table = miss_[i].table;
+    a.key = miss_[i].key;
+    a.ref = miss_refs_[i];
+    a.copy = miss_copies_[i];
     a.write = for_update;
     store::RecordHeader h;
-    std::memcpy(&h, copies[i], sizeof h);
+    std::memcpy(&h, miss_copies_[i], sizeof h);
     a.incarnation = h.incarnation;
     set_.push_back(a);
   }

@@ -1,6 +1,4 @@
 // The Log phase: replicate the redo records to every backup.
-#include <algorithm>
-
 #include "store/record.h"
 #include "txn/engine.h"
 
@@ -10,11 +8,8 @@ Abort Engine::log() {
   if (rep_ == nullptr) return Abort::kNone;
   // Each backup receives the records of the partitions it backs up — never
   // records it is the primary of (it must not apply over a locked primary).
-  struct Group {
-    r2::NodeId node;
-    std::vector<RedoRecord> recs;
-  };
-  std::vector<Group> groups;
+  // Groups are reused across transactions (their vectors keep capacity).
+  size_t groups = 0;
   for (const Access& a : set_) {
     if (!a.write) continue;
     RedoRecord r;
@@ -31,17 +26,23 @@ Abort Engine::log() {
     r2::NodeId mine[8];
     const size_t n = loc_.backups(a.table, a.key, mine, 8);
     for (size_t i = 0; i < n; ++i) {
-      auto it = std::find_if(groups.begin(), groups.end(),
-                             [&](const Group& g) { return g.node == mine[i]; });
-      if (it == groups.end()) it = groups.insert(groups.end(), Group{mine[i], {}});
-      it->recs.push_back(r);
+      size_t g = 0;
+      while (g < groups && log_groups_[g].node != mine[i]) ++g;
+      if (g == groups) {
+        if (groups == log_groups_.size()) log_groups_.emplace_back();
+        log_groups_[g].node = mine[i];
+        log_groups_[g].recs.clear();
+        ++groups;
+      }
+      log_groups_[g].recs.push_back(r);
     }
   }
-  if (groups.empty()) return Abort::kNone;
+  if (groups == 0) return Abort::kNone;
   if (log_.images == nullptr) return Abort::kNotSupported;  // arena too small for log images
-  std::vector<BackupEntry> entries;
-  for (const Group& g : groups) entries.push_back({g.node, g.recs});
-  Status s = rep_->log(co_, entries, log_);
+  log_entries_.clear();
+  for (size_t g = 0; g < groups; ++g)
+    log_entries_.push_back({log_groups_[g].node, log_groups_[g].recs});
+  Status s = rep_->log(co_, log_entries_, log_);
   if (s.is_ok()) return Abort::kNone;
   // Full for the whole back-pressure wait, or an entry larger than a ring
   // could ever hold: both are the log's capacity.

@@ -251,7 +251,7 @@ Status TableClient::scan_records(r2::Co& co, Ordered& o, std::vector<uint64_t>& 
   for (size_t first = 0; first < part_keys_.size(); first += kScanRecordBatch) {
     const size_t count = std::min<size_t>(kScanRecordBatch, part_keys_.size() - first);
     record_batch_.clear();
-    std::vector<RecordAddr> where(count);
+    RecordAddr where[kScanRecordBatch];
     if (addrs) {
       for (size_t i = 0; i < count; ++i) {
         std::memcpy(&where[i], part_values_.data() + (first + i) * sizeof(RecordAddr),

@@ -136,8 +136,8 @@ class LogReader {
   using Apply = std::function<void(uint64_t seq, const uint8_t* payload, uint32_t len)>;
   struct Polled {
     uint32_t applied = 0;
-    bool report = false;   // send head() to the writer now
-    bool corrupt = false;  // an entry from the future: stop
+    bool report = false;     // send head() to the writer now
+    bool corrupt = false;    // an entry from the future: stop
     uint64_t found_seq = 0;  // when corrupt: the sequence number found
   };
   // Applies up to `max` complete entries in order.
