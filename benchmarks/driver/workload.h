@@ -95,6 +95,19 @@ struct WorkloadInfo {
   std::function<Result<std::unique_ptr<Workload>>(const WorkloadOptions&, const WorkloadEnv&)> make;
 };
 
+// WorkloadInfo::make for a workload with a typed configuration: parse the
+// options, then build the workload from the result (errors pass through).
+template <typename Config>
+auto make_from(Result<Config> (*parse)(const WorkloadOptions&, const WorkloadEnv&),
+               std::unique_ptr<Workload> (*make)(const Config&)) {
+  return [parse, make](const WorkloadOptions& o,
+                       const WorkloadEnv& env) -> Result<std::unique_ptr<Workload>> {
+    auto c = parse(o, env);
+    if (!c.is_ok()) return c.status();
+    return make(*c);
+  };
+}
+
 // Every workload drtmx-bench knows.
 const std::vector<WorkloadInfo>& workloads();
 

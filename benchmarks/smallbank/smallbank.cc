@@ -209,12 +209,7 @@ WorkloadInfo info() {
       {"audit-pct", "percent of draws that are read-only audits of a transfer-only group (0)"},
       {"audit-group", "customers per partition in the audited group (default 4)"},
   };
-  w.make = [](const WorkloadOptions& o,
-              const WorkloadEnv& env) -> Result<std::unique_ptr<Workload>> {
-    auto c = parse(o, env);
-    if (!c.is_ok()) return c.status();
-    return make(*c);
-  };
+  w.make = make_from<Config>(&parse, &make);
   return w;
 }
 

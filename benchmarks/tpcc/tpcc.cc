@@ -93,12 +93,7 @@ WorkloadInfo info() {
       {"items", "SCALED-DOWN runs only: ITEM / STOCK rows (default 100000)"},
       {"customers", "SCALED-DOWN runs only: customers and initial orders per district (3000)"},
   };
-  w.make = [](const WorkloadOptions& o,
-              const WorkloadEnv& env) -> Result<std::unique_ptr<Workload>> {
-    auto c = parse(o, env);
-    if (!c.is_ok()) return c.status();
-    return make(*c);
-  };
+  w.make = make_from<Config>(&parse, &make);
   return w;
 }
 

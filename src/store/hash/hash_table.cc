@@ -252,6 +252,17 @@ Status HashTable::remove_held(uint64_t key, uint64_t offset, uint32_t incarnatio
   return Status::ok();
 }
 
+void HashTable::store_live(RecordImage& img, uint8_t* rec, uint64_t version,
+                           std::span<const uint8_t> value) const {
+  RecordHeader* h = img.header();
+  h->version = version;
+  h->flags = kLive;
+  std::memset(img.value(), 0, layout_.value_size);
+  if (!value.empty()) std::memcpy(img.value(), value.data(), value.size());
+  store::seal(img.data(), layout_.value_size);
+  img.store_body(rec);
+}
+
 void HashTable::unlink_locked(uint32_t head, const SlotPos& pos, uint64_t version) {
   const uint64_t offset = ref_offset(pos.ref);
   uint8_t* rec = record_ptr(offset);
@@ -327,11 +338,7 @@ Result<bool> HashTable::apply_in_order(uint64_t key, Change c, uint64_t version,
   }
   h->version = version;
   if (c == Change::kUpdate) {
-    h->flags = kLive;
-    std::memset(img.value(), 0, layout_.value_size);
-    if (!value.empty()) std::memcpy(img.value(), value.data(), value.size());
-    store::seal(img.data(), layout_.value_size);
-    img.store_body(rec);
+    store_live(img, rec, version, value);
     lock_of(rec).store(0, std::memory_order_release);
     unlock_chain(head);
     return true;
@@ -398,14 +405,7 @@ Result<bool> HashTable::install(uint64_t key, uint64_t version, std::span<const 
     img.load(rec);
     RecordHeader* h = img.header();
     const bool newer = version > h->version;
-    if (newer) {
-      h->version = version;
-      h->flags = kLive;
-      std::memset(img.value(), 0, layout_.value_size);
-      if (!value.empty()) std::memcpy(img.value(), value.data(), value.size());
-      store::seal(img.data(), layout_.value_size);
-      img.store_body(rec);
-    }
+    if (newer) store_live(img, rec, version, value);
     lock_of(rec).store(0, std::memory_order_release);
     unlock_chain(head);
     return newer;

@@ -174,6 +174,11 @@ class HashTable {
   // then the slot.
   void unlink_locked(uint32_t head, const SlotPos& pos, uint64_t version);
   void raise_deleted_high(uint64_t v);
+  // Writes `img` (the record's header, loaded) back to `rec` as a live
+  // record at `version` holding `value` (zero-padded), sealed; the caller
+  // holds the record's lock.
+  void store_live(RecordImage& img, uint8_t* rec, uint64_t version,
+                  std::span<const uint8_t> value) const;
 
   uint8_t* area_;
   std::span<uint8_t> records_;
