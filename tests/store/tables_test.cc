@@ -357,6 +357,11 @@ TEST(Tables, OrderedReadsStayCorrectUnderInsertsDeletesAndRetraining) {
       std::mt19937_64 rng(99 + idx);
       std::map<uint64_t, uint64_t> mine;
       for (int op = 0; op < 1500; ++op) {
+        // Paced by the readers (the two nodes' threads run at whatever
+        // speed the machine gives them): at least one checked read per
+        // write, so the reads really overlap the writes. Bounded: a reader
+        // that stopped cannot hold the writers forever.
+        for (int w = 0; w < 20000 && checked.load() < uint64_t(op) * kCos; ++w) co.yield_idle();
         const uint64_t k = (rng() % 2000) * 2 + 1;
         if (k % kCos != static_cast<uint64_t>(idx)) continue;
         if (mine.count(k) && rng() % 3 == 0) {
