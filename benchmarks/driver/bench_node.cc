@@ -196,6 +196,7 @@ Status run_bench_node(const BenchOptions& o) {
   cfg.coroutines = o.coroutines;
   cfg.policy = *policy;
   cfg.log_ring_bytes = o.log_ring_kb * 1024;
+  cfg.caches.xcache.refresh_keys_per_miss = o.xstore_refresh_keys;
   cfg.arena_bytes = std::max(cfg.arena_bytes, (*wl)->arena_bytes());
   auto node = txn::TxnNode::start(*cat, cfg);
   if (!node.is_ok()) return node.status();

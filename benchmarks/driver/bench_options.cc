@@ -28,6 +28,7 @@ std::vector<std::string> BenchOptions::node_args(int n, const std::string& coord
       "--replicas=" + std::to_string(replicas),
       "--seed=" + std::to_string(seed),
       "--log-ring-kb=" + std::to_string(log_ring_kb),
+      "--xstore-refresh-keys=" + std::to_string(xstore_refresh_keys),
       "--fabric-delay-ns=" + std::to_string(fabric.delay_ns),
       "--node=" + std::to_string(n),
       "--coordinator=" + coord,
@@ -71,6 +72,9 @@ Result<BenchOptions> parse_bench(int argc, char** argv) {
       "seed", po::value(&o.seed)->default_value(1), "random seed of the run")(
       "log-ring-kb", po::value(&o.log_ring_kb)->default_value(1024),
       "replication log ring per (coordinator thread, backup), KiB")(
+      "xstore-refresh-keys", po::value(&o.xstore_refresh_keys)->default_value(16),
+      "a fallback RPC retrains its XStore sub-model once fallbacks x this >= the keys it "
+      "holds (0: every fallback retrains)")(
       "fabric-delay-ns", po::value(&o.fabric.delay_ns)->default_value(0),
       "shm: completions and messages become visible this long after sending")(
       "cluster", po::value(&o.fabric.cluster), "shm segment prefix (default drtmxbench-<pid>)")(

@@ -563,6 +563,45 @@ INSTANTIATE_TEST_SUITE_P(Dists, XCacheClientDist, ::testing::Values(0, 1, 2, 3, 
 // stale entry is invalidated, so the next lookup there falls back by RPC
 // and refreshes the sub-model, after which it is one-sided again. A leaf
 // split twice (sibling split too) defeats speculation: fallback.
+// refresh_keys_per_miss: a fallback retrains its sub-model only once the
+// fallbacks it met, times R, reach the keys it holds (R = 1 here: about a
+// hundred). Until then the answers come by RPC, correct; after the refresh
+// the key is one-sided again.
+TEST(XCacheClient, RefreshesAreAmortizedOverFallbacks) {
+  const auto keys = uniform_keys(5000, 7);
+  Env env(2048);
+  env.tree->load(keys, 16, 16, 8);
+  XCacheOptions o;
+  o.refresh_keys_per_miss = 1;
+  XCache cache(o);
+  XStoreClient client(cache, env.remote(), env.scratch(0));
+  env.run([&](r2::Co& co, int) { ASSERT_TRUE(client.warm(co).is_ok()); });
+  const size_t a = interior_leaf(cache, *env.tree, 40);
+  const std::vector<uint64_t> a_keys = env.tree->keys_at(a);
+  env.tree->split(a);
+  env.tree->split(a + 1);  // the upper half moves twice: no speculation
+  env.run([&](r2::Co& co, int) {
+    uint64_t v = 0;
+    client.reset_stats();
+    uint64_t fallbacks_before_refresh = 0;
+    for (int i = 0; i < 2000 && client.stats().refreshes == 0; ++i) {
+      auto r = client.get(co, a_keys[15], &v);
+      ASSERT_TRUE(r.is_ok() && *r);
+      ASSERT_EQ(v, value_of(a_keys[15]));
+      fallbacks_before_refresh = client.stats().fallbacks;
+    }
+    EXPECT_EQ(client.stats().refreshes, 1u);
+    // Sub-models hold about 100 keys (train_keys_per_model): dozens of
+    // fallbacks were answered before one refresh.
+    EXPECT_GE(fallbacks_before_refresh, 20u);
+    const uint64_t fb = client.stats().fallbacks;
+    auto r = client.get(co, a_keys[15], &v);
+    ASSERT_TRUE(r.is_ok() && *r);
+    EXPECT_EQ(v, value_of(a_keys[15]));
+    EXPECT_EQ(client.stats().fallbacks, fb);  // one-sided again
+  });
+}
+
 TEST(XCacheClient, StaleEntriesAfterSplitsSpeculateThenFallBackAndRefresh) {
   const auto keys = uniform_keys(5000, 7);
   Env env(2048);

@@ -111,6 +111,7 @@ void XCache::train_sub(Sub& s, std::vector<uint64_t>& tt, std::span<const LeafRu
   points_.clear();
   tt.clear();
   s.keys = 0;
+  s.misses = 0;
   auto add = [&](uint64_t k, double pos) {
     fit.add(k, pos);
     points_.emplace_back(k, pos);

@@ -114,6 +114,17 @@ struct XCacheOptions {
   uint32_t max_sub_models = 1u << 24;
   // Full mode: bytes the TT may take (8 per entry); training fails beyond.
   uint64_t tt_budget_bytes = UINT64_MAX;
+  // A fallback RPC piggybacks a refresh of its sub-model (an export and a
+  // retrain of the whole interval: work in proportion to the keys there).
+  // With `refresh_keys_per_miss` = R > 0 it does so only once the fallbacks
+  // met by the sub-model since it was last trained, times R, reach the keys
+  // it was trained on — so refreshing costs at most about R keys of
+  // training per fallback. 0: every fallback refreshes. Under appends at
+  // the end of a range (TPC-C's orders) the last sub-model is stale again
+  // after every insert and gathers every appended key; refreshing it on
+  // each miss cost more than the misses it saved. The fallback's answer is
+  // correct either way, and maintain() still retrains after splits.
+  uint32_t refresh_keys_per_miss = 0;
 
   Status validate() const;
 };
@@ -171,6 +182,14 @@ class XCache {
   uint64_t sub_lo(uint32_t sub) const { return subs_[sub].lo; }
   uint64_t sub_hi(uint32_t sub) const { return subs_[sub].hi; }
   bool sub_empty(uint32_t sub) const { return subs_[sub].leaves == 0; }
+  // Counts a fallback met by sub-model `sub` and says whether it should
+  // refresh the sub-model (see XCacheOptions::refresh_keys_per_miss).
+  bool refresh_due(uint32_t sub) {
+    Sub& s = subs_[sub];
+    ++s.misses;
+    return opt_.refresh_keys_per_miss == 0 ||
+           uint64_t{s.misses} * opt_.refresh_keys_per_miss >= s.keys;
+  }
   uint32_t sub_leaves(uint32_t sub) const { return subs_[sub].leaves; }
   uint64_t sub_keys(uint32_t sub) const { return subs_[sub].keys; }
   const SubModel& sub_model(uint32_t sub) const { return subs_[sub].model; }
@@ -270,6 +289,7 @@ class XCache {
     uint64_t tt_index = 0;  // models-only: first entry (plain) or chunk (sealed) in the image
     uint32_t leaves = 0;    // TT length; 0 = empty interval, never used
     uint32_t keys = 0;      // keys inside [lo, hi] at training
+    uint32_t misses = 0;    // fallbacks since training (refresh_due)
   };
 
   // Smallest key k with pick(k) >= i under `top`; false when none.

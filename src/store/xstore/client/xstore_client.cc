@@ -145,7 +145,7 @@ Status XStoreClient::fetch_more(r2::Co& co, uint64_t lo, uint64_t hi, std::vecto
 XStoreClient::RefreshReq XStoreClient::refresh_req(uint32_t sub) const {
   RefreshReq r;
   if (sub == UINT32_MAX || cache_.models_only() || !cache_.trained() ||
-      sub >= cache_.sub_models() || cache_.sub_empty(sub)) {
+      sub >= cache_.sub_models() || cache_.sub_empty(sub) || !cache_.refresh_due(sub)) {
     return r;
   }
   r.sub = sub;
