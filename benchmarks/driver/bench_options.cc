@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "bench.h"
+#include "command_line.h"
 #include "txn/policy.h"
 
 namespace po = boost::program_options;
@@ -99,25 +100,7 @@ Result<BenchOptions> parse_bench(int argc, char** argv) {
     if (any) desc.add(wl);
   }
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
-    if (vm.count("config")) {
-      std::ifstream in(vm["config"].as<std::string>());
-      if (!in) {
-        return invalid_argument("--config=" + vm["config"].as<std::string>() +
-                                ": cannot open the file");
-      }
-      po::store(po::parse_config_file(in, desc), vm);
-    }
-    po::notify(vm);
-  } catch (const po::error& e) {
-    return invalid_argument(std::string(e.what()) + " (see --help)");
-  }
-  if (vm.count("help")) {
-    std::ostringstream os;
-    os << desc;
-    return not_found(os.str());
-  }
+  DRTMX_RETURN_IF_ERROR(parse_command_line(desc, argc, argv, vm, "config"));
   auto bad = [](const std::string& m) { return invalid_argument(m + " (see --help)"); };
   if (nodes < 1 || nodes > 64) return bad("--nodes must be 1..64");
   if (threads < 1 || threads > 64) return bad("--threads must be 1..64");

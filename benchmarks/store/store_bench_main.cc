@@ -5,6 +5,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "command_line.h"
 #include "store_bench.h"
 
 namespace po = boost::program_options;
@@ -42,17 +43,7 @@ Result<StoreBenchOptions> parse_store_bench(int argc, char** argv) {
       "cluster", po::value(&o.fabric.cluster),
       "shm segment name prefix (default storebench-<pid>)");
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    return invalid_argument(std::string(e.what()) + " (see --help)");
-  }
-  if (vm.count("help")) {
-    std::ostringstream os;
-    os << desc;
-    return not_found(os.str());
-  }
+  DRTMX_RETURN_IF_ERROR(parse_command_line(desc, argc, argv, vm));
   auto bad = [](const std::string& m) { return invalid_argument(m + " (see --help)"); };
   if (fabric != "shm") {
     return bad("--fabric=" + fabric +

@@ -195,19 +195,11 @@ Status TxnNode::finish(std::chrono::milliseconds limit) {
       for (auto& ap : apps_) a += ap ? ap->applied() : 0;
       return a;
     };
-    auto stopped = [&] {
-      for (auto& ap : apps_) {
-        if (ap && ap->corrupt()) return true;
-      }
-      return false;
-    };
-    while (applied() < expected && !stopped() && std::chrono::steady_clock::now() < until) {
+    while (applied() < expected && corrupt_reason().empty() &&
+           std::chrono::steady_clock::now() < until) {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
-    std::string corrupt;
-    for (auto& ap : apps_) {
-      if (ap && ap->corrupt() && corrupt.empty()) corrupt = ap->corrupt_reason();
-    }
+    const std::string corrupt = corrupt_reason();
     if (!corrupt.empty()) {
       st = internal_error("txn node " + std::to_string(cfg_.fabric.node) +
                           ": a log ring held a corrupt entry (" + corrupt +
@@ -231,11 +223,19 @@ Status TxnNode::finish(std::chrono::milliseconds limit) {
                         std::to_string(install_errors_.load()) +
                         " log records could not be installed into backup copies");
   }
-  for (auto& ap : apps_) {
-    if (st.is_ok() && ap && ap->corrupt()) st = internal_error("a log ring held a corrupt entry");
+  if (st.is_ok() && !corrupt_reason().empty()) {
+    st = internal_error("txn node " + std::to_string(cfg_.fabric.node) +
+                        ": a log ring held a corrupt entry (" + corrupt_reason() + ")");
   }
   if (!st.is_ok()) rt_->control().report_failure(st.message());
   return st;
+}
+
+std::string TxnNode::corrupt_reason() const {
+  for (const auto& ap : apps_) {
+    if (ap && ap->corrupt()) return ap->corrupt_reason();
+  }
+  return {};
 }
 
 TxnStats TxnNode::stats() const {

@@ -84,6 +84,8 @@ class TxnNode {
   TxnStats stats() const;
 
  private:
+  // The first stopped applier's reason ("" while none stopped).
+  std::string corrupt_reason() const;
   TxnNode(const store::Catalog& c, const TxnNodeConfig& cfg) : catalog_(c), cfg_(cfg) {}
   ReplicationConfig replication() const;
   Status setup_worker(r2::Worker& w, const r2::Region* scratch, const r2::Region* arena,

@@ -142,7 +142,7 @@ Status XStoreClient::fetch_more(r2::Co& co, uint64_t lo, uint64_t hi, std::vecto
   return internal_error("xstore FETCH_RUN did not finish");
 }
 
-XStoreClient::RefreshReq XStoreClient::refresh_req(uint32_t sub) const {
+XStoreClient::RefreshReq XStoreClient::refresh_req(uint32_t sub) {
   RefreshReq r;
   if (sub == UINT32_MAX || cache_.models_only() || !cache_.trained() ||
       sub >= cache_.sub_models() || cache_.sub_empty(sub) || !cache_.refresh_due(sub)) {

@@ -251,7 +251,8 @@ class XStoreClient {
     uint32_t m = 0;  // cache size when asked (a full retrain in between voids it)
     XRunTail tail;
   };
-  RefreshReq refresh_req(uint32_t sub) const;
+  // Not const: counts the fallback against the sub-model (XCache::refresh_due).
+  RefreshReq refresh_req(uint32_t sub);
   // Retrains rr.sub from a run reply (fetching the rest if it was cut).
   Status install_run(r2::Co& co, const RefreshReq& rr, std::span<const uint8_t> bytes);
   // FETCH_RUN pages from lo through hi, appended to run.
