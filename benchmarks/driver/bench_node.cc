@@ -3,6 +3,7 @@
 // randomized exponential back-off), measure a window, drain, audit; node 0
 // gathers every node's results, checks the workload's invariants and
 // prints the report (and the JSON file).
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -22,9 +23,26 @@ namespace {
 
 constexpr uint32_t kMaxAttempts = 10000;  // per transaction, then it counts as given up
 
+// Aborts of one reason on one table (txn::Engine::abort_table()).
+struct TableAborts {
+  uint64_t reason, table, count;
+};
+
+// Adds `n` aborts of `reason` on `table` (a short list: linear search).
+void count_abort(std::vector<TableAborts>& v, uint64_t reason, uint64_t table, uint64_t n) {
+  for (TableAborts& x : v) {
+    if (x.reason == reason && x.table == table) {
+      x.count += n;
+      return;
+    }
+  }
+  v.push_back({reason, table, n});
+}
+
 struct alignas(64) CoCounters {
   std::vector<uint64_t> committed;         // per type, measured window
   uint64_t aborts[txn::kAbortKinds] = {};  // measured window
+  std::vector<TableAborts> by_table;       // measured window
   uint64_t given_up = 0;
   LatencyHistogram hist;
   std::atomic<uint64_t> total{0};  // all commits in the window (progress)
@@ -39,6 +57,7 @@ struct NodeResult {
   uint64_t window_ns = 0;
   std::vector<uint64_t> committed;  // per type
   std::vector<uint64_t> aborts;     // per reason
+  std::vector<TableAborts> by_table;
   uint64_t given_up = 0;
   LatencyHistogram hist;
   std::vector<int64_t> node_audit, client_sums;
@@ -49,6 +68,8 @@ struct NodeResult {
     for (uint64_t c : committed) os << ' ' << c;
     os << ' ' << aborts.size();
     for (uint64_t a : aborts) os << ' ' << a;
+    os << ' ' << by_table.size();
+    for (const TableAborts& t : by_table) os << ' ' << t.reason << ' ' << t.table << ' ' << t.count;
     os << ' ' << node_audit.size();
     for (int64_t v : node_audit) os << ' ' << v;
     os << ' ' << client_sums.size();
@@ -67,9 +88,18 @@ struct NodeResult {
       }
       return true;
     };
+    auto triples = [&](std::vector<TableAborts>& v) {
+      if (!(is >> n) || n > 100000) return false;
+      v.resize(n);
+      for (auto& t : v) {
+        if (!(is >> t.reason >> t.table >> t.count)) return false;
+      }
+      return true;
+    };
     std::string h;
     return (is >> r->window_ns >> r->given_up) && vec(r->committed) && vec(r->aborts) &&
-           vec(r->node_audit) && vec(r->client_sums) && (is >> h) && r->hist.decode(h);
+           triples(r->by_table) && vec(r->node_audit) && vec(r->client_sums) && (is >> h) &&
+           r->hist.decode(h);
   }
 };
 
@@ -84,10 +114,41 @@ void add_into(std::vector<int64_t>& acc, const std::vector<int64_t>& v) {
   for (size_t i = 0; i < v.size(); ++i) acc[i] += v[i];
 }
 
-Status report(const BenchOptions& o, const Workload& wl, const txn::Policy& policy,
-              uint16_t replicas, const std::vector<NodeResult>& rs) {
+// "warehouse_ytd" for a table id of the catalog, "no table" for
+// txn::Engine::kNoTable, else the number.
+std::string table_name(const store::Catalog& cat, uint64_t id) {
+  if (id == txn::Engine::kNoTable) return "no table";
+  for (const store::TableSpec& t : cat.tables()) {
+    if (t.id == id) return t.name;
+  }
+  return "table " + std::to_string(id);
+}
+
+// The tables of one abort reason, most aborts first, as shares of that
+// reason's aborts: "(district_next 61%, warehouse_ytd 30%, stock 9%)".
+std::string blamed_tables(const store::Catalog& cat, const std::vector<TableAborts>& all,
+                          int reason, uint64_t total) {
+  std::vector<TableAborts> v;
+  for (const TableAborts& t : all) {
+    if (t.reason == uint64_t(reason)) v.push_back(t);
+  }
+  if (v.empty() || total == 0) return "";
+  std::sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.count > b.count; });
+  std::string out = "(";
+  for (size_t i = 0; i < v.size() && i < 4; ++i) {
+    if (i) out += ", ";
+    out += table_name(cat, v[i].table) + " " + fmt(100.0 * double(v[i].count) / double(total), 0) +
+           "%";
+  }
+  if (v.size() > 4) out += ", ...";
+  return out + ")";
+}
+
+Status report(const BenchOptions& o, const Workload& wl, const store::Catalog& cat,
+              const txn::Policy& policy, uint16_t replicas, const std::vector<NodeResult>& rs) {
   const std::vector<std::string> types = wl.txn_types();
   std::vector<uint64_t> committed(types.size(), 0), aborts(txn::kAbortKinds, 0);
+  std::vector<TableAborts> by_table;
   std::vector<int64_t> node_sums, client_sums;
   LatencyHistogram h;
   double tps = 0;
@@ -98,6 +159,7 @@ Status report(const BenchOptions& o, const Workload& wl, const txn::Policy& poli
       if (r.window_ns > 0) tps += double(r.committed[i]) * 1e9 / double(r.window_ns);
     }
     for (size_t i = 0; i < aborts.size() && i < r.aborts.size(); ++i) aborts[i] += r.aborts[i];
+    for (const TableAborts& t : r.by_table) count_abort(by_table, t.reason, t.table, t.count);
     given_up += r.given_up;
     h.merge(r.hist);
     add_into(node_sums, r.node_audit);
@@ -134,7 +196,8 @@ Status report(const BenchOptions& o, const Workload& wl, const txn::Policy& poli
     if (aborts[i] == 0) continue;
     std::cout << "  abort " << std::left << std::setw(18)
               << txn::abort_name(static_cast<txn::Abort>(i))
-              << fmt(100.0 * double(aborts[i]) / double(total_commits + total_aborts), 3) << "%\n";
+              << fmt(100.0 * double(aborts[i]) / double(total_commits + total_aborts), 3) << "%  "
+              << blamed_tables(cat, by_table, i, aborts[i]) << "\n";
   }
   if (given_up)
     std::cout << "  transactions given up after " << kMaxAttempts << " attempts: " << given_up
@@ -152,6 +215,16 @@ Status report(const BenchOptions& o, const Workload& wl, const txn::Policy& poli
     j.key("aborts").begin_object();
     for (int i = 1; i < txn::kAbortKinds; ++i) {
       j.key(txn::abort_name(static_cast<txn::Abort>(i))).value(aborts[i]);
+    }
+    j.end_object();
+    j.key("aborts_by_table").begin_object();
+    for (int i = 1; i < txn::kAbortKinds; ++i) {
+      if (aborts[i] == 0) continue;
+      j.key(txn::abort_name(static_cast<txn::Abort>(i))).begin_object();
+      for (const TableAborts& t : by_table) {
+        if (t.reason == uint64_t(i)) j.key(table_name(cat, t.table)).value(t.count);
+      }
+      j.end_object();
     }
     j.end_object();
     j.key("check").value(check.is_ok() ? std::string("ok") : check.message());
@@ -237,7 +310,10 @@ Status run_bench_node(const BenchOptions& o) {
           done = true;
           break;
         }
-        if (measuring) ++cc.aborts[static_cast<int>(r)];
+        if (measuring) {
+          ++cc.aborts[static_cast<int>(r)];
+          count_abort(cc.by_table, static_cast<uint64_t>(r), ctx.engine.abort_table(), 1);
+        }
         if (r == txn::Abort::kUserAbort || sh.phase.load(std::memory_order_relaxed) == 2) {
           done = true;
           break;
@@ -281,6 +357,7 @@ Status run_bench_node(const BenchOptions& o) {
   for (auto& c : counters) {
     for (size_t i = 0; i < types; ++i) mine.committed[i] += c.committed[i];
     for (int i = 0; i < txn::kAbortKinds; ++i) mine.aborts[i] += c.aborts[i];
+    for (const TableAborts& t : c.by_table) count_abort(mine.by_table, t.reason, t.table, t.count);
     mine.given_up += c.given_up;
     mine.hist.merge(c.hist);
   }
@@ -298,7 +375,7 @@ Status run_bench_node(const BenchOptions& o) {
         return internal_error("node " + std::to_string(i) + " sent a malformed result");
       }
     }
-    result = report(o, **wl, *policy, replicas, rs);
+    result = report(o, **wl, *cat, *policy, replicas, rs);
   }
   Status left = n.runtime().control().leave();
   return result.is_ok() ? left : result;

@@ -15,8 +15,9 @@ using txn::Abort;
 
 class Client final : public WorkloadClient {
  public:
-  Client(const Config& c, uint32_t index, uint64_t seed)
+  Client(const Config& c, uint32_t index, uint64_t seed, DeliveryHints* hints)
       : c_(c),
+        hints_(hints),
         rng_(seed * 0xD1B54A32D192ED03ull ^ (uint64_t{index} + 1) * 0x9E3779B97F4A7C15ull),
         C_(NURandC::for_run(NURandC::for_load(c.seed), seed)),
         home_(home_warehouse(c, index)),
@@ -48,7 +49,10 @@ class Client final : public WorkloadClient {
         draw_order_status();
         return {type_, [this](txn::Txn& tx) { return order_status(tx, c_, os_, &os_out_); }};
       case kDeliveryTxn:
-        del_ = DeliveryInput{home_, static_cast<uint32_t>(rng_.uniform(1, 10)), date()};
+        del_ = DeliveryInput{home_, static_cast<uint32_t>(rng_.uniform(1, 10)), date(), {}};
+        for (uint32_t d = 1; hints_ != nullptr && d <= kDistricts; ++d) {
+          del_.from[d] = hints_->from(home_, d);
+        }
         return {type_, [this](txn::Txn& tx) { return delivery(tx, c_, del_, &del_out_); }};
       default:
         sl_ =
@@ -59,6 +63,11 @@ class Client final : public WorkloadClient {
 
   void committed() override {
     if (type_ == kNewOrderTxn) ++sums_[kNewOrdersCommitted];
+    if (type_ == kDeliveryTxn && hints_ != nullptr) {
+      for (uint32_t d = 1; d <= kDistricts; ++d) {
+        if (del_out_.o_ids[d] != 0) hints_->delivered(del_.w, d, del_out_.o_ids[d]);
+      }
+    }
     if (type_ == kPaymentTxn) ++seq_;
     drawn_ = false;  // nothing left to account
   }
@@ -154,6 +163,7 @@ class Client final : public WorkloadClient {
   }
 
   const Config c_;
+  DeliveryHints* const hints_;
   Rng rng_;
   const NURandC C_;
   const uint32_t home_, node_, slot_, terminal_district_;
@@ -185,8 +195,9 @@ uint32_t home_warehouse(const Config& c, uint32_t index) {
   return node + j * c.nodes + 1;
 }
 
-std::unique_ptr<WorkloadClient> make_client(const Config& c, uint32_t index, uint64_t seed) {
-  return std::make_unique<Client>(c, index, seed);
+std::unique_ptr<WorkloadClient> make_client(const Config& c, uint32_t index, uint64_t seed,
+                                            DeliveryHints* hints) {
+  return std::make_unique<Client>(c, index, seed, hints);
 }
 
 }  // namespace drtmx::bench::tpcc

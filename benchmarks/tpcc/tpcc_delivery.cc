@@ -5,6 +5,10 @@
 // balance. A district without undelivered orders is skipped. One
 // transaction for all ten (the specification allows one per district; one
 // keeps the work per commit as the specification counts it).
+//
+// The oldest undelivered order is searched for from in.from[d] (a lower
+// bound, DeliveryInput): the scan's range and its validation are
+// [from, oldest], and the rows below `from` are gone for good.
 #include <array>
 #include <vector>
 
@@ -25,12 +29,13 @@ Abort delivery(txn::Txn& tx, const Config& c, const DeliveryInput& in, DeliveryO
   std::array<uint32_t, kDistricts + 1> o_ids{};  // 0: the district has none
   std::vector<txn::TableKey> keys;
   for (uint32_t d = 1; d <= kDistricts; ++d) {
-    if (Abort r = tx.scan(kNewOrder, new_order_key(in.w, d, 0), new_order_key(in.w, d, kMaxOrderId),
-                          1, &rows);
+    if (Abort r = tx.scan(kNewOrder, new_order_key(in.w, d, in.from[d]),
+                          new_order_key(in.w, d, kMaxOrderId), 1, &rows);
         r != Abort::kNone)
       return r;
     if (rows.keys.empty()) continue;
     o_ids[d] = order_id_of(rows.keys[0]);
+    out->o_ids[d] = o_ids[d];
     if (Abort r = tx.remove(kNewOrder, rows.keys[0]); r != Abort::kNone) return r;
     keys.push_back({kOrder, order_key(in.w, d, o_ids[d])});
   }

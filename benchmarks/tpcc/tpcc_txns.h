@@ -64,9 +64,16 @@ struct DeliveryInput {
   uint32_t w = 1;
   uint32_t carrier = 1;
   int64_t date = 0;
+  // Per district (index 1..10): an order id at or below the district's
+  // oldest undelivered order (0: unknown). The search for it starts there
+  // instead of at the district's first key: NEW-ORDER's delivered head is
+  // removed, and a scan from 0 would walk past every row ever delivered
+  // (see DeliveryHints for why a committed Delivery's ids are safe bounds).
+  std::array<uint32_t, kDistricts + 1> from{};
 };
 struct DeliveryOutput {
-  uint32_t delivered = 0;  // districts that had an undelivered order
+  uint32_t delivered = 0;                        // districts that had an undelivered order
+  std::array<uint32_t, kDistricts + 1> o_ids{};  // per district: the order delivered, or 0
 };
 txn::Abort delivery(txn::Txn& tx, const Config& c, const DeliveryInput& in, DeliveryOutput* out);
 

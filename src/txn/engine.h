@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "r2/sched/co.h"
+#include "txn/key_index.h"
 #include "txn/locator.h"
 #include "txn/log/replication.h"
 #include "txn/policy.h"
@@ -89,6 +90,12 @@ class Engine final : public Txn {
   // transaction has its own). Recovery-style cleanup of a lock that a lost
   // reply left behind names its holder by it.
   uint64_t last_lock_word() const { return lock_word_; }
+  // The table of the record (or scanned range) on which the last run()
+  // failed: the first key found locked, changed, missing, ... — or
+  // kNoTable when that abort concerns no table (user abort, log full, an
+  // Execute failure the procedure turned into another reason).
+  static constexpr TableId kNoTable = 0xffff;
+  TableId abort_table() const { return abort_table_; }
 
   Abort get(TableId t, Key k, void* out) override;
   Abort get_for_update(TableId t, Key k, void* out) override;
@@ -141,6 +148,7 @@ class Engine final : public Txn {
   void post_ahead(std::span<const TableKey> keys, bool for_update, std::vector<TableKey>* uncached);
   Abort read(TableId t, Key k, void* out, bool for_update);
   Access* find(TableId t, Key k);
+  void add_access(const Access& a);  // appends to set_ and indexes it
   uint8_t* alloc(size_t bytes);
   ReadPath read_path() const {
     return kind_ == Kind::kReadOnly ? policy_.ro_read : policy_.execute;
@@ -152,6 +160,12 @@ class Engine final : public Txn {
   void commit();
   void release(bool passive);
   Abort finish(Abort a);
+  // Remembers `t` as the table `r` (a failure) was found on, unless an
+  // earlier failure of this transaction was; returns `r`.
+  Abort blame(Abort r, TableId t) {
+    if (r != Abort::kNone && blamed_ == Abort::kNone) blamed_ = r, blamed_table_ = t;
+    return r;
+  }
 
   r2::Co& co_;
   Locator& loc_;
@@ -163,6 +177,8 @@ class Engine final : public Txn {
   uint64_t txn_seq_ = 0;  // transactions run by this engine
   Kind kind_ = Kind::kReadWrite;
   std::vector<Access> set_;
+  KeyIndex index_;       // set_'s keys -> positions
+  KeyIndex ahead_keys_;  // post_ahead(): the keys of the batch taken so far
   std::vector<ScanSet> scans_;
   std::vector<Ahead> ahead_;                              // outstanding read_ahead() reads
   std::vector<std::pair<TableKey, Abort>> ahead_errors_;  // reported by get()
@@ -195,6 +211,9 @@ class Engine final : public Txn {
   LogBuffers log_;
   TxnStats stats_;
   bool overflow_ = false;
+  Abort blamed_ = Abort::kNone;  // blame(): the first failure and its table
+  TableId blamed_table_ = kNoTable;
+  TableId abort_table_ = kNoTable;
   uint64_t rng_;
 };
 

@@ -64,10 +64,13 @@ uint8_t* Engine::alloc(size_t bytes) {
 }
 
 Engine::Access* Engine::find(TableId t, Key k) {
-  for (Access& a : set_) {
-    if (a.table == t && a.key == k) return &a;
-  }
-  return nullptr;
+  const uint32_t i = index_.find(t, k);
+  return i == KeyIndex::kAbsent ? nullptr : &set_[i];
+}
+
+void Engine::add_access(const Access& a) {
+  index_.put(a.table, a.key, static_cast<uint32_t>(set_.size()));
+  set_.push_back(a);
 }
 
 Abort Engine::read_ahead(std::span<const TableKey> keys, bool for_update) {
@@ -80,14 +83,17 @@ Abort Engine::read_ahead(std::span<const TableKey> keys, bool for_update) {
 void Engine::post_ahead(std::span<const TableKey> keys, bool for_update,
                         std::vector<TableKey>* uncached) {
   ahead_batch_.clear();
+  // Every caller awaited the previous batch: ahead_ holds only this call's
+  // keys, and ahead_keys_ tells which keys it already took (or left for
+  // `uncached`).
+  ahead_keys_.clear();
   for (const TableKey& tk : keys) {
     if (Access* a = find(tk.table, tk.key)) {
       a->write |= for_update && !a->insert;
       continue;
     }
-    bool dup = false;
-    for (const Ahead& x : ahead_) dup |= x.tk.table == tk.table && x.tk.key == tk.key;
-    if (dup) continue;
+    if (ahead_keys_.find(tk.table, tk.key) != KeyIndex::kAbsent) continue;
+    ahead_keys_.put(tk.table, tk.key, 0);
     Ahead x{tk, for_update, {}, 0, nullptr};
     if (loc_.address_of(read_path(), tk.table, tk.key, &x.addr, &x.incarnation)) {
       const uint32_t bytes =
@@ -96,8 +102,7 @@ void Engine::post_ahead(std::span<const TableKey> keys, bool for_update,
       x.buf = alloc(bytes);
       if (x.buf != nullptr) ahead_batch_.read(x.addr, x.buf, bytes);
     } else if (uncached != nullptr) {
-      for (const TableKey& u : *uncached) dup |= u.table == tk.table && u.key == tk.key;
-      if (!dup) uncached->push_back(tk);
+      uncached->push_back(tk);
       continue;
     }
     ahead_.push_back(x);
@@ -139,7 +144,7 @@ void Engine::await_ahead() {
         a.incarnation = h.incarnation;
         a.copy = x.buf;
         a.write = x.for_update;
-        set_.push_back(a);
+        add_access(a);
         done = true;
       }
     }
@@ -162,12 +167,12 @@ Abort Engine::read(TableId t, Key k, void* out, bool for_update) {
     if (ahead_errors_[i].first.table == t && ahead_errors_[i].first.key == k) {
       const Abort r = ahead_errors_[i].second;
       ahead_errors_.erase(ahead_errors_.begin() + static_cast<ptrdiff_t>(i));
-      return r;
+      return blame(r, t);
     }
   }
   const uint32_t vs = loc_.value_size(t);
-  if (Access* a = find(t, k)) {                   // read again: serve from the transaction
-    if (a->remove) return Abort::kRecordMissing;  // deleted by this transaction
+  if (Access* a = find(t, k)) {  // read again: serve from the transaction
+    if (a->remove) return blame(Abort::kRecordMissing, t);  // deleted by this transaction
     a->write |= for_update;
     std::memcpy(out, a->new_value ? a->new_value : a->copy + sizeof(store::RecordHeader), vs);
     return Abort::kNone;
@@ -180,14 +185,14 @@ Abort Engine::read(TableId t, Key k, void* out, bool for_update) {
   a.copy = copy;
   a.write = for_update;
   Abort r = loc_.read(co_, read_path(), t, k, &a.ref, copy);
-  if (r != Abort::kNone) return r;
+  if (r != Abort::kNone) return blame(r, t);
   // Version 0: another transaction's insert, reserved but not committed
   // (index_ops.h). It cannot validate; do not hand its value out.
-  if (a.ref.version == 0) return Abort::kLockHeld;
+  if (a.ref.version == 0) return blame(Abort::kLockHeld, t);
   store::RecordHeader h;
   std::memcpy(&h, copy, sizeof h);
   a.incarnation = h.incarnation;
-  set_.push_back(a);
+  add_access(a);
   std::memcpy(out, copy + sizeof h, vs);
   return Abort::kNone;
 }
@@ -203,9 +208,9 @@ Abort Engine::prefetch(std::span<const TableKey> keys, bool for_update) {
   post_ahead(keys, for_update, &miss_);
   await_ahead();
   if (!ahead_errors_.empty()) {
-    const Abort r = ahead_errors_.front().second;
+    const auto [tk, r] = ahead_errors_.front();
     ahead_errors_.clear();
-    return r;
+    return blame(r, tk.table);
   }
   if (miss_.empty()) return Abort::kNone;
   const size_t n = miss_.size();
@@ -219,9 +224,9 @@ Abort Engine::prefetch(std::span<const TableKey> keys, bool for_update) {
   loc_.read_many(co_, read_path(), miss_, miss_refs_.data(), miss_copies_.data(),
                  miss_results_.data());
   for (size_t i = 0; i < n; ++i) {
-    if (miss_results_[i] != Abort::kNone) return miss_results_[i];
+    if (miss_results_[i] != Abort::kNone) return blame(miss_results_[i], miss_[i].table);
     // An uncommitted insert (see read()).
-    if (miss_refs_[i].version == 0) return Abort::kLockHeld;
+    if (miss_refs_[i].version == 0) return blame(Abort::kLockHeld, miss_[i].table);
     Access a{};
     a.table = miss_[i].table;
     a.key = miss_[i].key;
@@ -231,7 +236,7 @@ Abort Engine::prefetch(std::span<const TableKey> keys, bool for_update) {
     store::RecordHeader h;
     std::memcpy(&h, miss_copies_[i], sizeof h);
     a.incarnation = h.incarnation;
-    set_.push_back(a);
+    add_access(a);
   }
   return Abort::kNone;
 }
@@ -270,7 +275,7 @@ Abort Engine::insert(TableId t, Key k, const void* value) {
   const uint32_t vs = loc_.value_size(t);
   if (vs == 0) return Abort::kNotSupported;  // unknown table
   if (Access* a = find(t, k)) {
-    if (!a->remove) return Abort::kDuplicateInsert;  // read, written or inserted here
+    if (!a->remove) return blame(Abort::kDuplicateInsert, t);  // read, written or inserted here
     // Deleted in this transaction, inserted again: an update of the record.
     a->remove = false;
     return put(t, k, value);
@@ -284,7 +289,7 @@ Abort Engine::insert(TableId t, Key k, const void* value) {
   std::memcpy(a.new_value, value, vs);
   a.write = true;
   a.insert = true;
-  set_.push_back(a);
+  add_access(a);
   return Abort::kNone;
 }
 
@@ -296,6 +301,10 @@ Abort Engine::remove(TableId t, Key k) {
   if (a != nullptr && a->insert) {
     // Inserted in this transaction: nothing reaches the store.
     set_.erase(set_.begin() + (a - set_.data()));
+    index_.clear();  // positions moved
+    for (size_t i = 0; i < set_.size(); ++i) {
+      index_.put(set_[i].table, set_[i].key, static_cast<uint32_t>(i));
+    }
     return Abort::kNone;
   }
   if (a == nullptr) {
@@ -316,7 +325,7 @@ Abort Engine::scan(TableId t, Key from, Key to, size_t limit, Rows* out) {
   const uint32_t vs = loc_.value_size(t);
   Abort r = loc_.scan(co_, read_path(), t, from, to, limit, &scan_keys_, &scan_values_, &scan_refs_,
                       &scan_incs_);
-  if (r != Abort::kNone) return r;
+  if (r != Abort::kNone) return blame(r, t);
   // The range the store answered for: up to `to`, or up to the last row
   // when the limit cut it. Validate scans exactly this range again.
   const Key covered = scan_keys_.size() == limit ? scan_keys_.back() : to;
@@ -324,7 +333,7 @@ Abort Engine::scan(TableId t, Key from, Key to, size_t limit, Rows* out) {
   // Every row joins the read set (a row read before keeps that copy: if the
   // two differ, validation of it fails anyway).
   for (size_t i = 0; i < scan_keys_.size(); ++i) {
-    if (scan_refs_[i].version == 0) return Abort::kLockHeld;  // an uncommitted insert
+    if (scan_refs_[i].version == 0) return blame(Abort::kLockHeld, t);  // an uncommitted insert
     if (find(t, scan_keys_[i]) != nullptr) continue;
     Access a{};
     a.table = t;
@@ -334,7 +343,7 @@ Abort Engine::scan(TableId t, Key from, Key to, size_t limit, Rows* out) {
     a.copy = alloc(store::record_slot_size(vs));
     if (a.copy == nullptr) return Abort::kNotSupported;
     build_image(a.copy, a.key, a.incarnation, a.ref.version, scan_values_.data() + i * vs, vs);
-    set_.push_back(a);
+    add_access(a);
   }
   // What the procedure sees: the store's rows overlaid with this
   // transaction's own writes — its puts, its deletes (left out) and its
@@ -388,6 +397,7 @@ void Engine::backoff(uint32_t attempt, const RetryPolicy& p) {
 }
 
 Abort Engine::finish(Abort a) {
+  abort_table_ = a != Abort::kNone && a == blamed_ ? blamed_table_ : kNoTable;
   if (a == Abort::kNone) {
     ++stats_.committed;
   } else {
@@ -401,17 +411,22 @@ Abort Engine::run(const Procedure& proc, Kind kind) {
   // the previous one may still hold its locks).
   lock_word_ = store::lock_word(co_.node(), co_.thread(), co_.id(), ++txn_seq_);
   set_.clear();
+  index_.clear();
   scans_.clear();
   ahead_.clear();
   ahead_errors_.clear();
   used_ = 0;
   overflow_ = false;
+  blamed_ = Abort::kNone;
+  blamed_table_ = kNoTable;
   kind_ = kind;
   Abort r = proc(*this);
   // Reads still in flight are waited for (their buffers are in the arena);
   // an error among them that no get() reported aborts the transaction.
   await_ahead();
-  if (r == Abort::kNone && !ahead_errors_.empty()) r = ahead_errors_.front().second;
+  if (r == Abort::kNone && !ahead_errors_.empty()) {
+    r = blame(ahead_errors_.front().second, ahead_errors_.front().first.table);
+  }
   if (overflow_ && r == Abort::kNone) r = Abort::kNotSupported;  // arena too small
   if (r != Abort::kNone) return finish(r);                       // nothing is locked in Execute
   bool writes = false;

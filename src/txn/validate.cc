@@ -26,7 +26,7 @@ Abort Engine::reserve_inserts() {
       a.incarnation = r.incarnation;
       a.held = true;
     } else if (failure == Abort::kNone) {
-      failure = r.result;
+      failure = blame(r.result, a.table);
     }
   }
   return failure;
@@ -72,11 +72,11 @@ Abort Engine::validate() {
       a.held = cas_ok && lock_acquired(*old);
       if (failure != Abort::kNone) continue;
       if (!cas_ok || !read_ok) {
-        failure = Abort::kNodeFailure;
+        failure = blame(Abort::kNodeFailure, a.table);
       } else if (!a.held) {
-        failure = Abort::kLockHeld;
+        failure = blame(Abort::kLockHeld, a.table);
       } else if (!unchanged(*st, a.ref, lock_word_)) {
-        failure = Abort::kVersionChanged;
+        failure = blame(Abort::kVersionChanged, a.table);
       }
     }
   } else if (writes) {
@@ -94,11 +94,11 @@ Abort Engine::validate() {
       a.held = s.is_ok() ? r.locked : true;
       if (failure != Abort::kNone) continue;
       if (!s.is_ok()) {
-        failure = Abort::kNodeFailure;
+        failure = blame(Abort::kNodeFailure, a.table);
       } else if (!r.locked) {
-        failure = Abort::kLockHeld;
+        failure = blame(Abort::kLockHeld, a.table);
       } else if (!r.valid) {
-        failure = Abort::kVersionChanged;
+        failure = blame(Abort::kVersionChanged, a.table);
       }
     }
   }
@@ -139,7 +139,9 @@ Abort Engine::validate() {
       size_t i = 0;
       for (const Access& a : set_) {
         if (a.write) continue;
-        if (!unchanged(*states[i++], a.ref, /*my_lock=*/0)) failure = Abort::kVersionChanged;
+        if (!unchanged(*states[i++], a.ref, /*my_lock=*/0)) {
+          failure = blame(Abort::kVersionChanged, a.table);
+        }
       }
     }
   } else {
@@ -151,8 +153,10 @@ Abort Engine::validate() {
     if (!s.is_ok()) {
       failure = Abort::kNodeFailure;
     } else {
-      for (const ItemResult& r : results_) {
-        if (!r.valid) failure = Abort::kVersionChanged;
+      size_t i = 0;
+      for (const Access& a : set_) {
+        if (a.write) continue;
+        if (!results_[i++].valid) failure = blame(Abort::kVersionChanged, a.table);
       }
     }
   }
@@ -200,7 +204,7 @@ Abort Engine::validate_scans(CheckPath check) {
     }
     if (r != Abort::kNone) {
       release(policy_.passive_ack);
-      return r;
+      return blame(r, sc.table);
     }
   }
   return Abort::kNone;

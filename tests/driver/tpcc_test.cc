@@ -10,6 +10,7 @@
 
 #include <cstring>
 #include <set>
+#include <thread>
 
 #include "r2/support/inproc_cluster.h"
 #include "store/tables/plan.h"
@@ -128,6 +129,28 @@ TEST(TpccClient, HomesAreLocalPrimaries) {
     used.insert(w);
   }
   EXPECT_EQ(used.size(), 9u);  // every warehouse has clients
+}
+
+// The delivered-order bounds are maxima per (warehouse, district), shared
+// by threads; out-of-range names are ignored.
+TEST(TpccClient, DeliveryHintsKeepTheHighestDeliveredOrder) {
+  DeliveryHints h(2);
+  EXPECT_EQ(h.from(1, 1), 0u);
+  std::vector<std::thread> ts;
+  for (uint32_t t = 0; t < 4; ++t) {
+    ts.emplace_back([&h, t] {
+      for (uint32_t o = 1; o <= 5000; ++o) h.delivered(1 + o % 2, 1 + o % kDistricts, o * 4 + t);
+    });
+  }
+  for (auto& t : ts) t.join();
+  EXPECT_EQ(h.from(1, 1), 5000u * 4 + 3);  // o = 5000: even, o % 10 == 0
+  EXPECT_EQ(h.from(2, 2), 4991u * 4 + 3);  // o = 4991: odd, o % 10 == 1
+  h.delivered(1, 1, 7);                    // lower: no effect
+  EXPECT_EQ(h.from(1, 1), 5000u * 4 + 3);
+  h.delivered(3, 1, 9);  // no warehouse 3
+  h.delivered(1, kDistricts + 1, 9);
+  EXPECT_EQ(h.from(3, 1), 0u);
+  EXPECT_EQ(h.from(1, kDistricts + 1), 0u);
 }
 
 // One in-process node holding every partition (replicas 1).

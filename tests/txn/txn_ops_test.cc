@@ -337,6 +337,7 @@ void abort_script(const store::Catalog& cat, TxnContext& c) {
   EXPECT_EQ(run([](Txn& tx) { return tx.remove(kQueue, 1100); }), Abort::kRecordMissing);
   // kUserAbort.
   EXPECT_EQ(run([](Txn& tx) { return tx.user_abort(); }), Abort::kUserAbort);
+  EXPECT_EQ(e.abort_table(), Engine::kNoTable);
   // kNotSupported: a scan of a hash table, an unknown table, writes in a
   // read-only transaction.
   EXPECT_EQ(run([](Txn& tx) {
@@ -399,22 +400,27 @@ void abort_script(const store::Catalog& cat, TxnContext& c) {
   ASSERT_TRUE(loc.reserve(co, rs, foreign).is_ok());
   ASSERT_EQ(rs[0].result, Abort::kNone);
   ASSERT_EQ(rs[1].result, Abort::kNone);
+  // Each abort names the table it was found on (Engine::abort_table).
   EXPECT_EQ(once([](Txn& tx) {
               Val x = val(1);
               return tx.insert(kKv, 500, &x);
             }),
             Abort::kLockHeld);
+  EXPECT_EQ(e.abort_table(), kKv);
   EXPECT_EQ(once(read_then({500}, [] {})), Abort::kLockHeld);
+  EXPECT_EQ(e.abort_table(), kKv);
   EXPECT_EQ(once([](Txn& tx) {
               Val x;
               return tx.get(kQueue, 2550, &x);
             }),
             Abort::kLockHeld);
+  EXPECT_EQ(e.abort_table(), kQueue);
   EXPECT_EQ(once([](Txn& tx) {
               Txn::Rows rows;
               return tx.scan(kQueue, 2500, 2600, 10, &rows);
             }),
             Abort::kLockHeld);
+  EXPECT_EQ(e.abort_table(), kQueue);
   // A scan that ran before the reservation appeared sees it at Validate.
   HeldRecord late_held;
   EXPECT_EQ(run([&](Txn& tx) {
@@ -429,6 +435,7 @@ void abort_script(const store::Catalog& cat, TxnContext& c) {
               return Abort::kNone;
             }),
             Abort::kVersionChanged);
+  EXPECT_EQ(e.abort_table(), kQueue);  // the phantom, found by the re-scan
   {
     HeldRecord held[3] = {{kKv, 500, rs[0].addr, rs[0].incarnation},
                           {kQueue, 2550, rs[1].addr, rs[1].incarnation},
@@ -450,6 +457,7 @@ void abort_script(const store::Catalog& cat, TxnContext& c) {
               return tx.put(kKv, 7, &x);
             }),
             Abort::kLockHeld);
+  EXPECT_EQ(e.abort_table(), kKv);  // the lock at Validate
   EXPECT_EQ(once([](Txn& tx) { return tx.remove(kKv, 7); }), Abort::kLockHeld);
   // A read-only transaction of two keys finds 7 locked at validation.
   EXPECT_EQ(run(read_then({7, 8}, [] {}), Kind::kReadOnly), Abort::kVersionChanged);
