@@ -49,7 +49,11 @@ Status ProcessGroup::wait_all(std::chrono::milliseconds timeout) {
     return n;
   };
   while (running() > 0) {
+    // Reap every child that ended before choosing what to report: a node
+    // killed by a signal is the cause and the others' error exits ("node 1
+    // disconnected") its consequences, whichever the loop meets first.
     bool reaped = false;
+    std::string signaled, failed;
     for (auto& c : children_) {
       if (c.done) continue;
       int st = 0;
@@ -58,16 +62,16 @@ Status ProcessGroup::wait_all(std::chrono::milliseconds timeout) {
       c.done = true;
       reaped = true;
       if (r < 0) continue;
-      std::string why;
-      if (WIFEXITED(st) && WEXITSTATUS(st) != 0) {
-        why = c.name + " exited with status " + std::to_string(WEXITSTATUS(st));
-      } else if (WIFSIGNALED(st)) {
-        why = c.name + " was killed by signal " + std::to_string(WTERMSIG(st));
+      if (WIFSIGNALED(st) && signaled.empty()) {
+        signaled = c.name + " was killed by signal " + std::to_string(WTERMSIG(st));
+      } else if (WIFEXITED(st) && WEXITSTATUS(st) != 0 && failed.empty()) {
+        failed = c.name + " exited with status " + std::to_string(WEXITSTATUS(st)) +
+                 " (its error is printed above)";
       }
-      if (!why.empty() && first.is_ok()) {
-        first = unavailable(WIFSIGNALED(st) ? why : why + " (its error is printed above)");
-        kill_all();  // the rest cannot finish without it (marks them done)
-      }
+    }
+    if ((!signaled.empty() || !failed.empty()) && first.is_ok()) {
+      first = unavailable(!signaled.empty() ? signaled : failed);
+      kill_all();  // the rest cannot finish without it (marks them done)
     }
     if (running() == 0) break;
     if (std::chrono::steady_clock::now() > until) {

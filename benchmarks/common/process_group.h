@@ -29,7 +29,10 @@ class ProcessGroup {
                const std::vector<std::string>& args);
   // Waits until every child exited. The first one that exits non-zero or by
   // a signal makes the others stop (SIGTERM, then SIGKILL after a grace
-  // period) and is returned as the error. On timeout all are killed.
+  // period) and is returned as the error — of the children found ended at
+  // the same time, one killed by a signal before one that exited non-zero
+  // (the others' errors are usually about the dead one). On timeout all
+  // are killed.
   Status wait_all(std::chrono::milliseconds timeout);
   // Stops every child still running.
   void kill_all();
