@@ -13,7 +13,8 @@ namespace {
 
 class Tpcc final : public Workload {
  public:
-  explicit Tpcc(const Config& c) : c_(c), hints_(std::make_unique<DeliveryHints>(c.warehouses())) {}
+  explicit Tpcc(const Config& c)
+      : c_(c), deliveries_(std::make_unique<Deliveries>(c.warehouses())) {}
 
   std::string name() const override { return "tpcc"; }
   std::vector<std::string> txn_types() const override {
@@ -54,7 +55,7 @@ class Tpcc final : public Workload {
     return tpcc::load(node, cat, c_);
   }
   std::unique_ptr<WorkloadClient> client(uint32_t index, uint64_t seed) const override {
-    return make_client(c_, index, seed, hints_.get());
+    return make_client(c_, index, seed, deliveries_.get());
   }
   Result<std::vector<int64_t>> node_audit(const store::tables::StoreNode& node,
                                           const store::Catalog& cat) const override {
@@ -69,7 +70,7 @@ class Tpcc final : public Workload {
   Config c_;
   // Shared by this node's terminals (tpcc_client.h); the clients never
   // outlive the workload.
-  std::unique_ptr<DeliveryHints> hints_;
+  std::unique_ptr<Deliveries> deliveries_;
 };
 
 }  // namespace

@@ -15,9 +15,9 @@ using txn::Abort;
 
 class Client final : public WorkloadClient {
  public:
-  Client(const Config& c, uint32_t index, uint64_t seed, DeliveryHints* hints)
+  Client(const Config& c, uint32_t index, uint64_t seed, Deliveries* deliveries)
       : c_(c),
-        hints_(hints),
+        dl_(deliveries),
         rng_(seed * 0xD1B54A32D192ED03ull ^ (uint64_t{index} + 1) * 0x9E3779B97F4A7C15ull),
         C_(NURandC::for_run(NURandC::for_load(c.seed), seed)),
         home_(home_warehouse(c, index)),
@@ -26,13 +26,34 @@ class Client final : public WorkloadClient {
         terminal_district_(index % kDistricts + 1) {
     uint32_t acc = 0;
     for (int i = 0; i < kTxnTypes; ++i) cumulative_[i] = acc += c_.mix[i];
+    // Deliveries are queued only when the terminal has something else to
+    // do meanwhile (a mix of Deliveries alone runs them in every terminal).
+    queue_deliveries_ = dl_ != nullptr && c_.mix[kDeliveryTxn] < 100;
   }
 
   TxnDraw next() override {
     account_previous();
-    const uint32_t r = static_cast<uint32_t>(rng_.uniform(0, 99));
-    type_ = 0;
-    while (r >= cumulative_[type_]) ++type_;
+    if (agent_) {  // the Delivery this terminal took from the queue is over
+      dl_->done(home_);
+      agent_ = false;
+    }
+    if (queue_deliveries_ && dl_->claim(home_)) {
+      agent_ = true;
+      type_ = kDeliveryTxn;
+    } else {
+      type_ = draw_type(100);
+      if (type_ == kDeliveryTxn && queue_deliveries_) {
+        // Deferred (clause 2.7.2): queued for the warehouse's agent — this
+        // terminal, if no Delivery of the warehouse is running; else it goes
+        // on with another transaction of the mix.
+        dl_->request(home_);
+        if (dl_->claim(home_)) {
+          agent_ = true;
+        } else {
+          type_ = draw_type(100 - c_.mix[kDeliveryTxn]);
+        }
+      }
+    }
     if (type_ == kPaymentTxn && seq_ >= c_.history_quota()) {
       ++sums_[kHistoryFull];  // reported by the check; run something harmless instead
       type_ = kOrderStatusTxn;
@@ -50,8 +71,8 @@ class Client final : public WorkloadClient {
         return {type_, [this](txn::Txn& tx) { return order_status(tx, c_, os_, &os_out_); }};
       case kDeliveryTxn:
         del_ = DeliveryInput{home_, static_cast<uint32_t>(rng_.uniform(1, 10)), date(), {}};
-        for (uint32_t d = 1; hints_ != nullptr && d <= kDistricts; ++d) {
-          del_.from[d] = hints_->from(home_, d);
+        for (uint32_t d = 1; dl_ != nullptr && d <= kDistricts; ++d) {
+          del_.from[d] = dl_->from(home_, d);
         }
         return {type_, [this](txn::Txn& tx) { return delivery(tx, c_, del_, &del_out_); }};
       default:
@@ -63,9 +84,9 @@ class Client final : public WorkloadClient {
 
   void committed() override {
     if (type_ == kNewOrderTxn) ++sums_[kNewOrdersCommitted];
-    if (type_ == kDeliveryTxn && hints_ != nullptr) {
+    if (type_ == kDeliveryTxn && dl_ != nullptr) {
       for (uint32_t d = 1; d <= kDistricts; ++d) {
-        if (del_out_.o_ids[d] != 0) hints_->delivered(del_.w, d, del_out_.o_ids[d]);
+        if (del_out_.o_ids[d] != 0) dl_->delivered(del_.w, d, del_out_.o_ids[d]);
       }
     }
     if (type_ == kPaymentTxn) ++seq_;
@@ -83,6 +104,24 @@ class Client final : public WorkloadClient {
 
  private:
   int64_t date() const { return kLoadTime + static_cast<int64_t>(clock_); }
+
+  // A transaction type by the mix (total 100), or by the mix without
+  // Delivery (total = 100 - Delivery's percentage).
+  int draw_type(uint32_t total) {
+    const uint32_t r = static_cast<uint32_t>(rng_.uniform(0, total - 1));
+    if (total == 100) {
+      int t = 0;
+      while (r >= cumulative_[t]) ++t;
+      return t;
+    }
+    uint32_t acc = 0;
+    for (int t = 0; t < kTxnTypes; ++t) {
+      if (t == kDeliveryTxn) continue;
+      acc += c_.mix[t];
+      if (r < acc) return t;
+    }
+    return kNewOrderTxn;  // not reached: the weights add up to total
+  }
 
   // A New-Order that did not commit: rolled back on purpose, or refused.
   void account_previous() {
@@ -163,7 +202,9 @@ class Client final : public WorkloadClient {
   }
 
   const Config c_;
-  DeliveryHints* const hints_;
+  Deliveries* const dl_;
+  bool queue_deliveries_ = false;
+  bool agent_ = false;  // running a Delivery claimed from the queue
   Rng rng_;
   const NURandC C_;
   const uint32_t home_, node_, slot_, terminal_district_;
@@ -196,8 +237,8 @@ uint32_t home_warehouse(const Config& c, uint32_t index) {
 }
 
 std::unique_ptr<WorkloadClient> make_client(const Config& c, uint32_t index, uint64_t seed,
-                                            DeliveryHints* hints) {
-  return std::make_unique<Client>(c, index, seed, hints);
+                                            Deliveries* deliveries) {
+  return std::make_unique<Client>(c, index, seed, deliveries);
 }
 
 }  // namespace drtmx::bench::tpcc

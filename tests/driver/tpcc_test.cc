@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstring>
 #include <set>
 #include <thread>
@@ -133,8 +134,8 @@ TEST(TpccClient, HomesAreLocalPrimaries) {
 
 // The delivered-order bounds are maxima per (warehouse, district), shared
 // by threads; out-of-range names are ignored.
-TEST(TpccClient, DeliveryHintsKeepTheHighestDeliveredOrder) {
-  DeliveryHints h(2);
+TEST(TpccDeliveries, BoundsKeepTheHighestDeliveredOrder) {
+  Deliveries h(2);
   EXPECT_EQ(h.from(1, 1), 0u);
   std::vector<std::thread> ts;
   for (uint32_t t = 0; t < 4; ++t) {
@@ -151,6 +152,48 @@ TEST(TpccClient, DeliveryHintsKeepTheHighestDeliveredOrder) {
   h.delivered(1, kDistricts + 1, 9);
   EXPECT_EQ(h.from(3, 1), 0u);
   EXPECT_EQ(h.from(1, kDistricts + 1), 0u);
+}
+
+// The deferred queue of a warehouse: one agent at a time, and every
+// queued Delivery is claimed exactly once, across threads.
+TEST(TpccDeliveries, OneAgentAtATimeAndEveryRequestServedOnce) {
+  Deliveries q(1);
+  EXPECT_FALSE(q.claim(1));  // nothing queued
+  q.request(1);
+  q.request(1);
+  ASSERT_TRUE(q.claim(1));
+  EXPECT_FALSE(q.claim(1));  // another agent is running
+  q.done(1);
+  ASSERT_TRUE(q.claim(1));
+  q.done(1);
+  EXPECT_FALSE(q.claim(1));
+  EXPECT_EQ(q.queued(1), 0u);
+
+  constexpr int kThreads = 4, kEach = 20000;
+  std::atomic<int> agents{0}, served{0}, overlap{0};
+  std::vector<std::thread> ts;
+  for (int t = 0; t < kThreads; ++t) {
+    ts.emplace_back([&] {
+      for (int i = 0; i < kEach; ++i) {
+        q.request(1);
+        if (q.claim(1)) {
+          if (agents.fetch_add(1) != 0) overlap.fetch_add(1);
+          served.fetch_add(1);
+          agents.fetch_sub(1);
+          q.done(1);
+        }
+      }
+    });
+  }
+  for (auto& t : ts) t.join();
+  EXPECT_EQ(overlap.load(), 0);
+  // What no thread claimed is still queued: nothing lost, nothing twice.
+  EXPECT_EQ(served.load() + int(q.queued(1)), kThreads * kEach);
+  while (q.claim(1)) {
+    served.fetch_add(1);
+    q.done(1);
+  }
+  EXPECT_EQ(served.load(), kThreads * kEach);
 }
 
 // One in-process node holding every partition (replicas 1).
