@@ -10,8 +10,8 @@
 //             partition; committed once all have completed (log.cc);
 //   Commit    write back + unlock at the primaries (WRITE pair, or RPC),
 //             with passive ACK when the policy says so (commit.cc).
-// Inserts are buffered in Execute and reserved at their primaries at the
-// start of Validate (index_ops.h); deletes are writes that Commit turns
+// Inserts are buffered in Execute and reserved at their primaries in
+// Validate, right after the write set is locked (index_ops.h); deletes are writes that Commit turns
 // into an index removal at the primary; scans add their rows to the read
 // set and re-scan their ranges at Validate (phantoms; validate.cc).
 // Read-only transactions (Kind::kReadOnly) read on the policy's ro_read

@@ -1,4 +1,4 @@
-// The Validate phase: reserve the inserts, lock the write set, re-scan the
+// The Validate phase: lock the write set, reserve the inserts, re-scan the
 // scanned ranges (phantoms), then check the read set.
 #include "store/record.h"
 #include "txn/engine.h"
@@ -39,13 +39,10 @@ Abort Engine::validate() {
   const CheckPath check = writes ? policy_.validate : policy_.ro_validate;
   Abort failure = Abort::kNone;
 
-  // 0. Reserve the inserted keys (they are then held like locked records).
-  if (Abort r = reserve_inserts(); r != Abort::kNone) {
-    release(policy_.passive_ack);
-    return r;
-  }
-
   // 1. Lock every record to write (and check it did not change since read).
+  // Before the inserts are reserved: a lock held by another or a changed
+  // version — the common conflicts — then abort without the reserve and
+  // remove round trips (both steps only acquire, so their order is free).
   if (writes && lock == LockPath::kCas) {
     batch_.clear();
     slots_.clear();
@@ -105,6 +102,12 @@ Abort Engine::validate() {
   if (failure != Abort::kNone) {
     release(policy_.passive_ack);
     return failure;
+  }
+
+  // 1b. Reserve the inserted keys (they are then held like locked records).
+  if (Abort r = reserve_inserts(); r != Abort::kNone) {
+    release(policy_.passive_ack);
+    return r;
   }
 
   // 2. Phantoms: the scanned ranges, before the read checks (see
