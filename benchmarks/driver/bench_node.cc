@@ -118,10 +118,8 @@ void add_into(std::vector<int64_t>& acc, const std::vector<int64_t>& v) {
 // txn::Engine::kNoTable, else the number.
 std::string table_name(const store::Catalog& cat, uint64_t id) {
   if (id == txn::Engine::kNoTable) return "no table";
-  for (const store::TableSpec& t : cat.tables()) {
-    if (t.id == id) return t.name;
-  }
-  return "table " + std::to_string(id);
+  const store::TableSpec* t = cat.find(static_cast<store::TableId>(id));
+  return t != nullptr ? t->name : "table " + std::to_string(id);
 }
 
 // The tables of one abort reason, most aborts first, as shares of that

@@ -24,8 +24,6 @@ class Client final : public WorkloadClient {
         node_((home_ - 1) % c.nodes),
         slot_(index + 1),
         terminal_district_(index % kDistricts + 1) {
-    uint32_t acc = 0;
-    for (int i = 0; i < kTxnTypes; ++i) cumulative_[i] = acc += c_.mix[i];
     // Deliveries are queued only when the terminal has something else to
     // do meanwhile (a mix of Deliveries alone runs them in every terminal).
     queue_deliveries_ = dl_ != nullptr && c_.mix[kDeliveryTxn] < 100;
@@ -41,7 +39,7 @@ class Client final : public WorkloadClient {
       agent_ = true;
       type_ = kDeliveryTxn;
     } else {
-      type_ = draw_type(100);
+      type_ = draw_type(false);
       if (type_ == kDeliveryTxn && queue_deliveries_) {
         // Deferred (clause 2.7.2): queued for the warehouse's agent — this
         // terminal, if no Delivery of the warehouse is running; else it goes
@@ -50,7 +48,7 @@ class Client final : public WorkloadClient {
         if (dl_->claim(home_)) {
           agent_ = true;
         } else {
-          type_ = draw_type(100 - c_.mix[kDeliveryTxn]);
+          type_ = draw_type(true);
         }
       }
     }
@@ -105,18 +103,14 @@ class Client final : public WorkloadClient {
  private:
   int64_t date() const { return kLoadTime + static_cast<int64_t>(clock_); }
 
-  // A transaction type by the mix (total 100), or by the mix without
-  // Delivery (total = 100 - Delivery's percentage).
-  int draw_type(uint32_t total) {
+  // A transaction type by the mix, or by the mix without Delivery (its
+  // share left out; the caller ensures the rest is not empty).
+  int draw_type(bool skip_delivery) {
+    const uint32_t total = skip_delivery ? 100 - c_.mix[kDeliveryTxn] : 100;
     const uint32_t r = static_cast<uint32_t>(rng_.uniform(0, total - 1));
-    if (total == 100) {
-      int t = 0;
-      while (r >= cumulative_[t]) ++t;
-      return t;
-    }
     uint32_t acc = 0;
     for (int t = 0; t < kTxnTypes; ++t) {
-      if (t == kDeliveryTxn) continue;
+      if (skip_delivery && t == kDeliveryTxn) continue;
       acc += c_.mix[t];
       if (r < acc) return t;
     }
@@ -208,7 +202,6 @@ class Client final : public WorkloadClient {
   Rng rng_;
   const NURandC C_;
   const uint32_t home_, node_, slot_, terminal_district_;
-  uint32_t cumulative_[kTxnTypes] = {};
   int type_ = 0;
   bool drawn_ = false;
   uint64_t clock_ = 0;

@@ -68,7 +68,7 @@ struct DeliveryInput {
   // oldest undelivered order (0: unknown). The search for it starts there
   // instead of at the district's first key: NEW-ORDER's delivered head is
   // removed, and a scan from 0 would walk past every row ever delivered
-  // (see DeliveryHints for why a committed Delivery's ids are safe bounds).
+  // (tpcc_deliveries.h: why a committed Delivery's ids are safe bounds).
   std::array<uint32_t, kDistricts + 1> from{};
 };
 struct DeliveryOutput {

@@ -11,9 +11,10 @@
 //   Commit    write back + unlock at the primaries (WRITE pair, or RPC),
 //             with passive ACK when the policy says so (commit.cc).
 // Inserts are buffered in Execute and reserved at their primaries in
-// Validate, right after the write set is locked (index_ops.h); deletes are writes that Commit turns
-// into an index removal at the primary; scans add their rows to the read
-// set and re-scan their ranges at Validate (phantoms; validate.cc).
+// Validate, right after the write set is locked (index_ops.h); deletes are
+// writes that Commit turns into an index removal at the primary; scans add
+// their rows to the read set and re-scan their ranges at Validate
+// (phantoms; validate.cc).
 // Read-only transactions (Kind::kReadOnly) read on the policy's ro_read
 // path and validate with ro_validate; a single-key read-only transaction
 // skips validation.
@@ -31,6 +32,7 @@
 #include <vector>
 
 #include "r2/sched/co.h"
+#include "store/catalog.h"
 #include "txn/key_index.h"
 #include "txn/locator.h"
 #include "txn/log/replication.h"
@@ -94,7 +96,7 @@ class Engine final : public Txn {
   // failed: the first key found locked, changed, missing, ... — or
   // kNoTable when that abort concerns no table (user abort, log full, an
   // Execute failure the procedure turned into another reason).
-  static constexpr TableId kNoTable = 0xffff;
+  static constexpr TableId kNoTable = store::kNoTable;
   TableId abort_table() const { return abort_table_; }
 
   Abort get(TableId t, Key k, void* out) override;

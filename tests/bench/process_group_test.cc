@@ -2,14 +2,39 @@
 #include "process_group.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
 #include <thread>
 
 namespace drtmx::bench {
 namespace {
 
 using namespace std::chrono_literals;
+
+// Children of this process that have ended and are not reaped yet (state Z
+// in /proc/<pid>/stat: "pid (comm) state ppid ...").
+int zombie_children() {
+  int n = 0;
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = e.path().filename();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(e.path() / "stat");
+    std::string line;
+    if (!std::getline(in, line)) continue;
+    const size_t close = line.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(line.substr(close + 1));
+    char state = 0;
+    long ppid = 0;
+    if (rest >> state >> ppid && state == 'Z' && ppid == getpid()) ++n;
+  }
+  return n;
+}
 
 TEST(ProcessGroup, AllExitZeroIsOk) {
   ProcessGroup g;
@@ -18,13 +43,18 @@ TEST(ProcessGroup, AllExitZeroIsOk) {
   EXPECT_TRUE(g.wait_all(10s).is_ok());
 }
 
-// Node 1 is killed; node 0 then fails because of it. Both have ended when
-// the group looks: the killed node is named, though node 0 comes first.
+// Node 1 is killed and node 0 fails; both have ended when the group looks:
+// the killed node is named, though node 0 comes first in the group.
 TEST(ProcessGroup, AKilledNodeIsNamedBeforeTheNodesThatFailedBecauseOfIt) {
   ProcessGroup g;
-  ASSERT_TRUE(g.spawn("node 0", "/bin/sh", {"-c", "sleep 0.2; exit 1"}).is_ok());
+  ASSERT_TRUE(g.spawn("node 0", "/bin/sh", {"-c", "exit 1"}).is_ok());
   ASSERT_TRUE(g.spawn("node 1", "/bin/sh", {"-c", "kill -9 $$"}).is_ok());
-  std::this_thread::sleep_for(600ms);  // both have ended (zombies until reaped)
+  // Both have ended — zombies until reaped — before the group looks.
+  const auto until = std::chrono::steady_clock::now() + 10s;
+  while (zombie_children() < 2 && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(5ms);
+  }
+  ASSERT_EQ(zombie_children(), 2);
   const Status s = g.wait_all(10s);
   EXPECT_FALSE(s.is_ok());
   EXPECT_NE(s.message().find("node 1 was killed by signal 9"), std::string::npos) << s.message();

@@ -67,6 +67,11 @@ TEST(TpccBench, PaymentAlone) {
   // idle machine: the default room.
   const std::string j = tpcc("pay", "--mix=0,100,0,0,0", "1", "20000");
   EXPECT_GT(rate(j, "Payment"), 0) << j;
+  // The terminals of a warehouse all write its W_YTD: thousands of Payments
+  // in a second conflict there, and the report names the table.
+  const size_t by_table = j.find("\"aborts_by_table\"");
+  ASSERT_NE(by_table, std::string::npos) << j;
+  EXPECT_NE(j.find("\"warehouse_ytd\"", by_table), std::string::npos) << j;
 }
 TEST(TpccBench, OrderStatusAlone) {
   const std::string j = tpcc("os", "--mix=0,0,100,0,0");
