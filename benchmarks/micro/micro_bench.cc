@@ -9,6 +9,7 @@
 #include "r2/common/region_table.h"
 #include "r2/common/send_queue.h"
 #include "r2/shm/msg_ring.h"
+#include "store/hash/location_cache.h"
 #include "store/record.h"
 #include "txn/log/log_ring.h"
 
@@ -117,6 +118,40 @@ void BM_LogEntryPrepare(benchmark::State& st) {
   }
 }
 BENCHMARK(BM_LogEntryPrepare)->Arg(149)->Arg(1006);  // SmallBank, TPC-C log sizes (Table 4-2)
+
+// A location-cache hit in a full-size (64 MiB) cache holding arg entries:
+// a random slot per lookup, as a transaction's reads give it. Batch mode
+// (arg 1 = 1) hints all 16 keys of a batch first (prefetch), as the engine's
+// read_ahead does.
+void BM_LocationCacheGet(benchmark::State& st) {
+  const size_t entries = static_cast<size_t>(st.range(0));
+  const bool batch = st.range(1) != 0;
+  store::hash::LocationCacheOptions o;  // the default budget
+  auto c = store::hash::LocationCache::create(o);
+  if (!c.is_ok()) {
+    st.SkipWithError(c.status().message().c_str());
+    return;
+  }
+  store::hash::LocationCache& cache = **c;
+  for (uint64_t k = 0; k < entries; ++k) cache.put(1, k * 7919, {{0, 1, k * 64}, 1});
+  uint64_t x = 88172645463325252ull;
+  uint64_t keys[16];
+  store::hash::CachedLocation loc;
+  for (auto _ : st) {
+    for (uint64_t& k : keys) {
+      x ^= x << 13;
+      x ^= x >> 7;
+      x ^= x << 17;
+      k = (x % entries) * 7919;
+    }
+    if (batch) {
+      for (uint64_t k : keys) cache.prefetch(1, k);
+    }
+    for (uint64_t k : keys) benchmark::DoNotOptimize(cache.get(1, k, &loc));
+  }
+  st.SetItemsProcessed(static_cast<int64_t>(st.iterations() * 16));
+}
+BENCHMARK(BM_LocationCacheGet)->Args({300000, 0})->Args({300000, 1});
 
 }  // namespace
 

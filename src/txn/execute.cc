@@ -87,6 +87,10 @@ void Engine::post_ahead(std::span<const TableKey> keys, bool for_update,
   // keys, and ahead_keys_ tells which keys it already took (or left for
   // `uncached`).
   ahead_keys_.clear();
+  // The location-cache lookups below are DRAM misses each: start them all.
+  if (keys.size() > 1) {
+    for (const TableKey& tk : keys) loc_.prefetch_address(read_path(), tk.table, tk.key);
+  }
   for (const TableKey& tk : keys) {
     if (Access* a = find(tk.table, tk.key)) {
       a->write |= for_update && !a->insert;

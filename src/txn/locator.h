@@ -47,6 +47,10 @@ class Locator {
                           uint32_t* /*incarnation*/) {
     return false;
   }
+  // A hint that address_of(path, t, k) follows soon: starts loading what it
+  // will look at (no effect on results). A caller about to ask for many
+  // keys issues all hints first, so the lookups' cache misses overlap.
+  virtual void prefetch_address(ReadPath, TableId, Key) {}
   // Rows of an ordered table with records with from <= key <= to,
   // ascending, at most `n`: keys, values (value_size each, back to back),
   // where each record is with the version read, and its incarnation. A row

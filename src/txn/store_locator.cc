@@ -125,6 +125,13 @@ bool StoreLocator::address_of(ReadPath path, TableId t, Key k, r2::RemoteAddr* a
   return true;
 }
 
+void StoreLocator::prefetch_address(ReadPath path, TableId t, Key k) {
+  if (path != ReadPath::kOneSidedCached && path != ReadPath::kHybrid) return;
+  const store::TableSpec* s = spec(t);
+  if (s == nullptr || s->kind != store::TableKind::kHash) return;
+  caches_.location().prefetch(store::tables::service_id(t, catalog_.partition_of(*s, k)), k);
+}
+
 Status StoreLocator::reserve(r2::Co& co, std::span<Reservation> items, uint64_t lock_word) {
   for (Reservation& r : items) r.primary = primary(r.table, r.key);
   return rpc_reserve(co, items, lock_word);

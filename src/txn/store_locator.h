@@ -51,6 +51,7 @@ class StoreLocator final : public Locator {
   // location-cache hit.
   bool address_of(ReadPath path, TableId t, Key k, r2::RemoteAddr* addr,
                   uint32_t* incarnation) override;
+  void prefetch_address(ReadPath path, TableId t, Key k) override;
   // By the owner RPCs of index_ops.h (the primary from the catalog).
   Status reserve(r2::Co& co, std::span<Reservation> items, uint64_t lock_word) override;
   Status remove_held(r2::Co& co, std::span<const HeldRecord> items, uint64_t lock_word,

@@ -2,6 +2,8 @@
 // copy order; identity checks tell stale addresses apart.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -46,6 +48,38 @@ TEST(RecordSeal, MixesOfTwoImagesAreTorn) {
     }
     EXPECT_GT(trials, 100);
     EXPECT_EQ(torn, trials) << "value size " << vs;
+  }
+}
+
+// Around the sizes where hash_bytes changes shape (one chain below 64
+// bytes, four lanes per 64-byte stride, then a 16-byte and a partial tail):
+// every single-bit flip and every swap of two distinct 16-byte blocks of the
+// value breaks the seal.
+TEST(RecordSeal, BitFlipsAndBlockSwapsAreTornAtEverySize) {
+  std::mt19937_64 rng(7);
+  for (size_t vs : {15u, 16u, 17u, 63u, 64u, 65u, 80u, 127u, 128u, 129u, 200u, 306u}) {
+    std::vector<uint8_t> a = make(5, 9, vs, 0);
+    for (size_t i = 0; i < vs; ++i) a[sizeof(RecordHeader) + i] = static_cast<uint8_t>(rng());
+    seal(a.data(), vs);
+    ASSERT_EQ(verify(a.data(), vs), RecordCheck::kOk) << vs;
+    for (size_t byte = 8; byte < sizeof(RecordHeader) + vs; ++byte) {
+      if (byte >= 32 && byte < 40) continue;  // the seal itself
+      for (int bit = 0; bit < 8; ++bit) {
+        std::vector<uint8_t> c(a);
+        c[byte] ^= static_cast<uint8_t>(1u << bit);
+        ASSERT_EQ(verify(c.data(), vs), RecordCheck::kTorn) << vs << " byte " << byte;
+      }
+    }
+    uint8_t* v = a.data() + sizeof(RecordHeader);
+    for (size_t x = 0; x + 16 <= vs; x += 16) {
+      for (size_t y = x + 16; y + 16 <= vs; y += 16) {
+        if (std::memcmp(v + x, v + y, 16) == 0) continue;
+        std::vector<uint8_t> c(a);
+        uint8_t* w = c.data() + sizeof(RecordHeader);
+        std::swap_ranges(w + x, w + x + 16, w + y);
+        ASSERT_EQ(verify(c.data(), vs), RecordCheck::kTorn) << vs << " blocks " << x << "," << y;
+      }
+    }
   }
 }
 

@@ -1,6 +1,7 @@
 #include "store/hash/location_cache.h"
 
 #include <algorithm>
+#include <memory>
 
 #include "base/hash.h"
 
@@ -23,16 +24,23 @@ uint64_t LocationCache::hash_of(uint32_t table, uint64_t key) {
 
 Result<std::unique_ptr<LocationCache>> LocationCache::create(const LocationCacheOptions& o) {
   DRTMX_RETURN_IF_ERROR(o.validate());
-  return std::unique_ptr<LocationCache>(new LocationCache(o));
+  const size_t capacity = o.budget_bytes / kEntryBytes;
+  Result<HugeBuffer> slab = HugeBuffer::allocate(capacity * 2 * sizeof(Slot));
+  if (!slab.is_ok()) return slab.status().with_context("location cache");
+  return std::unique_ptr<LocationCache>(new LocationCache(o, std::move(*slab)));
 }
 
-LocationCache::LocationCache(const LocationCacheOptions& o) {
-  capacity_ = o.budget_bytes / kEntryBytes;
+LocationCache::LocationCache(const LocationCacheOptions& o, HugeBuffer slab)
+    : capacity_(o.budget_bytes / kEntryBytes), slab_(std::move(slab)) {
   const size_t shards = std::min<size_t>(o.shards, capacity_);
+  auto* next = static_cast<Slot*>(slab_.data());
   for (size_t i = 0; i < shards; ++i) {
     auto s = std::make_unique<Shard>();
     s->cap = static_cast<uint32_t>(capacity_ / shards + (i < capacity_ % shards ? 1 : 0));
-    s->slots.resize(size_t{s->cap} * 2);
+    s->n = s->cap * 2;
+    s->slots = next;
+    std::uninitialized_value_construct_n(next, s->n);
+    next += s->n;
     shards_.push_back(std::move(s));
   }
 }
@@ -44,11 +52,11 @@ LocationCache::Shard& LocationCache::shard_of(uint64_t h) {
 
 uint32_t LocationCache::home(const Shard& s, uint64_t h) {
   // Multiply-shift range reduction of the low 32 bits onto [0, slots).
-  return static_cast<uint32_t>(((h & 0xFFFFFFFFull) * s.slots.size()) >> 32);
+  return static_cast<uint32_t>(((h & 0xFFFFFFFFull) * s.n) >> 32);
 }
 
 uint32_t LocationCache::find(const Shard& s, uint64_t h, uint32_t table, uint64_t key) {
-  const uint32_t n = static_cast<uint32_t>(s.slots.size());
+  const uint32_t n = s.n;
   uint32_t i = home(s, h);
   // Load <= 1/2 keeps an empty slot in every table, so this ends.
   for (uint32_t step = 0; step < n; ++step) {
@@ -61,7 +69,7 @@ uint32_t LocationCache::find(const Shard& s, uint64_t h, uint32_t table, uint64_
 }
 
 void LocationCache::erase_at(Shard& s, uint32_t i) {
-  const uint32_t n = static_cast<uint32_t>(s.slots.size());
+  const uint32_t n = s.n;
   uint32_t hole = i;
   uint32_t j = i;
   for (uint32_t step = 0; step < n; ++step) {
@@ -83,8 +91,8 @@ void LocationCache::erase_at(Shard& s, uint32_t i) {
 void LocationCache::prefetch(uint32_t table, uint64_t key) const {
   const uint64_t h = hash_of(table, key);
   const Shard& s = *shards_[(h >> 40) % shards_.size()];
-  // The slots vector never reallocates after construction: reading its
-  // data pointer and size without the shard lock is safe.
+  // A shard's slots never move after construction: reading its slot
+  // pointer and count without the shard lock is safe.
   __builtin_prefetch(&s.slots[home(s, h)], 0, 1);
 }
 
@@ -117,7 +125,7 @@ void LocationCache::put(uint32_t table, uint64_t key, const CachedLocation& loc)
   if (fresh) {
     // Insert first (an empty slot always exists: live <= cap < 2 * cap
     // slots), then evict if the shard went over its capacity.
-    const uint32_t n = static_cast<uint32_t>(s.slots.size());
+    const uint32_t n = s.n;
     i = home(s, h);
     while (s.slots[i].used) i = i + 1 == n ? 0 : i + 1;
     ++s.live;
@@ -137,7 +145,7 @@ void LocationCache::put(uint32_t table, uint64_t key, const CachedLocation& loc)
 void LocationCache::evict_one(Shard& s, uint32_t keep_table, uint64_t keep_key) {
   // CLOCK with a 2-bit count: the hand decrements counts until it meets an
   // entry at 0 other than the one just inserted (at most three sweeps).
-  const uint32_t n = static_cast<uint32_t>(s.slots.size());
+  const uint32_t n = s.n;
   for (uint32_t step = 0; step < 3 * n + 3; ++step) {
     const uint32_t at = s.hand;
     Slot& e = s.slots[at];
