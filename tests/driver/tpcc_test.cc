@@ -10,16 +10,19 @@
 
 #include <atomic>
 #include <cstring>
+#include <map>
 #include <set>
 #include <thread>
 
 #include "r2/support/inproc_cluster.h"
 #include "store/tables/plan.h"
+#include "support/map_txn.h"
 #include "tpcc/tpcc_check.h"
 #include "tpcc/tpcc_client.h"
 #include "tpcc/tpcc_loader.h"
 #include "tpcc/tpcc_random.h"
 #include "tpcc/tpcc_schema.h"
+#include "tpcc/tpcc_txns.h"
 
 namespace drtmx::bench::tpcc {
 namespace {
@@ -308,6 +311,77 @@ void expect_cardinalities(Db& db, uint32_t w) {
   EXPECT_EQ(text(cu.c_last, sizeof cu.c_last), last_name(6));  // c_id - 1 for the first 1000
   EXPECT_EQ(cu.c_balance, -1000);
   EXPECT_EQ(std::string(cu.c_middle, 2), "OE");
+}
+
+// Stock-Level's count against a brute-force one, on a district whose
+// orders around the window [D_NEXT_O_ID - 20, D_NEXT_O_ID - 1] are built so
+// that every off-by-one shows: orders just outside it (and another
+// district's) carry only items with low stock, which must not be counted;
+// an item in several lines counts once.
+TEST(TpccStockLevel, CountsDistinctLowItemsOfTheLastTwentyOrders) {
+  testing::MapTxn tx;
+  const uint32_t w = 1, d = 3, next = 41;
+  const int32_t threshold = 15;
+  Config c = scaled(1);
+  c.stock_level_districts = 1;
+  tx.set(kDistrictNext, district_key(w, d), DistrictNextRow{next});
+  std::map<uint32_t, int16_t> quantity;  // item -> stock
+  auto line = [&](uint32_t dd, uint32_t o, uint32_t ol, uint32_t item, int16_t q) {
+    OrderLineRow l{};
+    l.ol_o_id = o;
+    l.ol_d_id = static_cast<uint8_t>(dd);
+    l.ol_w_id = static_cast<uint16_t>(w);
+    l.ol_number = static_cast<uint8_t>(ol);
+    l.ol_i_id = item;
+    tx.set(kOrderLine, order_line_key(w, dd, o, ol), l);
+    StockRow s{};
+    s.s_i_id = item;
+    s.s_w_id = static_cast<uint16_t>(w);
+    s.s_quantity = q;
+    tx.set(kStock, stock_key(w, item), s);
+    quantity[item] = q;
+  };
+  std::set<uint32_t> expect;
+  uint32_t item = 1000;
+  for (uint32_t o = 1; o <= next + 2; ++o) {  // orders past the window: in flight
+    const bool inside = o >= next - 20 && o <= next - 1;
+    const uint32_t lines = 5 + o % 11;  // 5 .. 15
+    for (uint32_t ol = 1; ol <= lines; ++ol) {
+      if (!inside) {
+        line(d, o, ol, ++item, 1);  // low, and must not count
+        continue;
+      }
+      // Inside: alternate low and plenty; every third line repeats item 7.
+      const uint32_t it = ol % 3 == 0 ? 7 : ++item;
+      const int16_t q = it == 7 ? 3 : static_cast<int16_t>(ol % 2 == 0 ? threshold - 1 : threshold);
+      line(d, o, ol, it, q);
+      if (q < threshold) expect.insert(it);
+    }
+  }
+  for (uint32_t o = next - 20; o < next; ++o) line(d + 1, o, 1, ++item, 0);  // next district
+  StockLevelInput in;
+  in.w = w;
+  in.d = d;
+  in.threshold = threshold;
+  StockLevelOutput out;
+  ASSERT_EQ(stock_level(tx, c, in, &out), txn::Abort::kNone);
+  EXPECT_EQ(out.low_stock, expect.size());
+  EXPECT_GT(expect.size(), 20u);
+  EXPECT_EQ(tx.scans, 1u);  // the lines by one range scan
+
+  // A district with fewer than 20 orders: all of them.
+  testing::MapTxn small;
+  small.set(kDistrictNext, district_key(w, d), DistrictNextRow{4});
+  for (uint32_t o = 1; o <= 3; ++o) {
+    OrderLineRow l{};
+    l.ol_i_id = 50 + o;
+    small.set(kOrderLine, order_line_key(w, d, o, 1), l);
+    StockRow s{};
+    s.s_quantity = 0;
+    small.set(kStock, stock_key(w, 50 + o), s);
+  }
+  ASSERT_EQ(stock_level(small, c, in, &out), txn::Abort::kNone);
+  EXPECT_EQ(out.low_stock, 3u);
 }
 
 TEST(TpccLoader, ScaledCardinalitiesAndConsistency) {
