@@ -95,8 +95,10 @@ class Engine final : public Txn {
   // The table of the record (or scanned range) on which the last run()
   // failed: the first key found locked, changed, missing, ... — or
   // kNoTable when that abort concerns no table (user abort, log full, an
-  // Execute failure the procedure turned into another reason).
-  static constexpr TableId kNoTable = store::kNoTable;
+  // Execute failure the procedure turned into another reason). The
+  // largest 16-bit id, which names no table the engine can address (the
+  // catalog's own kNoTable is 32-bit).
+  static constexpr TableId kNoTable = static_cast<TableId>(~TableId{0});
   TableId abort_table() const { return abort_table_; }
 
   Abort get(TableId t, Key k, void* out) override;

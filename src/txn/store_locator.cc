@@ -73,6 +73,52 @@ Abort StoreLocator::read(r2::Co& co, ReadPath path, TableId t, Key k, RecordRef*
   return Abort::kNone;
 }
 
+void StoreLocator::read_many(r2::Co& co, ReadPath path, std::span<const TableKey> keys,
+                             RecordRef* refs, uint8_t* const* copies, Abort* results) {
+  many_done_.assign(keys.size(), 0);
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (many_done_[i]) continue;
+    const store::TableSpec* s = spec(keys[i].table);
+    if (s == nullptr || s->kind != store::TableKind::kOrdered || s->inline_values) {
+      results[i] = read(co, path, keys[i].table, keys[i].key, &refs[i], copies[i]);
+      continue;
+    }
+    // Every key of this table, in order of appearance.
+    many_at_.clear();
+    many_keys_.clear();
+    for (size_t j = i; j < keys.size(); ++j) {
+      if (many_done_[j] || keys[j].table != keys[i].table) continue;
+      many_done_[j] = 1;
+      many_at_.push_back(j);
+      many_keys_.push_back(keys[j].key);
+    }
+    const size_t n = many_keys_.size(), vs = s->value_size;
+    many_values_.resize(n * vs);
+    many_found_.resize(n);
+    many_refs_.resize(n);
+    const Status st = client(path).get_many(co, *s, many_keys_, many_values_.data(),
+                                            many_found_.data(), many_refs_.data());
+    for (size_t k = 0; k < n; ++k) {
+      const size_t at = many_at_[k];
+      if (!st.is_ok()) {
+        results[at] = st.code() == Code::kUnavailable ? Abort::kTornRead : Abort::kNodeFailure;
+        continue;
+      }
+      if (!many_found_[k]) {
+        results[at] = Abort::kRecordMissing;
+        continue;
+      }
+      const store::tables::RecordRef& w = many_refs_[k];
+      refs[at].addr = w.addr;
+      refs[at].value_size = s->value_size;
+      refs[at].version = w.version;
+      build_image(copies[at], many_keys_[k], w.incarnation, w.version, many_values_.data() + k * vs,
+                  s->value_size);
+      results[at] = Abort::kNone;
+    }
+  }
+}
+
 Abort StoreLocator::scan(r2::Co& co, ReadPath path, TableId t, Key from, Key to, size_t n,
                          std::vector<Key>* keys, std::vector<uint8_t>* values,
                          std::vector<RecordRef>* refs, std::vector<uint32_t>* incarnations) {

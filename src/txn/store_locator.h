@@ -41,6 +41,11 @@ class StoreLocator final : public Locator {
   r2::NodeId primary(TableId t, Key k) const override;
   size_t backups(TableId t, Key k, r2::NodeId* out, size_t max) const override;
   Abort read(r2::Co& co, ReadPath path, TableId t, Key k, RecordRef* ref, uint8_t* copy) override;
+  // The keys of each ordered table with records together through
+  // TableClient::get_many (the leaves of all of them in one doorbell, then
+  // the records in batches); other keys one by one, as read().
+  void read_many(r2::Co& co, ReadPath path, std::span<const TableKey> keys, RecordRef* refs,
+                 uint8_t* const* copies, Abort* results) override;
   // Through TableClient::scan (XStore learned cache: leaf READs then record
   // READs; or the owner's RPC with ReadPath::kRpc), in chunks of at most
   // kScanChunk rows for range-partitioned tables.
@@ -70,6 +75,12 @@ class StoreLocator final : public Locator {
   r2::NodeId self_;
   std::array<std::unique_ptr<store::tables::TableClient>, 4> clients_;
   std::vector<uint8_t> value_;
+  std::vector<uint8_t> many_done_;  // read_many: keys already handled
+  std::vector<size_t> many_at_;     // ... one table's positions in the keys
+  std::vector<uint64_t> many_keys_;
+  std::vector<uint8_t> many_values_;
+  std::vector<uint8_t> many_found_;
+  std::vector<store::tables::RecordRef> many_refs_;
   std::vector<uint64_t> chunk_keys_;  // one TableClient::scan's rows
   std::vector<uint8_t> chunk_values_;
   std::vector<store::tables::RecordRef> chunk_refs_;

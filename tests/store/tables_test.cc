@@ -440,6 +440,119 @@ TEST(Tables, OrderedReadsStayCorrectUnderInsertsDeletesAndRetraining) {
   EXPECT_GT(refreshed.load(), 0u) << "maintain() never retrained after splits";
 }
 
+// get_many over the record table (ordered, records, 4 partitions on 2
+// nodes) while node 0's coroutines insert and delete: every answer is one
+// get() could give (stable rows found with their value and a record ref,
+// never-inserted keys absent, written keys with their value when present);
+// afterwards exactly the final contents, with far fewer round trips than
+// get() per key.
+TEST(Tables, GetManyMatchesGetUnderInsertsAndDeletes) {
+  Fixture f(make_catalog(/*capacity=*/40000));
+  const TableSpec& t = f.t(kRecT);
+  constexpr uint64_t kKeys = 3000;
+  for (uint64_t i = 0; i < kKeys; i += 10) f.load(kRecT, key_of(kRecT, i), i);
+  std::map<uint64_t, uint64_t> final_ref;  // index -> gen
+  for (uint64_t i = 0; i < kKeys; i += 10) final_ref[i] = i;
+  std::mutex ref_mu;
+  std::atomic<int> writers_done{0};
+  std::atomic<uint64_t> checked{0}, batches{0};
+  f.run([&](r2::Co& co, TableClient& c, int idx) {
+    if (idx < kCos) {  // node 0: writers over disjoint stripes of odd indexes
+      std::mt19937_64 rng(5 + idx);
+      std::map<uint64_t, uint64_t> mine;
+      for (int op = 0; op < 800; ++op) {
+        for (int w = 0; w < 20000 && checked.load() < uint64_t(op) * 8; ++w) co.yield_idle();
+        const uint64_t i = (rng() % (kKeys / 2)) * 2 + 1;
+        if (i % kCos != static_cast<uint64_t>(idx)) continue;
+        if (mine.count(i) && rng() % 3 == 0) {
+          ASSERT_TRUE(c.remove(co, t, key_of(kRecT, i)).is_ok());
+          mine.erase(i);
+        } else if (!mine.count(i)) {
+          ASSERT_TRUE(c.insert(co, t, key_of(kRecT, i), val(key_of(kRecT, i), i + 1)).is_ok());
+          mine[i] = i + 1;
+        }
+      }
+      {
+        std::lock_guard<std::mutex> g(ref_mu);
+        final_ref.insert(mine.begin(), mine.end());
+      }
+      writers_done.fetch_add(1);
+      return;
+    }
+    std::mt19937_64 rng(11 + idx);
+    std::vector<uint64_t> idxs, keys;
+    std::vector<uint8_t> values, found;
+    std::vector<RecordRef> refs;
+    auto get_many = [&](size_t n) {
+      keys.clear();
+      for (uint64_t i : idxs) keys.push_back(key_of(kRecT, i));
+      values.assign(n * kValue, 0);
+      found.assign(n, 2);
+      refs.assign(n, RecordRef{});
+      ASSERT_TRUE(c.get_many(co, t, keys, values.data(), found.data(), refs.data()).is_ok());
+    };
+    for (int round = 0; round < 20000 && writers_done.load() < kCos; ++round) {
+      if (idx == kCos && round % 20 == 0) {
+        ASSERT_TRUE(c.maintain(co).is_ok());
+      }
+      // A batch of nearby indexes (several share leaves) plus random ones.
+      idxs.clear();
+      const uint64_t base = rng() % kKeys;
+      for (uint64_t j = 0; j < 24; ++j) idxs.push_back((base + j) % kKeys);
+      for (int j = 0; j < 8; ++j) idxs.push_back(rng() % kKeys);
+      get_many(idxs.size());
+      for (size_t j = 0; j < idxs.size(); ++j) {
+        const uint64_t i = idxs[j];
+        ASSERT_LE(found[j], 1) << "no answer for index " << i;
+        std::vector<uint8_t> v(values.begin() + j * kValue, values.begin() + (j + 1) * kValue);
+        if (i % 10 == 0) {
+          ASSERT_EQ(found[j], 1) << "stable index " << i << " not found";
+          ASSERT_EQ(gen_of(v), i);
+          ASSERT_NE(refs[j].version, 0u);
+        } else if (i % 2 == 0) {
+          ASSERT_EQ(found[j], 0) << "never-inserted index " << i << " found";
+        } else if (found[j]) {
+          ASSERT_EQ(gen_of(v), i + 1) << i;
+        }
+        if (found[j]) {
+          ASSERT_EQ(key_in(v), key_of(kRecT, i));
+        }
+      }
+      checked += idxs.size();
+      ++batches;
+    }
+    for (int i = 0; i < 100000 && writers_done.load() < kCos; ++i) co.yield_idle();
+    if (idx != kCos) return;
+    ASSERT_TRUE(c.maintain(co).is_ok());
+    // Exact, and cheaper than one get() per key.
+    idxs.clear();
+    for (uint64_t i = 0; i < kKeys; ++i) idxs.push_back(i);
+    const uint64_t rt0 = c.xstats().round_trips;
+    get_many(idxs.size());
+    const uint64_t batched = c.xstats().round_trips - rt0;
+    for (uint64_t i = 0; i < kKeys; ++i) {
+      ASSERT_EQ(found[i], final_ref.count(i)) << "index " << i;
+      if (found[i]) {
+        std::vector<uint8_t> v(values.begin() + i * kValue, values.begin() + (i + 1) * kValue);
+        ASSERT_EQ(gen_of(v), final_ref[i]);
+      }
+    }
+    const uint64_t rt1 = c.xstats().round_trips;
+    std::vector<uint8_t> out(kValue);
+    for (uint64_t i = 0; i < kKeys; ++i) {
+      auto r = c.get(co, t, key_of(kRecT, i), out);
+      ASSERT_TRUE(r.is_ok());
+      ASSERT_EQ(*r, final_ref.count(i) == 1);
+    }
+    const uint64_t single = c.xstats().round_trips - rt1;
+    std::printf("get_many: %llu index round trips for %llu keys; get(): %llu\n",
+                static_cast<unsigned long long>(batched), static_cast<unsigned long long>(kKeys),
+                static_cast<unsigned long long>(single));
+    EXPECT_LT(batched * 4, single);
+  });
+  EXPECT_GT(batches.load(), 50u);
+}
+
 // A read-only table replicated on every node: each node reads its own copy.
 TEST(Tables, ReplicatedTableIsReadLocallyOnEveryNode) {
   TableSpec item;

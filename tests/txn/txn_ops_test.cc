@@ -914,6 +914,113 @@ TEST_P(TxnOps, ReadAheadGivesTheSameResultsAsGets) {
               static_cast<unsigned long long>(transfers.load()));
 }
 
+// prefetch() of keys of an ordered table with records (all partitions)
+// gives what get() gives — values, and kRecordMissing for an absent key —
+// and under concurrent transfers among those rows, audits that prefetch
+// them all always see the same total; afterwards the total holds on every
+// copy.
+TEST_P(TxnOps, PrefetchOfOrderedRowsGivesTheSameResultsAsGets) {
+  const store::Catalog cat = make_catalog();
+  ClusterRun r;
+  r.preset = GetParam();
+  r.coroutines = 4;
+  std::vector<Key> keys;
+  for (Key k = 3; k < 3 * kRange; k += 37) keys.push_back(k);  // every partition
+  for (Key k : keys) r.rows.emplace_back(kQueue, k, val(100));
+  const int64_t kTotal = 100 * static_cast<int64_t>(keys.size());
+  std::atomic<uint64_t> compared{0}, bad_audits{0}, audits{0}, transfers{0};
+  std::atomic<int> scripted_done{0};
+  r.body = [&](TxnContext& c) {
+    Engine& e = c.engine;
+    std::vector<TableKey> all;
+    for (Key k : keys) all.push_back({kQueue, k});
+    if (c.index == 0) {
+      std::vector<Val> one(keys.size()), many(keys.size());
+      EXPECT_EQ(e.run(
+                    [&](Txn& tx) {
+                      for (size_t i = 0; i < keys.size(); ++i) {
+                        if (Abort a = tx.get(kQueue, keys[i], &one[i]); a != Abort::kNone) return a;
+                      }
+                      return Abort::kNone;
+                    },
+                    Kind::kReadOnly),
+                Abort::kNone);
+      EXPECT_EQ(e.run(
+                    [&](Txn& tx) {
+                      if (Abort a = tx.prefetch(all, false); a != Abort::kNone) return a;
+                      for (size_t i = keys.size(); i-- > 0;) {
+                        if (Abort a = tx.get(kQueue, keys[i], &many[i]); a != Abort::kNone) {
+                          return a;
+                        }
+                      }
+                      return Abort::kNone;
+                    },
+                    Kind::kReadOnly),
+                Abort::kNone);
+      for (size_t i = 0; i < keys.size(); ++i) {
+        EXPECT_EQ(many[i].a, one[i].a) << keys[i];
+        EXPECT_EQ(many[i].a, 100) << keys[i];
+        compared += many[i].a == one[i].a;
+      }
+      std::vector<TableKey> with_missing(all);
+      with_missing.push_back({kQueue, 4});  // absent (rows are 3 mod 37)
+      EXPECT_EQ(e.run([&](Txn& tx) { return tx.prefetch(with_missing, false); }, Kind::kReadOnly),
+                Abort::kRecordMissing);
+      scripted_done = 1;
+    }
+    while (scripted_done.load() == 0) c.co.yield_idle();
+    std::mt19937_64 rng(c.index * 17 + 3);
+    for (int i = 0; i < 40; ++i) {
+      if (rng() % 3 == 0) {
+        int64_t sum = 0;
+        Abort res = e.run_with_retry(
+            [&](Txn& tx) {
+              sum = 0;
+              if (Abort x = tx.prefetch(all, false); x != Abort::kNone) return x;
+              for (Key k : keys) {
+                Val v;
+                if (Abort x = tx.get(kQueue, k, &v); x != Abort::kNone) return x;
+                sum += v.a;
+              }
+              return Abort::kNone;
+            },
+            {}, Kind::kReadOnly);
+        if (res == Abort::kNone) {
+          ++audits;
+          bad_audits += sum != kTotal;
+        }
+        continue;
+      }
+      const Key a = keys[rng() % keys.size()], b = keys[rng() % keys.size()];
+      if (a == b) continue;
+      const TableKey pair[] = {{kQueue, a}, {kQueue, b}};
+      Abort res = e.run_with_retry([&](Txn& tx) {
+        if (Abort x = tx.prefetch(pair, true); x != Abort::kNone) return x;
+        Val x, y;
+        if (Abort z = tx.get(kQueue, a, &x); z != Abort::kNone) return z;
+        if (Abort z = tx.get(kQueue, b, &y); z != Abort::kNone) return z;
+        if (x.a < 3) return tx.user_abort();
+        x.a -= 3;
+        y.a += 3;
+        if (Abort z = tx.put(kQueue, a, &x); z != Abort::kNone) return z;
+        return tx.put(kQueue, b, &y);
+      });
+      transfers += res == Abort::kNone;
+    }
+  };
+  std::vector<NodeOutcome> outs = run_cluster(cat, r);
+  ASSERT_EQ(outs.size(), kNodes);
+  EXPECT_EQ(compared.load(), keys.size());
+  EXPECT_EQ(bad_audits.load(), 0u);
+  EXPECT_GT(audits.load(), 0u);
+  EXPECT_GT(transfers.load(), 0u);
+  for (const NodeOutcome& o : outs) {
+    int64_t total = 0;
+    for (Key k : keys) total += o.snap.at({kQueue, k}).first;
+    EXPECT_EQ(total, kTotal);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Presets, TxnOps, ::testing::Values("farm", "drtm-r", "fasst", "drtmh"),
                          [](const auto& info) {
                            std::string n = info.param;

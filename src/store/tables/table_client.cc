@@ -224,6 +224,100 @@ Result<bool> TableClient::get(r2::Co& co, const TableSpec& t, uint64_t key,
   return index_get(co, **o, key, value_out.data());
 }
 
+Status TableClient::get_many(r2::Co& co, const TableSpec& t, std::span<const uint64_t> keys,
+                             uint8_t* values, uint8_t* found, RecordRef* refs) {
+  const size_t vs = t.value_size;
+  auto one = [&](size_t i) -> Status {
+    Result<bool> r = get(co, t, keys[i], std::span<uint8_t>(values + i * vs, vs),
+                         refs != nullptr ? &refs[i] : nullptr);
+    if (!r.is_ok()) return r.status();
+    found[i] = *r ? 1 : 0;
+    return Status::ok();
+  };
+  if (t.kind != TableKind::kOrdered || t.inline_values || opts_.path != Path::kOneSided ||
+      keys.size() < 2) {
+    for (size_t i = 0; i < keys.size(); ++i) DRTMX_RETURN_IF_ERROR(one(i));
+    return Status::ok();
+  }
+  const size_t slot = record_slot_size(vs);
+  many_done_.assign(keys.size(), 0);
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (many_done_[i]) continue;
+    // Every key of i's partition (usually all of them), in order.
+    const PartitionId p = catalog_.partition_of(t, keys[i]);
+    many_at_.clear();
+    many_keys_.clear();
+    for (size_t j = i; j < keys.size(); ++j) {
+      if (many_done_[j] || catalog_.partition_of(t, keys[j]) != p) continue;
+      many_done_[j] = 1;
+      many_at_.push_back(j);
+      many_keys_.push_back(keys[j]);
+    }
+    Result<Ordered*> r = ordered(co, t, p);
+    if (!r.is_ok()) return r.status();
+    Ordered& o = **r;
+    if (!o.learned->cache.trained() && !o.learned->warming) DRTMX_RETURN_IF_ERROR(warm_one(co, o));
+    if (many_at_.size() < 2 || !o.learned->cache.trained()) {
+      for (size_t at : many_at_) DRTMX_RETURN_IF_ERROR(one(at));
+      continue;
+    }
+    const size_t n = many_at_.size();
+    stats_.gets += n;
+    many_addrs_.resize(n * sizeof(RecordAddr));
+    many_found_.resize(n);
+    const uint64_t before = o.client->stats().reads;
+    DRTMX_RETURN_IF_ERROR(
+        o.client->get_many(co, many_keys_, many_addrs_.data(), many_found_.data()));
+    stats_.reads += o.client->stats().reads - before;
+    for (size_t first = 0; first < n; first += kScanRecordBatch) {
+      const size_t count = std::min<size_t>(kScanRecordBatch, n - first);
+      RecordAddr where[kScanRecordBatch];
+      uint32_t op[kScanRecordBatch];
+      record_batch_.clear();
+      for (size_t k = 0; k < count; ++k) {
+        op[k] = UINT32_MAX;
+        if (!many_found_[first + k]) continue;
+        std::memcpy(&where[k], many_addrs_.data() + (first + k) * sizeof(RecordAddr),
+                    sizeof(RecordAddr));
+        op[k] = static_cast<uint32_t>(record_batch_.size());
+        record_batch_.read({o.remote.node, table_region(t.id), where[k].offset},
+                           record_buf_ + k * slot, static_cast<uint32_t>(slot));
+      }
+      stats_.reads += record_batch_.size();
+      if (!record_batch_.empty()) (void)co.run(record_batch_);  // failures: alone below
+      // In key order: record_get() reuses slot 0, which key `first` used.
+      for (size_t k = 0; k < count; ++k) {
+        const size_t at = many_at_[first + k];
+        if (op[k] == UINT32_MAX) {
+          found[at] = 0;
+          continue;
+        }
+        const uint8_t* copy = record_buf_ + k * slot;
+        if (record_batch_.status(op[k]) == r2::OpStatus::kOk &&
+            verify(copy, vs, keys[at], where[k].incarnation) == RecordCheck::kOk) {
+          std::memcpy(values + at * vs, copy + sizeof(RecordHeader), vs);
+          if (refs != nullptr) {
+            RecordHeader h;
+            std::memcpy(&h, copy, sizeof h);
+            refs[at] = RecordRef{{o.remote.node, table_region(t.id), where[k].offset},
+                                 where[k].incarnation,
+                                 h.version};
+          }
+          found[at] = 1;
+          continue;
+        }
+        // Torn, deleted or moved since the index read: look it up again.
+        ++stats_.record_retries;
+        Result<bool> g = record_get(co, o, keys[at], std::span<uint8_t>(values + at * vs, vs),
+                                    refs != nullptr ? &refs[at] : nullptr);
+        if (!g.is_ok()) return g.status();
+        found[at] = *g ? 1 : 0;
+      }
+    }
+  }
+  return Status::ok();
+}
+
 Status TableClient::scan_partition(r2::Co& co, Ordered& o, uint64_t start, size_t n, bool* end) {
   part_keys_.clear();
   part_values_.clear();

@@ -122,6 +122,17 @@ class TableClient {
   // record tables).
   Result<bool> get(r2::Co& co, const TableSpec& t, uint64_t key, std::span<uint8_t> value_out,
                    RecordRef* ref = nullptr);
+  // get() of several keys of `t` at once: found[i], the value of keys[i]
+  // (t.value_size bytes at values + i * t.value_size) and refs[i]
+  // (optional) as get() gives them. Ordered tables with records on the
+  // one-sided path: the keys of each partition (wherever they are in
+  // `keys`) get their index entries by one XStore get_many (one doorbell
+  // for the leaves of all of them), then the
+  // records in READ batches of kScanRecordBatch (one doorbell each); a
+  // record whose copy fails its checks is looked up again alone. Other
+  // tables and paths: get() per key.
+  Status get_many(r2::Co& co, const TableSpec& t, std::span<const uint64_t> keys, uint8_t* values,
+                  uint8_t* found, RecordRef* refs);
   // Up to n pairs with key >= start, ascending (keys / values cleared;
   // t.value_size bytes per key). Ordered tables only. Fewer than n only
   // when the table (kRange) or the start key's partition has no more keys:
@@ -189,8 +200,13 @@ class TableClient {
   std::vector<uint64_t> part_keys_;  // one partition's scan result
   std::vector<uint8_t> part_values_;
   std::vector<uint8_t> leaf_value_;  // one leaf value (RecordAddr)
-  uint8_t* record_buf_ = nullptr;    // scratch for kScanRecordBatch record slots
-  r2::OpBatch record_batch_;         // a scan's record READs
+  std::vector<uint8_t> many_done_;   // get_many: keys handled
+  std::vector<size_t> many_at_;      // ... one partition's positions in the keys
+  std::vector<uint64_t> many_keys_;  // ... its keys
+  std::vector<uint8_t> many_addrs_;  // ... their index entries
+  std::vector<uint8_t> many_found_;
+  uint8_t* record_buf_ = nullptr;  // scratch for kScanRecordBatch record slots
+  r2::OpBatch record_batch_;       // a scan's record READs
   std::span<uint8_t> xscratch_;
 };
 

@@ -865,6 +865,138 @@ Status XStoreClient::rpc_scan(r2::Co& co, uint64_t start, size_t n, std::vector<
   return Status::ok();
 }
 
+Status XStoreClient::get_many(r2::Co& co, std::span<const uint64_t> keys, uint8_t* values,
+                              uint8_t* found) {
+  const uint32_t v = remote_.area.value_bytes;
+  if (!cache_.trained()) {
+    return invalid_argument("xstore client: the cache is not trained: call warm() first");
+  }
+  auto alone = [&](size_t i) -> Status {
+    Result<bool> r = get(co, keys[i], values + i * v);
+    if (!r.is_ok()) return r.status();
+    found[i] = *r ? 1 : 0;
+    return Status::ok();
+  };
+  if (keys.size() < 2 || cache_.models_only()) {
+    for (size_t i = 0; i < keys.size(); ++i) DRTMX_RETURN_IF_ERROR(alone(i));
+    return Status::ok();
+  }
+  const uint32_t fanout = remote_.area.fanout;
+  const auto used = static_cast<uint32_t>(leaf_used_bytes(fanout, v));
+  const bool whole = used <= opt_.whole_leaf_max_bytes;
+  const auto keys_len = whole ? used : static_cast<uint32_t>(leaf_keys_bytes(fanout));
+  many_alone_.clear();
+  stats_.gets += keys.size();
+  size_t next = 0;
+  while (next < keys.size()) {
+    // Plan a batch: keys in order while their distinct leaves fit the
+    // buffers. alns_ holds (ALN, buffer) of the distinct leaves.
+    many_.clear();
+    many_leaves_.clear();
+    alns_.clear();
+    const uint64_t epoch = cache_.epoch();
+    for (; next < keys.size(); ++next) {
+      const Prediction pr = cache_.predict(keys[next]);
+      const uint32_t n = pr.last - pr.first + 1;
+      if (n > opt_.max_lookup_leaves) {
+        ++stats_.wide;
+        many_alone_.push_back(static_cast<uint32_t>(next));
+        continue;
+      }
+      bool usable = true;
+      uint32_t fresh = 0;  // leaves this key adds
+      for (uint32_t l = 0; l < n && usable; ++l) {
+        const TTEntry e = cache_.tt(pr.sub, pr.first + l);
+        if (!e.valid) {
+          ++stats_.invalid_entries;
+          usable = false;
+          break;
+        }
+        bool seen = false;
+        for (const auto& a : alns_) seen |= a.first == e.aln;
+        fresh += seen ? 0 : 1;
+      }
+      if (!usable) {
+        many_alone_.push_back(static_cast<uint32_t>(next));
+        continue;
+      }
+      if (alns_.size() + fresh > opt_.scan_batch_leaves) break;  // the next batch takes it
+      ManyKey mk{static_cast<uint32_t>(next), static_cast<uint32_t>(many_leaves_.size()), n};
+      for (uint32_t l = 0; l < n; ++l) {
+        const TTEntry e = cache_.tt(pr.sub, pr.first + l);
+        uint32_t buf = UINT32_MAX;
+        for (const auto& a : alns_) {
+          if (a.first == e.aln) buf = a.second;
+        }
+        if (buf == UINT32_MAX) {
+          buf = static_cast<uint32_t>(alns_.size());
+          alns_.emplace_back(e.aln, buf);
+        }
+        many_leaves_.emplace_back(buf, e.incarnation);
+      }
+      many_.push_back(mk);
+    }
+    if (many_.empty()) continue;
+    // Buffers in ALN order, so consecutive leaves coalesce into one READ;
+    // the planned keys follow their leaves to the new buffers.
+    std::vector<uint32_t>& remap = many_remap_;
+    remap.assign(alns_.size(), 0);
+    std::sort(alns_.begin(), alns_.end());
+    for (uint32_t b = 0; b < alns_.size(); ++b) {
+      remap[alns_[b].second] = b;
+      alns_[b].second = b;
+    }
+    for (auto& l : many_leaves_) l.first = remap[l.first];
+    stats_.reads += post_leaf_reads(keys_len);
+    const r2::OpStatus st = co.run(batch_);
+    ++stats_.round_trips;
+    if (st != r2::OpStatus::kOk) return fabric_error(st, "READ of predicted leaves");
+    const bool retrained = cache_.epoch() != epoch;  // entries planned from older models
+    for (const ManyKey& mk : many_) {
+      const uint64_t key = keys[mk.index];
+      uint8_t* out = values + size_t{mk.index} * v;
+      bool done = false, absent = !retrained;
+      for (uint32_t l = 0; l < mk.count && !done; ++l) {
+        const auto [buf, inc] = many_leaves_[mk.first + l];
+        const uint8_t* copy = leaf_buf(buf);
+        if (whole && value_in_copy(copy, key, out)) {
+          done = true;
+          break;
+        }
+        const uint64_t meta = load64(copy);
+        const auto* kw = reinterpret_cast<const uint64_t*>(copy + 16);
+        if (keys_seal(meta, kw, fanout) != load64(copy + 8)) {
+          ++stats_.torn;
+          absent = false;
+          continue;
+        }
+        const uint32_t cnt = std::min(unpack_meta(meta).count, fanout);
+        for (uint32_t t = 0; t < cnt; ++t) {
+          if (load64(copy + 16 + 8 * size_t{t}) == key) absent = false;  // value not in copy
+        }
+        if (unpack_meta(meta).incarnation != inc) {
+          ++stats_.mismatches;
+          absent = false;
+        }
+      }
+      if (done) {
+        found[mk.index] = 1;
+        ++stats_.gets_found;
+      } else if (absent) {
+        found[mk.index] = 0;  // every covering leaf read, as it was planned
+      } else {
+        many_alone_.push_back(mk.index);
+      }
+    }
+  }
+  // The rest alone (their get() reuses the leaf buffers: after all batches).
+  for (uint32_t i : many_alone_) {
+    --stats_.gets;  // get() counts it again
+    DRTMX_RETURN_IF_ERROR(alone(i));
+  }
+  return Status::ok();
+}
+
 Status XStoreClient::scan(r2::Co& co, uint64_t start, size_t n, std::vector<uint64_t>& keys,
                           std::vector<uint8_t>& values, bool* end_of_tree) {
   ++stats_.scans;

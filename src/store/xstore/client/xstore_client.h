@@ -183,6 +183,16 @@ class XStoreClient {
   // GET: true and the value (area.value_bytes bytes to `value`) when the
   // key is present, false when absent.
   Result<bool> get(r2::Co& co, uint64_t key, void* value);
+  // GET of several keys at once: found[i] and, when found, the value of
+  // keys[i] at values + i * area.value_bytes. The leaves predicted for all
+  // keys are READ in one doorbell batch (each distinct leaf once, at most
+  // scan_batch_leaves per batch, consecutive ALNs coalesced), then each key
+  // is searched in its copies as get() does; a key that copy cannot answer
+  // (torn, stale entry, wide prediction, value slot outside a keys-only
+  // copy) takes get()'s path alone afterwards. Models-only caches: get()
+  // per key. Same results as get() per key; k keys in a few leaves cost one
+  // round trip instead of k.
+  Status get_many(r2::Co& co, std::span<const uint64_t> keys, uint8_t* values, uint8_t* found);
   // SCAN: up to n pairs with key >= start, ascending; keys cleared and
   // filled, values gets area.value_bytes bytes per key. *end_of_tree (if
   // given) is true when the scan ran past the tree's last key.
@@ -287,6 +297,17 @@ class XStoreClient {
   std::vector<uint8_t> vals_;
   XClientStats stats_;
   uint64_t run_split_seq_ = 0;  // split_seq of the last fetch_run's first page
+  // get_many: per planned key, its leaves' buffer indices (into leaves_)
+  // and expected incarnations, flat; the keys left for get().
+  struct ManyKey {
+    uint32_t index;  // into the caller's keys
+    uint32_t first;  // into many_leaves_
+    uint32_t count;
+  };
+  std::vector<ManyKey> many_;
+  std::vector<std::pair<uint32_t, uint32_t>> many_leaves_;  // (buffer, incarnation)
+  std::vector<uint32_t> many_alone_;
+  std::vector<uint32_t> many_remap_;  // planned buffer -> buffer in ALN order
   std::vector<uint8_t> update_msg_;
   std::vector<uint8_t> msg_;  // fallback requests
 };
