@@ -147,6 +147,12 @@ Status TxnNode::setup_worker(r2::Worker& w, const r2::Region* scratch, const r2:
       TxnContext ctx{co, *engines_[i], *locs_[i],
                      static_cast<uint32_t>((uint32_t{self} * threads + t) * cos + c)};
       body_(ctx);
+      // Passive RPCs this worker sent (a commit or unlock by RPC with
+      // passive ACK, a delete's remove) may still be on their way when the
+      // body returns. They are applied at their primaries only when the
+      // receiver polls, so wait until each is acknowledged (acknowledged =
+      // handled): after finish() the primaries hold every committed write.
+      (void)co.wait_passive_acks();
     }));
   }
   return Status::ok();
