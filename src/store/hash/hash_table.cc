@@ -12,14 +12,28 @@ namespace drtmx::store::hash {
 namespace {
 
 // Bounded retries of the owner's optimistic reads before get() gives up
-// with kUnavailable (only a writer stalled mid-write keeps a copy torn).
-constexpr int kLocalReadTries = 256;
+// with kUnavailable. Only a writer stalled mid-write keeps a copy torn, and
+// on a machine with more busy threads than cores that is a writer the OS
+// preempted: after kLocalSpins spins each retry gives the core away
+// (read_pause), so the writer gets to finish — spinning alone gave up
+// within microseconds while the writer waited for a time slice.
+constexpr int kLocalSpins = 64;
+constexpr int kLocalReadTries = kLocalSpins + 1024;
 constexpr int kLocalRestarts = 16;
 
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
 #endif
+}
+
+// Between the tries of an optimistic read.
+inline void read_pause(int tries) {
+  if (tries < kLocalSpins) {
+    cpu_relax();
+  } else {
+    std::this_thread::yield();
+  }
 }
 
 Bucket load_bucket(const uint8_t* p) {
@@ -454,7 +468,7 @@ Result<RecordLoc> HashTable::get(uint64_t key, std::span<uint8_t> value_out) con
       for (; tries < kLocalReadTries; ++tries) {
         copy = load_bucket(bucket_ptr(b));
         if (bucket_verifies(copy)) break;
-        cpu_relax();
+        read_pause(tries);
       }
       if (tries == kLocalReadTries) {
         torn_forever = true;
@@ -479,7 +493,7 @@ Result<RecordLoc> HashTable::get(uint64_t key, std::span<uint8_t> value_out) con
         return RecordLoc{ref_offset(ref), ref_incarnation(ref), img.header()->version};
       }
       if (c != RecordCheck::kTorn) break;  // deleted or reused since the bucket copy: restart
-      cpu_relax();
+      read_pause(tries);
     }
   }
   return unavailable("hash table get: key " + std::to_string(key) +
