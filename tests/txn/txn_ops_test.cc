@@ -12,6 +12,7 @@
 //     every backup equal to its primary.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <map>
 #include <mutex>
 #include <random>
@@ -764,6 +765,42 @@ TEST_P(TxnOps, QueueOfInsertsDeletesAndScansBalancesOnEveryCopy) {
 
 // --- speculative outstanding reads ------------------------------------------------
 
+// How a transaction reads a batch of keys before it gets them.
+enum class Batch { kReadAhead, kPrefetch };
+Abort read_batch(Txn& tx, Batch how, std::span<const TableKey> keys, bool for_update) {
+  return how == Batch::kReadAhead ? tx.read_ahead(keys, for_update) : tx.prefetch(keys, for_update);
+}
+
+// Read-only: the sum of Val::a over `keys`, read as one batch first.
+Abort audit_sum(Txn& tx, Batch how, std::span<const TableKey> keys, int64_t* sum) {
+  *sum = 0;
+  if (Abort x = read_batch(tx, how, keys, false); x != Abort::kNone) return x;
+  for (const TableKey& k : keys) {
+    Val v;
+    if (Abort x = tx.get(k.table, k.key, &v); x != Abort::kNone) return x;
+    *sum += v.a;
+  }
+  return Abort::kNone;
+}
+
+// Moves amount() (called once the batch is in flight: work that overlaps
+// it) from a to b, both read as one batch for update; kUserAbort when a
+// has less.
+Abort batch_transfer(Txn& tx, Batch how, TableKey a, TableKey b,
+                     const std::function<int64_t()>& amount) {
+  const TableKey pair[] = {a, b};
+  if (Abort x = read_batch(tx, how, pair, true); x != Abort::kNone) return x;
+  const int64_t n = amount();
+  Val x, y;
+  if (Abort z = tx.get(a.table, a.key, &x); z != Abort::kNone) return z;
+  if (Abort z = tx.get(b.table, b.key, &y); z != Abort::kNone) return z;
+  if (x.a < n) return tx.user_abort();
+  x.a -= n;
+  y.a += n;
+  if (Abort z = tx.put(a.table, a.key, &x); z != Abort::kNone) return z;
+  return tx.put(b.table, b.key, &y);
+}
+
 // read_ahead() + get() returns what get() alone returns: values, a missing
 // key, an uncommitted insert; then transfers and audits that read ahead on
 // every coroutine keep the total and the copies equal.
@@ -854,39 +891,22 @@ TEST_P(TxnOps, ReadAheadGivesTheSameResultsAsGets) {
       const Key a = rng() % kKeys, b = (a + 1 + rng() % (kKeys - 1)) % kKeys;
       if (rng() % 4 == 0) {
         int64_t sum = 0;
-        Abort res = e.run_with_retry(
-            [&](Txn& tx) {
-              sum = 0;
-              if (Abort x = tx.read_ahead(all, false); x != Abort::kNone) return x;
-              for (Key k = 0; k < kKeys; ++k) {
-                Val v;
-                if (Abort x = tx.get(kKv, k, &v); x != Abort::kNone) return x;
-                sum += v.a;
-              }
-              return Abort::kNone;
-            },
-            {}, Kind::kReadOnly);
+        Abort res =
+            e.run_with_retry([&](Txn& tx) { return audit_sum(tx, Batch::kReadAhead, all, &sum); },
+                             {}, Kind::kReadOnly);
         if (res == Abort::kNone) {
           ++audits;
           bad_audits += sum != static_cast<int64_t>(kKeys * (kKeys - 1) / 2);
         }
         continue;
       }
-      const TableKey pair[] = {{kKv, a}, {kKv, b}};
       Abort res = e.run_with_retry([&](Txn& tx) {
-        if (Abort x = tx.read_ahead(pair, true); x != Abort::kNone) return x;
-        // Work that overlaps the READs in flight.
-        uint64_t h = a * 0x9E3779B97F4A7C15ull;
-        for (int s = 0; s < 64; ++s) h = (h ^ (h >> 29)) * 0xBF58476D1CE4E5B9ull;
-        const int64_t amount = 1 + static_cast<int64_t>(h % 3);
-        Val x, y;
-        if (Abort z = tx.get(kKv, a, &x); z != Abort::kNone) return z;
-        if (Abort z = tx.get(kKv, b, &y); z != Abort::kNone) return z;
-        if (x.a < amount) return tx.user_abort();
-        x.a -= amount;
-        y.a += amount;
-        if (Abort z = tx.put(kKv, a, &x); z != Abort::kNone) return z;
-        return tx.put(kKv, b, &y);
+        return batch_transfer(tx, Batch::kReadAhead, {kKv, a}, {kKv, b}, [&] {
+          // Work that overlaps the READs in flight.
+          uint64_t h = a * 0x9E3779B97F4A7C15ull;
+          for (int s = 0; s < 64; ++s) h = (h ^ (h >> 29)) * 0xBF58476D1CE4E5B9ull;
+          return 1 + static_cast<int64_t>(h % 3);
+        });
       });
       transfers += res == Abort::kNone;
     }
@@ -973,18 +993,9 @@ TEST_P(TxnOps, PrefetchOfOrderedRowsGivesTheSameResultsAsGets) {
     for (int i = 0; i < 40; ++i) {
       if (rng() % 3 == 0) {
         int64_t sum = 0;
-        Abort res = e.run_with_retry(
-            [&](Txn& tx) {
-              sum = 0;
-              if (Abort x = tx.prefetch(all, false); x != Abort::kNone) return x;
-              for (Key k : keys) {
-                Val v;
-                if (Abort x = tx.get(kQueue, k, &v); x != Abort::kNone) return x;
-                sum += v.a;
-              }
-              return Abort::kNone;
-            },
-            {}, Kind::kReadOnly);
+        Abort res =
+            e.run_with_retry([&](Txn& tx) { return audit_sum(tx, Batch::kPrefetch, all, &sum); },
+                             {}, Kind::kReadOnly);
         if (res == Abort::kNone) {
           ++audits;
           bad_audits += sum != kTotal;
@@ -993,17 +1004,9 @@ TEST_P(TxnOps, PrefetchOfOrderedRowsGivesTheSameResultsAsGets) {
       }
       const Key a = keys[rng() % keys.size()], b = keys[rng() % keys.size()];
       if (a == b) continue;
-      const TableKey pair[] = {{kQueue, a}, {kQueue, b}};
       Abort res = e.run_with_retry([&](Txn& tx) {
-        if (Abort x = tx.prefetch(pair, true); x != Abort::kNone) return x;
-        Val x, y;
-        if (Abort z = tx.get(kQueue, a, &x); z != Abort::kNone) return z;
-        if (Abort z = tx.get(kQueue, b, &y); z != Abort::kNone) return z;
-        if (x.a < 3) return tx.user_abort();
-        x.a -= 3;
-        y.a += 3;
-        if (Abort z = tx.put(kQueue, a, &x); z != Abort::kNone) return z;
-        return tx.put(kQueue, b, &y);
+        return batch_transfer(tx, Batch::kPrefetch, {kQueue, a}, {kQueue, b},
+                              [] { return int64_t{3}; });
       });
       transfers += res == Abort::kNone;
     }
