@@ -321,8 +321,18 @@ Result<bool> HashTable::apply_in_order(uint64_t key, Change c, uint64_t version,
   SlotPos pos;
   const bool found = find_locked(head, key, &pos);
   if (c == Change::kInsert) {
+    if (found) {
+      RecordHeader fh;
+      load_words(&fh, record_ptr(ref_offset(pos.ref)), sizeof fh);
+      unlock_chain(head);
+      // A newer incarnation is here: this one was replaced (skipped_incarnations.h).
+      if (fh.version > version) {
+        skipped_.skip(key, version, fh.version);
+        return true;
+      }
+      return false;  // the earlier record's delete has not arrived
+    }
     unlock_chain(head);
-    if (found) return false;  // the earlier record's delete has not arrived
     Result<RecordLoc> ins = insert_version(key, value, version);
     if (ins.is_ok()) return true;
     if (ins.status().code() == Code::kAlreadyExists) return false;  // raced: retry later
@@ -330,7 +340,8 @@ Result<bool> HashTable::apply_in_order(uint64_t key, Change c, uint64_t version,
   }
   if (!found) {
     unlock_chain(head);
-    return false;  // its insert has not arrived
+    // Its insert has not arrived — or was skipped as replaced.
+    return skipped_.covers(key, version, c == Change::kDelete);
   }
   // Every owner writer of this chain holds the chain latch, and backups
   // are never locked by transactions: the record lock is free here.
@@ -348,6 +359,9 @@ Result<bool> HashTable::apply_in_order(uint64_t key, Change c, uint64_t version,
   if (h->version + 1 != version) {
     lock_of(rec).store(0, std::memory_order_release);
     unlock_chain(head);
+    // A newer incarnation holds the key: a change of a skipped one, or of
+    // one whose insert is still to come (then wait).
+    if (h->version >= version) return skipped_.covers(key, version, c == Change::kDelete);
     return false;  // an earlier change of the key has not arrived
   }
   h->version = version;

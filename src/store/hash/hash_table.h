@@ -51,6 +51,7 @@
 #include "store/hash/record_slots.h"
 #include "store/record.h"
 #include "store/record_io.h"
+#include "store/skipped_incarnations.h"
 
 namespace drtmx::store::hash {
 
@@ -187,6 +188,7 @@ class HashTable {
   std::atomic<uint32_t> next_overflow_{0};
   std::atomic<uint64_t> keys_{0};
   std::atomic<uint64_t> deleted_high_{0};  // see reserve()
+  SkippedIncarnations skipped_;            // apply_in_order (backups)
 };
 
 }  // namespace drtmx::store::hash

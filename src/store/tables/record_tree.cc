@@ -185,13 +185,23 @@ Result<bool> RecordTree::apply_in_order(uint64_t key, Change c, uint64_t version
   RecordAddr a;
   const bool found = tree_.get(key, &a) == xstore::XStatus::kOk;
   if (c == Change::kInsert) {
-    if (found) return false;  // the earlier record's delete has not arrived
+    if (found) {
+      RecordHeader fh;
+      load_words(&fh, slot(a.offset), sizeof fh);
+      // A newer incarnation is here: this one was replaced (skipped_incarnations.h).
+      if (fh.version > version) {
+        skipped_.skip(key, version, fh.version);
+        return true;
+      }
+      return false;  // the earlier record's delete has not arrived
+    }
     Result<RecordAddr> ins = insert_version(key, value, version, /*upsert=*/false);
     if (ins.is_ok()) return true;
     if (ins.status().code() == Code::kAlreadyExists) return false;
     return ins.status();
   }
-  if (!found) return false;  // its insert has not arrived
+  // Its insert has not arrived — or was skipped as replaced.
+  if (!found) return skipped_.covers(key, version, c == Change::kDelete);
   Result<bool> locked = lock_record(key, a);
   if (!locked.is_ok()) return locked.status();
   if (!*locked) return false;  // removed meanwhile by another applier
@@ -199,6 +209,9 @@ Result<bool> RecordTree::apply_in_order(uint64_t key, Change c, uint64_t version
   load_words(&h, slot(a.offset), sizeof h);
   if (h.version + 1 != version) {
     unlock_record(a);
+    // A newer incarnation holds the key: a change of a skipped one, or of
+    // one whose insert is still to come (then wait).
+    if (h.version >= version) return skipped_.covers(key, version, c == Change::kDelete);
     return false;  // an earlier change of the key has not arrived
   }
   if (c == Change::kUpdate) {

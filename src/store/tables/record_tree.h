@@ -26,6 +26,7 @@
 
 #include "base/status.h"
 #include "store/heap.h"
+#include "store/skipped_incarnations.h"
 #include "store/tables/plan.h"
 #include "store/xstore/server/xtree.h"
 
@@ -85,6 +86,7 @@ class RecordTree {
   xstore::XTree& tree_;
   RecordHeap& heap_;
   std::atomic<uint64_t> deleted_high_{0};
+  SkippedIncarnations skipped_;  // apply_in_order (backups)
   std::span<uint8_t> region_;
   uint32_t value_size_;
 };
