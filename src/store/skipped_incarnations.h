@@ -20,7 +20,11 @@
 // change writes the version it read + 1), so its changes after the insert
 // are exactly u + 1 .. d, d its delete's: the range is forgotten once the
 // delete and every version before it were skipped — an update may arrive
-// after the delete, from another ring. Nothing else is ever skipped: a
+// after the delete, from another ring. (A version of an incarnation between
+// the skipped one and the newer one is skipped under the range too — it was
+// replaced as well — but does not count toward forgetting it; at worst such
+// a range stays, and it can never hold a later change's version.) Nothing
+// else is ever skipped: a
 // change whose incarnation's insert has not arrived yet still waits (its
 // insert is either applied or skipped when it comes). A range lives only
 // while a reordered incarnation's entries are in flight, so the set is
@@ -41,29 +45,43 @@ class SkippedIncarnations {
   // The insert of `key` at `version` met a newer incarnation at `newer`.
   void skip(uint64_t key, uint64_t version, uint64_t newer) {
     std::lock_guard<std::mutex> g(mu_);
-    ranges_[key].push_back({version, newer, 0, 0});
+    ranges_[key].push_back(Range{version, newer, 0, {}});
   }
   // Whether the update or delete of `key` at `version` belongs to a skipped
-  // incarnation (then the caller drops it); the last of them forgets it.
+  // incarnation (then the caller drops it); the last of its changes forgets
+  // the range.
   bool covers(uint64_t key, uint64_t version, bool is_delete) {
     std::lock_guard<std::mutex> g(mu_);
     auto it = ranges_.find(key);
     if (it == ranges_.end()) return false;
     std::vector<Range>& rs = it->second;
+    // Any range holding the version proves the change replaced (its
+    // incarnation, or one between it and `newer`); the closest one (largest
+    // insert version below it) is the most likely owner.
+    size_t best = rs.size();
     for (size_t i = 0; i < rs.size(); ++i) {
-      Range& r = rs[i];
-      if (version <= r.inserted || version >= r.newer) continue;
-      ++r.skipped;
-      if (is_delete) r.deleted = version;
-      if (r.deleted != 0 && r.skipped == r.deleted - r.inserted) {  // all of u+1 .. d
-        rs[i] = rs.back();
+      if (version <= rs[i].inserted || version >= rs[i].newer) continue;
+      if (best == rs.size() || rs[i].inserted > rs[best].inserted) best = i;
+    }
+    if (best == rs.size()) return false;
+    Range& r = rs[best];
+    r.seen.push_back(version);
+    if (is_delete) r.deleted = version;
+    if (r.deleted != 0) {
+      // Forgotten only when every version of its own (u + 1 .. d) was
+      // seen: a version of a later replaced incarnation counted here (its
+      // insert not skipped yet) must not make it forget too early.
+      uint64_t own = 0;
+      for (uint64_t v : r.seen) own += v > r.inserted && v <= r.deleted;
+      if (own == r.deleted - r.inserted) {
+        rs[best] = std::move(rs.back());
         rs.pop_back();
         if (rs.empty()) ranges_.erase(it);
       }
-      return true;
     }
-    return false;
+    return true;
   }
+  // Ranges held (skipped incarnations whose changes may still arrive).
   size_t size() const {
     std::lock_guard<std::mutex> g(mu_);
     size_t n = 0;
@@ -73,10 +91,10 @@ class SkippedIncarnations {
 
  private:
   struct Range {
-    uint64_t inserted;  // the skipped incarnation's insert version
-    uint64_t newer;     // the version of the newer incarnation it met
-    uint64_t deleted;   // its delete's version, once skipped (0 before)
-    uint64_t skipped;   // its changes after the insert skipped so far
+    uint64_t inserted;           // the skipped incarnation's insert version
+    uint64_t newer;              // the version of the newer incarnation it met
+    uint64_t deleted;            // its delete's version, once seen (0 before)
+    std::vector<uint64_t> seen;  // versions skipped under this range
   };
   mutable std::mutex mu_;
   std::unordered_map<uint64_t, std::vector<Range>> ranges_;

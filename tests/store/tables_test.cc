@@ -590,7 +590,8 @@ TEST(Tables, ReplicatedTableIsReadLocallyOnEveryNode) {
 // again each round while deferred, as BackupApplier does) ends with every
 // entry consumed and the state of the last incarnation: none waits forever
 // for a delete that never comes (an old insert used to wait for the newer
-// incarnation's delete), and a skipped incarnation never comes back.
+// incarnation's delete), and a skipped incarnation never comes back. Two
+// incarnations in all orders, three in a sample of orders.
 TEST(Tables, ApplyInOrderSkipsReplacedIncarnationsInEveryOrder) {
   Fixture f(make_catalog());
   using Change = StoreNode::Change;
@@ -598,51 +599,67 @@ TEST(Tables, ApplyInOrderSkipsReplacedIncarnationsInEveryOrder) {
     Change c;
     uint64_t version;
   };
-  // Incarnation 1: insert 1, update 2, delete 3. Incarnation 2: insert 5,
-  // update 6, and in the second set delete 7.
-  const std::vector<Entry> base = {{Change::kInsert, 1},
-                                   {Change::kUpdate, 2},
-                                   {Change::kDelete, 3},
-                                   {Change::kInsert, 5},
-                                   {Change::kUpdate, 6}};
   uint64_t next_key = 1000;
+  // Applies `all` in `order` as BackupApplier would (deferred entries
+  // offered again each round) on a fresh key; expects every entry consumed
+  // and the key present with `final_gen`, or absent when final_gen is 0.
+  auto apply = [&](const TableSpec& t, const std::vector<Entry>& all,
+                   const std::vector<size_t>& order, uint64_t final_gen) {
+    const uint64_t key = key_of(t.id, next_key++);
+    StoreNode& n = *f.nodes[f.cat.replicas_of(t, f.cat.partition_of(t, key), 0).primary];
+    std::vector<Entry> pending;
+    for (size_t i : order) pending.push_back(all[i]);
+    for (int round = 0; round < 12 && !pending.empty(); ++round) {
+      for (auto it = pending.begin(); it != pending.end();) {
+        const std::vector<uint8_t> v =
+            it->c == Change::kDelete ? std::vector<uint8_t>{} : val(key, it->version);
+        auto r = n.apply_in_order(t, key, it->c, it->version, v);
+        ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+        it = *r ? pending.erase(it) : it + 1;
+      }
+    }
+    std::string shown;
+    for (size_t i : order) shown += std::to_string(all[i].version) + " ";
+    ASSERT_TRUE(pending.empty()) << t.name << ": entries stuck for order " << shown;
+    std::vector<uint8_t> out(kValue);
+    auto g = n.get_local(t, key, out);
+    ASSERT_TRUE(g.is_ok());
+    if (final_gen == 0) {
+      ASSERT_FALSE(*g) << t.name << ": a deleted key came back, order " << shown;
+    } else {
+      ASSERT_TRUE(*g) << t.name << ": order " << shown;
+      ASSERT_EQ(gen_of(out), final_gen) << t.name << ": order " << shown;
+    }
+  };
+  // Incarnation 1: insert 1, update 2, delete 3. Incarnation 2: insert 5,
+  // update 6, then (second set) delete 7. Every order.
+  const std::vector<Entry> two = {{Change::kInsert, 1}, {Change::kUpdate, 2}, {Change::kDelete, 3},
+                                  {Change::kInsert, 5}, {Change::kUpdate, 6}, {Change::kDelete, 7}};
+  // Three incarnations (1-3, 5-7, 9-10): a sample of the 40 320 orders.
+  const std::vector<Entry> three = {
+      {Change::kInsert, 1}, {Change::kUpdate, 2}, {Change::kDelete, 3}, {Change::kInsert, 5},
+      {Change::kUpdate, 6}, {Change::kDelete, 7}, {Change::kInsert, 9}, {Change::kUpdate, 10}};
+  std::mt19937_64 rng(42);
   for (TableId id : {kHashT, kRecT}) {
     const TableSpec& t = f.t(id);
-    for (bool second_delete : {false, true}) {
-      std::vector<Entry> all = base;
-      if (second_delete) all.push_back({Change::kDelete, 7});
-      std::vector<size_t> order(all.size());
-      for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    for (size_t n : {size_t{5}, size_t{6}}) {
+      std::vector<Entry> all(two.begin(), two.begin() + static_cast<ptrdiff_t>(n));
+      std::vector<size_t> order(n);
+      for (size_t i = 0; i < n; ++i) order[i] = i;
       int orders = 0;
       do {
-        const uint64_t key = key_of(id, next_key++);
-        StoreNode& n = *f.nodes[f.cat.replicas_of(t, f.cat.partition_of(t, key), 0).primary];
-        std::vector<Entry> pending;
-        for (size_t i : order) pending.push_back(all[i]);
-        for (int round = 0; round < 10 && !pending.empty(); ++round) {
-          for (auto it = pending.begin(); it != pending.end();) {
-            const std::vector<uint8_t> v =
-                it->c == Change::kDelete ? std::vector<uint8_t>{} : val(key, it->version);
-            auto r = n.apply_in_order(t, key, it->c, it->version, v);
-            ASSERT_TRUE(r.is_ok()) << r.status().to_string();
-            it = *r ? pending.erase(it) : it + 1;
-          }
-        }
-        std::string shown;
-        for (size_t i : order) shown += std::to_string(all[i].version) + " ";
-        ASSERT_TRUE(pending.empty()) << t.name << ": entries stuck for order " << shown;
-        std::vector<uint8_t> out(kValue);
-        auto g = n.get_local(t, key, out);
-        ASSERT_TRUE(g.is_ok());
-        if (second_delete) {
-          ASSERT_FALSE(*g) << t.name << ": a deleted key came back, order " << shown;
-        } else {
-          ASSERT_TRUE(*g) << t.name << ": order " << shown;
-          ASSERT_EQ(gen_of(out), 6u) << t.name << ": order " << shown;
-        }
+        apply(t, all, order, n == 5 ? 6 : 0);
+        if (HasFatalFailure()) return;
         ++orders;
       } while (std::next_permutation(order.begin(), order.end()));
-      EXPECT_EQ(orders, second_delete ? 720 : 120);
+      EXPECT_EQ(orders, n == 5 ? 120 : 720);
+    }
+    std::vector<size_t> order(three.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    for (int s = 0; s < 1500; ++s) {
+      std::shuffle(order.begin(), order.end(), rng);
+      apply(t, three, order, 10);
+      if (HasFatalFailure()) return;
     }
   }
 }
