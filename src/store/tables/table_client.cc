@@ -257,7 +257,10 @@ Status TableClient::get_many(r2::Co& co, const TableSpec& t, std::span<const uin
     if (!r.is_ok()) return r.status();
     Ordered& o = **r;
     if (!o.learned->cache.trained() && !o.learned->warming) DRTMX_RETURN_IF_ERROR(warm_one(co, o));
-    if (many_at_.size() < 2 || !o.learned->cache.trained()) {
+    // Leaf values are RecordAddrs in a record table's plan; anything else
+    // (a mismatched plan) takes the checked one-key path.
+    if (many_at_.size() < 2 || !o.learned->cache.trained() ||
+        o.remote.value_bytes != sizeof(RecordAddr)) {
       for (size_t at : many_at_) DRTMX_RETURN_IF_ERROR(one(at));
       continue;
     }
