@@ -203,3 +203,50 @@ TEST(XStoreWholeLeaf, GetsDuringUpdatesDeletesAndSplitsReturnOnlyRealValues) {
 
 }  // namespace
 }  // namespace drtmx::store::xstore
+
+namespace drtmx::store::xstore {
+namespace {
+
+// A client of a tree the owner does not serve: warm() fails with the
+// owner's reason and the request it was answering (built only on failure).
+TEST(XStoreClientErrors, AnUnservedTreeNamesTheRequestAndTheReason) {
+  LeafArea area;
+  area.region = kLeafRegion;
+  area.leaf_offset = 64;
+  area.fanout = 16;
+  area.value_bytes = sizeof(Val);
+  area.leaf_capacity = 64;
+  const size_t scratch = XStoreClient::scratch_bytes(area, {});
+  auto cluster = r2::testing::InProcCluster::make(
+      2, 1, {{kLeafRegion, area.leaf_offset + area.bytes()}, {kScratchRegion, scratch}});
+  ASSERT_TRUE(cluster->error.is_ok()) << cluster->error.to_string();
+  XTreeOptions to;
+  to.area = area;
+  auto tr = XTree::create(cluster->base(kOwner, kLeafRegion), area.leaf_offset + area.bytes(), to);
+  ASSERT_TRUE(tr.is_ok()) << tr.status().to_string();
+  XStoreService svc;
+  ASSERT_TRUE(svc.add_tree(kTree, tr->get()).is_ok());
+  XCache cache(XCacheOptions{});
+  XStoreClient client(cache, XRemote{{kOwner, 0}, kTree + 94, area},
+                      std::span<uint8_t>(cluster->base(kClient, kScratchRegion), scratch));
+  ASSERT_TRUE(client.check().is_ok());
+  Status warm;
+  auto run = r2::testing::run_workers(
+      *cluster, r2::WorkerConfig{.coroutines = 1},
+      [&](r2::Worker& w) {
+        if (w.node() == kOwner) {
+          ASSERT_TRUE(svc.register_on(w).is_ok());
+          return;
+        }
+        ASSERT_TRUE(w.spawn([&](r2::Co& co) { warm = client.warm(co); }).is_ok());
+      },
+      std::chrono::seconds(60));
+  ASSERT_FALSE(run.timed_out);
+  ASSERT_FALSE(warm.is_ok());
+  EXPECT_NE(warm.message().find("xstore FETCH_RUN [0, "), std::string::npos) << warm.message();
+  EXPECT_NE(warm.message().find("no tree with id 99"), std::string::npos) << warm.message();
+  std::printf("[ error    ] %s\n", warm.to_string().c_str());
+}
+
+}  // namespace
+}  // namespace drtmx::store::xstore

@@ -7,6 +7,13 @@
 namespace drtmx::store::xstore {
 
 namespace {
+// The status of an owner RPC with `what()` as context when it failed —
+// built only then: these calls are on the GET and SCAN fallback paths.
+template <class What>
+Status in_context(Status st, const What& what) {
+  return st.is_ok() ? st : st.with_context(what());
+}
+
 uint64_t load64(const uint8_t* p) {
   uint64_t v;
   std::memcpy(&v, p, 8);
@@ -126,9 +133,10 @@ Status XStoreClient::fetch_more(r2::Co& co, uint64_t lo, uint64_t hi, std::vecto
     req.hi = hi;
     req.max_leaves = kMaxRunLeaves;
     ++stats_.rpcs;
-    DRTMX_RETURN_IF_ERROR(co.call(remote_.owner, kRpcXFetchRun, &req, sizeof req, reply_)
-                              .with_context("xstore FETCH_RUN [" + std::to_string(lo) + ", " +
-                                            std::to_string(hi) + "]"));
+    DRTMX_RETURN_IF_ERROR(
+        in_context(co.call(remote_.owner, kRpcXFetchRun, &req, sizeof req, reply_), [&] {
+          return "xstore FETCH_RUN [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+        }));
     XRunReply head;
     DRTMX_RETURN_IF_ERROR(parse_run_reply(reply_, &head, run));
     // Splits after the first page's seq may be missing from the run.
@@ -201,9 +209,9 @@ Status XStoreClient::fetch_models(r2::Co& co, bool* changed) {
       req.first_sub = next;
       req.max_subs = kMaxModelSubs;
       ++stats_.rpcs;
-      DRTMX_RETURN_IF_ERROR(
-          co.call(remote_.owner, kRpcXFetchModels, &req, sizeof req, reply_)
-              .with_context("xstore FETCH_MODELS of tree " + std::to_string(remote_.tree)));
+      DRTMX_RETURN_IF_ERROR(in_context(
+          co.call(remote_.owner, kRpcXFetchModels, &req, sizeof req, reply_),
+          [&] { return "xstore FETCH_MODELS of tree " + std::to_string(remote_.tree); }));
       XModelsReply head;
       std::span<const uint8_t> kb, sb;
       DRTMX_RETURN_IF_ERROR(parse_models_reply(reply_, &head, &kb, &sb));
@@ -251,8 +259,9 @@ Status XStoreClient::apply_splits(r2::Co& co, size_t* refreshed) {
     req.since = cache_.split_seq();
     req.max = kMaxRunLeaves;
     ++stats_.rpcs;
-    DRTMX_RETURN_IF_ERROR(co.call(remote_.owner, kRpcXSplitsSince, &req, sizeof req, reply_)
-                              .with_context("xstore SPLITS_SINCE " + std::to_string(req.since)));
+    DRTMX_RETURN_IF_ERROR(
+        in_context(co.call(remote_.owner, kRpcXSplitsSince, &req, sizeof req, reply_),
+                   [&] { return "xstore SPLITS_SINCE " + std::to_string(req.since); }));
     XSplitsReply head;
     events.clear();
     DRTMX_RETURN_IF_ERROR(parse_splits_reply(reply_, &head, events));
@@ -297,9 +306,9 @@ Result<bool> XStoreClient::update(r2::Co& co, uint64_t key, const void* value, b
   msg.insert(msg.end(), static_cast<const uint8_t*>(value), static_cast<const uint8_t*>(value) + v);
   ++stats_.rpcs;
   ++stats_.updates;
-  DRTMX_RETURN_IF_ERROR(
-      co.call(remote_.owner, kRpcXUpdate, msg.data(), static_cast<uint32_t>(msg.size()), reply_)
-          .with_context("xstore UPDATE of key " + std::to_string(key)));
+  DRTMX_RETURN_IF_ERROR(in_context(
+      co.call(remote_.owner, kRpcXUpdate, msg.data(), static_cast<uint32_t>(msg.size()), reply_),
+      [&] { return "xstore UPDATE of key " + std::to_string(key); }));
   XPosReply head;
   if (!wire_get(std::span<const uint8_t>(reply_), 0, &head)) {
     return internal_error("xstore UPDATE reply shorter than its head");
@@ -636,9 +645,9 @@ Result<bool> XStoreClient::rpc_get(r2::Co& co, uint64_t key, void* value, uint32
   wire_put(msg_, req);
   if (rr.sub != UINT32_MAX) wire_put(msg_, rr.tail);
   ++stats_.rpcs;
-  DRTMX_RETURN_IF_ERROR(
-      co.call(remote_.owner, kRpcXGet, msg_.data(), static_cast<uint32_t>(msg_.size()), reply_)
-          .with_context("xstore GET fallback for key " + std::to_string(key)));
+  DRTMX_RETURN_IF_ERROR(in_context(
+      co.call(remote_.owner, kRpcXGet, msg_.data(), static_cast<uint32_t>(msg_.size()), reply_),
+      [&] { return "xstore GET fallback for key " + std::to_string(key); }));
   XGetReply head;
   if (!wire_get(std::span<const uint8_t>(reply_), 0, &head)) {
     return internal_error("xstore GET reply shorter than its head");
@@ -838,9 +847,9 @@ Status XStoreClient::rpc_scan(r2::Co& co, uint64_t start, size_t n, std::vector<
     wire_put(msg_, req);
     if (rr.sub != UINT32_MAX) wire_put(msg_, rr.tail);
     ++stats_.rpcs;
-    DRTMX_RETURN_IF_ERROR(
-        co.call(remote_.owner, kRpcXScan, msg_.data(), static_cast<uint32_t>(msg_.size()), reply_)
-            .with_context("xstore SCAN fallback from key " + std::to_string(cur)));
+    DRTMX_RETURN_IF_ERROR(in_context(
+        co.call(remote_.owner, kRpcXScan, msg_.data(), static_cast<uint32_t>(msg_.size()), reply_),
+        [&] { return "xstore SCAN fallback from key " + std::to_string(cur); }));
     XScanReply head;
     DRTMX_RETURN_IF_ERROR(parse_scan_reply(reply_, remote_.area.value_bytes, &head, keys, values));
     if (rr.sub != UINT32_MAX) {
