@@ -42,13 +42,19 @@ uint64_t key_of(uint32_t i) {
   return 1000 + uint64_t{i} * 7;
 }
 
-TEST(XStoreWholeLeaf, GetsDuringUpdatesDeletesAndSplitsReturnOnlyRealValues) {
+// The tree's leaf area in kLeafRegion: `capacity` leaves of 16 Vals.
+LeafArea leaf_area(uint32_t capacity) {
   LeafArea area;
   area.region = kLeafRegion;
   area.leaf_offset = 64;
   area.fanout = 16;
   area.value_bytes = sizeof(Val);
-  area.leaf_capacity = 4096;
+  area.leaf_capacity = capacity;
+  return area;
+}
+
+TEST(XStoreWholeLeaf, GetsDuringUpdatesDeletesAndSplitsReturnOnlyRealValues) {
+  const LeafArea area = leaf_area(4096);
   XClientOptions copt;
   ASSERT_LE(leaf_used_bytes(area.fanout, area.value_bytes), copt.whole_leaf_max_bytes);
   const size_t scratch = XStoreClient::scratch_bytes(area, copt);
@@ -210,12 +216,7 @@ namespace {
 // A client of a tree the owner does not serve: warm() fails with the
 // owner's reason and the request it was answering (built only on failure).
 TEST(XStoreClientErrors, AnUnservedTreeNamesTheRequestAndTheReason) {
-  LeafArea area;
-  area.region = kLeafRegion;
-  area.leaf_offset = 64;
-  area.fanout = 16;
-  area.value_bytes = sizeof(Val);
-  area.leaf_capacity = 64;
+  const LeafArea area = leaf_area(64);
   const size_t scratch = XStoreClient::scratch_bytes(area, {});
   auto cluster = r2::testing::InProcCluster::make(
       2, 1, {{kLeafRegion, area.leaf_offset + area.bytes()}, {kScratchRegion, scratch}});
