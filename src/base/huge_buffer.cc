@@ -31,7 +31,7 @@ Result<HugeBuffer> HugeBuffer::allocate(size_t bytes) {
   b.data_ = reinterpret_cast<void*>(aligned);
   b.size_ = rounded;
 #ifdef MADV_HUGEPAGE
-  b.huge_advised_ = madvise(b.data_, rounded, MADV_HUGEPAGE) == 0;
+  (void)madvise(b.data_, rounded, MADV_HUGEPAGE);  // advice only (see the header)
 #endif
   return b;
 }
@@ -43,10 +43,8 @@ HugeBuffer& HugeBuffer::operator=(HugeBuffer&& o) noexcept {
     size_ = o.size_;
     map_ = o.map_;
     map_bytes_ = o.map_bytes_;
-    huge_advised_ = o.huge_advised_;
     o.data_ = o.map_ = nullptr;
     o.size_ = o.map_bytes_ = 0;
-    o.huge_advised_ = false;
   }
   return *this;
 }

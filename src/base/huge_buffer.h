@@ -7,9 +7,9 @@
 // page walk itself costs several more DRAM reads. With 2 MiB pages the
 // whole table fits the TLB and a lookup is one miss. The block is aligned
 // to 2 MiB and advised MADV_HUGEPAGE; whether the kernel backs it with huge
-// pages (transparent_hugepage "always" or "madvise") is its decision —
-// `huge_advised()` only says the advice was accepted. The memory is
-// ordinary otherwise: correctness never depends on huge pages.
+// pages (transparent_hugepage "always" or "madvise") is its decision, and a
+// refused advice is no error. The memory is ordinary otherwise:
+// correctness never depends on huge pages.
 //
 // Not for memory other processes map (shared regions live in r2).
 // Move-only; the destructor unmaps.
@@ -37,7 +37,6 @@ class HugeBuffer {
 
   void* data() const { return data_; }
   size_t size() const { return size_; }
-  bool huge_advised() const { return huge_advised_; }
 
  private:
   void release();
@@ -45,7 +44,6 @@ class HugeBuffer {
   size_t size_ = 0;
   void* map_ = nullptr;  // the whole mapping (data_ is its aligned part)
   size_t map_bytes_ = 0;
-  bool huge_advised_ = false;
 };
 
 }  // namespace drtmx

@@ -81,13 +81,6 @@ class SkippedIncarnations {
     }
     return true;
   }
-  // Ranges held (skipped incarnations whose changes may still arrive).
-  size_t size() const {
-    std::lock_guard<std::mutex> g(mu_);
-    size_t n = 0;
-    for (const auto& [k, rs] : ranges_) n += rs.size();
-    return n;
-  }
 
  private:
   struct Range {

@@ -32,7 +32,6 @@
 #include <vector>
 
 #include "r2/sched/co.h"
-#include "store/catalog.h"
 #include "txn/key_index.h"
 #include "txn/locator.h"
 #include "txn/log/replication.h"

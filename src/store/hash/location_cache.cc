@@ -37,10 +37,9 @@ LocationCache::LocationCache(const LocationCacheOptions& o, HugeBuffer slab)
   for (size_t i = 0; i < shards; ++i) {
     auto s = std::make_unique<Shard>();
     s->cap = static_cast<uint32_t>(capacity_ / shards + (i < capacity_ % shards ? 1 : 0));
-    s->n = s->cap * 2;
     s->slots = next;
-    std::uninitialized_value_construct_n(next, s->n);
-    next += s->n;
+    std::uninitialized_value_construct_n(next, slot_count(*s));
+    next += slot_count(*s);
     shards_.push_back(std::move(s));
   }
 }
@@ -52,11 +51,11 @@ LocationCache::Shard& LocationCache::shard_of(uint64_t h) {
 
 uint32_t LocationCache::home(const Shard& s, uint64_t h) {
   // Multiply-shift range reduction of the low 32 bits onto [0, slots).
-  return static_cast<uint32_t>(((h & 0xFFFFFFFFull) * s.n) >> 32);
+  return static_cast<uint32_t>(((h & 0xFFFFFFFFull) * slot_count(s)) >> 32);
 }
 
 uint32_t LocationCache::find(const Shard& s, uint64_t h, uint32_t table, uint64_t key) {
-  const uint32_t n = s.n;
+  const uint32_t n = slot_count(s);
   uint32_t i = home(s, h);
   // Load <= 1/2 keeps an empty slot in every table, so this ends.
   for (uint32_t step = 0; step < n; ++step) {
@@ -69,7 +68,7 @@ uint32_t LocationCache::find(const Shard& s, uint64_t h, uint32_t table, uint64_
 }
 
 void LocationCache::erase_at(Shard& s, uint32_t i) {
-  const uint32_t n = s.n;
+  const uint32_t n = slot_count(s);
   uint32_t hole = i;
   uint32_t j = i;
   for (uint32_t step = 0; step < n; ++step) {
@@ -125,7 +124,7 @@ void LocationCache::put(uint32_t table, uint64_t key, const CachedLocation& loc)
   if (fresh) {
     // Insert first (an empty slot always exists: live <= cap < 2 * cap
     // slots), then evict if the shard went over its capacity.
-    const uint32_t n = s.n;
+    const uint32_t n = slot_count(s);
     i = home(s, h);
     while (s.slots[i].used) i = i + 1 == n ? 0 : i + 1;
     ++s.live;
@@ -145,7 +144,7 @@ void LocationCache::put(uint32_t table, uint64_t key, const CachedLocation& loc)
 void LocationCache::evict_one(Shard& s, uint32_t keep_table, uint64_t keep_key) {
   // CLOCK with a 2-bit count: the hand decrements counts until it meets an
   // entry at 0 other than the one just inserted (at most three sweeps).
-  const uint32_t n = s.n;
+  const uint32_t n = slot_count(s);
   for (uint32_t step = 0; step < 3 * n + 3; ++step) {
     const uint32_t at = s.hand;
     Slot& e = s.slots[at];

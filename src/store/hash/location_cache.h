@@ -100,9 +100,8 @@ class LocationCache {
   static_assert(sizeof(Slot) == 32);
   struct Shard {
     std::mutex mu;
-    Slot* slots = nullptr;  // n slots (= 2 * cap) in slab_
-    uint32_t n = 0;
-    uint32_t cap = 0;  // entries this shard may hold
+    Slot* slots = nullptr;  // 2 * cap slots in slab_
+    uint32_t cap = 0;       // entries this shard may hold
     uint32_t live = 0;
     uint32_t hand = 0;  // CLOCK hand over slots
   };
@@ -110,6 +109,7 @@ class LocationCache {
   LocationCache(const LocationCacheOptions& o, HugeBuffer slab);
   static uint64_t hash_of(uint32_t table, uint64_t key);
   Shard& shard_of(uint64_t h);
+  static uint32_t slot_count(const Shard& s) { return 2 * s.cap; }
   // Home slot of hash h in s.
   static uint32_t home(const Shard& s, uint64_t h);
   // Index of (table, key) in s, or UINT32_MAX.

@@ -4,6 +4,8 @@
 #include <cstring>
 #include <string>
 
+#include "base/hash.h"
+
 namespace drtmx::store::xstore {
 
 namespace {
@@ -12,12 +14,6 @@ namespace {
 template <class What>
 Status in_context(Status st, const What& what) {
   return st.is_ok() ? st : st.with_context(what());
-}
-
-uint64_t load64(const uint8_t* p) {
-  uint64_t v;
-  std::memcpy(&v, p, 8);
-  return v;
 }
 
 // Scratch for TT entries: `cap` plain entries, or the sealed chunks `cap`
@@ -458,7 +454,7 @@ Result<XStoreClient::Look> XStoreClient::read_value(r2::Co& co, uint32_t aln, ui
   ++stats_.reads;
   ++stats_.round_trips;
   if (s != r2::OpStatus::kOk) return fabric_error(s, "READ of a value slot");
-  if (load64(value_) != key || value_seal(key, value_ + 16, v) != load64(value_ + 8)) {
+  if (load_word64(value_) != key || value_seal(key, value_ + 16, v) != load_word64(value_ + 8)) {
     ++stats_.torn;  // concurrent write, or the pair moved (delete/split)
     return Look::kRetry;
   }
@@ -469,16 +465,16 @@ Result<XStoreClient::Look> XStoreClient::read_value(r2::Co& co, uint32_t aln, ui
 bool XStoreClient::value_in_copy(const uint8_t* buf, uint64_t key, void* value) {
   const uint32_t fanout = remote_.area.fanout, v = remote_.area.value_bytes;
   // The key words may be torn: they only say which slot to check.
-  const uint32_t cnt = std::min(unpack_meta(load64(buf)).count, fanout);
+  const uint32_t cnt = std::min(unpack_meta(load_word64(buf)).count, fanout);
   const uint8_t* keys = buf + 16;
   for (uint32_t t = 0; t < cnt; ++t) {
-    if (load64(keys + 8 * size_t{t}) != key) continue;
+    if (load_word64(keys + 8 * size_t{t}) != key) continue;
     // The same checks as read_value's: a slot that verifies and names the
     // key holds the key's value as of the copy (the owner breaks a slot's
     // seal before it rewrites or abandons it, xtree.h), whichever of the
     // keys and the slot the READ copied first.
     const uint8_t* s = buf + value_slot_offset(fanout, v, t);
-    if (load64(s) != key || value_seal(key, s + 16, v) != load64(s + 8)) return false;
+    if (load_word64(s) != key || value_seal(key, s + 16, v) != load_word64(s + 8)) return false;
     std::memcpy(value, s + 16, v);
     ++stats_.values_in_leaf;
     return true;
@@ -492,7 +488,7 @@ Result<XStoreClient::Look> XStoreClient::take_value(r2::Co& co, const uint8_t* b
   if (whole) {
     const uint32_t v = remote_.area.value_bytes;
     const uint8_t* s = buf + value_slot_offset(remote_.area.fanout, v, slot);
-    if (load64(s) == key && value_seal(key, s + 16, v) == load64(s + 8)) {
+    if (load_word64(s) == key && value_seal(key, s + 16, v) == load_word64(s + 8)) {
       std::memcpy(value, s + 16, v);
       ++stats_.values_in_leaf;
       return Look::kFound;
@@ -568,12 +564,12 @@ Result<XStoreClient::Look> XStoreClient::try_get(r2::Co& co, uint64_t key, void*
 
   // Returns the slot of `key` in a verified leaf copy, -1 if absent, -2 torn.
   auto search = [&](const uint8_t* buf) -> int {
-    const uint64_t meta = load64(buf);
+    const uint64_t meta = load_word64(buf);
     const auto* keys = reinterpret_cast<const uint64_t*>(buf + 16);
-    if (keys_seal(meta, keys, fanout) != load64(buf + 8)) return -2;
+    if (keys_seal(meta, keys, fanout) != load_word64(buf + 8)) return -2;
     const uint32_t cnt = std::min(unpack_meta(meta).count, fanout);
     for (uint32_t t = 0; t < cnt; ++t) {
-      if (load64(buf + 16 + 8 * size_t{t}) == key) return static_cast<int>(t);
+      if (load_word64(buf + 16 + 8 * size_t{t}) == key) return static_cast<int>(t);
     }
     return -1;
   };
@@ -602,7 +598,7 @@ Result<XStoreClient::Look> XStoreClient::try_get(r2::Co& co, uint64_t key, void*
         return take_value(co, leaf_buf(i), whole, entries_[i].aln, static_cast<uint32_t>(slot), key,
                           value);
       }
-      if (unpack_meta(load64(leaf_buf(i))).incarnation != entries_[i].incarnation) {
+      if (unpack_meta(load_word64(leaf_buf(i))).incarnation != entries_[i].incarnation) {
         ++stats_.mismatches;
         cache_.invalidate(pr.sub, pr.first + i, gen);
         mismatched = static_cast<int>(i);
@@ -613,7 +609,7 @@ Result<XStoreClient::Look> XStoreClient::try_get(r2::Co& co, uint64_t key, void*
   if (mismatches == 0) return Look::kAbsent;
   // Speculation (§4.7): the split leaf kept its lower half; the upper half
   // went to the new right sibling, which NXT names. One sibling only.
-  const uint32_t next = unpack_meta(load64(leaf_buf(static_cast<uint32_t>(mismatched)))).next;
+  const uint32_t next = unpack_meta(load_word64(leaf_buf(static_cast<uint32_t>(mismatched)))).next;
   if (mismatches > 1 || next == 0) return Look::kStale;
   uint8_t* sib = leaf_buf(n);  // n < scan_batch_leaves (validated)
   const r2::OpStatus s2 = co.read(leaf_addr(next - 1), sib, keys_len);
@@ -796,8 +792,9 @@ Result<XStoreClient::Look> XStoreClient::try_scan(r2::Co& co, uint64_t start, si
     if (cache_.epoch() != epoch) return Look::kRetry;
     for (size_t i = 0; i < plan_.size(); ++i) {
       const uint8_t* buf = leaf_buf(static_cast<uint32_t>(i));
-      const uint64_t meta = load64(buf);
-      if (keys_seal(meta, reinterpret_cast<const uint64_t*>(buf + 16), fanout) != load64(buf + 8)) {
+      const uint64_t meta = load_word64(buf);
+      if (keys_seal(meta, reinterpret_cast<const uint64_t*>(buf + 16), fanout) !=
+          load_word64(buf + 8)) {
         ++stats_.torn;
         return Look::kRetry;
       }
@@ -810,10 +807,10 @@ Result<XStoreClient::Look> XStoreClient::try_scan(r2::Co& co, uint64_t start, si
       }
       const uint32_t cnt = std::min(m.count, fanout);
       for (uint32_t t = 0; t < cnt; ++t) {
-        const uint64_t k = load64(buf + 16 + 8 * size_t{t});
+        const uint64_t k = load_word64(buf + 16 + 8 * size_t{t});
         if (k < start) continue;
         const uint8_t* slot = buf + value_slot_offset(fanout, v, t);
-        if (load64(slot) != k || value_seal(k, slot + 16, v) != load64(slot + 8)) {
+        if (load_word64(slot) != k || value_seal(k, slot + 16, v) != load_word64(slot + 8)) {
           ++stats_.torn;
           return Look::kRetry;
         }
@@ -972,16 +969,16 @@ Status XStoreClient::get_many(r2::Co& co, std::span<const uint64_t> keys, uint8_
           done = true;
           break;
         }
-        const uint64_t meta = load64(copy);
+        const uint64_t meta = load_word64(copy);
         const auto* kw = reinterpret_cast<const uint64_t*>(copy + 16);
-        if (keys_seal(meta, kw, fanout) != load64(copy + 8)) {
+        if (keys_seal(meta, kw, fanout) != load_word64(copy + 8)) {
           ++stats_.torn;
           absent = false;
           continue;
         }
         const uint32_t cnt = std::min(unpack_meta(meta).count, fanout);
         for (uint32_t t = 0; t < cnt; ++t) {
-          if (load64(copy + 16 + 8 * size_t{t}) == key) absent = false;  // value not in copy
+          if (load_word64(copy + 16 + 8 * size_t{t}) == key) absent = false;  // value not in copy
         }
         if (unpack_meta(meta).incarnation != inc) {
           ++stats_.mismatches;
