@@ -42,10 +42,15 @@ namespace drtmx::store {
 
 class SkippedIncarnations {
  public:
-  // The insert of `key` at `version` met a newer incarnation at `newer`.
-  void skip(uint64_t key, uint64_t version, uint64_t newer) {
+  // The insert of `key` at `version` found the key at version `have`: when
+  // that is a newer incarnation, the insert's was replaced — remembered, and
+  // true (drop the insert); false when it must wait for the earlier
+  // record's delete.
+  bool skip_if_replaced(uint64_t key, uint64_t version, uint64_t have) {
+    if (have <= version) return false;
     std::lock_guard<std::mutex> g(mu_);
-    ranges_[key].push_back(Range{version, newer, 0, {}});
+    ranges_[key].push_back(Range{version, have, 0, {}});
+    return true;
   }
   // Whether the update or delete of `key` at `version` belongs to a skipped
   // incarnation (then the caller drops it); the last of its changes forgets

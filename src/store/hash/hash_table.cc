@@ -325,12 +325,9 @@ Result<bool> HashTable::apply_in_order(uint64_t key, Change c, uint64_t version,
       RecordHeader fh;
       load_words(&fh, record_ptr(ref_offset(pos.ref)), sizeof fh);
       unlock_chain(head);
-      // A newer incarnation is here: this one was replaced (skipped_incarnations.h).
-      if (fh.version > version) {
-        skipped_.skip(key, version, fh.version);
-        return true;
-      }
-      return false;  // the earlier record's delete has not arrived
+      // A newer incarnation replaced this one, or the earlier record's
+      // delete has not arrived (skipped_incarnations.h).
+      return skipped_.skip_if_replaced(key, version, fh.version);
     }
     unlock_chain(head);
     Result<RecordLoc> ins = insert_version(key, value, version);

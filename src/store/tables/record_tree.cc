@@ -188,12 +188,9 @@ Result<bool> RecordTree::apply_in_order(uint64_t key, Change c, uint64_t version
     if (found) {
       RecordHeader fh;
       load_words(&fh, slot(a.offset), sizeof fh);
-      // A newer incarnation is here: this one was replaced (skipped_incarnations.h).
-      if (fh.version > version) {
-        skipped_.skip(key, version, fh.version);
-        return true;
-      }
-      return false;  // the earlier record's delete has not arrived
+      // A newer incarnation replaced this one, or the earlier record's
+      // delete has not arrived (skipped_incarnations.h).
+      return skipped_.skip_if_replaced(key, version, fh.version);
     }
     Result<RecordAddr> ins = insert_version(key, value, version, /*upsert=*/false);
     if (ins.is_ok()) return true;
