@@ -239,7 +239,6 @@ Status TableClient::get_many(r2::Co& co, const TableSpec& t, std::span<const uin
     for (size_t i = 0; i < keys.size(); ++i) DRTMX_RETURN_IF_ERROR(one(i));
     return Status::ok();
   }
-  const size_t slot = record_slot_size(vs);
   many_done_.assign(keys.size(), 0);
   for (size_t i = 0; i < keys.size(); ++i) {
     if (many_done_[i]) continue;
@@ -275,37 +274,23 @@ Status TableClient::get_many(r2::Co& co, const TableSpec& t, std::span<const uin
     for (size_t first = 0; first < n; first += kScanRecordBatch) {
       const size_t count = std::min<size_t>(kScanRecordBatch, n - first);
       RecordAddr where[kScanRecordBatch];
-      uint32_t op[kScanRecordBatch];
-      record_batch_.clear();
+      bool ok[kScanRecordBatch];
       for (size_t k = 0; k < count; ++k) {
-        op[k] = UINT32_MAX;
-        if (!many_found_[first + k]) continue;
-        std::memcpy(&where[k], many_addrs_.data() + (first + k) * sizeof(RecordAddr),
-                    sizeof(RecordAddr));
-        op[k] = static_cast<uint32_t>(record_batch_.size());
-        record_batch_.read({o.remote.node, table_region(t.id), where[k].offset},
-                           record_buf_ + k * slot, static_cast<uint32_t>(slot));
+        if (many_found_[first + k]) {
+          std::memcpy(&where[k], many_addrs_.data() + (first + k) * sizeof(RecordAddr),
+                      sizeof(RecordAddr));
+        }
       }
-      stats_.reads += record_batch_.size();
-      if (!record_batch_.empty()) (void)co.run(record_batch_);  // failures: alone below
+      read_records(co, o, many_keys_.data() + first, where, many_found_.data() + first, count, ok);
       // In key order: record_get() reuses slot 0, which key `first` used.
       for (size_t k = 0; k < count; ++k) {
         const size_t at = many_at_[first + k];
-        if (op[k] == UINT32_MAX) {
+        if (!many_found_[first + k]) {
           found[at] = 0;
           continue;
         }
-        const uint8_t* copy = record_buf_ + k * slot;
-        if (record_batch_.status(op[k]) == r2::OpStatus::kOk &&
-            verify(copy, vs, keys[at], where[k].incarnation) == RecordCheck::kOk) {
-          std::memcpy(values + at * vs, copy + sizeof(RecordHeader), vs);
-          if (refs != nullptr) {
-            RecordHeader h;
-            std::memcpy(&h, copy, sizeof h);
-            refs[at] = RecordRef{{o.remote.node, table_region(t.id), where[k].offset},
-                                 where[k].incarnation,
-                                 h.version};
-          }
+        if (ok[k]) {
+          take_record(o, k, where[k], values + at * vs, refs != nullptr ? &refs[at] : nullptr);
           found[at] = 1;
           continue;
         }
@@ -343,42 +328,32 @@ Status TableClient::scan_records(r2::Co& co, Ordered& o, std::vector<uint64_t>& 
   // stale copy is looked up again on its own (record_get), a row deleted
   // since the index read is skipped.
   const size_t vs = o.table->value_size;
-  const size_t slot = record_slot_size(o.table->value_size);
   const bool addrs = part_values_.size() == part_keys_.size() * sizeof(RecordAddr);
   for (size_t first = 0; first < part_keys_.size(); first += kScanRecordBatch) {
     const size_t count = std::min<size_t>(kScanRecordBatch, part_keys_.size() - first);
-    record_batch_.clear();
     RecordAddr where[kScanRecordBatch];
+    bool ok[kScanRecordBatch];
+    for (size_t i = 0; addrs && i < count; ++i) {
+      std::memcpy(&where[i], part_values_.data() + (first + i) * sizeof(RecordAddr),
+                  sizeof(RecordAddr));
+    }
     if (addrs) {
-      for (size_t i = 0; i < count; ++i) {
-        std::memcpy(&where[i], part_values_.data() + (first + i) * sizeof(RecordAddr),
-                    sizeof(RecordAddr));
-        record_batch_.read({o.remote.node, table_region(o.table->id), where[i].offset},
-                           record_buf_ + i * slot, static_cast<uint32_t>(slot));
-      }
-      stats_.reads += count;
-      (void)co.run(record_batch_);  // a failed READ is retried below on its own
+      read_records(co, o, part_keys_.data() + first, where, nullptr, count, ok);
+    } else {
+      std::fill(ok, ok + count, false);  // no addresses: every row by record_get
     }
     // In row order: record_get() reuses slot 0, which row `first` used.
     for (size_t i = 0; i < count; ++i) {
       const uint64_t k = part_keys_[first + i];
       values.resize((keys.size() + 1) * vs);
       std::span<uint8_t> out(values.data() + keys.size() * vs, vs);
-      const uint8_t* copy = record_buf_ + i * slot;
-      if (addrs && record_batch_.status(i) == r2::OpStatus::kOk &&
-          verify(copy, o.table->value_size, k, where[i].incarnation) == RecordCheck::kOk) {
-        std::memcpy(out.data(), copy + sizeof(RecordHeader), vs);
+      RecordRef ref;
+      if (ok[i]) {
+        take_record(o, i, where[i], out.data(), refs != nullptr ? &ref : nullptr);
         keys.push_back(k);
-        if (refs != nullptr) {
-          RecordHeader h;
-          std::memcpy(&h, copy, sizeof h);
-          refs->push_back(RecordRef{{o.remote.node, table_region(o.table->id), where[i].offset},
-                                    where[i].incarnation,
-                                    h.version});
-        }
+        if (refs != nullptr) refs->push_back(ref);
         continue;
       }
-      RecordRef ref;
       Result<bool> got = record_get(co, o, k, out, refs != nullptr ? &ref : nullptr);
       if (!got.is_ok()) return got.status();
       if (*got) {
@@ -390,6 +365,39 @@ Status TableClient::scan_records(r2::Co& co, Ordered& o, std::vector<uint64_t>& 
     }
   }
   return Status::ok();
+}
+
+void TableClient::read_records(r2::Co& co, const Ordered& o, const uint64_t* keys,
+                               const RecordAddr* where, const uint8_t* want, size_t count,
+                               bool* ok) {
+  const size_t slot = record_slot_size(o.table->value_size);
+  uint32_t op[kScanRecordBatch];
+  record_batch_.clear();
+  for (size_t i = 0; i < count; ++i) {
+    op[i] = UINT32_MAX;
+    if (want != nullptr && !want[i]) continue;
+    op[i] = static_cast<uint32_t>(record_batch_.size());
+    record_batch_.read({o.remote.node, table_region(o.table->id), where[i].offset},
+                       record_buf_ + i * slot, static_cast<uint32_t>(slot));
+  }
+  stats_.reads += record_batch_.size();
+  if (!record_batch_.empty()) (void)co.run(record_batch_);  // a failed READ: ok false
+  for (size_t i = 0; i < count; ++i) {
+    ok[i] = op[i] != UINT32_MAX && record_batch_.status(op[i]) == r2::OpStatus::kOk &&
+            verify(record_buf_ + i * slot, o.table->value_size, keys[i], where[i].incarnation) ==
+                RecordCheck::kOk;
+  }
+}
+
+void TableClient::take_record(const Ordered& o, size_t i, const RecordAddr& where,
+                              uint8_t* value_out, RecordRef* ref) const {
+  const uint8_t* copy = record_buf_ + i * record_slot_size(o.table->value_size);
+  std::memcpy(value_out, copy + sizeof(RecordHeader), o.table->value_size);
+  if (ref == nullptr) return;
+  RecordHeader h;
+  std::memcpy(&h, copy, sizeof h);
+  *ref = RecordRef{
+      {o.remote.node, table_region(o.table->id), where.offset}, where.incarnation, h.version};
 }
 
 Status TableClient::scan(r2::Co& co, const TableSpec& t, uint64_t start, size_t n,

@@ -182,6 +182,15 @@ class TableClient {
   // rows deleted since the index read are skipped.
   Status scan_records(r2::Co& co, Ordered& o, std::vector<uint64_t>& keys,
                       std::vector<uint8_t>& values, std::vector<RecordRef>* refs);
+  // One doorbell: READs record where[i] into slot i of record_buf_ for each
+  // i < count (<= kScanRecordBatch) with want[i] (every i when want is
+  // null); ok[i] tells whether that copy is a verified image of keys[i]'s
+  // record (false for a failed READ, a torn or stale copy, or !want[i]).
+  void read_records(r2::Co& co, const Ordered& o, const uint64_t* keys, const RecordAddr* where,
+                    const uint8_t* want, size_t count, bool* ok);
+  // The value (and *ref, if given) of the verified copy in slot i.
+  void take_record(const Ordered& o, size_t i, const RecordAddr& where, uint8_t* value_out,
+                   RecordRef* ref) const;
   enum class WriteOp : uint8_t { kInsert, kUpdate, kRemove };
   Status write(r2::Co& co, const TableSpec& t, uint64_t key, std::span<const uint8_t> value,
                WriteOp op);
