@@ -909,27 +909,18 @@ Status XStoreClient::get_many(r2::Co& co, std::span<const uint64_t> keys, uint8_
         many_alone_.push_back(static_cast<uint32_t>(next));
         continue;
       }
+      // Its leaves join the batch (each distinct leaf once), unless an
+      // entry is invalid (then it goes alone) or the batch would outgrow
+      // the buffers (then the next batch takes it).
+      const size_t alns_before = alns_.size(), leaves_before = many_leaves_.size();
       bool usable = true;
-      uint32_t fresh = 0;  // leaves this key adds
-      for (uint32_t l = 0; l < n && usable; ++l) {
+      for (uint32_t l = 0; l < n; ++l) {
         const TTEntry e = cache_.tt(pr.sub, pr.first + l);
         if (!e.valid) {
           ++stats_.invalid_entries;
           usable = false;
           break;
         }
-        bool seen = false;
-        for (const auto& a : alns_) seen |= a.first == e.aln;
-        fresh += seen ? 0 : 1;
-      }
-      if (!usable) {
-        many_alone_.push_back(static_cast<uint32_t>(next));
-        continue;
-      }
-      if (alns_.size() + fresh > opt_.scan_batch_leaves) break;  // the next batch takes it
-      ManyKey mk{static_cast<uint32_t>(next), static_cast<uint32_t>(many_leaves_.size()), n};
-      for (uint32_t l = 0; l < n; ++l) {
-        const TTEntry e = cache_.tt(pr.sub, pr.first + l);
         uint32_t buf = UINT32_MAX;
         for (const auto& a : alns_) {
           if (a.first == e.aln) buf = a.second;
@@ -940,7 +931,15 @@ Status XStoreClient::get_many(r2::Co& co, std::span<const uint64_t> keys, uint8_
         }
         many_leaves_.emplace_back(buf, e.incarnation);
       }
-      many_.push_back(mk);
+      if (!usable || alns_.size() > opt_.scan_batch_leaves) {
+        alns_.resize(alns_before);
+        many_leaves_.resize(leaves_before);
+        if (usable) break;
+        many_alone_.push_back(static_cast<uint32_t>(next));
+        continue;
+      }
+      many_.push_back(
+          ManyKey{static_cast<uint32_t>(next), static_cast<uint32_t>(leaves_before), n});
     }
     if (many_.empty()) continue;
     // Buffers in ALN order, so consecutive leaves coalesce into one READ;
