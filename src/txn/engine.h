@@ -49,6 +49,14 @@ using Procedure = std::function<Abort(Txn&)>;
 // key (and scanned nothing) commits without validation.
 enum class Kind : uint8_t { kReadWrite, kReadOnly };
 
+// DEP_READ blocking (--mvcc=dst read-only transactions, thesis Fig 5-15):
+// reads that found their record locked by a writer and waited for it, and
+// the time they waited (measured at the records' primaries).
+struct ReadWait {
+  uint64_t blocked_reads = 0;
+  uint64_t wait_ns = 0;
+};
+
 struct TxnStats {
   uint64_t committed = 0;
   uint64_t aborts[kAbortKinds] = {};
@@ -87,6 +95,9 @@ class Engine final : public Txn {
   // has passed.
   void backoff(uint32_t attempt, const RetryPolicy& p = {});
   const TxnStats& stats() const { return stats_; }
+  // The DEP_READ blocking of the last run() (zero unless it was a snapshot
+  // read-only transaction that met locked records).
+  const ReadWait& last_read_wait() const { return read_wait_; }
   // The lock word of the transaction run last (store/record.h: every
   // transaction has its own). Recovery-style cleanup of a lock that a lost
   // reply left behind names its holder by it.
@@ -213,6 +224,7 @@ class Engine final : public Txn {
   std::vector<uint32_t> scan_incs_;
   LogBuffers log_;
   TxnStats stats_;
+  ReadWait read_wait_;
   bool overflow_ = false;
   Abort blamed_ = Abort::kNone;  // blame(): the first failure and its table
   TableId blamed_table_ = kNoTable;

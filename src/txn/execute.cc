@@ -423,6 +423,7 @@ Abort Engine::run(const Procedure& proc, Kind kind) {
   overflow_ = false;
   blamed_ = Abort::kNone;
   blamed_table_ = kNoTable;
+  read_wait_ = {};
   kind_ = kind;
   Abort r = proc(*this);
   // Reads still in flight are waited for (their buffers are in the arena);
