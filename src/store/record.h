@@ -12,8 +12,18 @@
 //   +24  incarnation  4 B   bumped each time the slot is freed, so a cached
 //                           address of an earlier tenant is recognised.
 //   +28  flags        4 B   kLive / kDeleted.
-//   +32  seal         8 B   hash of [version, key, incarnation, flags, value]
-//   +40  value        value_size B, then padding to a multiple of 64 B.
+//   +32  seal         8 B   hash of [version, key, incarnation, flags, wts, value]
+//   +40  wts          8 B   MVCC: the commit timestamp of this version (the
+//                           writer's, dst/timestamp.h); 0 without MVCC and
+//                           for loaded records.
+//   +48  ts           8 B   MVCC: the tuple timestamp (thesis §5.2): raised
+//                           (never lowered) by snapshot reads and by the
+//                           commit of every transaction that read or wrote
+//                           the record. NOT covered by the seal: it changes
+//                           by atomic max independently of the data, and no
+//                           owner-side write of the record body stores it
+//                           (RecordImage::store_body skips it).
+//   +56  value        value_size B, then padding to a multiple of 64 B.
 //
 // Why a seal and not per-cache-line versions: an RNIC gives no ordering
 // across cache lines, and on shm a READ is a memcpy that may copy the bytes
@@ -50,9 +60,32 @@ struct RecordHeader {
   uint32_t incarnation;
   uint32_t flags;
   uint64_t seal;
+  uint64_t wts;
+  uint64_t ts;
 };
-static_assert(sizeof(RecordHeader) == 40);
+static_assert(sizeof(RecordHeader) == 56);
 static_assert(offsetof(RecordHeader, lock) == 0);
+// The words a body write stores around the unsealed `ts`: [8, kTsOffset)
+// and [kValueOffset, slot end).
+constexpr size_t kTsOffset = offsetof(RecordHeader, ts);
+constexpr size_t kValueOffset = sizeof(RecordHeader);
+static_assert(kTsOffset + 8 == kValueOffset);
+
+// The tuple timestamp of the record at `rec` (owner-local memory), as an
+// atomic word: snapshot reads and commits raise it with atomic_max_ts.
+inline uint64_t* ts_word(uint8_t* rec) {
+  return reinterpret_cast<uint64_t*>(rec + kTsOffset);
+}
+// Raises *w to at least v (never lowers it); returns the value before.
+// Sequentially consistent: the DST protocol orders a raise against a lock
+// CAS on another thread (dst/README.md, "raise then check").
+inline uint64_t atomic_max_ts(uint64_t* w, uint64_t v) {
+  uint64_t cur = __atomic_load_n(w, __ATOMIC_SEQ_CST);
+  while (cur < v &&
+         !__atomic_compare_exchange_n(w, &cur, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+  }
+  return cur;
+}
 
 constexpr uint32_t kLive = 1;
 constexpr uint32_t kDeleted = 2;
@@ -78,13 +111,14 @@ constexpr uint64_t lock_word(uint16_t node, uint16_t thread, uint16_t coroutine,
 }
 
 // 64-bit hash over the sealed part of a slot image: header fields from
-// `version` on (the seal itself excluded) and the value.
+// `version` to `wts` (the seal itself excluded; `ts` is not sealed) and the
+// value.
 uint64_t compute_seal(const RecordHeader& h, const void* value, size_t value_size);
 
 // Writer: fills the seal of a slot image (header + value contiguous).
 inline void seal(void* slot, size_t value_size) {
   auto* h = static_cast<RecordHeader*>(slot);
-  h->seal = compute_seal(*h, static_cast<uint8_t*>(slot) + sizeof(RecordHeader), value_size);
+  h->seal = compute_seal(*h, static_cast<uint8_t*>(slot) + kValueOffset, value_size);
 }
 
 enum class RecordCheck : uint8_t {

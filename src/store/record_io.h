@@ -33,8 +33,12 @@ class RecordImage {
   void load(const uint8_t* rec) { load_words(words_.data(), rec, bytes()); }
   // Loads only the header words.
   void load_header(const uint8_t* rec) { load_words(words_.data(), rec, sizeof(RecordHeader)); }
-  // Stores the sealed part [8, slot_bytes) at `rec` (not the lock word).
-  void store_body(uint8_t* rec) const { store_words(rec + 8, words_.data() + 1, bytes() - 8); }
+  // Stores the sealed part at `rec`: [8, slot_bytes) except the lock word
+  // and the tuple timestamp (record.h: both change by atomics only).
+  void store_body(uint8_t* rec) const {
+    store_words(rec + 8, words_.data() + 1, kTsOffset - 8);
+    store_words(rec + kValueOffset, words_.data() + kValueOffset / 8, bytes() - kValueOffset);
+  }
 
  private:
   std::vector<uint64_t> words_;

@@ -232,7 +232,10 @@ Status register_record_handlers(r2::Worker& w, LocalRegions lr) {
     const uint8_t* items;
     if (!parse(req, &h, &items) || !h.with_images) return;
     walk(req, lr, h, items, [&](uint32_t, const Item& it, uint8_t* rec, const uint8_t* image) {
-      std::memcpy(rec + 8, image, image_bytes(it.value_size));
+      // [version .. wts] and the value; the tuple timestamp is not stored
+      // (record.h: it changes by atomic max only).
+      std::memcpy(rec + 8, image, store::kTsOffset - 8);
+      std::memcpy(rec + store::kValueOffset, image + (store::kValueOffset - 8), it.value_size);
       // The data is in place before the lock is free.
       __atomic_store_n(lock_of(rec), 0, __ATOMIC_RELEASE);
     });

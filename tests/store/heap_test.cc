@@ -81,8 +81,8 @@ TEST(RecordHeap, BytesForIsSlotsTimesSlotSize) {
   EXPECT_EQ(record_slot_size(100), 192u);
   EXPECT_EQ(RecordHeap::bytes_for(10, 100), 1920u);
   EXPECT_EQ(RecordHeap::bytes_for(0, 100), 0u);
-  EXPECT_EQ(RecordHeap::bytes_for(3, 24), 3u * 64u);
-  EXPECT_EQ(RecordHeap::bytes_for(7, 25), 7u * 128u);
+  EXPECT_EQ(RecordHeap::bytes_for(3, 8), 3u * 64u);
+  EXPECT_EQ(RecordHeap::bytes_for(7, 9), 7u * 128u);
 
   // A heap given exactly bytes_for(n, v) holds n slots.
   Mem m(RecordHeap::bytes_for(37, 300));

@@ -64,6 +64,7 @@ TEST(RecordSeal, BitFlipsAndBlockSwapsAreTornAtEverySize) {
     ASSERT_EQ(verify(a.data(), vs), RecordCheck::kOk) << vs;
     for (size_t byte = 8; byte < sizeof(RecordHeader) + vs; ++byte) {
       if (byte >= 32 && byte < 40) continue;  // the seal itself
+      if (byte >= kTsOffset && byte < kValueOffset) continue;  // ts: not sealed
       for (int bit = 0; bit < 8; ++bit) {
         std::vector<uint8_t> c(a);
         c[byte] ^= static_cast<uint8_t>(1u << bit);
@@ -95,8 +96,14 @@ TEST(RecordSeal, IdentityAndStates) {
   EXPECT_EQ(verify(a.data(), 16, 42, 3), RecordCheck::kDeleted);
   std::vector<uint8_t> zero(record_slot_size(16), 0);
   EXPECT_EQ(verify(zero.data(), 16), RecordCheck::kEmpty);
-  EXPECT_EQ(record_slot_size(24), 64u);
-  EXPECT_EQ(record_slot_size(25), 128u);
+  EXPECT_EQ(record_slot_size(8), 64u);
+  EXPECT_EQ(record_slot_size(9), 128u);
+  // The commit timestamp is sealed; the tuple timestamp is not.
+  auto w = make(2, 42, 16, 1);
+  reinterpret_cast<RecordHeader*>(w.data())->ts = 77;
+  EXPECT_EQ(verify(w.data(), 16, 42, 3), RecordCheck::kOk);
+  reinterpret_cast<RecordHeader*>(w.data())->wts = 5;
+  EXPECT_EQ(verify(w.data(), 16), RecordCheck::kTorn);
   EXPECT_NE(lock_word(0, 0, 0), 0u);
 }
 
