@@ -1,0 +1,284 @@
+#include "dst/version_store.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "store/word_copy.h"
+
+namespace drtmx::dst {
+
+// One ring slot: this header, then the value, padded to 64 bytes. Every
+// word is accessed as a relaxed 8-byte atomic (store/word_copy.h) except
+// `position`, which the writer stores last (release) and readers check
+// before and after copying (acquire).
+struct VersionStore::Slot {
+  uint64_t position;       // ring position + 1 of the version held here
+  uint64_t superseded_at;  // wts of the version that replaced it (or the delete)
+  uint64_t wts;
+  uint64_t version;
+  uint64_t key;
+  uint64_t older;  // position + 1 of the next older version, 0 none
+  uint32_t incarnation;
+  uint32_t flags;  // kDeletedAfter: the key was deleted at superseded_at
+};
+namespace {
+constexpr uint32_t kDeletedAfter = 1;
+constexpr size_t kSlotHeader = sizeof(uint64_t) * 7;
+
+uint64_t load_pos(const uint64_t* w) {
+  return __atomic_load_n(w, __ATOMIC_ACQUIRE);
+}
+}  // namespace
+
+uint64_t VersionStore::slot_bytes(uint32_t value_size) {
+  return (kSlotHeader + value_size + 63) & ~uint64_t{63};
+}
+
+VersionStore::VersionStore(std::span<uint8_t> area, const VersionStoreOptions& o)
+    : area_(area), o_(o), slot_bytes_(slot_bytes(o.value_size)) {
+  heads_ = static_cast<std::atomic<uint64_t>*>(
+      std::calloc(o.record_slots == 0 ? 1 : o.record_slots, sizeof(std::atomic<uint64_t>)));
+  st_.capacity = o.capacity;
+  st_.bytes = bytes_for(o.capacity, o.value_size);
+}
+
+VersionStore::~VersionStore() {
+  std::free(heads_);
+}
+
+Result<std::unique_ptr<VersionStore>> VersionStore::create(std::span<uint8_t> area,
+                                                           const VersionStoreOptions& o) {
+  const std::string who = "version store " + o.name + ": ";
+  if (o.value_size == 0) return invalid_argument(who + "value_size is 0");
+  if (o.capacity == 0) return invalid_argument(who + "capacity is 0; give it room for versions");
+  if (area.size() < bytes_for(o.capacity, o.value_size)) {
+    return invalid_argument(who + "area of " + std::to_string(area.size()) + " bytes is below the " +
+                            std::to_string(bytes_for(o.capacity, o.value_size)) + " it needs");
+  }
+  if (reinterpret_cast<uintptr_t>(area.data()) % 64 != 0) {
+    return invalid_argument(who + "area is not 64-byte aligned");
+  }
+  std::unique_ptr<VersionStore> s(new VersionStore(area, o));
+  if (s->heads_ == nullptr) return exhausted(who + "no memory for the chain heads");
+  return s;
+}
+
+VersionStore::Slot* VersionStore::at(uint64_t pos) const {
+  return reinterpret_cast<Slot*>(area_.data() + (pos % o_.capacity) * slot_bytes_);
+}
+
+bool VersionStore::reserve(uint32_t n) {
+  std::lock_guard<std::mutex> g(mu_);
+  uint64_t used = head_.load(std::memory_order_relaxed) - tail_.load(std::memory_order_relaxed);
+  if (used + reserved_ + n > o_.capacity) {
+    gc_locked(last_lwm_);
+    used = head_.load(std::memory_order_relaxed) - tail_.load(std::memory_order_relaxed);
+    if (used + reserved_ + n > o_.capacity) {
+      ++st_.full;
+      return false;
+    }
+  }
+  reserved_ += n;
+  st_.peak = std::max(st_.peak, used + reserved_);
+  return true;
+}
+
+void VersionStore::unreserve(uint32_t n) {
+  std::lock_guard<std::mutex> g(mu_);
+  reserved_ = reserved_ >= n ? reserved_ - n : 0;
+}
+
+uint64_t VersionStore::push_locked(uint64_t older, const uint8_t* rec, Timestamp superseded_at,
+                                   bool deleted) {
+  const uint64_t pos = head_.load(std::memory_order_relaxed);
+  Slot* s = at(pos);
+  // Unpublish first: a (buggy) reader of the slot's previous tenant sees a
+  // position change instead of a mix.
+  __atomic_store_n(&s->position, 0, __ATOMIC_RELEASE);
+  store::RecordHeader h;
+  std::memcpy(&h, rec, sizeof h);
+  Slot img{};
+  img.superseded_at = superseded_at;
+  img.wts = h.wts;
+  img.version = h.version;
+  img.key = h.key;
+  img.older = older;
+  img.incarnation = h.incarnation;
+  img.flags = deleted ? kDeletedAfter : 0;
+  uint8_t* base = reinterpret_cast<uint8_t*>(s);
+  store::store_words(base + 8, reinterpret_cast<const uint8_t*>(&img) + 8, kSlotHeader - 8);
+  // The value: whole words (the record's value area is padded to 64 bytes).
+  const size_t vbytes = (o_.value_size + 7) & ~size_t{7};
+  store::store_words(base + kSlotHeader, rec + store::kValueOffset, vbytes);
+  __atomic_store_n(&s->position, pos + 1, __ATOMIC_RELEASE);
+  head_.store(pos + 1, std::memory_order_release);
+  ++st_.pushed;
+  return pos + 1;
+}
+
+bool VersionStore::push(uint64_t slot, const uint8_t* rec, Timestamp superseded_at, bool reserved) {
+  if (slot >= o_.record_slots) return false;
+  std::lock_guard<std::mutex> g(mu_);
+  const uint64_t used = head_.load(std::memory_order_relaxed) - tail_.load(std::memory_order_relaxed);
+  if (reserved && reserved_ > 0) {
+    --reserved_;
+  } else if (used + reserved_ >= o_.capacity) {
+    if (gc_locked(last_lwm_) == 0 ||
+        head_.load(std::memory_order_relaxed) - tail_.load(std::memory_order_relaxed) + reserved_ >=
+            o_.capacity) {
+      ++st_.full;
+      return false;
+    }
+  }
+  const uint64_t older = heads_[slot].load(std::memory_order_acquire);
+  const uint64_t link = push_locked(older, rec, superseded_at, false);
+  heads_[slot].store(link, std::memory_order_release);
+  st_.peak = std::max(st_.peak,
+                      head_.load(std::memory_order_relaxed) - tail_.load(std::memory_order_relaxed) +
+                          reserved_);
+  return true;
+}
+
+void VersionStore::bury(uint64_t slot, uint64_t key, const uint8_t* rec, Timestamp deleted_at) {
+  if (slot >= o_.record_slots) return;
+  std::lock_guard<std::mutex> g(mu_);
+  if (reserved_ > 0) --reserved_;
+  const uint64_t older = heads_[slot].load(std::memory_order_acquire);
+  const uint64_t link = push_locked(older, rec, deleted_at, true);
+  heads_[slot].store(0, std::memory_order_release);
+  graveyard_[key].push_front(link);
+  graves_.push_back({link - 1, key});
+}
+
+void VersionStore::detach(uint64_t slot) {
+  if (slot < o_.record_slots) heads_[slot].store(0, std::memory_order_release);
+}
+
+Found VersionStore::walk(uint64_t link, Timestamp ts, uint8_t* value_out,
+                         VersionInfo* info) const {
+  // Bounded by the ring: a chain never holds more versions than slots.
+  for (uint64_t steps = 0; link != 0 && steps <= o_.capacity; ++steps) {
+    const uint64_t pos = link - 1;
+    if (pos < tail_.load(std::memory_order_acquire)) return Found::kReclaimed;
+    const Slot* s = at(pos);
+    if (load_pos(&s->position) != link) return Found::kReclaimed;
+    Slot h{};
+    store::load_words(&h, s, kSlotHeader);
+    const bool hit = h.wts <= ts;
+    if (hit) {
+      store::load_words(value_out, reinterpret_cast<const uint8_t*>(s) + kSlotHeader,
+                        (o_.value_size + 7) & ~size_t{7});
+    }
+    // The copy is of this version only if the slot still holds it.
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (load_pos(&s->position) != link) return Found::kReclaimed;
+    if (hit) {
+      info->wts = h.wts;
+      info->version = h.version;
+      info->incarnation = h.incarnation;
+      info->deleted = false;
+      return Found::kVersion;
+    }
+    link = h.older;
+  }
+  return Found::kNone;
+}
+
+Found VersionStore::find(uint64_t slot, Timestamp ts, uint8_t* value_out,
+                         VersionInfo* info) const {
+  if (slot >= o_.record_slots) return Found::kNone;
+  return walk(heads_[slot].load(std::memory_order_acquire), ts, value_out, info);
+}
+
+Found VersionStore::find_buried(uint64_t key, Timestamp ts, uint8_t* value_out,
+                                VersionInfo* info) const {
+  std::lock_guard<std::mutex> g(mu_);
+  auto it = graveyard_.find(key);
+  if (it == graveyard_.end()) return Found::kNone;
+  for (uint64_t link : it->second) {
+    const Slot* s = at(link - 1);
+    if (link - 1 < tail_.load(std::memory_order_relaxed) || load_pos(&s->position) != link) {
+      return Found::kReclaimed;
+    }
+    Slot h{};
+    store::load_words(&h, s, kSlotHeader);
+    if (h.superseded_at <= ts) {  // deleted at or before ts
+      *info = {h.superseded_at, h.version, h.incarnation, true};
+      return Found::kVersion;
+    }
+    Found f = walk(link, ts, value_out, info);
+    if (f != Found::kNone) return f;
+    // This incarnation began after ts: an older one may have lived then.
+  }
+  return Found::kNone;
+}
+
+void VersionStore::buried_in(
+    uint64_t from, uint64_t to, Timestamp ts,
+    const std::function<void(uint64_t, const uint8_t*, const VersionInfo&)>& f) const {
+  std::vector<uint64_t> keys;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    for (auto it = graveyard_.lower_bound(from); it != graveyard_.end() && it->first <= to; ++it) {
+      keys.push_back(it->first);
+    }
+  }
+  std::vector<uint8_t> value((o_.value_size + 7) & ~size_t{7});
+  for (uint64_t k : keys) {
+    VersionInfo info;
+    if (find_buried(k, ts, value.data(), &info) == Found::kVersion && !info.deleted) {
+      f(k, value.data(), info);
+    }
+  }
+}
+
+uint64_t VersionStore::gc_locked(Timestamp lwm) {
+  if (lwm > last_lwm_) last_lwm_ = lwm;
+  uint64_t tail = tail_.load(std::memory_order_relaxed);
+  const uint64_t head = head_.load(std::memory_order_relaxed);
+  const uint64_t from = tail;
+  while (tail < head) {
+    const Slot* s = at(tail);
+    const uint64_t sup = std::atomic_ref<uint64_t>(const_cast<Slot*>(s)->superseded_at)
+                             .load(std::memory_order_relaxed);
+    if (sup > last_lwm_) break;
+    ++tail;
+  }
+  if (tail == from) return 0;
+  tail_.store(tail, std::memory_order_release);
+  // Graves whose newest version is gone: nobody can read the key's
+  // deleted incarnations any more.
+  while (!graves_.empty() && graves_.front().first < tail) {
+    const auto [pos, key] = graves_.front();
+    graves_.pop_front();
+    auto it = graveyard_.find(key);
+    if (it == graveyard_.end()) continue;
+    auto& links = it->second;
+    for (auto l = links.begin(); l != links.end(); ++l) {
+      if (*l == pos + 1) {
+        links.erase(l);
+        break;
+      }
+    }
+    if (links.empty()) graveyard_.erase(it);
+  }
+  st_.reclaimed += tail - from;
+  ++st_.gc_runs;
+  return tail - from;
+}
+
+uint64_t VersionStore::gc(Timestamp lwm) {
+  std::lock_guard<std::mutex> g(mu_);
+  return gc_locked(lwm);
+}
+
+VersionStoreStats VersionStore::stats() const {
+  std::lock_guard<std::mutex> g(mu_);
+  VersionStoreStats s = st_;
+  s.in_use = head_.load(std::memory_order_relaxed) - tail_.load(std::memory_order_relaxed);
+  s.reserved = reserved_;
+  s.buried = graveyard_.size();
+  return s;
+}
+
+}  // namespace drtmx::dst

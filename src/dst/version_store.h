@@ -1,0 +1,174 @@
+// VersionStore: the older versions of the records of one partition copy
+// (primary or backup) under MVCC (thesis chapter 5; DESIGN.md §4). The
+// newest version of a record stays in place in its record slot
+// (store/record.h, with its commit timestamp `wts`); every commit that
+// replaces it first pushes the replaced version here, linked in front of
+// the record's chain, so a record's versions are newest first:
+//
+//   record slot (in place, wts W3)  ->  [wts W2 | superseded at W3]
+//                                   ->  [wts W1 | superseded at W2] -> none
+//
+// Memory: a ring of `capacity` fixed-size version slots in an area of a
+// registered region (bytes_for), filled at `head`, reclaimed at `tail`.
+// A version superseded at timestamp S can be read only by snapshots with
+// read timestamp in [wts, S): once the cluster's low-water mark of active
+// and future read timestamps (floor.h) reaches S, nobody can read it, and
+// gc(lwm) frees ring slots from the tail while their `superseded_at` <=
+// lwm. The ring is filled in commit order, which follows timestamp order
+// up to clock skew, so the tail advances steadily; a slot whose
+// superseded_at is still above the lwm holds back the ones behind it (the
+// bound is then the capacity). Chain heads live beside the ring, one word
+// per record slot of the partition's heap (calloc: untouched pages cost
+// nothing).
+//
+// Bounded: pushes never exceed `capacity`. A primary reserves room when a
+// transaction locks a record it will write (reserve(); an abort gives it
+// back with unreserve()), so a commit — which cannot fail once logged —
+// always has a slot; a lock that finds no room aborts the transaction
+// (txn::Abort::kVersionStoreFull) and it retries once GC freed slots. A
+// backup that finds no room defers the redo record (its applier retries).
+//
+// Deleted keys: a delete pushes the record's last version (superseded at
+// the delete's timestamp) and moves the record's chain into the graveyard,
+// a map key -> chains of deleted incarnations, newest first; snapshots
+// older than the delete find the key there (find_buried, buried_in), and
+// GC forgets an entry once its newest version is reclaimed.
+//
+// Readers (snapshot reads, any owner thread) take no lock. They never
+// touch a reclaimed slot: a reader with read timestamp R >= lwm walks a
+// chain only past versions with wts > R, i.e. superseded at > R >= lwm, and
+// stops at the first version with wts <= R, whose successor's wts (its
+// superseded_at) is > R. Each slot records its ring position, written
+// last, so a reader that would meet a reused slot anyway (a snapshot read
+// below the lwm: a bug) detects it (kReclaimed) instead of returning
+// another record's bytes.
+//
+// Thread safety: push/reserve/unreserve/detach/bury/gc under one mutex per
+// store (owner-side commits of one partition are not the one-sided hot
+// path); find/find_buried/buried_in without it, from any thread.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+
+#include "base/status.h"
+#include "dst/timestamp.h"
+#include "store/record.h"
+
+namespace drtmx::dst {
+
+struct VersionStoreOptions {
+  std::string name;           // "stock/p2", for errors
+  uint32_t value_size = 0;    // the table's value size
+  uint64_t record_slots = 0;  // chain heads: the heap's slot count
+  uint64_t capacity = 0;      // versions the ring holds (> 0)
+};
+
+struct VersionStoreStats {
+  uint64_t capacity = 0;
+  uint64_t in_use = 0;     // pushed and not reclaimed
+  uint64_t reserved = 0;   // promised to locked writers
+  uint64_t peak = 0;       // most in_use + reserved seen
+  uint64_t pushed = 0;     // versions pushed
+  uint64_t reclaimed = 0;  // versions freed by gc
+  uint64_t gc_runs = 0;    // gc() calls that freed something
+  uint64_t full = 0;       // reserve()/push() refused for lack of room
+  uint64_t buried = 0;     // deleted keys in the graveyard now
+  uint64_t bytes = 0;      // ring bytes
+};
+
+// What find() returns of a version.
+struct VersionInfo {
+  Timestamp wts = 0;
+  uint64_t version = 0;
+  uint32_t incarnation = 0;
+  bool deleted = false;  // the key did not exist from wts on (graveyard)
+};
+
+enum class Found : uint8_t {
+  kVersion,    // a version with wts <= the read timestamp
+  kNone,       // every version of the chain is newer (or the chain is empty)
+  kReclaimed,  // the chain reached a reused slot (read below the lwm)
+};
+
+class VersionStore {
+ public:
+  static uint64_t slot_bytes(uint32_t value_size);
+  static uint64_t bytes_for(uint64_t capacity, uint32_t value_size) {
+    return capacity * slot_bytes(value_size);
+  }
+  // `area`: bytes_for(capacity, value_size) bytes (64-byte aligned) of
+  // registered memory this store owns. kInvalidArgument naming the field
+  // when the options or the area do not fit.
+  static Result<std::unique_ptr<VersionStore>> create(std::span<uint8_t> area,
+                                                      const VersionStoreOptions& o);
+  ~VersionStore();
+
+  // Room for `n` pushes that must not fail later; false (and counted) when
+  // the ring is full even after gc() with the last lwm.
+  bool reserve(uint32_t n);
+  void unreserve(uint32_t n);
+  // Pushes the version `rec` (a record image: header + value) that record
+  // slot `slot` holds now, superseded at `superseded_at`, in front of the
+  // slot's chain. `reserved`: consumes a reservation (never fails);
+  // otherwise false when there is no room.
+  bool push(uint64_t slot, const uint8_t* rec, Timestamp superseded_at, bool reserved);
+  // Record slot `slot` is deleted at `deleted_at`: pushes its last version
+  // `rec` (as push, with a reservation) and moves its chain to the
+  // graveyard under `key`; the slot's chain is empty afterwards.
+  void bury(uint64_t slot, uint64_t key, const uint8_t* rec, Timestamp deleted_at);
+  // Record slot `slot` is handed to a new tenant: forgets its chain (the
+  // versions stay until GC; nobody reaches them through this slot).
+  void detach(uint64_t slot);
+
+  // The newest version of slot's chain with wts <= ts: value to
+  // `value_out` (value_size bytes).
+  Found find(uint64_t slot, Timestamp ts, uint8_t* value_out, VersionInfo* info) const;
+  // The state of a deleted key at ts: kVersion with info->deleted when it
+  // was deleted at or before ts (no value), kVersion with the value of the
+  // newest deleted incarnation's version <= ts, kNone when the graveyard
+  // has nothing of the key at ts.
+  Found find_buried(uint64_t key, Timestamp ts, uint8_t* value_out, VersionInfo* info) const;
+  // Keys in [from, to] whose state at ts comes from the graveyard and is a
+  // value (deleted after ts), ascending: f(key, value, info).
+  void buried_in(uint64_t from, uint64_t to, Timestamp ts,
+                 const std::function<void(uint64_t, const uint8_t*, const VersionInfo&)>& f) const;
+
+  // Frees ring slots from the tail while superseded at <= lwm; returns how
+  // many. Remembers lwm for reserve()/push()'s own attempts.
+  uint64_t gc(Timestamp lwm);
+  VersionStoreStats stats() const;
+  const VersionStoreOptions& options() const { return o_; }
+
+ private:
+  struct Slot;  // version_store.cc
+  VersionStore(std::span<uint8_t> area, const VersionStoreOptions& o);
+  Slot* at(uint64_t pos) const;
+  uint64_t push_locked(uint64_t older, const uint8_t* rec, Timestamp superseded_at, bool deleted);
+  uint64_t gc_locked(Timestamp lwm);
+  // Walks a chain from position+1 `link`; see find().
+  Found walk(uint64_t link, Timestamp ts, uint8_t* value_out, VersionInfo* info) const;
+
+  std::span<uint8_t> area_;
+  VersionStoreOptions o_;
+  uint64_t slot_bytes_;
+  std::atomic<uint64_t>* heads_;  // per record slot: position + 1 of the newest old version, 0 none
+  mutable std::mutex mu_;
+  std::atomic<uint64_t> head_{0}, tail_{0};
+  uint64_t reserved_ = 0;
+  Timestamp last_lwm_ = 0;
+  // Graveyard: key -> positions + 1 of the last versions of its deleted
+  // incarnations, newest first; `graves_` lists them in push order for GC.
+  std::map<uint64_t, std::deque<uint64_t>> graveyard_;
+  std::deque<std::pair<uint64_t, uint64_t>> graves_;  // (position, key)
+  VersionStoreStats st_;
+};
+
+}  // namespace drtmx::dst
