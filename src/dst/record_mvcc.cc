@@ -1,0 +1,117 @@
+#include "dst/record_mvcc.h"
+
+#include <cstring>
+#include <vector>
+
+#include "store/record.h"
+#include "store/word_copy.h"
+
+namespace drtmx::dst {
+
+namespace {
+
+uint64_t* lock_word_of(uint8_t* rec) {
+  return reinterpret_cast<uint64_t*>(rec);
+}
+uint64_t load_seq(const uint8_t* rec, size_t off) {
+  return __atomic_load_n(reinterpret_cast<const uint64_t*>(rec + off), __ATOMIC_SEQ_CST);
+}
+constexpr size_t kVersionOff = offsetof(store::RecordHeader, version);
+constexpr size_t kWtsOff = offsetof(store::RecordHeader, wts);
+
+}  // namespace
+
+LockCollect lock_and_collect(uint8_t* rec, uint64_t lock_word, uint64_t expected_version,
+                             VersionStore* vs) {
+  LockCollect r;
+  uint64_t expected = 0;
+  if (!__atomic_compare_exchange_n(lock_word_of(rec), &expected, lock_word, false,
+                                   __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+    return r;
+  }
+  const uint64_t version = load_seq(rec, kVersionOff);
+  if (version != 0 && vs != nullptr && !vs->reserve(1)) {
+    __atomic_store_n(lock_word_of(rec), 0, __ATOMIC_RELEASE);
+    r.no_room = true;
+    return r;
+  }
+  r.locked = true;
+  r.valid = version == expected_version;
+  const uint64_t ts = load_seq(rec, store::kTsOffset), wts = load_seq(rec, kWtsOff);
+  r.ts = ts > wts ? ts : wts;
+  return r;
+}
+
+bool raise_and_check(uint8_t* rec, Timestamp commit_ts, uint64_t expected_version) {
+  store::atomic_max_ts(store::ts_word(rec), commit_ts);
+  return load_seq(rec, 0) == 0 && load_seq(rec, kVersionOff) == expected_version;
+}
+
+void install(uint8_t* rec, const uint8_t* image, uint32_t value_size, Timestamp commit_ts,
+             VersionStore* vs, uint64_t slot) {
+  const size_t bytes = store::record_slot_size(value_size);
+  // We hold the lock: the record in place is stable (only ts moves).
+  if (vs != nullptr && load_seq(rec, kVersionOff) != 0) {
+    thread_local std::vector<uint64_t> old;
+    old.resize(bytes / 8);
+    store::load_words(old.data(), rec, bytes);
+    vs->push(slot, reinterpret_cast<const uint8_t*>(old.data()), commit_ts, /*reserved=*/true);
+  }
+  store::store_words(rec + 8, image + 8, store::kTsOffset - 8);
+  store::store_words(rec + store::kValueOffset, image + store::kValueOffset,
+                     bytes - store::kValueOffset);
+  store::atomic_max_ts(store::ts_word(rec), commit_ts);
+  // The data and ts are in place before the lock is free.
+  __atomic_store_n(lock_word_of(rec), 0, __ATOMIC_RELEASE);
+}
+
+bool release(uint8_t* rec, uint64_t lock_word, VersionStore* vs) {
+  uint64_t expected = lock_word;
+  if (!__atomic_compare_exchange_n(lock_word_of(rec), &expected, 0, false, __ATOMIC_RELEASE,
+                                   __ATOMIC_RELAXED)) {
+    return false;
+  }
+  if (vs != nullptr && load_seq(rec, kVersionOff) != 0) vs->unreserve(1);
+  return true;
+}
+
+ReadAt read_at(uint8_t* rec, uint64_t key, uint32_t incarnation, uint32_t value_size,
+               Timestamp read_ts, bool raise, const VersionStore* vs, uint64_t slot,
+               uint8_t* value_out, VersionInfo* info) {
+  if (raise) store::atomic_max_ts(store::ts_word(rec), read_ts);
+  // Wait only for a writer that holds the lock (thesis Fig 5-9, line 3).
+  if (load_seq(rec, 0) != 0) return ReadAt::kLocked;
+  const size_t bytes = store::record_slot_size(value_size);
+  thread_local std::vector<uint64_t> img;
+  img.resize(bytes / 8);
+  store::load_words(img.data(), rec, bytes);
+  const uint8_t* copy = reinterpret_cast<const uint8_t*>(img.data());
+  switch (store::verify(copy, value_size, key, incarnation)) {
+    case store::RecordCheck::kOk:
+      break;
+    case store::RecordCheck::kTorn:
+      return ReadAt::kLocked;  // a writer is mid-write: it holds the lock
+    default:
+      return ReadAt::kMoved;
+  }
+  store::RecordHeader h;
+  std::memcpy(&h, copy, sizeof h);
+  if (h.version == 0) return ReadAt::kLocked;  // an insert's reservation
+  if (h.wts <= read_ts) {
+    std::memcpy(value_out, copy + store::kValueOffset, value_size);
+    *info = {h.wts, h.version, h.incarnation, false};
+    return ReadAt::kValue;
+  }
+  if (vs == nullptr) return ReadAt::kAbsent;
+  switch (vs->find(slot, read_ts, value_out, info)) {
+    case Found::kVersion:
+      return ReadAt::kValue;
+    case Found::kNone:
+      return ReadAt::kAbsent;
+    case Found::kReclaimed:
+      break;
+  }
+  return ReadAt::kReclaimed;
+}
+
+}  // namespace drtmx::dst

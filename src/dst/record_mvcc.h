@@ -1,0 +1,74 @@
+// The per-record steps of MVCC under DST (thesis §5.2, Table 6-1), as the
+// primary's CPU runs them on a record in its local memory (store/record.h)
+// — what the two-sided Validate, Commit and DEP_READ requests do per item.
+// Pure functions of the record's words and its partition's VersionStore:
+// the RPC wrappers (txn) resolve addresses and batch items.
+//
+// Ordering (why these are correct; dst/README.md has the protocol):
+//   lock_and_collect   CAS lock, THEN load ts          (store; load)
+//   raise_and_check    raise ts, THEN load lock        (store; load)
+// Both sides store then load with sequentially consistent atomics, so a
+// reader's check and a writer's lock cannot both miss each other: either
+// the check sees the lock (the reader's transaction aborts) or the writer's
+// collected ts includes the reader's commit timestamp (the writer commits
+// above it). DEP_READ (read_at) is a raise followed by a lock check too,
+// against the writer's lock then collect.
+#pragma once
+
+#include <cstdint>
+
+#include "dst/timestamp.h"
+#include "dst/version_store.h"
+
+namespace drtmx::dst {
+
+struct LockCollect {
+  bool locked = false;   // we hold the lock now
+  bool valid = false;    // locked and the version is the one expected
+  bool no_room = false;  // the version store is full: not locked
+  Timestamp ts = 0;      // max(ts, wts) after the lock (RW1)
+};
+
+// Validate, write set: locks `rec` with `lock_word`, checks its version,
+// reserves room for the version the commit will push (a record at version 0
+// — a reservation of an insert — needs none) and collects its timestamps.
+// Without room the lock is released again and no_room is set.
+LockCollect lock_and_collect(uint8_t* rec, uint64_t lock_word, uint64_t expected_version,
+                             VersionStore* vs);
+
+// Validate, read set: raises ts to `commit_ts` (RW2 for reads), then valid
+// iff unlocked and still at `expected_version`. A raise by a transaction
+// that then aborts is harmless (it only pushes later timestamps up).
+bool raise_and_check(uint8_t* rec, Timestamp commit_ts, uint64_t expected_version);
+
+// Commit, one record we hold locked: pushes the version in place (unless
+// it is an insert's reservation, version 0) into `vs` superseded at
+// `commit_ts` (using the reservation lock_and_collect made), writes
+// `image` (a full slot image: header with the new version and wts =
+// commit_ts, sealed, and the value) except the lock and ts words, raises
+// ts to commit_ts, and unlocks.
+void install(uint8_t* rec, const uint8_t* image, uint32_t value_size, Timestamp commit_ts,
+             VersionStore* vs, uint64_t slot);
+
+// Abort: releases our lock (CAS lock_word -> 0: only ours) and the room
+// lock_and_collect reserved. False when the lock was not ours.
+bool release(uint8_t* rec, uint64_t lock_word, VersionStore* vs);
+
+// DEP_READ of one record at read timestamp `read_ts`.
+enum class ReadAt : uint8_t {
+  kValue,   // *info and value_out: the newest version with wts <= read_ts
+  kAbsent,  // the record (this incarnation) did not exist at read_ts
+  kLocked,  // a writer holds it (or is writing it): ask again later
+  kMoved,   // not the expected record any more (deleted, slot reused):
+            // look the key up again (index, then the graveyard)
+  kReclaimed,  // the version needed was garbage-collected (a read below
+               // the low-water mark: a bug, reported as an error)
+};
+// `raise`: DST raises ts to read_ts first (never lowers it); GTS snapshots
+// read at a stable timestamp and do not. `value_out` holds the value size
+// rounded up to 8 bytes.
+ReadAt read_at(uint8_t* rec, uint64_t key, uint32_t incarnation, uint32_t value_size,
+               Timestamp read_ts, bool raise, const VersionStore* vs, uint64_t slot,
+               uint8_t* value_out, VersionInfo* info);
+
+}  // namespace drtmx::dst
