@@ -42,9 +42,14 @@ LockCollect lock_and_collect(uint8_t* rec, uint64_t lock_word, uint64_t expected
   return r;
 }
 
-bool raise_and_check(uint8_t* rec, Timestamp commit_ts, uint64_t expected_version) {
+Check raise_and_check(uint8_t* rec, Timestamp commit_ts, uint64_t expected_version,
+                      Timestamp* wts) {
   store::atomic_max_ts(store::ts_word(rec), commit_ts);
-  return load_seq(rec, 0) == 0 && load_seq(rec, kVersionOff) == expected_version;
+  if (load_seq(rec, 0) != 0 || load_seq(rec, kVersionOff) != expected_version) {
+    return Check::kInvalid;
+  }
+  *wts = load_seq(rec, kWtsOff);
+  return *wts < commit_ts ? Check::kValid : Check::kBehind;
 }
 
 void install(uint8_t* rec, const uint8_t* image, uint32_t value_size, Timestamp commit_ts,

@@ -37,9 +37,18 @@ LockCollect lock_and_collect(uint8_t* rec, uint64_t lock_word, uint64_t expected
                              VersionStore* vs);
 
 // Validate, read set: raises ts to `commit_ts` (RW2 for reads), then valid
-// iff unlocked and still at `expected_version`. A raise by a transaction
+// iff unlocked, still at `expected_version`, and that version's wts is
+// below commit_ts (RW1 for a read whose wts the coordinator did not see:
+// kBehind, with *wts, so it can choose a larger commit timestamp). A raise by a transaction
 // that then aborts is harmless (it only pushes later timestamps up).
-bool raise_and_check(uint8_t* rec, Timestamp commit_ts, uint64_t expected_version);
+enum class Check : uint8_t {
+  kValid,    // unlocked, unchanged, its version written below commit_ts
+  kInvalid,  // locked or changed: abort
+  kBehind,   // unlocked and unchanged, but its version's wts >= commit_ts
+             // (the coordinator did not see that wts): check again above it
+};
+Check raise_and_check(uint8_t* rec, Timestamp commit_ts, uint64_t expected_version,
+                      Timestamp* wts);
 
 // Commit, one record we hold locked: pushes the version in place (unless
 // it is an insert's reservation, version 0) into `vs` superseded at

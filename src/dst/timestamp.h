@@ -54,9 +54,12 @@ inline uint64_t us_to_ts(double us) {
 // from another thread, hence the atomic (relaxed: it is a lower bound).
 class LocalClock {
  public:
+  // A simulated clock offset (experiments on clock skew; 0 normally): the
+  // physical part reads `skew` ahead (or behind, negative).
+  void set_skew(int64_t skew_ts) { skew_ = skew_ts; }
   // The current local timestamp: max(physical clock, last value).
   Timestamp now() {
-    const Timestamp p = physical_now();
+    const Timestamp p = physical_now() + static_cast<uint64_t>(skew_);
     Timestamp cur = last_.load(std::memory_order_relaxed);
     if (p > cur) {
       last_.store(p, std::memory_order_relaxed);
@@ -71,6 +74,7 @@ class LocalClock {
 
  private:
   std::atomic<Timestamp> last_{0};
+  int64_t skew_ = 0;
 };
 
 }  // namespace drtmx::dst

@@ -1,6 +1,9 @@
 // The Commit phase: write back and unlock at the primaries.
 #include "store/record.h"
+#include <algorithm>
+
 #include "txn/engine.h"
+#include "txn/mvcc_ops.h"
 
 namespace drtmx::txn {
 
@@ -31,6 +34,11 @@ void Engine::commit() {
     // with a new version anyway (it was locked; the version tells readers).
     const uint8_t* value = a.new_value ? a.new_value : a.copy + sizeof(store::RecordHeader);
     build_image(image, a.key, a.incarnation, a.ref.version + 1, value, vs);
+    if (mvcc_on()) {
+      // The new version carries the commit timestamp (sealed).
+      reinterpret_cast<store::RecordHeader*>(image)->wts = commit_ts_;
+      store::seal(image, vs);
+    }
     if (policy_.commit == CommitPath::kWrite) {
       add_commit(batch_, a.ref, image, zero, policy_.passive_ack);
     } else {
@@ -38,6 +46,17 @@ void Engine::commit() {
       images_.push_back(image);
     }
     a.held = false;
+  }
+  if (mvcc_on()) {
+    if (!refs_.empty()) (void)rpc_mvcc_commit(co_, refs_, images_, commit_ts_, policy_.passive_ack);
+    if (!held_.empty()) {
+      (void)rpc_mvcc_remove(co_, held_, lock_word_, commit_ts_, policy_.passive_ack);
+    }
+    // LocalTS = max(LocalTS, TS); later snapshots of this coroutine read
+    // at least at TS (read-your-writes).
+    mvcc_->clock(co_.thread()).observe(commit_ts_);
+    session_ts_ = std::max(session_ts_, commit_ts_);
+    return;
   }
   if (policy_.commit == CommitPath::kWrite) {
     if (!batch_.empty()) (void)co_.run(batch_);

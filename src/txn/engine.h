@@ -31,9 +31,11 @@
 #include <functional>
 #include <vector>
 
+#include "dst/mvcc_node.h"
 #include "r2/sched/co.h"
 #include "txn/key_index.h"
 #include "txn/locator.h"
+#include "txn/mvcc_types.h"
 #include "txn/log/replication.h"
 #include "txn/policy.h"
 #include "txn/record_ops.h"
@@ -48,14 +50,6 @@ using Procedure = std::function<Abort(Txn&)>;
 // insert and remove return kNotSupported; a transaction that read a single
 // key (and scanned nothing) commits without validation.
 enum class Kind : uint8_t { kReadWrite, kReadOnly };
-
-// DEP_READ blocking (--mvcc=dst read-only transactions, thesis Fig 5-15):
-// reads that found their record locked by a writer and waited for it, and
-// the time they waited (measured at the records' primaries).
-struct ReadWait {
-  uint64_t blocked_reads = 0;
-  uint64_t wait_ns = 0;
-};
 
 struct TxnStats {
   uint64_t committed = 0;
@@ -76,9 +70,10 @@ struct RetryPolicy {
 
 class Engine final : public Txn {
  public:
-  // `replicator` may be null (no backups: --replicas=1).
+  // `replicator` may be null (no backups: --replicas=1). `mvcc`: the
+  // node's MVCC state, required when policy.mvcc is not kOff.
   Engine(r2::Co& co, Locator& loc, Replicator* replicator, const Policy& policy, uint8_t* arena,
-         size_t arena_bytes);
+         size_t arena_bytes, dst::MvccNode* mvcc = nullptr);
 
   // Runs `proc` once. Returns kNone when it committed.
   Abort run(const Procedure& proc, Kind kind = Kind::kReadWrite);
@@ -95,6 +90,7 @@ class Engine final : public Txn {
   // has passed.
   void backoff(uint32_t attempt, const RetryPolicy& p = {});
   const TxnStats& stats() const { return stats_; }
+  const Policy& policy() const { return policy_; }
   // The DEP_READ blocking of the last run() (zero unless it was a snapshot
   // read-only transaction that met locked records).
   const ReadWait& last_read_wait() const { return read_wait_; }
@@ -169,6 +165,23 @@ class Engine final : public Txn {
   }
   Abort reserve_inserts();
   Abort validate();
+  // MVCC (snapshot.cc): read-only transactions read a snapshot at read_ts_
+  // by DEP_READ RPC; read-write ones compute commit_ts_ in Validate.
+  bool snapshot() const { return mvcc_on() && kind_ == Kind::kReadOnly; }
+  bool mvcc_on() const { return policy_.mvcc != Mvcc::kOff && mvcc_ != nullptr; }
+  bool raise_on_read() const {
+    return policy_.mvcc == Mvcc::kDst && !mvcc_->config().unsafe_skip_read_raise;
+  }
+  // Reads `keys` at read_ts_ (those not read yet); a missing key is
+  // kRecordMissing in *errors (or returned at once when errors is null).
+  Abort snapshot_fetch(std::span<const TableKey> keys,
+                       std::vector<std::pair<TableKey, Abort>>* errors);
+  Abort snapshot_scan(TableId t, Key from, Key to, size_t limit, Rows* out);
+  Abort run_snapshot(const Procedure& proc);
+  // Validate's timestamp steps: commit_ts_ from the local clock and every
+  // timestamp met (RW1); claims of scanned ranges at it.
+  void compute_commit_ts(uint64_t collected);
+  Abort claim_scans();
   Abort validate_scans(CheckPath check);
   Abort log();
   void commit();
@@ -225,6 +238,12 @@ class Engine final : public Txn {
   LogBuffers log_;
   TxnStats stats_;
   ReadWait read_wait_;
+  dst::MvccNode* mvcc_ = nullptr;
+  uint64_t commit_ts_ = 0;   // RW under MVCC: this transaction's (Validate)
+  uint64_t read_ts_ = 0;     // RO under MVCC: the snapshot's
+  uint64_t session_ts_ = 0;  // the last commit timestamp of this coroutine
+  std::vector<SnapshotRow> snap_rows_;
+  std::vector<std::vector<uint8_t>> snap_values_;
   bool overflow_ = false;
   Abort blamed_ = Abort::kNone;  // blame(): the first failure and its table
   TableId blamed_table_ = kNoTable;

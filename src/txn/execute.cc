@@ -30,19 +30,22 @@ const char* abort_name(Abort a) {
       return "torn read";
     case Abort::kNotSupported:
       return "not supported";
+    case Abort::kVersionStoreFull:
+      return "version store full";
   }
   return "?";
 }
 
 Engine::Engine(r2::Co& co, Locator& loc, Replicator* replicator, const Policy& policy,
-               uint8_t* arena, size_t arena_bytes)
+               uint8_t* arena, size_t arena_bytes, dst::MvccNode* mvcc)
     : co_(co),
       loc_(loc),
       rep_(replicator),
       policy_(policy),
       arena_(arena),
       arena_bytes_(arena_bytes),
-      lock_word_(store::lock_word(co.node(), co.thread(), co.id())) {
+      lock_word_(store::lock_word(co.node(), co.thread(), co.id())),
+      mvcc_(mvcc) {
   rng_ =
       (uint64_t{co.node()} << 32 | uint64_t{co.thread()} << 16 | co.id()) * 0x9E3779B97F4A7C15ull +
       1;
@@ -75,6 +78,8 @@ void Engine::add_access(const Access& a) {
 
 Abort Engine::read_ahead(std::span<const TableKey> keys, bool for_update) {
   if (for_update && kind_ == Kind::kReadOnly) return Abort::kNotSupported;
+  // A snapshot reads them all in one round trip now; errors wait for get().
+  if (snapshot()) return snapshot_fetch(keys, &ahead_errors_);
   await_ahead();  // one posted batch at a time (Co::post)
   post_ahead(keys, for_update, nullptr);
   return Abort::kNone;
@@ -175,6 +180,10 @@ Abort Engine::read(TableId t, Key k, void* out, bool for_update) {
     }
   }
   const uint32_t vs = loc_.value_size(t);
+  if (snapshot() && find(t, k) == nullptr) {
+    const TableKey tk{t, k};
+    if (Abort r = snapshot_fetch({&tk, 1}, nullptr); r != Abort::kNone) return r;
+  }
   if (Access* a = find(t, k)) {  // read again: serve from the transaction
     if (a->remove) return blame(Abort::kRecordMissing, t);  // deleted by this transaction
     a->write |= for_update;
@@ -203,6 +212,7 @@ Abort Engine::read(TableId t, Key k, void* out, bool for_update) {
 
 Abort Engine::prefetch(std::span<const TableKey> keys, bool for_update) {
   if (for_update && kind_ == Kind::kReadOnly) return Abort::kNotSupported;
+  if (snapshot()) return snapshot_fetch(keys, nullptr);
   await_ahead();
   // Keys whose record address the location cache knows: one batch of READs
   // for all of them (one doorbell per peer), verified as read_ahead's are;
@@ -326,6 +336,8 @@ Abort Engine::scan(TableId t, Key from, Key to, size_t limit, Rows* out) {
   out->values.clear();
   await_ahead();
   if (from > to || limit == 0) return Abort::kNone;
+  // A snapshot scan: the rows at the read timestamp, nothing to validate.
+  if (snapshot()) return snapshot_scan(t, from, to, limit, out);
   const uint32_t vs = loc_.value_size(t);
   Abort r = loc_.scan(co_, read_path(), t, from, to, limit, &scan_keys_, &scan_values_, &scan_refs_,
                       &scan_incs_);
@@ -425,6 +437,8 @@ Abort Engine::run(const Procedure& proc, Kind kind) {
   blamed_table_ = kNoTable;
   read_wait_ = {};
   kind_ = kind;
+  commit_ts_ = 0;
+  if (snapshot()) return run_snapshot(proc);
   Abort r = proc(*this);
   // Reads still in flight are waited for (their buffers are in the arena);
   // an error among them that no get() reported aborts the transaction.

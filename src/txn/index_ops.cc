@@ -29,8 +29,9 @@ struct ReserveReply {
   uint32_t incarnation;
   uint64_t offset;
   uint64_t base;  // the version the record commits above
+  uint64_t ts;    // MVCC: the partition's range timestamp after the reservation
 };
-static_assert(sizeof(Header) == 16 && sizeof(Item) == 24 && sizeof(ReserveReply) == 24);
+static_assert(sizeof(Header) == 16 && sizeof(Item) == 24 && sizeof(ReserveReply) == 32);
 
 enum Code : uint8_t {
   kOk = 0,
@@ -117,8 +118,8 @@ std::map<r2::NodeId, std::vector<size_t>> by_node(size_t n, GetNode node_of) {
 
 }  // namespace
 
-Status register_index_handlers(r2::Worker& w, store::tables::StoreNode& sn) {
-  DRTMX_RETURN_IF_ERROR(w.register_handler(kRpcReserve, [&sn](r2::RpcRequest& req) {
+Status register_index_handlers(r2::Worker& w, store::tables::StoreNode& sn, RangeTs range_ts) {
+  DRTMX_RETURN_IF_ERROR(w.register_handler(kRpcReserve, [&sn, range_ts](r2::RpcRequest& req) {
     Header h;
     std::vector<Item> items;
     if (!parse(req, &h, &items)) return;
@@ -136,6 +137,8 @@ Status register_index_handlers(r2::Worker& w, store::tables::StoreNode& sn) {
         out[i].base = base;
         out[i].offset = r->offset;
         out[i].incarnation = r->incarnation;
+        // Published, then read (dst/mvcc_node.h: range timestamps).
+        if (range_ts) out[i].ts = range_ts(*t, items[i].key);
       }
     }
     req.reply(out.data(), static_cast<uint32_t>(out.size() * sizeof(ReserveReply)));
@@ -188,6 +191,7 @@ Status rpc_reserve(r2::Co& co, std::span<Reservation> items, uint64_t lock_word)
         r.addr = {targets[g].node, store::tables::table_region(r.table), rr.offset};
         r.incarnation = rr.incarnation;
         r.base_version = rr.base;
+        r.range_ts = rr.ts;
       }
     }
   }

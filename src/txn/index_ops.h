@@ -41,6 +41,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 
 #include "base/status.h"
@@ -49,9 +50,12 @@
 #include "r2/sched/worker.h"
 #include "txn/txn.h"
 
-namespace drtmx::store::tables {
+namespace drtmx::store {
+struct TableSpec;
+namespace tables {
 class StoreNode;
 }
+}  // namespace drtmx::store
 
 namespace drtmx::txn {
 
@@ -67,6 +71,7 @@ struct Reservation {
   r2::RemoteAddr addr;  // the record slot on the primary (result kNone)
   uint32_t incarnation = 0;
   uint64_t base_version = 0;  // commit writes base_version + 1
+  uint64_t range_ts = 0;      // MVCC: the partition's range timestamp (commit above it)
 };
 
 // A record the caller holds locked, to delete.
@@ -79,7 +84,11 @@ struct HeldRecord {
 
 // Owner side: registers the handlers of both RPCs on `w`, over `store`
 // (which must outlive the worker).
-Status register_index_handlers(r2::Worker& w, store::tables::StoreNode& store);
+// MVCC: the range timestamp of key's partition on this node (read after a
+// reservation is published; dst/mvcc_node.h), or empty without MVCC.
+using RangeTs = std::function<uint64_t(const store::TableSpec&, uint64_t key)>;
+Status register_index_handlers(r2::Worker& w, store::tables::StoreNode& store,
+                               RangeTs range_ts = {});
 
 // Coordinator side. A failed call (fabric, error reply) returns its status
 // and leaves every item's result kNodeFailure.

@@ -68,6 +68,11 @@ class Locator {
     incarnations->clear();
     return Abort::kNotSupported;
   }
+  // Range-partitioned tables: the first key of the partition after the
+  // one holding `key` (*start), false when there is none or the table is
+  // not range-partitioned. Snapshot scans and range claims (MVCC) walk
+  // partitions with it.
+  virtual bool next_partition(TableId, Key /*key*/, Key* /*start*/) const { return false; }
   // Validate of inserts and Commit of deletes: the index steps at the
   // primaries (index_ops.h; the store's owner RPCs). The defaults support
   // neither (every reservation kNotSupported).

@@ -38,6 +38,10 @@ Result<Policy> preset(const std::string& p) {
   Policy x;
   x.preset = p;
   if (p == "drtmh") return x;  // the defaults
+  if (p == "drtmx") {
+    x.mvcc = Mvcc::kDst;
+    return x;
+  }
   if (p == "farm") {
     x.execute = x.ro_read = ReadPath::kOneSided;
     x.lock = LockPath::kRpc;
@@ -65,7 +69,7 @@ Result<Policy> preset(const std::string& p) {
 }  // namespace
 
 std::string policy_presets() {
-  return "farm, drtm-r, fasst, drtmh";
+  return "farm, drtm-r, fasst, drtmh, drtmx";
 }
 
 std::string Policy::describe() const {
@@ -75,6 +79,10 @@ std::string Policy::describe() const {
   s += std::string(" L=") + (log == LogPath::kWrite ? "write" : "rpc");
   s += std::string(" C=") + (commit == CommitPath::kWrite ? "write" : "rpc") +
        (passive_ack ? "+pa" : "");
+  if (mvcc != Mvcc::kOff) {
+    s += std::string(" RO=dep-read MVCC=") + (mvcc == Mvcc::kDst ? "dst" : "gts");
+    return s;
+  }
   s += std::string(" RO=") + name(ro_read) + "+" +
        (ro_validate == CheckPath::kRead ? "read" : "rpc");
   return s;
@@ -110,11 +118,39 @@ Result<Policy> make_policy(const std::string& p, const std::map<std::string, std
       auto r = two_way(k, v, "off", "on", false, true);
       if (!r) return r.status();
       x.passive_ack = *r;
+    } else if (k == "mvcc") {
+      if (v == "off") {
+        x.mvcc = Mvcc::kOff;
+      } else if (v == "dst") {
+        x.mvcc = Mvcc::kDst;
+      } else if (v == "gts") {
+        return invalid_argument(
+            "--mvcc=gts: the centralized timestamp-oracle baseline is not built yet (issue 13); "
+            "use --mvcc=dst or --mvcc=off");
+      } else {
+        return invalid_argument("--mvcc=" + v + ": expected off, dst or gts");
+      }
     } else {
       return invalid_argument("unknown phase override --" + k +
                               " (known: execute, lock, validate, log, commit, passive-ack, "
-                              "ro-read, ro-validate)");
+                              "ro-read, ro-validate, mvcc)");
     }
+  }
+  if (x.mvcc != Mvcc::kOff) {
+    // Table 6-1: with MVCC, Validate collects and Commit installs
+    // timestamps at the primaries — two-sided only.
+    for (const char* k : {"lock", "validate", "commit"}) {
+      auto it = ov.find(k);
+      if (it != ov.end() && it->second != "rpc") {
+        return invalid_argument("--" + std::string(k) + "=" + it->second +
+                                " with --mvcc on: MVCC validates and commits by RPC (timestamps "
+                                "are collected and installed at the primaries); use --" +
+                                std::string(k) + "=rpc or --mvcc=off");
+      }
+    }
+    x.lock = LockPath::kRpc;
+    x.validate = CheckPath::kRpc;
+    x.commit = CommitPath::kRpc;
   }
   if (x.lock == LockPath::kCas && x.commit == CommitPath::kRpc && !atomics_coherent_with_cpu) {
     return invalid_argument(

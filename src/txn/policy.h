@@ -10,6 +10,9 @@
 //   drtmh   hybrid: cache hit -> READ, miss -> RPC that refills the cache /
 //           CAS fused with READ / WRITE / WRITE+unlock with passive ACK /
 //           hybrid / READ   (the default)
+//   drtmx   drtmh with MVCC by DST (thesis Table 6-1): V and C by RPC
+//           (timestamps collected and installed at the primaries), PA,
+//           read-only transactions by DEP_READ RPC, no RO validation
 //
 // Safety. A one-sided CAS is not atomic with respect to CPU atomics or
 // stores on an RNIC (`atomics_coherent_with_cpu() == false`). So a policy
@@ -36,6 +39,11 @@ enum class LockPath : uint8_t { kRpc, kCas };      // lock the write set
 enum class CheckPath : uint8_t { kRpc, kRead };    // check read-set versions
 enum class LogPath : uint8_t { kRpc, kWrite };     // replicate to backups
 enum class CommitPath : uint8_t { kRpc, kWrite };  // write back + unlock
+// Multi-versioning (thesis chapter 5, Table 6-1): off = single-version OCC
+// (read-only transactions validate); dst = decentralized scalar
+// timestamps, snapshot read-only transactions that never abort; gts = the
+// centralized timestamp-oracle baseline.
+enum class Mvcc : uint8_t { kOff, kDst, kGts };
 
 struct Policy {
   std::string preset;
@@ -47,6 +55,10 @@ struct Policy {
   bool passive_ack = true;  // commit without waiting for completions/replies
   ReadPath ro_read = ReadPath::kHybrid;
   CheckPath ro_validate = CheckPath::kRead;
+  // With MVCC on, Validate and Commit are two-sided (lock, validate and
+  // commit are rpc) and read-only transactions read snapshots by DEP_READ
+  // RPC (ro_read / ro_validate are unused).
+  Mvcc mvcc = Mvcc::kOff;
 
   // "E=hybrid V=cas+read L=write C=write+pa RO=hybrid+read"
   std::string describe() const;
@@ -58,7 +70,9 @@ std::string policy_presets();
 // Builds a policy from a preset and per-phase overrides. Override keys:
 // execute, lock, validate, log, commit, passive-ack, ro-read, ro-validate;
 // values: rpc | onesided | cached | hybrid (reads), rpc | cas (lock),
-// rpc | read (validation), rpc | write (log, commit), on | off. Refuses an
+// rpc | read (validation), rpc | write (log, commit), on | off; and mvcc =
+// off | dst | gts (on: lock, validate and commit become rpc; an explicit
+// one-sided choice for them is refused). Refuses an
 // unknown preset, key or value, and an unsafe combination for a fabric
 // whose atomics are not coherent with the CPU's — naming what to change.
 Result<Policy> make_policy(const std::string& preset,

@@ -189,3 +189,16 @@ Status StoreLocator::remove_held(r2::Co& co, std::span<const HeldRecord> items, 
 }
 
 }  // namespace drtmx::txn
+
+namespace drtmx::txn {
+
+bool StoreLocator::next_partition(TableId t, Key key, Key* start) const {
+  const store::TableSpec* s = spec(t);
+  if (s == nullptr || s->scheme != store::PartitionScheme::kRange) return false;
+  const store::PartitionId p = catalog_.partition_of(*s, key);
+  if (p + 1 >= catalog_.partitions(*s)) return false;
+  *start = catalog_.range_start(*s, p + 1);
+  return true;
+}
+
+}  // namespace drtmx::txn

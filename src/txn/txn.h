@@ -47,8 +47,9 @@ enum class Abort : uint8_t {
   kUserAbort,        // the procedure decided to abort
   kTornRead,         // a record kept changing under repeated reads
   kNotSupported,     // an operation this table or build does not offer
+  kVersionStoreFull, // MVCC: no room for the old version of a record to write
 };
-constexpr int kAbortKinds = 10;
+constexpr int kAbortKinds = 11;
 const char* abort_name(Abort a);
 
 class Txn {

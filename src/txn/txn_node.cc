@@ -1,5 +1,8 @@
 #include "txn/txn_node.h"
 
+#include "r2/common/clock.h"
+#include "txn/mvcc_ops.h"
+
 #include <mutex>
 #include <sstream>
 #include <thread>
@@ -9,6 +12,13 @@ namespace {
 
 constexpr r2::RegionId kLogRegion = 1001;
 constexpr r2::RegionId kArenaRegion = 1002;
+
+dst::MvccConfig mvcc_config(const TxnNodeConfig& cfg) {
+  dst::MvccConfig m = cfg.mvcc;
+  m.workers = cfg.fabric.threads;
+  m.coroutines = cfg.coroutines;
+  return m;
+}
 
 store::tables::ScratchPlan scratch_plan(const store::Catalog& c, const TxnNodeConfig& cfg) {
   return {cfg.fabric.threads, cfg.coroutines, store::tables::scratch_per_coroutine(c)};
@@ -34,6 +44,10 @@ std::vector<std::pair<r2::RegionId, size_t>> TxnNode::regions(const store::Catal
   out.emplace_back(kLogRegion, probe.replication().layout.region_bytes());
   out.emplace_back(kArenaRegion,
                    size_t{cfg.fabric.threads} * cfg.coroutines * probe.per_coroutine_arena());
+  if (cfg.policy.mvcc != Mvcc::kOff) {
+    const uint64_t v = dst::MvccNode::region_bytes(catalog, cfg.fabric.node, mvcc_config(cfg));
+    if (v != 0) out.emplace_back(dst::MvccNode::kVersionRegion, v);
+  }
   return out;
 }
 
@@ -64,6 +78,11 @@ Result<std::unique_ptr<TxnNode>> TxnNode::start(const store::Catalog& catalog,
   auto caches = store::tables::NodeCaches::create(catalog, co);
   if (!caches.is_ok()) return caches.status();
   n->caches_ = std::move(caches.value());
+  if (cfg.policy.mvcc != Mvcc::kOff) {
+    auto m = dst::MvccNode::create(catalog, *n->store_, n->rt_->fabric(), mvcc_config(cfg));
+    if (!m.is_ok()) return m.status();
+    n->mvcc_ = std::move(m.value());
+  }
   const size_t workers = cfg.fabric.threads;
   n->reps_.resize(workers);
   n->apps_.resize(workers);
@@ -107,7 +126,36 @@ Status TxnNode::setup_worker(r2::Worker& w, const r2::Region* scratch, const r2:
     return r ? std::make_pair(r->base, r->size) : std::make_pair(nullptr, size_t{0});
   }};
   DRTMX_RETURN_IF_ERROR(register_record_handlers(w, lr));
-  DRTMX_RETURN_IF_ERROR(register_index_handlers(w, *store_));
+  RangeTs range_ts;
+  if (mvcc_) {
+    dst::MvccNode* m = mvcc_.get();
+    range_ts = [m](const store::TableSpec& t, uint64_t key) -> uint64_t {
+      auto* rt = m->range_ts(t.id, m->catalog().partition_of(t, key));
+      return rt ? rt->load() : 0;
+    };
+    DRTMX_RETURN_IF_ERROR(register_mvcc_handlers(w, *mvcc_, *store_));
+    if (t == 0) {
+      // The node's snapshot floor: computed, sent to every other node and
+      // used for GC every floor_every_us (dst/mvcc_node.h).
+      const uint64_t every_ns = uint64_t{cfg_.floor_every_us} * 1000;
+      auto next = std::make_shared<uint64_t>(0);
+      const r2::NodeId self = cfg_.fabric.node;
+      const uint16_t nodes = cfg_.fabric.num_nodes;
+      w.add_poller([this, &w, next, every_ns, self, nodes] {
+        const uint64_t now = r2::now_ns();
+        if (now < *next) return false;
+        *next = now + every_ns;
+        const uint64_t f = mvcc_->publish(dst::physical_now());
+        const uint64_t msg[2] = {self, f};
+        for (uint16_t n = 0; n < nodes; ++n) {
+          if (n != self) (void)w.post_oneway({n, 0}, kRpcFloor, msg, sizeof msg);
+        }
+        mvcc_->gc();
+        return false;  // periodic upkeep is not work: the loop may idle
+      });
+    }
+  }
+  DRTMX_RETURN_IF_ERROR(register_index_handlers(w, *store_, range_ts));
   reps_[t] = std::make_unique<Replicator>(w, rc);
   DRTMX_RETURN_IF_ERROR(reps_[t]->attach());
   // Each key's changes are applied in version order (StoreNode::
@@ -143,7 +191,7 @@ Status TxnNode::setup_worker(r2::Worker& w, const r2::Region* scratch, const r2:
       std::span<uint8_t> sc(scratch->base + sp.offset(t, c), sp.per_coroutine);
       locs_[i] = std::make_unique<StoreLocator>(catalog_, *caches_, sc, self);
       engines_[i] = std::make_unique<Engine>(co, *locs_[i], reps_[t].get(), cfg_.policy,
-                                             arena->base + i * per_co, per_co);
+                                             arena->base + i * per_co, per_co, mvcc_.get());
       TxnContext ctx{co, *engines_[i], *locs_[i],
                      static_cast<uint32_t>((uint32_t{self} * threads + t) * cos + c)};
       body_(ctx);

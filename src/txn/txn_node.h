@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "r2/node_runtime.h"
+#include "dst/mvcc_node.h"
 #include "store/catalog.h"
 #include "store/tables/store_node.h"
 #include "store/tables/table_client.h"
@@ -48,6 +49,12 @@ struct TxnNodeConfig {
   // An RPC without every reply after this long fails: the transaction
   // aborts with kNodeFailure (r2::WorkerConfig::rpc_timeout_ms).
   uint32_t rpc_timeout_ms = 10000;
+  // MVCC (policy.mvcc != kOff): version store sizes; workers and
+  // coroutines are filled in from the fields above.
+  dst::MvccConfig mvcc;
+  // How often worker 0 computes the node's snapshot floor, sends it to
+  // the other nodes and collects garbage versions.
+  uint32_t floor_every_us = 1000;
 };
 
 // What a transaction coroutine gets.
@@ -82,6 +89,8 @@ class TxnNode {
   Status finish(std::chrono::milliseconds limit);
   // Sum of every coroutine's engine stats (after finish()).
   TxnStats stats() const;
+  // MVCC: this node's version stores (null without MVCC).
+  const dst::MvccNode* mvcc() const { return mvcc_.get(); }
 
  private:
   // The first stopped applier's reason ("" while none stopped).
@@ -97,6 +106,7 @@ class TxnNode {
   std::unique_ptr<r2::NodeRuntime> rt_;
   std::unique_ptr<store::tables::StoreNode> store_;
   std::unique_ptr<store::tables::NodeCaches> caches_;
+  std::unique_ptr<dst::MvccNode> mvcc_;
   std::vector<std::unique_ptr<Replicator>> reps_;     // per worker
   std::vector<std::unique_ptr<BackupApplier>> apps_;  // per worker
   std::vector<std::unique_ptr<StoreLocator>> locs_;   // per coroutine

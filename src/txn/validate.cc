@@ -1,7 +1,10 @@
 // The Validate phase: lock the write set, reserve the inserts, re-scan the
 // scanned ranges (phantoms), then check the read set.
 #include "store/record.h"
+#include <algorithm>
+
 #include "txn/engine.h"
+#include "txn/mvcc_ops.h"
 
 namespace drtmx::txn {
 
@@ -38,6 +41,7 @@ Abort Engine::validate() {
   const LockPath lock = policy_.lock;
   const CheckPath check = writes ? policy_.validate : policy_.ro_validate;
   Abort failure = Abort::kNone;
+  uint64_t collected = 0;  // MVCC: the largest timestamp met under the locks
 
   // 1. Lock every record to write (and check it did not change since read).
   // Before the inserts are reserved: a lock held by another or a changed
@@ -76,6 +80,34 @@ Abort Engine::validate() {
         failure = blame(Abort::kVersionChanged, a.table);
       }
     }
+  } else if (writes && mvcc_on()) {
+    // MVCC: lock + collect the records' timestamps + reserve room for the
+    // versions Commit pushes (mvcc_ops.h).
+    refs_.clear();
+    for (const Access& a : set_) {
+      if (a.write && !a.insert) refs_.push_back(a.ref);
+    }
+    std::vector<MvccLockResult> lr;
+    Status s = refs_.empty() ? Status::ok() : rpc_mvcc_lock(co_, refs_, lock_word_, &lr);
+    size_t i = 0;
+    for (Access& a : set_) {
+      if (!a.write || a.insert) continue;
+      const MvccLockResult r = s.is_ok() ? lr[i++] : MvccLockResult{};
+      // After a failed call some primaries may have locked: release all
+      // (the unlock clears only our own lock word).
+      a.held = s.is_ok() ? r.locked : true;
+      if (r.locked) collected = std::max(collected, r.ts);
+      if (failure != Abort::kNone) continue;
+      if (!s.is_ok()) {
+        failure = blame(Abort::kNodeFailure, a.table);
+      } else if (r.no_room) {
+        failure = blame(Abort::kVersionStoreFull, a.table);
+      } else if (!r.locked) {
+        failure = blame(Abort::kLockHeld, a.table);
+      } else if (!r.valid) {
+        failure = blame(Abort::kVersionChanged, a.table);
+      }
+    }
   } else if (writes) {
     refs_.clear();
     for (const Access& a : set_) {
@@ -110,6 +142,24 @@ Abort Engine::validate() {
     return r;
   }
 
+  // 1c. MVCC: the commit timestamp (RW1), then the scanned ranges are
+  // claimed at it before their phantom check.
+  const bool ts_steps = writes && mvcc_on();
+  if (ts_steps) {
+    for (const Access& a : set_) {
+      if (a.insert && a.held) {
+        for (const Reservation& r : reservations_) {
+          if (r.table == a.table && r.key == a.key) collected = std::max(collected, r.range_ts);
+        }
+      }
+    }
+    compute_commit_ts(collected);
+    if (Abort r = claim_scans(); r != Abort::kNone) {
+      release(policy_.passive_ack);
+      return r;
+    }
+  }
+
   // 2. Phantoms: the scanned ranges, before the read checks (see
   // validate_scans for why this order).
   if (Abort r = validate_scans(check); r != Abort::kNone) return r;
@@ -122,7 +172,45 @@ Abort Engine::validate() {
   size_t reads = 0;
   for (const Access& a : set_) reads += !a.write;
   if (reads == 0) return Abort::kNone;
-  if (check == CheckPath::kRead) {
+  if (ts_steps) {
+    // Raise each read record's ts to the commit timestamp, then check it
+    // (RW2 for reads; dst/record_mvcc.h for why in this order).
+    refs_.clear();
+    for (const Access& a : set_) {
+      if (!a.write) refs_.push_back(a.ref);
+    }
+    // A read whose version's wts Execute did not see (rows of scans and
+    // RPC reads carry none) may be at or above the commit timestamp: then
+    // the timestamp goes above it and every read is checked again (raises
+    // with the lower one are harmless). Bounded: each round raises TS past
+    // every wts it met.
+    std::vector<MvccCheckResult> res;
+    for (int round = 0; round < 4; ++round) {
+      Status s = rpc_mvcc_check(co_, refs_, commit_ts_, &res);
+      if (!s.is_ok()) {
+        failure = Abort::kNodeFailure;
+        break;
+      }
+      uint64_t behind = 0;
+      size_t i = 0;
+      for (const Access& a : set_) {
+        if (a.write) continue;
+        const MvccCheckResult& r = res[i++];
+        if (r.check == dst::Check::kInvalid) failure = blame(Abort::kVersionChanged, a.table);
+        if (r.check == dst::Check::kBehind) behind = std::max(behind, r.wts);
+      }
+      if (failure != Abort::kNone || behind == 0) break;
+      if (!scans_.empty()) {
+        // The ranges were claimed (and re-scanned) at the lower timestamp;
+        // claiming again would have to precede a new re-scan. Rare (a
+        // scanned row written above our clock): abort and retry.
+        failure = blame(Abort::kVersionChanged, scans_.front().table);
+        break;
+      }
+      commit_ts_ = behind + 1;
+      if (round == 3) failure = blame(Abort::kVersionChanged, set_.front().table);
+    }
+  } else if (check == CheckPath::kRead) {
     batch_.clear();
     std::vector<LockState*>& states = states_;
     states.clear();
@@ -224,7 +312,14 @@ void Engine::release(bool passive) {
   size_t locks = 0;
   for (const Access& a : set_) locks += a.held && !a.insert;
   auto* olds = reinterpret_cast<uint64_t*>(alloc(8 * (locks + 1)));
-  if (policy_.lock == LockPath::kCas && olds != nullptr) {
+  if (mvcc_on()) {
+    // Releases the version-store room with the lock.
+    refs_.clear();
+    for (Access& a : set_) {
+      if (a.held && !a.insert) refs_.push_back(a.ref);
+    }
+    if (!refs_.empty()) (void)rpc_mvcc_unlock(co_, refs_, lock_word_, passive);
+  } else if (policy_.lock == LockPath::kCas && olds != nullptr) {
     // CAS, not WRITE 0: a lock taken on a slot whose record was deleted
     // meanwhile may have been overwritten by the slot's next tenant
     // (record_ops.h, add_release).

@@ -135,7 +135,8 @@ TEST(RecordMvcc, ReadCheckAndWriterLockNeverMissEachOther) {
   std::thread reader([&] {
     for (int i = 0; i < kRounds; ++i) {
       while (go.load(std::memory_order_acquire) <= i) std::this_thread::yield();
-      r_valid[i] = raise_and_check(f.rec.p, 1000 + 10 * uint64_t(i), 1);
+      Timestamp w = 0;
+      r_valid[i] = raise_and_check(f.rec.p, 1000 + 10 * uint64_t(i), 1, &w) == Check::kValid;
       done.fetch_add(1);
     }
   });

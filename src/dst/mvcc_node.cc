@@ -1,0 +1,218 @@
+#include "dst/mvcc_node.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "store/tables/plan.h"
+
+namespace drtmx::dst {
+
+namespace {
+
+bool has_records(const store::TableSpec& t) {
+  return t.kind == store::TableKind::kHash || !t.inline_values;
+}
+
+}  // namespace
+
+uint64_t MvccNode::versions_for(const store::TableSpec& t, const MvccConfig& cfg) {
+  const double share = std::ceil(static_cast<double>(t.capacity) * cfg.versions_pct / 100.0);
+  return std::max<uint64_t>(cfg.min_versions, static_cast<uint64_t>(share));
+}
+
+uint64_t MvccNode::region_bytes(const store::Catalog& c, store::NodeId16 node,
+                                const MvccConfig& cfg) {
+  uint64_t bytes = 0;
+  for (const store::TableSpec& t : c.tables()) {
+    if (!has_records(t)) continue;
+    const uint64_t one = VersionStore::bytes_for(versions_for(t, cfg), t.value_size);
+    bytes += one * c.hosted(node, t).size();
+  }
+  return bytes;
+}
+
+Result<std::unique_ptr<MvccNode>> MvccNode::create(const store::Catalog& c,
+                                                   store::tables::StoreNode& store,
+                                                   r2::Fabric& fabric, const MvccConfig& cfg) {
+  if (cfg.workers == 0 || cfg.coroutines == 0) {
+    return invalid_argument("mvcc node: workers and coroutines must be > 0");
+  }
+  if (!(cfg.versions_pct > 0) || cfg.versions_pct > 1000) {
+    return invalid_argument("mvcc: --versions-pct=" + std::to_string(cfg.versions_pct) +
+                            ": must be in (0, 1000]");
+  }
+  std::unique_ptr<MvccNode> n(new MvccNode(c, store, fabric, cfg));
+  const int64_t skew = cfg.clock_skew_us >= 0
+                           ? static_cast<int64_t>(us_to_ts(static_cast<double>(cfg.clock_skew_us)))
+                           : -static_cast<int64_t>(us_to_ts(static_cast<double>(-cfg.clock_skew_us)));
+  for (LocalClock& k : n->clocks_) k.set_skew(skew);
+  const store::NodeId16 self = store.node();
+  const uint64_t need = region_bytes(c, self, cfg);
+  const r2::Region* vr = need == 0 ? nullptr : fabric.region(kVersionRegion);
+  if (need != 0 && (vr == nullptr || vr->size < need)) {
+    return invalid_argument("mvcc node " + std::to_string(self) + ": version region " +
+                            std::to_string(kVersionRegion) + " missing or below " +
+                            std::to_string(need) + " bytes (register region_bytes())");
+  }
+  uint64_t used = 0;
+  for (const store::TableSpec& t : c.tables()) {
+    if (t.id >= n->copies_.size()) {
+      n->copies_.resize(t.id + 1u);
+      n->table_base_.resize(t.id + 1u, nullptr);
+    }
+    if (!has_records(t)) continue;
+    const r2::Region* tr = fabric.region(store::tables::table_region(t.id));
+    if (tr == nullptr) continue;  // hosts no copy
+    n->table_base_[t.id] = tr->base;
+    for (store::PartitionId p : c.hosted(self, t)) {
+      auto plan = store::tables::locate(c, t, p, self);
+      if (!plan.is_ok()) return plan.status();
+      Copy cp;
+      cp.table = &t;
+      cp.partition = p;
+      cp.area_offset = plan->offset;
+      cp.area_end = plan->offset + plan->area_bytes;
+      cp.heap_offset = plan->heap.range_offset;
+      cp.slot_bytes = store::record_slot_size(t.value_size);
+      cp.slots = plan->heap.range_bytes / cp.slot_bytes;
+      const uint64_t versions = versions_for(t, cfg);
+      const uint64_t bytes = VersionStore::bytes_for(versions, t.value_size);
+      auto vs = VersionStore::create(
+          {vr->base + used, bytes},
+          {t.name + "/p" + std::to_string(p), t.value_size, cp.slots, versions});
+      if (!vs.is_ok()) return vs.status();
+      used += bytes;
+      cp.vs = std::move(vs.value());
+      cp.range_ts = std::make_unique<std::atomic<Timestamp>>(0);
+      n->copies_[t.id].push_back(std::move(cp));
+    }
+  }
+  return n;
+}
+
+const MvccNode::Copy* MvccNode::find(store::TableId t, store::PartitionId p) const {
+  if (t >= copies_.size()) return nullptr;
+  for (const Copy& c : copies_[t]) {
+    if (c.partition == p) return &c;
+  }
+  return nullptr;
+}
+
+bool MvccNode::resolve(r2::RegionId region, uint64_t offset, uint32_t value_size,
+                       Record* out) const {
+  if (region < store::tables::kTableRegionBase) return false;
+  const size_t t = region - store::tables::kTableRegionBase;
+  if (t >= copies_.size()) return false;
+  for (const Copy& c : copies_[t]) {
+    if (offset < c.area_offset || offset >= c.area_end) continue;
+    if (value_size != c.table->value_size || offset < c.heap_offset ||
+        (offset - c.heap_offset) % c.slot_bytes != 0) {
+      return false;
+    }
+    const uint64_t slot = (offset - c.heap_offset) / c.slot_bytes;
+    if (slot >= c.slots) return false;
+    *out = {table_base_[t] + offset, c.vs.get(), slot, c.table->id, c.partition};
+    return true;
+  }
+  return false;
+}
+
+Result<MvccNode::Record> MvccNode::locate(const store::TableSpec& t, uint64_t key,
+                                          uint32_t* incarnation) const {
+  const store::PartitionId p = catalog_.partition_of(t, key);
+  const Copy* c = find(t.id, p);
+  store::tables::LocalPartition* lp = store_.partition(t.id, p);
+  if (c == nullptr || lp == nullptr) {
+    return not_found("mvcc: node " + std::to_string(store_.node()) + " has no copy of " + t.name +
+                     " partition " + std::to_string(p));
+  }
+  uint64_t offset = 0;
+  if (lp->hash) {
+    thread_local std::vector<uint8_t> tmp;
+    tmp.resize(t.value_size);
+    auto loc = lp->hash->get(key, tmp);
+    if (!loc.is_ok()) return loc.status();
+    offset = loc->offset;
+    *incarnation = loc->incarnation;
+  } else if (lp->tree) {
+    store::tables::RecordAddr a;
+    if (lp->tree->get(key, &a) != store::xstore::XStatus::kOk) {
+      return not_found("key absent");
+    }
+    offset = a.offset;
+    *incarnation = a.incarnation;
+  } else {
+    return invalid_argument("mvcc: table " + t.name + " keeps no records");
+  }
+  Record r;
+  if (!resolve(store::tables::table_region(t.id), offset, t.value_size, &r)) {
+    return internal_error("mvcc: index of " + t.name + " names offset " + std::to_string(offset) +
+                          " outside its record heap");
+  }
+  return r;
+}
+
+VersionStore* MvccNode::store_of(store::TableId t, store::PartitionId p) const {
+  const Copy* c = find(t, p);
+  return c ? c->vs.get() : nullptr;
+}
+
+std::atomic<Timestamp>* MvccNode::range_ts(store::TableId t, store::PartitionId p) const {
+  const Copy* c = find(t, p);
+  return c ? c->range_ts.get() : nullptr;
+}
+
+Timestamp MvccNode::publish(Timestamp now) {
+  const Timestamp f = floor_.compute(now);
+  own_floor_.store(f, std::memory_order_release);
+  return f;
+}
+
+void MvccNode::set_peer_floor(store::NodeId16 node, Timestamp floor) {
+  if (node >= peers_.size()) return;
+  Timestamp cur = peers_[node].load(std::memory_order_relaxed);
+  while (floor > cur && !peers_[node].compare_exchange_weak(cur, floor)) {
+  }
+}
+
+Timestamp MvccNode::lwm() const {
+  Timestamp m = own_floor_.load(std::memory_order_acquire);
+  for (size_t n = 0; n < peers_.size(); ++n) {
+    if (n == store_.node()) continue;
+    const Timestamp f = peers_[n].load(std::memory_order_acquire);
+    if (f < m) m = f;  // 0 (not heard from): nothing is collected
+  }
+  return m;
+}
+
+uint64_t MvccNode::gc() {
+  const Timestamp l = lwm();
+  if (l == 0) return 0;
+  uint64_t freed = 0;
+  for (auto& v : copies_) {
+    for (Copy& c : v) freed += c.vs->gc(l);
+  }
+  return freed;
+}
+
+VersionStoreStats MvccNode::totals() const {
+  VersionStoreStats s;
+  for (const auto& v : copies_) {
+    for (const Copy& c : v) {
+      const VersionStoreStats x = c.vs->stats();
+      s.capacity += x.capacity;
+      s.in_use += x.in_use;
+      s.reserved += x.reserved;
+      s.peak += x.peak;
+      s.pushed += x.pushed;
+      s.reclaimed += x.reclaimed;
+      s.gc_runs += x.gc_runs;
+      s.full += x.full;
+      s.buried += x.buried;
+      s.bytes += x.bytes;
+    }
+  }
+  return s;
+}
+
+}  // namespace drtmx::dst

@@ -1,0 +1,141 @@
+// MvccNode: the MVCC state of one node — a VersionStore per partition copy
+// (primary or backup) of every table with records, carved from one
+// registered region; the range timestamps that stand for a partition's key
+// set in snapshot scans and absent-key reads; the node's SnapshotFloor and
+// the latest floors of its peers, whose minimum is the cluster-wide
+// low-water mark that GC uses; per worker a LocalClock.
+//
+// Range timestamps. A snapshot that scans a partition's keys, or finds a
+// key absent, claims the key set: it raises the partition's range_ts to
+// its read timestamp (never lowers it). A transaction that inserts into
+// the partition reads range_ts after its reservation is published (store
+// then load; the snapshot raises then scans: store then load) and commits
+// above it — so an insert a snapshot could not have seen gets a later
+// timestamp, or the snapshot meets the reservation and waits for it. A
+// read-write transaction that scanned a range raises it to its commit
+// timestamp before its phantom check, for the same reason. Per partition,
+// not per range: coarse (unrelated inserts may commit a little later in
+// timestamp order), but one word and no index changes.
+//
+// Low-water mark. Each node computes its floor (floor.h) and sends it to
+// every other node; lwm() is the minimum of its own and the latest floor
+// heard from each peer, 0 until every peer has been heard from (nothing is
+// collected before). Floors only grow, so late or reordered messages are
+// harmless. No central server.
+//
+// Threading: resolve/locate/range_ts/clock from any worker; set_peer_floor
+// and publish from whichever thread the caller chooses (TxnNode: worker 0's
+// poller); gc from any thread (each store has its own mutex).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "base/status.h"
+#include "dst/floor.h"
+#include "dst/timestamp.h"
+#include "dst/version_store.h"
+#include "r2/fabric.h"
+#include "store/catalog.h"
+#include "store/tables/store_node.h"
+
+namespace drtmx::dst {
+
+struct MvccConfig {
+  // Each partition copy's version store holds this share of its table's
+  // record capacity (in versions), and at least min_versions.
+  double versions_pct = 10;
+  uint64_t min_versions = 4096;
+  // This node's clocks run this many microseconds ahead (negative: behind)
+  // — simulated clock skew, to study freshness; correctness never depends
+  // on it.
+  int64_t clock_skew_us = 0;
+  // UNSAFE, for tests only: snapshot reads skip the ts raise of DEP_READ.
+  // Shows the read-only anomaly DST exists to prevent (tests/txn).
+  bool unsafe_skip_read_raise = false;
+  uint16_t workers = 1;     // worker threads of the node
+  uint16_t coroutines = 1;  // transaction coroutines per worker
+};
+
+class MvccNode {
+ public:
+  static constexpr r2::RegionId kVersionRegion = 1003;
+
+  // Versions one copy of `t` keeps under `cfg`.
+  static uint64_t versions_for(const store::TableSpec& t, const MvccConfig& cfg);
+  // Bytes of kVersionRegion on `node` (0: it hosts no table with records).
+  static uint64_t region_bytes(const store::Catalog& c, store::NodeId16 node,
+                               const MvccConfig& cfg);
+  // `fabric` registered kVersionRegion (region_bytes) and the table regions
+  // `store` was built in; both outlive this object.
+  static Result<std::unique_ptr<MvccNode>> create(const store::Catalog& c,
+                                                  store::tables::StoreNode& store,
+                                                  r2::Fabric& fabric, const MvccConfig& cfg);
+
+  // A record of a hosted partition copy.
+  struct Record {
+    uint8_t* rec = nullptr;
+    VersionStore* vs = nullptr;
+    uint64_t slot = 0;  // index in its heap: the version chain's
+    store::TableId table = 0;
+    store::PartitionId partition = 0;
+  };
+  // The record slot at (region, offset) — an address a request names —
+  // when it is a whole record slot of a hosted copy's heap.
+  bool resolve(r2::RegionId region, uint64_t offset, uint32_t value_size, Record* out) const;
+  // The live record of `key` in this node's copy of its partition, found
+  // through the index: kNotFound when absent (or the node hosts no copy).
+  Result<Record> locate(const store::TableSpec& t, uint64_t key, uint32_t* incarnation) const;
+  // The version store of (table, partition) here, or nullptr.
+  VersionStore* store_of(store::TableId t, store::PartitionId p) const;
+  // The range timestamp of (table, partition) here, or nullptr.
+  std::atomic<Timestamp>* range_ts(store::TableId t, store::PartitionId p) const;
+
+  LocalClock& clock(uint16_t worker) { return clocks_[worker]; }
+  SnapshotFloor& floor() { return floor_; }
+  // Computes this node's floor at `now` (floor.h) and returns it.
+  Timestamp publish(Timestamp now);
+  void set_peer_floor(store::NodeId16 node, Timestamp floor);
+  Timestamp lwm() const;
+  // GC of every store with lwm(); versions freed.
+  uint64_t gc();
+  // Sums over every store of this node.
+  VersionStoreStats totals() const;
+  const store::Catalog& catalog() const { return catalog_; }
+  const MvccConfig& config() const { return cfg_; }
+
+ private:
+  struct Copy {
+    const store::TableSpec* table = nullptr;
+    store::PartitionId partition = 0;
+    uint64_t area_offset = 0, area_end = 0;  // in the table region
+    uint64_t heap_offset = 0, slot_bytes = 0, slots = 0;
+    std::unique_ptr<VersionStore> vs;
+    std::unique_ptr<std::atomic<Timestamp>> range_ts;
+  };
+  MvccNode(const store::Catalog& c, store::tables::StoreNode& s, r2::Fabric& f,
+           const MvccConfig& cfg)
+      : catalog_(c),
+        store_(s),
+        fabric_(f),
+        cfg_(cfg),
+        floor_(cfg.workers, cfg.coroutines),
+        clocks_(cfg.workers),
+        peers_(c.nodes()) {}
+  const Copy* find(store::TableId t, store::PartitionId p) const;
+
+  const store::Catalog& catalog_;
+  store::tables::StoreNode& store_;
+  r2::Fabric& fabric_;
+  MvccConfig cfg_;
+  std::vector<std::vector<Copy>> copies_;  // by table id: hosted copies, ascending
+  std::vector<uint8_t*> table_base_;       // by table id: the table region's base
+  SnapshotFloor floor_;
+  std::vector<LocalClock> clocks_;
+  std::atomic<Timestamp> own_floor_{0};
+  std::vector<std::atomic<Timestamp>> peers_;  // 0: not heard from yet
+};
+
+}  // namespace drtmx::dst

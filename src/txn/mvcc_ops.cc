@@ -1,0 +1,765 @@
+#include "txn/mvcc_ops.h"
+
+#include <algorithm>
+#include <cstring>
+#include <deque>
+#include <map>
+
+#include "dst/record_mvcc.h"
+#include "r2/common/clock.h"
+#include "store/record.h"
+
+namespace drtmx::txn {
+namespace {
+
+// --- wire ---------------------------------------------------------------------
+
+struct Header {
+  uint64_t word;  // lock word (lock, unlock, remove) or 0
+  uint64_t ts;    // commit timestamp (check, commit, remove) or read ts
+  uint32_t count;
+  uint32_t flags;  // commit: images follow; snapshot: kRaise
+};
+struct Item {  // a record by address (record_ops.h's)
+  uint16_t region;
+  uint16_t pad;
+  uint32_t value_size;
+  uint64_t offset;
+  uint64_t version;
+};
+struct KeyItem {  // a record by key (snapshot get, remove, claim)
+  uint16_t table;
+  uint16_t pad;
+  uint32_t incarnation;
+  uint64_t key;
+  uint64_t offset;  // remove: the held record's offset
+};
+struct LockReply {
+  uint64_t flags;
+  uint64_t ts;
+};
+struct RowHeader {  // snapshot reply, per row
+  uint32_t found;
+  uint32_t value_size;
+  uint64_t key;
+  uint64_t wts;
+  uint64_t version;
+};
+struct ScanRequest {
+  uint64_t ts;
+  uint64_t from, to;
+  uint16_t table;
+  uint16_t flags;
+  uint32_t limit;
+};
+struct WaitTrailer {
+  uint64_t blocked_reads;
+  uint64_t wait_ns;
+  uint64_t rows;  // scan: rows; get: items
+  uint64_t exhausted;
+};
+static_assert(sizeof(Header) == 24 && sizeof(Item) == 24 && sizeof(KeyItem) == 24);
+static_assert(sizeof(RowHeader) == 32 && sizeof(ScanRequest) == 32);
+
+constexpr uint32_t kImages = 1, kRaise = 2;
+constexpr uint64_t kLocked = 1, kValid = 2, kNoRoom = 4;
+
+size_t padded(size_t n) {
+  return (n + 7) & ~size_t{7};
+}
+
+template <typename T>
+void put(std::vector<uint8_t>* out, const T& v) {
+  const auto* p = reinterpret_cast<const uint8_t*>(&v);
+  out->insert(out->end(), p, p + sizeof v);
+}
+
+// --- server -------------------------------------------------------------------
+
+// A deferred snapshot request: answered by the poller once its records
+// are unlocked (the handler re-runs it; reads already done give the same
+// answer again, since every later writer commits above the read ts).
+struct Pending {
+  r2::ReplyToken token;
+  uint16_t rpc;
+  std::vector<uint8_t> payload;
+  uint64_t since_ns;
+  uint64_t blocked_reads;
+};
+
+class Service {
+ public:
+  Service(r2::Worker& w, dst::MvccNode& m, store::tables::StoreNode& s)
+      : w_(w), m_(m), s_(s) {}
+
+  void lock(r2::RpcRequest& req);
+  void check(r2::RpcRequest& req);
+  void commit(r2::RpcRequest& req);
+  void unlock(r2::RpcRequest& req);
+  void remove(r2::RpcRequest& req);
+  void claim(r2::RpcRequest& req);
+  void floor(r2::RpcRequest& req);
+  // Snapshot requests: answered now, or deferred.
+  void snapshot(r2::RpcRequest& req, uint16_t rpc) {
+    std::vector<uint8_t> reply;
+    uint64_t blocked = 0;
+    std::string err;
+    if (!run_snapshot(rpc, req.payload(), &reply, &blocked, &err)) {
+      req.reply_error(err);
+    } else if (blocked == 0) {
+      finish(&reply, 0, 0);
+      req.reply(reply.data(), static_cast<uint32_t>(reply.size()));
+    } else if (req.wants_reply()) {
+      pending_.push_back({req.defer(), rpc,
+                          std::vector<uint8_t>(req.payload().begin(), req.payload().end()),
+                          r2::now_ns(), blocked});
+    }
+  }
+  // The poller: retries deferred requests.
+  bool poll() {
+    if (pending_.empty()) return false;
+    bool did = false;
+    for (size_t i = 0; i < pending_.size();) {
+      Pending& p = pending_[i];
+      std::vector<uint8_t> reply;
+      uint64_t blocked = 0;
+      std::string err;
+      if (!run_snapshot(p.rpc, p.payload, &reply, &blocked, &err)) {
+        w_.reply_error(p.token, err);
+      } else if (blocked == 0) {
+        finish(&reply, p.blocked_reads, r2::now_ns() - p.since_ns);
+        w_.reply(p.token, reply.data(), static_cast<uint32_t>(reply.size()));
+      } else {
+        ++i;
+        continue;
+      }
+      pending_[i] = std::move(pending_.back());
+      pending_.pop_back();
+      did = true;
+    }
+    return did;
+  }
+
+ private:
+  // Fills `reply` (rows, then a WaitTrailer with the row count filled);
+  // *blocked = records found locked. False with *err on a malformed request.
+  bool run_snapshot(uint16_t rpc, std::span<const uint8_t> p, std::vector<uint8_t>* reply,
+                    uint64_t* blocked, std::string* err);
+  bool snapshot_get(std::span<const uint8_t> p, std::vector<uint8_t>* reply, uint64_t* blocked,
+                    std::string* err);
+  bool snapshot_scan(std::span<const uint8_t> p, std::vector<uint8_t>* reply, uint64_t* blocked,
+                     std::string* err);
+  static void finish(std::vector<uint8_t>* reply, uint64_t blocked, uint64_t ns) {
+    WaitTrailer t;
+    std::memcpy(&t, reply->data() + reply->size() - sizeof t, sizeof t);
+    t.blocked_reads = blocked;
+    t.wait_ns = ns;
+    std::memcpy(reply->data() + reply->size() - sizeof t, &t, sizeof t);
+  }
+  // One key at `ts`: appends a row (value padded) unless the record is
+  // locked (then *locked). False on an internal error.
+  bool read_key(const store::TableSpec& t, uint64_t key, uint64_t ts, bool raise,
+                std::vector<uint8_t>* reply, bool* locked, bool always_row, std::string* err);
+  // Walks a request's address items: f(i, item, record, image).
+  template <typename F>
+  bool walk(r2::RpcRequest& req, Header* h, F f);
+
+  r2::Worker& w_;
+  dst::MvccNode& m_;
+  store::tables::StoreNode& s_;
+  std::vector<Pending> pending_;
+};
+
+template <typename F>
+bool Service::walk(r2::RpcRequest& req, Header* h, F f) {
+  auto p = req.payload();
+  if (p.size() < sizeof(Header)) {
+    req.reply_error("mvcc request of " + std::to_string(p.size()) + " bytes is truncated");
+    return false;
+  }
+  std::memcpy(h, p.data(), sizeof *h);
+  const uint8_t* q = p.data() + sizeof *h;
+  const uint8_t* end = p.data() + p.size();
+  for (uint32_t i = 0; i < h->count; ++i) {
+    Item it;
+    if (end - q < static_cast<ptrdiff_t>(sizeof it)) {
+      req.reply_error("mvcc request truncated at item " + std::to_string(i));
+      return false;
+    }
+    std::memcpy(&it, q, sizeof it);
+    q += sizeof it;
+    const uint8_t* image = nullptr;
+    if (h->flags & kImages) {
+      const size_t n = store::record_slot_size(it.value_size);
+      if (it.value_size > store::kMaxValueSize || static_cast<size_t>(end - q) < n) {
+        req.reply_error("mvcc commit truncated in the image of item " + std::to_string(i));
+        return false;
+      }
+      image = q;
+      q += n;
+    }
+    dst::MvccNode::Record r;
+    if (!m_.resolve(it.region, it.offset, it.value_size, &r)) {
+      req.reply_error("mvcc: record at region " + std::to_string(it.region) + " offset " +
+                      std::to_string(it.offset) + " is not a record slot of this node");
+      return false;
+    }
+    f(i, it, r, image);
+  }
+  return true;
+}
+
+void Service::lock(r2::RpcRequest& req) {
+  Header h;
+  std::vector<LockReply> out;
+  if (!walk(req, &h, [&](uint32_t, const Item& it, const dst::MvccNode::Record& r,
+                         const uint8_t*) {
+        const dst::LockCollect l = dst::lock_and_collect(r.rec, h.word, it.version, r.vs);
+        out.push_back({(l.locked ? kLocked : 0) | (l.valid ? kValid : 0) |
+                           (l.no_room ? kNoRoom : 0),
+                       l.ts});
+      })) {
+    return;
+  }
+  req.reply(out.data(), static_cast<uint32_t>(out.size() * sizeof(LockReply)));
+}
+
+void Service::check(r2::RpcRequest& req) {
+  Header h;
+  std::vector<LockReply> out;
+  if (!walk(req, &h, [&](uint32_t, const Item& it, const dst::MvccNode::Record& r,
+                         const uint8_t*) {
+        uint64_t wts = 0;
+        const dst::Check c = dst::raise_and_check(r.rec, h.ts, it.version, &wts);
+        out.push_back({static_cast<uint64_t>(c), wts});
+      })) {
+    return;
+  }
+  req.reply(out.data(), static_cast<uint32_t>(out.size() * sizeof(LockReply)));
+}
+
+void Service::commit(r2::RpcRequest& req) {
+  Header h;
+  walk(req, &h, [&](uint32_t, const Item& it, const dst::MvccNode::Record& r,
+                    const uint8_t* image) {
+    if (image != nullptr) dst::install(r.rec, image, it.value_size, h.ts, r.vs, r.slot);
+  });
+  if (req.wants_reply()) req.reply(nullptr, 0);
+}
+
+void Service::unlock(r2::RpcRequest& req) {
+  Header h;
+  walk(req, &h, [&](uint32_t, const Item&, const dst::MvccNode::Record& r, const uint8_t*) {
+    dst::release(r.rec, h.word, r.vs);
+  });
+  if (req.wants_reply()) req.reply(nullptr, 0);
+}
+
+void Service::remove(r2::RpcRequest& req) {
+  auto p = req.payload();
+  Header h;
+  if (p.size() < sizeof h) return req.reply_error("mvcc remove: truncated");
+  std::memcpy(&h, p.data(), sizeof h);
+  if ((p.size() - sizeof h) / sizeof(KeyItem) < h.count) {
+    return req.reply_error("mvcc remove: " + std::to_string(h.count) + " items do not fit");
+  }
+  for (uint32_t i = 0; i < h.count; ++i) {
+    KeyItem it;
+    std::memcpy(&it, p.data() + sizeof h + i * sizeof it, sizeof it);
+    const store::TableSpec* t = m_.catalog().find(it.table);
+    dst::MvccNode::Record r;
+    if (t == nullptr ||
+        !m_.resolve(store::tables::table_region(it.table), it.offset, t->value_size, &r)) {
+      return req.reply_error("mvcc remove: no record of table " + std::to_string(it.table) +
+                             " at offset " + std::to_string(it.offset));
+    }
+    // We hold its lock: the record is stable. Its versions go to the
+    // graveyard (snapshots older than the delete still read it), then the
+    // index forgets it.
+    if (__atomic_load_n(reinterpret_cast<uint64_t*>(r.rec), __ATOMIC_ACQUIRE) == h.word &&
+        r.vs != nullptr) {
+      std::vector<uint64_t> img(store::record_slot_size(t->value_size) / 8);
+      store::load_words(img.data(), r.rec, img.size() * 8);
+      r.vs->bury(r.slot, it.key, reinterpret_cast<const uint8_t*>(img.data()), h.ts);
+    }
+    (void)s_.remove_held(*t, it.key, {it.offset, it.incarnation, 0}, h.word);
+  }
+  if (req.wants_reply()) req.reply(nullptr, 0);
+}
+
+void Service::claim(r2::RpcRequest& req) {
+  auto p = req.payload();
+  Header h;
+  if (p.size() < sizeof h) return req.reply_error("mvcc claim: truncated");
+  std::memcpy(&h, p.data(), sizeof h);
+  if ((p.size() - sizeof h) / sizeof(KeyItem) < h.count) {
+    return req.reply_error("mvcc claim: " + std::to_string(h.count) + " items do not fit");
+  }
+  for (uint32_t i = 0; i < h.count; ++i) {
+    KeyItem it;
+    std::memcpy(&it, p.data() + sizeof h + i * sizeof it, sizeof it);
+    const store::TableSpec* t = m_.catalog().find(it.table);
+    if (t == nullptr) return req.reply_error("mvcc claim: unknown table");
+    if (auto* rt = m_.range_ts(it.table, m_.catalog().partition_of(*t, it.key))) {
+      store::atomic_max_ts(reinterpret_cast<uint64_t*>(rt), h.ts);
+    }
+  }
+  req.reply(nullptr, 0);
+}
+
+void Service::floor(r2::RpcRequest& req) {
+  auto p = req.payload();
+  uint64_t v[2];
+  if (p.size() != sizeof v) return;  // one-way: dropped (counted as malformed by nobody)
+  std::memcpy(v, p.data(), sizeof v);
+  m_.set_peer_floor(static_cast<store::NodeId16>(v[0]), v[1]);
+}
+
+bool Service::read_key(const store::TableSpec& t, uint64_t key, uint64_t ts, bool raise,
+                       std::vector<uint8_t>* reply, bool* locked, bool always_row,
+                       std::string* err) {
+  const size_t vbytes = padded(t.value_size);
+  thread_local std::vector<uint8_t> value;
+  value.assign(vbytes, 0);
+  RowHeader row{0, t.value_size, key, 0, 0};
+  for (int tries = 0; tries < 8; ++tries) {
+    uint32_t inc = 0;
+    auto r = m_.locate(t, key, &inc);
+    if (!r.is_ok()) {
+      if (r.status().code() == Code::kUnavailable) {  // torn for every retry: a writer
+        *locked = true;
+        return true;
+      }
+      if (r.status().code() != Code::kNotFound) {
+        *err = r.status().message();
+        return false;
+      }
+      // Absent from the index: deleted (the graveyard knows until when)
+      // or never there. Claim the partition's key set first (an insert
+      // after this commits above ts).
+      const store::PartitionId part = m_.catalog().partition_of(t, key);
+      if (raise) {
+        if (auto* rt = m_.range_ts(t.id, part)) {
+          store::atomic_max_ts(reinterpret_cast<uint64_t*>(rt), ts);
+        }
+      }
+      dst::VersionInfo info;
+      dst::VersionStore* vs = m_.store_of(t.id, part);
+      const dst::Found f =
+          vs ? vs->find_buried(key, ts, value.data(), &info) : dst::Found::kNone;
+      if (f == dst::Found::kReclaimed) {
+        *err = "snapshot read of " + t.name + " key " + std::to_string(key) +
+               " below the low-water mark";
+        return false;
+      }
+      if (f == dst::Found::kVersion && !info.deleted) {
+        row.found = 1, row.wts = info.wts, row.version = info.version;
+      }
+      break;
+    }
+    dst::VersionInfo info;
+    const dst::ReadAt a =
+        dst::read_at(r->rec, key, inc, t.value_size, ts, raise, r->vs, r->slot, value.data(), &info);
+    if (a == dst::ReadAt::kLocked) {
+      *locked = true;
+      return true;
+    }
+    if (a == dst::ReadAt::kMoved) continue;  // deleted or reused meanwhile: look again
+    if (a == dst::ReadAt::kReclaimed) {
+      *err = "snapshot read of " + t.name + " key " + std::to_string(key) +
+             " met a reclaimed version (read below the low-water mark)";
+      return false;
+    }
+    if (a == dst::ReadAt::kValue) {
+      row.found = 1, row.wts = info.wts, row.version = info.version;
+    } else {
+      // This incarnation began after ts: an older, deleted one may have
+      // lived then.
+      dst::VersionStore* vs = r->vs;
+      if (vs && vs->find_buried(key, ts, value.data(), &info) == dst::Found::kVersion &&
+          !info.deleted) {
+        row.found = 1, row.wts = info.wts, row.version = info.version;
+      }
+    }
+    break;
+  }
+  if (!row.found && !always_row) return true;
+  put(reply, row);
+  reply->insert(reply->end(), value.begin(), value.end());
+  return true;
+}
+
+bool Service::run_snapshot(uint16_t rpc, std::span<const uint8_t> p, std::vector<uint8_t>* reply,
+                           uint64_t* blocked, std::string* err) {
+  return rpc == kRpcSnapshotGet ? snapshot_get(p, reply, blocked, err)
+                                : snapshot_scan(p, reply, blocked, err);
+}
+
+bool Service::snapshot_get(std::span<const uint8_t> p, std::vector<uint8_t>* reply,
+                           uint64_t* blocked, std::string* err) {
+  Header h;
+  if (p.size() < sizeof h) {
+    *err = "snapshot get: truncated";
+    return false;
+  }
+  std::memcpy(&h, p.data(), sizeof h);
+  if ((p.size() - sizeof h) / sizeof(KeyItem) < h.count) {
+    *err = "snapshot get: " + std::to_string(h.count) + " items do not fit";
+    return false;
+  }
+  for (uint32_t i = 0; i < h.count; ++i) {
+    KeyItem it;
+    std::memcpy(&it, p.data() + sizeof h + i * sizeof it, sizeof it);
+    const store::TableSpec* t = m_.catalog().find(it.table);
+    if (t == nullptr) {
+      *err = "snapshot get: unknown table " + std::to_string(it.table);
+      return false;
+    }
+    bool locked = false;
+    if (!read_key(*t, it.key, h.ts, h.flags & kRaise, reply, &locked, true, err)) return false;
+    if (locked) {
+      ++*blocked;
+      RowHeader row{0, t->value_size, it.key, 0, 0};
+      put(reply, row);
+      reply->resize(reply->size() + padded(t->value_size), 0);
+    }
+  }
+  put(reply, WaitTrailer{0, 0, h.count, 0});
+  return true;
+}
+
+bool Service::snapshot_scan(std::span<const uint8_t> p, std::vector<uint8_t>* reply,
+                            uint64_t* blocked, std::string* err) {
+  ScanRequest r;
+  if (p.size() != sizeof r) {
+    *err = "snapshot scan: request of " + std::to_string(p.size()) + " bytes";
+    return false;
+  }
+  std::memcpy(&r, p.data(), sizeof r);
+  const store::TableSpec* t = m_.catalog().find(r.table);
+  if (t == nullptr || t->kind != store::TableKind::kOrdered || t->inline_values) {
+    *err = "snapshot scan: table " + std::to_string(r.table) + " is not ordered with records";
+    return false;
+  }
+  const store::PartitionId part = m_.catalog().partition_of(*t, r.from);
+  store::tables::LocalPartition* lp = s_.partition(t->id, part);
+  if (lp == nullptr || !lp->tree) {
+    *err = "snapshot scan: node has no copy of " + t->name + " partition " + std::to_string(part);
+    return false;
+  }
+  // Claim the partition's key set, then scan (dst/mvcc_node.h).
+  if ((r.flags & kRaise) && m_.range_ts(t->id, part) != nullptr) {
+    store::atomic_max_ts(reinterpret_cast<uint64_t*>(m_.range_ts(t->id, part)), r.ts);
+  }
+  // Keys in the index, merged with deleted keys that lived at ts.
+  std::vector<uint64_t> keys;
+  std::map<uint64_t, bool> buried;
+  if (dst::VersionStore* vs = m_.store_of(t->id, part)) {
+    vs->buried_in(r.from, r.to, r.ts,
+                  [&](uint64_t k, const uint8_t*, const dst::VersionInfo&) { buried[k] = true; });
+  }
+  uint64_t rows = 0;
+  bool exhausted = true;
+  uint64_t next = r.from;
+  std::vector<uint8_t> vals;
+  const uint64_t chunk = 64;
+  for (;;) {
+    keys.clear();
+    vals.clear();
+    const bool end = lp->tree->scan(next, chunk, keys, vals);
+    for (uint64_t k : keys) buried.erase(k);
+    std::vector<uint64_t> all(keys.begin(), keys.end());
+    // Deleted keys that fall before the index's next key join in order.
+    const uint64_t hi = keys.empty() || end ? r.to : std::min<uint64_t>(keys.back(), r.to);
+    for (auto it = buried.begin(); it != buried.end() && it->first <= hi;) {
+      all.push_back(it->first);
+      it = buried.erase(it);
+    }
+    std::sort(all.begin(), all.end());
+    bool past = false;
+    for (uint64_t k : all) {
+      if (k > r.to) {
+        past = true;
+        break;
+      }
+      if (rows == r.limit) {
+        exhausted = false;
+        past = true;
+        break;
+      }
+      const size_t before = reply->size();
+      bool locked = false;
+      if (!read_key(*t, k, r.ts, r.flags & kRaise, reply, &locked, false, err)) return false;
+      if (locked) {
+        ++*blocked;
+        continue;
+      }
+      rows += reply->size() > before;
+    }
+    if (past || end || keys.empty()) break;
+    if (keys.back() >= r.to || keys.back() == ~uint64_t{0}) break;
+    next = keys.back() + 1;
+  }
+  put(reply, WaitTrailer{0, 0, rows, exhausted ? 1u : 0u});
+  return true;
+}
+
+// --- client -------------------------------------------------------------------
+
+// Groups items by node (order kept inside a group).
+template <typename Node>
+std::map<r2::NodeId, std::vector<size_t>> group(size_t n, Node node_of) {
+  std::map<r2::NodeId, std::vector<size_t>> g;
+  for (size_t i = 0; i < n; ++i) g[node_of(i)].push_back(i);
+  return g;
+}
+
+void add_item(std::vector<uint8_t>* out, const RecordRef& r, const uint8_t* image) {
+  put(out, Item{r.addr.region, 0, r.value_size, r.addr.offset, r.version});
+  if (image != nullptr) {
+    const size_t n = store::record_slot_size(r.value_size);
+    out->insert(out->end(), image, image + n);
+  }
+}
+
+// One request per primary, in parallel; replies by group.
+Status call_groups(r2::Co& co, uint16_t rpc, std::map<r2::NodeId, std::vector<size_t>>& groups,
+                   const std::function<void(const std::vector<size_t>&, std::vector<uint8_t>*)>& build,
+                   std::vector<r2::RpcBuffer>* replies) {
+  std::vector<r2::Target> targets;
+  std::vector<std::vector<uint8_t>> reqs;
+  for (auto& [node, idx] : groups) {
+    reqs.emplace_back();
+    build(idx, &reqs.back());
+    targets.push_back({node, co.thread()});
+  }
+  std::vector<std::span<const uint8_t>> bodies(reqs.begin(), reqs.end());
+  replies->assign(targets.size(), {});
+  return co.call(targets, rpc, bodies, *replies);
+}
+
+Status one_way_groups(r2::Co& co, uint16_t rpc, std::map<r2::NodeId, std::vector<size_t>>& groups,
+                      const std::function<void(const std::vector<size_t>&, std::vector<uint8_t>*)>& build,
+                      bool passive) {
+  std::vector<uint8_t> req;
+  r2::RpcBuffer reply;
+  for (auto& [node, idx] : groups) {
+    req.clear();
+    build(idx, &req);
+    const r2::Target t{node, co.thread()};
+    Status s = passive ? co.send_passive(t, rpc, req.data(), static_cast<uint32_t>(req.size()))
+                       : co.call(t, rpc, req.data(), static_cast<uint32_t>(req.size()), reply);
+    if (!s.is_ok()) return s;
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Status register_mvcc_handlers(r2::Worker& w, dst::MvccNode& mvcc,
+                              store::tables::StoreNode& store) {
+  auto svc = std::make_shared<Service>(w, mvcc, store);
+  DRTMX_RETURN_IF_ERROR(w.register_handler(kRpcMvccLock, [svc](r2::RpcRequest& r) { svc->lock(r); }));
+  DRTMX_RETURN_IF_ERROR(
+      w.register_handler(kRpcMvccCheck, [svc](r2::RpcRequest& r) { svc->check(r); }));
+  DRTMX_RETURN_IF_ERROR(
+      w.register_handler(kRpcMvccCommit, [svc](r2::RpcRequest& r) { svc->commit(r); }));
+  DRTMX_RETURN_IF_ERROR(
+      w.register_handler(kRpcMvccUnlock, [svc](r2::RpcRequest& r) { svc->unlock(r); }));
+  DRTMX_RETURN_IF_ERROR(
+      w.register_handler(kRpcMvccRemove, [svc](r2::RpcRequest& r) { svc->remove(r); }));
+  DRTMX_RETURN_IF_ERROR(w.register_handler(
+      kRpcSnapshotGet, [svc](r2::RpcRequest& r) { svc->snapshot(r, kRpcSnapshotGet); }));
+  DRTMX_RETURN_IF_ERROR(w.register_handler(
+      kRpcSnapshotScan, [svc](r2::RpcRequest& r) { svc->snapshot(r, kRpcSnapshotScan); }));
+  DRTMX_RETURN_IF_ERROR(
+      w.register_handler(kRpcRangeClaim, [svc](r2::RpcRequest& r) { svc->claim(r); }));
+  DRTMX_RETURN_IF_ERROR(w.register_handler(kRpcFloor, [svc](r2::RpcRequest& r) { svc->floor(r); }));
+  w.add_poller([svc] { return svc->poll(); });
+  return Status::ok();
+}
+
+Status rpc_mvcc_lock(r2::Co& co, std::span<const RecordRef> refs, uint64_t lock_word,
+                     std::vector<MvccLockResult>* out) {
+  out->assign(refs.size(), {});
+  auto groups = group(refs.size(), [&](size_t i) { return refs[i].addr.node; });
+  std::vector<r2::RpcBuffer> replies;
+  DRTMX_RETURN_IF_ERROR(call_groups(
+      co, kRpcMvccLock, groups,
+      [&](const std::vector<size_t>& idx, std::vector<uint8_t>* req) {
+        put(req, Header{lock_word, 0, static_cast<uint32_t>(idx.size()), 0});
+        for (size_t i : idx) add_item(req, refs[i], nullptr);
+      },
+      &replies));
+  size_t g = 0;
+  for (auto& [node, idx] : groups) {
+    if (replies[g].size() != idx.size() * sizeof(LockReply)) {
+      return internal_error("mvcc lock reply of " + std::to_string(replies[g].size()) + " bytes");
+    }
+    for (size_t k = 0; k < idx.size(); ++k) {
+      LockReply r;
+      std::memcpy(&r, replies[g].data() + k * sizeof r, sizeof r);
+      (*out)[idx[k]] = {(r.flags & kLocked) != 0, (r.flags & kValid) != 0,
+                        (r.flags & kNoRoom) != 0, r.ts};
+    }
+    ++g;
+  }
+  return Status::ok();
+}
+
+Status rpc_mvcc_check(r2::Co& co, std::span<const RecordRef> refs, uint64_t commit_ts,
+                      std::vector<MvccCheckResult>* out) {
+  out->assign(refs.size(), {});
+  auto groups = group(refs.size(), [&](size_t i) { return refs[i].addr.node; });
+  std::vector<r2::RpcBuffer> replies;
+  DRTMX_RETURN_IF_ERROR(call_groups(
+      co, kRpcMvccCheck, groups,
+      [&](const std::vector<size_t>& idx, std::vector<uint8_t>* req) {
+        put(req, Header{0, commit_ts, static_cast<uint32_t>(idx.size()), 0});
+        for (size_t i : idx) add_item(req, refs[i], nullptr);
+      },
+      &replies));
+  size_t g = 0;
+  for (auto& [node, idx] : groups) {
+    if (replies[g].size() != idx.size() * sizeof(LockReply)) {
+      return internal_error("mvcc check reply size");
+    }
+    for (size_t k = 0; k < idx.size(); ++k) {
+      LockReply r;
+      std::memcpy(&r, replies[g].data() + k * sizeof r, sizeof r);
+      (*out)[idx[k]] = {static_cast<dst::Check>(r.flags), r.ts};
+    }
+    ++g;
+  }
+  return Status::ok();
+}
+
+Status rpc_mvcc_commit(r2::Co& co, std::span<const RecordRef> refs,
+                       std::span<const uint8_t* const> images, uint64_t commit_ts, bool passive) {
+  auto groups = group(refs.size(), [&](size_t i) { return refs[i].addr.node; });
+  return one_way_groups(
+      co, kRpcMvccCommit, groups,
+      [&](const std::vector<size_t>& idx, std::vector<uint8_t>* req) {
+        put(req, Header{0, commit_ts, static_cast<uint32_t>(idx.size()), kImages});
+        for (size_t i : idx) add_item(req, refs[i], images[i]);
+      },
+      passive);
+}
+
+Status rpc_mvcc_unlock(r2::Co& co, std::span<const RecordRef> refs, uint64_t lock_word,
+                       bool passive) {
+  auto groups = group(refs.size(), [&](size_t i) { return refs[i].addr.node; });
+  return one_way_groups(
+      co, kRpcMvccUnlock, groups,
+      [&](const std::vector<size_t>& idx, std::vector<uint8_t>* req) {
+        put(req, Header{lock_word, 0, static_cast<uint32_t>(idx.size()), 0});
+        for (size_t i : idx) add_item(req, refs[i], nullptr);
+      },
+      passive);
+}
+
+Status rpc_mvcc_remove(r2::Co& co, std::span<const HeldRecord> items, uint64_t lock_word,
+                       uint64_t commit_ts, bool passive) {
+  auto groups = group(items.size(), [&](size_t i) { return items[i].addr.node; });
+  return one_way_groups(
+      co, kRpcMvccRemove, groups,
+      [&](const std::vector<size_t>& idx, std::vector<uint8_t>* req) {
+        put(req, Header{lock_word, commit_ts, static_cast<uint32_t>(idx.size()), 0});
+        for (size_t i : idx) {
+          put(req, KeyItem{items[i].table, 0, items[i].incarnation, items[i].key,
+                           items[i].addr.offset});
+        }
+      },
+      passive);
+}
+
+namespace {
+// Parses a snapshot reply's trailer.
+bool trailer(const r2::RpcBuffer& b, WaitTrailer* t) {
+  if (b.size() < sizeof *t) return false;
+  std::memcpy(t, b.data() + b.size() - sizeof *t, sizeof *t);
+  return true;
+}
+}  // namespace
+
+Status rpc_snapshot_get(r2::Co& co, std::span<SnapshotRow> rows, uint64_t ts, bool raise,
+                        ReadWait* wait) {
+  auto groups = group(rows.size(), [&](size_t i) { return rows[i].primary; });
+  std::vector<r2::RpcBuffer> replies;
+  DRTMX_RETURN_IF_ERROR(call_groups(
+      co, kRpcSnapshotGet, groups,
+      [&](const std::vector<size_t>& idx, std::vector<uint8_t>* req) {
+        put(req, Header{0, ts, static_cast<uint32_t>(idx.size()), raise ? kRaise : 0u});
+        for (size_t i : idx) put(req, KeyItem{rows[i].tk.table, 0, 0, rows[i].tk.key, 0});
+      },
+      &replies));
+  size_t g = 0;
+  for (auto& [node, idx] : groups) {
+    const r2::RpcBuffer& b = replies[g++];
+    WaitTrailer t;
+    if (!trailer(b, &t) || t.rows != idx.size()) return internal_error("snapshot get: bad reply");
+    wait->blocked_reads += t.blocked_reads;
+    wait->wait_ns += t.wait_ns;
+    size_t off = 0;
+    for (size_t i : idx) {
+      RowHeader h;
+      if (off + sizeof h > b.size() - sizeof t) return internal_error("snapshot get: short reply");
+      std::memcpy(&h, b.data() + off, sizeof h);
+      off += sizeof h;
+      if (off + padded(h.value_size) > b.size() - sizeof t || h.key != rows[i].tk.key) {
+        return internal_error("snapshot get: reply does not match the request");
+      }
+      rows[i].found = h.found != 0;
+      rows[i].wts = h.wts;
+      rows[i].version = h.version;
+      if (rows[i].found && rows[i].value != nullptr) {
+        std::memcpy(rows[i].value, b.data() + off, h.value_size);
+      }
+      off += padded(h.value_size);
+    }
+  }
+  return Status::ok();
+}
+
+Status rpc_snapshot_scan(r2::Co& co, r2::NodeId primary, TableId table, Key from, Key to,
+                         uint32_t limit, uint32_t value_size, uint64_t ts, bool raise,
+                         std::vector<Key>* keys, std::vector<uint8_t>* values, bool* exhausted,
+                         ReadWait* wait) {
+  ScanRequest r{ts, from, to, table, static_cast<uint16_t>(raise ? kRaise : 0), limit};
+  r2::RpcBuffer b;
+  DRTMX_RETURN_IF_ERROR(co.call({primary, co.thread()}, kRpcSnapshotScan, &r, sizeof r, b));
+  WaitTrailer t;
+  if (!trailer(b, &t)) return internal_error("snapshot scan: bad reply");
+  wait->blocked_reads += t.blocked_reads;
+  wait->wait_ns += t.wait_ns;
+  *exhausted = t.exhausted != 0;
+  size_t off = 0;
+  for (uint64_t i = 0; i < t.rows; ++i) {
+    RowHeader h;
+    if (off + sizeof h > b.size() - sizeof t) return internal_error("snapshot scan: short reply");
+    std::memcpy(&h, b.data() + off, sizeof h);
+    off += sizeof h;
+    if (h.value_size != value_size || off + padded(value_size) > b.size() - sizeof t) {
+      return internal_error("snapshot scan: row of another size");
+    }
+    keys->push_back(h.key);
+    values->insert(values->end(), b.data() + off, b.data() + off + value_size);
+    off += padded(value_size);
+  }
+  return Status::ok();
+}
+
+Status rpc_range_claim(r2::Co& co, std::span<const std::pair<r2::NodeId, TableKey>> ranges,
+                       uint64_t ts) {
+  auto groups = group(ranges.size(), [&](size_t i) { return ranges[i].first; });
+  std::vector<r2::RpcBuffer> replies;
+  return call_groups(
+      co, kRpcRangeClaim, groups,
+      [&](const std::vector<size_t>& idx, std::vector<uint8_t>* req) {
+        put(req, Header{0, ts, static_cast<uint32_t>(idx.size()), 0});
+        for (size_t i : idx) put(req, KeyItem{ranges[i].second.table, 0, 0, ranges[i].second.key, 0});
+      },
+      &replies);
+}
+
+}  // namespace drtmx::txn

@@ -1,0 +1,28 @@
+// Small types the MVCC steps (mvcc_ops.h) and the engine share.
+#pragma once
+
+#include <cstdint>
+
+#include "r2/fabric.h"
+#include "txn/txn.h"
+
+namespace drtmx::txn {
+
+// DEP_READ blocking (--mvcc=dst read-only transactions, thesis Fig 5-15):
+// reads that found their record locked by a writer and waited for it, and
+// the time they waited (measured at the records' primaries).
+struct ReadWait {
+  uint64_t blocked_reads = 0;
+  uint64_t wait_ns = 0;
+};
+
+// One snapshot read: what the primary answered.
+struct SnapshotRow {
+  TableKey tk{};
+  r2::NodeId primary = 0;
+  bool found = false;
+  uint64_t wts = 0, version = 0;
+  uint8_t* value = nullptr;  // caller's buffer: the table's value size
+};
+
+}  // namespace drtmx::txn

@@ -1,0 +1,140 @@
+// MVCC in the engine: read-only transactions as snapshots (DEP_READ by
+// RPC at a read timestamp; no validation, no abort), and the timestamp
+// steps of read-write transactions' Validate (RW1: the commit timestamp;
+// claims of scanned ranges). Thesis §5.2 / Table 6-1; dst/README.md.
+#include <algorithm>
+#include <cstring>
+
+#include "store/record.h"
+#include "txn/engine.h"
+#include "txn/mvcc_ops.h"
+
+namespace drtmx::txn {
+
+Abort Engine::run_snapshot(const Procedure& proc) {
+  // RO1: the local timestamp, and at least the coroutine's last commit
+  // (read-your-writes); the floor may raise it (never below a published
+  // floor, so GC keeps what it reads).
+  dst::LocalClock& clock = mvcc_->clock(co_.thread());
+  const dst::Timestamp proposed = std::max(clock.now(), session_ts_);
+  read_ts_ = mvcc_->floor().begin(co_.thread(), co_.id(), proposed);
+  Abort r = proc(*this);
+  mvcc_->floor().end(co_.thread(), co_.id());
+  if (overflow_ && r == Abort::kNone) r = Abort::kNotSupported;  // arena too small
+  return finish(r);
+}
+
+Abort Engine::snapshot_fetch(std::span<const TableKey> keys,
+                             std::vector<std::pair<TableKey, Abort>>* errors) {
+  snap_rows_.clear();
+  for (const TableKey& tk : keys) {
+    if (find(tk.table, tk.key) != nullptr) continue;
+    bool dup = false;
+    for (const SnapshotRow& r : snap_rows_) dup |= r.tk.table == tk.table && r.tk.key == tk.key;
+    if (dup) continue;
+    const uint32_t vs = loc_.value_size(tk.table);
+    if (vs == 0) return blame(Abort::kNotSupported, tk.table);
+    uint8_t* copy = alloc(store::record_slot_size(vs));
+    if (copy == nullptr) return Abort::kNotSupported;
+    SnapshotRow row;
+    row.tk = tk;
+    row.primary = loc_.primary(tk.table, tk.key);
+    row.value = copy + store::kValueOffset;
+    snap_rows_.push_back(row);
+  }
+  if (snap_rows_.empty()) return Abort::kNone;
+  ReadWait w;
+  Status s = rpc_snapshot_get(co_, snap_rows_, read_ts_, raise_on_read(), &w);
+  read_wait_.blocked_reads += w.blocked_reads;
+  read_wait_.wait_ns += w.wait_ns;
+  if (!s.is_ok()) return blame(Abort::kNodeFailure, snap_rows_.front().tk.table);
+  Abort first = Abort::kNone;
+  for (const SnapshotRow& row : snap_rows_) {
+    if (!row.found) {
+      if (errors != nullptr) {
+        errors->push_back({row.tk, Abort::kRecordMissing});
+      } else if (first == Abort::kNone) {
+        first = blame(Abort::kRecordMissing, row.tk.table);
+      }
+      continue;
+    }
+    // The value was read into its copy's value part: make the copy a
+    // record image (version, identity) so later get()s serve it.
+    uint8_t* copy = row.value - store::kValueOffset;
+    const uint32_t vs = loc_.value_size(row.tk.table);
+    value_tmp_.assign(row.value, row.value + vs);
+    build_image(copy, row.tk.key, 0, row.version, value_tmp_.data(), vs);
+    Access a{};
+    a.table = row.tk.table;
+    a.key = row.tk.key;
+    a.ref.value_size = vs;
+    a.ref.version = row.version;
+    a.copy = copy;
+    add_access(a);
+  }
+  return first;
+}
+
+Abort Engine::snapshot_scan(TableId t, Key from, Key to, size_t limit, Rows* out) {
+  const uint32_t vs = loc_.value_size(t);
+  if (vs == 0) return blame(Abort::kNotSupported, t);
+  Key cur = from;
+  for (size_t parts = 0; out->keys.size() < limit && parts < 1u << 20; ++parts) {
+    bool exhausted = false;
+    ReadWait w;
+    const uint32_t want = static_cast<uint32_t>(std::min<size_t>(limit - out->keys.size(), 1u << 16));
+    Status s = rpc_snapshot_scan(co_, loc_.primary(t, cur), t, cur, to, want, vs, read_ts_,
+                                 raise_on_read(), &out->keys, &out->values, &exhausted,
+                                 &w);
+    read_wait_.blocked_reads += w.blocked_reads;
+    read_wait_.wait_ns += w.wait_ns;
+    if (!s.is_ok()) {
+      return blame(s.code() == Code::kInternal && s.message().find("not ordered") != std::string::npos
+                       ? Abort::kNotSupported
+                       : Abort::kNodeFailure,
+                   t);
+    }
+    if (!exhausted) break;  // the limit was reached in this partition
+    Key next;
+    if (!loc_.next_partition(t, cur, &next) || next > to || next <= cur) break;
+    cur = next;
+  }
+  return Abort::kNone;
+}
+
+void Engine::compute_commit_ts(uint64_t collected) {
+  // RW1: above the local timestamp and every timestamp met — the versions
+  // read (their wts) and the tuple timestamps seen in Execute, the ones
+  // collected under the locks and the reserved partitions' range
+  // timestamps (`collected`).
+  uint64_t ts = mvcc_->clock(co_.thread()).now();
+  if (collected != 0) ts = std::max(ts, collected + 1);
+  for (const Access& a : set_) {
+    if (a.copy == nullptr) continue;
+    store::RecordHeader h;
+    std::memcpy(&h, a.copy, sizeof h);
+    ts = std::max({ts, h.wts + 1, h.ts + 1});
+  }
+  commit_ts_ = ts;
+}
+
+Abort Engine::claim_scans() {
+  // A scanned range is claimed at the commit timestamp before its phantom
+  // check, like a read record (raise, then check): an insert into it
+  // either shows in the re-scan or commits above us.
+  std::vector<std::pair<r2::NodeId, TableKey>> parts;
+  for (const ScanSet& sc : scans_) {
+    Key cur = sc.from;
+    for (int guard = 0; guard < 1 << 16; ++guard) {
+      parts.push_back({loc_.primary(sc.table, cur), TableKey{sc.table, cur}});
+      Key next;
+      if (!loc_.next_partition(sc.table, cur, &next) || next > sc.to || next <= cur) break;
+      cur = next;
+    }
+  }
+  if (parts.empty()) return Abort::kNone;
+  Status s = rpc_range_claim(co_, parts, commit_ts_);
+  return s.is_ok() ? Abort::kNone : blame(Abort::kNodeFailure, parts.front().second.table);
+}
+
+}  // namespace drtmx::txn
