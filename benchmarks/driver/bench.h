@@ -35,6 +35,7 @@ struct BenchOptions {
   uint64_t seed = 1;
   uint32_t log_ring_kb = 1024;
   uint32_t xstore_refresh_keys = 16;            // XCacheOptions::refresh_keys_per_miss
+  double versions_pct = 2;                      // dst::MvccConfig::versions_pct
   std::map<std::string, std::string> workload;  // workload options (--accounts=...)
   std::vector<std::string> node_args(int node, const std::string& coordinator) const;
 };

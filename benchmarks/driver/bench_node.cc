@@ -41,6 +41,10 @@ void count_abort(std::vector<TableAborts>& v, uint64_t reason, uint64_t table, u
 
 struct alignas(64) CoCounters {
   std::vector<uint64_t> committed;         // per type, measured window
+  std::vector<uint64_t> type_aborts;       // per type: aborted attempts, window
+  std::vector<uint64_t> ro_blocked;        // per type: DEP_READ reads that waited, window
+  std::vector<uint64_t> ro_wait_ns;        // per type: their wait, window
+  std::vector<uint8_t> read_only;          // per type: drawn as read-only
   uint64_t aborts[txn::kAbortKinds] = {};  // measured window
   std::vector<TableAborts> by_table;       // measured window
   uint64_t given_up = 0;
@@ -56,6 +60,10 @@ struct Shared {
 struct NodeResult {
   uint64_t window_ns = 0;
   std::vector<uint64_t> committed;  // per type
+  std::vector<uint64_t> type_aborts, ro_blocked, ro_wait_ns, read_only;  // per type
+  // MVCC version stores of the node (zeros without MVCC): capacity,
+  // in use, peak, pushed, reclaimed, gc runs, refused, bytes, slot bytes used.
+  std::vector<uint64_t> versions;
   std::vector<uint64_t> aborts;     // per reason
   std::vector<TableAborts> by_table;
   uint64_t given_up = 0;
@@ -75,6 +83,10 @@ struct NodeResult {
     os << ' ' << client_sums.size();
     for (int64_t v : client_sums) os << ' ' << v;
     os << ' ' << hist.encode();
+    for (const auto* v : {&type_aborts, &ro_blocked, &ro_wait_ns, &read_only, &versions}) {
+      os << ' ' << v->size();
+      for (uint64_t x : *v) os << ' ' << x;
+    }
     return os.str();
   }
   static bool decode(const std::string& s, NodeResult* r) {
@@ -99,7 +111,8 @@ struct NodeResult {
     std::string h;
     return (is >> r->window_ns >> r->given_up) && vec(r->committed) && vec(r->aborts) &&
            triples(r->by_table) && vec(r->node_audit) && vec(r->client_sums) && (is >> h) &&
-           r->hist.decode(h);
+           r->hist.decode(h) && vec(r->type_aborts) && vec(r->ro_blocked) &&
+           vec(r->ro_wait_ns) && vec(r->read_only) && vec(r->versions);
   }
 };
 
@@ -146,6 +159,8 @@ Status report(const BenchOptions& o, const Workload& wl, const store::Catalog& c
               const txn::Policy& policy, uint16_t replicas, const std::vector<NodeResult>& rs) {
   const std::vector<std::string> types = wl.txn_types();
   std::vector<uint64_t> committed(types.size(), 0), aborts(txn::kAbortKinds, 0);
+  std::vector<uint64_t> type_aborts(types.size(), 0), ro_blocked(types.size(), 0),
+      ro_wait_ns(types.size(), 0), read_only(types.size(), 0), versions;
   std::vector<TableAborts> by_table;
   std::vector<int64_t> node_sums, client_sums;
   LatencyHistogram h;
@@ -157,6 +172,17 @@ Status report(const BenchOptions& o, const Workload& wl, const store::Catalog& c
       if (r.window_ns > 0) tps += double(r.committed[i]) * 1e9 / double(r.window_ns);
     }
     for (size_t i = 0; i < aborts.size() && i < r.aborts.size(); ++i) aborts[i] += r.aborts[i];
+    for (size_t i = 0; i < types.size(); ++i) {
+      if (i < r.type_aborts.size()) type_aborts[i] += r.type_aborts[i];
+      if (i < r.ro_blocked.size()) ro_blocked[i] += r.ro_blocked[i];
+      if (i < r.ro_wait_ns.size()) ro_wait_ns[i] += r.ro_wait_ns[i];
+      if (i < r.read_only.size()) read_only[i] |= r.read_only[i];
+    }
+    if (versions.size() < r.versions.size()) versions.resize(r.versions.size(), 0);
+    for (size_t i = 0; i < r.versions.size(); ++i) {
+      // peak: the largest of any node; the rest add up
+      versions[i] = i == 2 ? std::max(versions[i], r.versions[i]) : versions[i] + r.versions[i];
+    }
     for (const TableAborts& t : r.by_table) count_abort(by_table, t.reason, t.table, t.count);
     given_up += r.given_up;
     h.merge(r.hist);
@@ -184,8 +210,27 @@ Status report(const BenchOptions& o, const Workload& wl, const store::Catalog& c
             << fmt(p999, 1) << " us\n";
   const double window_s = rs.empty() || rs[0].window_ns == 0 ? 1 : double(rs[0].window_ns) / 1e9;
   for (size_t i = 0; i < types.size(); ++i) {
-    std::cout << "  " << std::left << std::setw(18) << types[i]
-              << fmt(double(committed[i]) / window_s, 0) << "/s\n";
+    const uint64_t attempts = committed[i] + type_aborts[i];
+    std::cout << "  " << std::left << std::setw(18) << types[i] << std::setw(10)
+              << (fmt(double(committed[i]) / window_s, 0) + "/s") << " aborted attempts "
+              << type_aborts[i] << " ("
+              << fmt(attempts ? 100.0 * double(type_aborts[i]) / double(attempts) : 0, 1) << "%)"
+              << (read_only[i] ? "  read-only" : "") << "\n";
+  }
+  for (size_t i = 0; i < types.size(); ++i) {
+    if (!read_only[i]) continue;
+    std::cout << "  " << types[i] << " lock waits: " << ro_blocked[i] << " reads blocked, total "
+              << fmt(double(ro_wait_ns[i]) / 1e6, 1) << " ms, "
+              << fmt(committed[i] ? double(ro_wait_ns[i]) / 1e3 / double(committed[i]) : 0, 2)
+              << " us per transaction\n";
+  }
+  if (versions.size() >= 10 && versions[0] != 0) {
+    std::cout << "  version store: " << versions[1] << " versions in use ("
+              << fmt(double(versions[8]) / 1048576.0, 1) << " MiB) of " << versions[0]
+              << " capacity (" << fmt(double(versions[7]) / 1048576.0, 1)
+              << " MiB reserved), peak per node " << versions[2] << ", pushed " << versions[3]
+              << ", reclaimed " << versions[4] << " in " << versions[5]
+              << " GC runs, refused " << versions[6] << "\n";
   }
   std::vector<double> rates;
   for (uint64_t c : committed) rates.push_back(double(c) / window_s);
@@ -210,6 +255,29 @@ Status report(const BenchOptions& o, const Workload& wl, const store::Catalog& c
     for (size_t i = 0; i < types.size(); ++i)
       j.key(types[i]).value(double(committed[i]) / window_s);
     j.end_object();
+    j.key("per_type_aborts").begin_object();
+    for (size_t i = 0; i < types.size(); ++i) j.key(types[i]).value(type_aborts[i]);
+    j.end_object();
+    j.key("ro_lock_wait").begin_object();
+    for (size_t i = 0; i < types.size(); ++i) {
+      if (!read_only[i]) continue;
+      j.key(types[i]).begin_object();
+      j.key("blocked_reads").value(ro_blocked[i]);
+      j.key("wait_us").value(double(ro_wait_ns[i]) / 1e3, 1);
+      j.key("wait_us_per_txn")
+          .value(committed[i] ? double(ro_wait_ns[i]) / 1e3 / double(committed[i]) : 0.0, 3);
+      j.end_object();
+    }
+    j.end_object();
+    if (versions.size() >= 10 && versions[0] != 0) {
+      j.key("version_store").begin_object();
+      j.key("capacity").value(versions[0]).key("in_use").value(versions[1]);
+      j.key("peak_per_node").value(versions[2]).key("pushed").value(versions[3]);
+      j.key("reclaimed").value(versions[4]).key("gc_runs").value(versions[5]);
+      j.key("refused").value(versions[6]).key("reserved_bytes").value(versions[7]);
+      j.key("in_use_bytes").value(versions[8]);
+      j.end_object();
+    }
     j.key("aborts").begin_object();
     for (int i = 1; i < txn::kAbortKinds; ++i) {
       j.key(txn::abort_name(static_cast<txn::Abort>(i))).value(aborts[i]);
@@ -268,6 +336,7 @@ Status run_bench_node(const BenchOptions& o) {
   cfg.policy = *policy;
   cfg.log_ring_bytes = o.log_ring_kb * 1024;
   cfg.caches.xcache.refresh_keys_per_miss = o.xstore_refresh_keys;
+  cfg.mvcc.versions_pct = o.versions_pct;
   cfg.arena_bytes = std::max(cfg.arena_bytes, (*wl)->arena_bytes());
   auto node = txn::TxnNode::start(*cat, cfg);
   if (!node.is_ok()) return node.status();
@@ -283,7 +352,13 @@ Status run_bench_node(const BenchOptions& o) {
   const size_t types = (*wl)->txn_types().size();
   const size_t cos = size_t{o.fabric.threads} * o.coroutines;
   std::vector<CoCounters> counters(cos);
-  for (auto& c : counters) c.committed.assign(types, 0);
+  for (auto& c : counters) {
+    c.committed.assign(types, 0);
+    c.type_aborts.assign(types, 0);
+    c.ro_blocked.assign(types, 0);
+    c.ro_wait_ns.assign(types, 0);
+    c.read_only.assign(types, 0);
+  }
   std::vector<std::vector<int64_t>> sums(cos);
   Shared sh;
   const uint32_t first_index = uint32_t(o.node) * uint32_t(cos);
@@ -296,12 +371,17 @@ Status run_bench_node(const BenchOptions& o) {
       const uint64_t t0 = r2::now_ns();
       bool done = false;
       for (uint32_t attempt = 0; attempt < kMaxAttempts; ++attempt) {
-        const txn::Abort r = ctx.engine.run(d.proc);
+        const txn::Abort r = ctx.engine.run(d.proc, d.kind);
         const bool measuring = sh.phase.load(std::memory_order_relaxed) == 1;
         if (r == txn::Abort::kNone) {
           client->committed();
           if (measuring) {
             ++cc.committed[d.type];
+            if (d.kind == txn::Kind::kReadOnly) {
+              cc.read_only[d.type] = 1;
+              cc.ro_blocked[d.type] += ctx.engine.last_read_wait().blocked_reads;
+              cc.ro_wait_ns[d.type] += ctx.engine.last_read_wait().wait_ns;
+            }
             cc.hist.record(r2::now_ns() - t0);
             cc.total.store(cc.total.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
           }
@@ -310,6 +390,7 @@ Status run_bench_node(const BenchOptions& o) {
         }
         if (measuring) {
           ++cc.aborts[static_cast<int>(r)];
+          ++cc.type_aborts[d.type];
           count_abort(cc.by_table, static_cast<uint64_t>(r), ctx.engine.abort_table(), 1);
         }
         if (r == txn::Abort::kUserAbort || sh.phase.load(std::memory_order_relaxed) == 2) {
@@ -352,14 +433,31 @@ Status run_bench_node(const BenchOptions& o) {
   mine.window_ns = window;
   mine.committed.assign(types, 0);
   mine.aborts.assign(txn::kAbortKinds, 0);
+  mine.type_aborts.assign(types, 0);
+  mine.ro_blocked.assign(types, 0);
+  mine.ro_wait_ns.assign(types, 0);
+  mine.read_only.assign(types, 0);
   for (auto& c : counters) {
-    for (size_t i = 0; i < types; ++i) mine.committed[i] += c.committed[i];
+    for (size_t i = 0; i < types; ++i) {
+      mine.committed[i] += c.committed[i];
+      mine.type_aborts[i] += c.type_aborts[i];
+      mine.ro_blocked[i] += c.ro_blocked[i];
+      mine.ro_wait_ns[i] += c.ro_wait_ns[i];
+      mine.read_only[i] |= c.read_only[i];
+    }
     for (int i = 0; i < txn::kAbortKinds; ++i) mine.aborts[i] += c.aborts[i];
     for (const TableAborts& t : c.by_table) count_abort(mine.by_table, t.reason, t.table, t.count);
     mine.given_up += c.given_up;
     mine.hist.merge(c.hist);
   }
   for (auto& s : sums) add_into(mine.client_sums, s);
+  if (const dst::MvccNode* m = n.mvcc()) {
+    const dst::VersionStoreStats v = m->totals();
+    // in-use bytes: each store's slots are its capacity's share of its bytes
+    const uint64_t used_bytes = v.capacity ? v.bytes / v.capacity * v.in_use : 0;
+    mine.versions = {v.capacity, v.in_use, v.peak,  v.pushed, v.reclaimed,
+                     v.gc_runs,  v.full,   v.bytes, used_bytes, 1};
+  }
   auto audit = (*wl)->node_audit(n.store(), *cat);
   if (!audit.is_ok()) return fail(audit.status().with_context("audit"));
   mine.node_audit = *audit;

@@ -30,6 +30,7 @@ std::vector<std::string> BenchOptions::node_args(int n, const std::string& coord
       "--seed=" + std::to_string(seed),
       "--log-ring-kb=" + std::to_string(log_ring_kb),
       "--xstore-refresh-keys=" + std::to_string(xstore_refresh_keys),
+      "--versions-pct=" + std::to_string(versions_pct),
       "--fabric-delay-ns=" + std::to_string(fabric.delay_ns),
       "--node=" + std::to_string(n),
       "--coordinator=" + coord,
@@ -45,7 +46,7 @@ std::vector<std::string> BenchOptions::node_args(int n, const std::string& coord
 Result<BenchOptions> parse_bench(int argc, char** argv) {
   BenchOptions o;
   uint32_t nodes = 3, threads = 1, coroutines = 8, replicas = 0;
-  std::string fabric = "shm", config;
+  std::string fabric = "shm", config, mvcc;
   std::vector<std::string> phases;
   po::options_description desc("drtmx-bench: a transactional workload on a local cluster\nOptions");
   desc.add_options()("help,h", "show this help")("config", po::value(&config),
@@ -64,7 +65,14 @@ Result<BenchOptions> parse_bench(int argc, char** argv) {
           .c_str())(
       "phase", po::value(&phases)->composing(),
       "per-phase override KEY=VALUE (execute, lock, validate, log, commit, passive-ack, "
-      "ro-read, ro-validate), repeatable")(
+      "ro-read, ro-validate, mvcc), repeatable")(
+      "mvcc", po::value(&mvcc),
+      "multi-versioning: off | dst (snapshot read-only transactions by decentralized scalar "
+      "timestamps; Validate and Commit become RPCs) | gts; default: the preset's (drtmx: dst, "
+      "the others: off)")(
+      "versions-pct", po::value(&o.versions_pct)->default_value(2),
+      "MVCC: each partition copy's version store holds this % of its table's capacity in old "
+      "versions (at least 4096)")(
       "replicas", po::value(&replicas)->default_value(0),
       "copies of each partition, 1..3 (0: 3, or the node count if smaller)")(
       "inprocess", po::bool_switch(&o.inprocess), "run the nodes as threads of this process")(
@@ -118,6 +126,8 @@ Result<BenchOptions> parse_bench(int argc, char** argv) {
     if (eq == std::string::npos || eq == 0) return bad("--phase=" + p + ": expected KEY=VALUE");
     o.overrides[p.substr(0, eq)] = p.substr(eq + 1);
   }
+  if (vm.count("mvcc")) o.overrides["mvcc"] = mvcc;
+  if (!(o.versions_pct > 0 && o.versions_pct <= 1000)) return bad("--versions-pct must be in (0, 1000]");
   for (auto& [k, v] : wl_storage) {
     if (vm.count(k)) o.workload[k] = v;
   }
@@ -135,7 +145,7 @@ Result<BenchOptions> parse_bench(int argc, char** argv) {
   if (o.join_timeout_ms < 100 || o.join_timeout_ms > 3600000)
     return bad("--join-timeout-ms must be 100..3600000");
   // --policy: one preset, a comma list, or "all" (the launcher runs each).
-  if (o.policy == "all") o.policy = "drtmh,drtm-r,farm,fasst";
+  if (o.policy == "all") o.policy = "drtmh,drtm-r,farm,fasst,drtmx";
   if (!o.policy.empty() && o.policy.back() == ',')
     return bad("--policy=" + o.policy + ": empty preset name in the list");
   {

@@ -27,6 +27,10 @@ namespace drtmx::bench {
 struct TxnDraw {
   int type = 0;         // index into Workload::txn_types()
   txn::Procedure proc;  // may be re-run on abort: must reset its outputs each attempt
+  // kReadOnly: the procedure only reads (get, prefetch, read_ahead, scan);
+  // the engine then runs it as a read-only transaction — validated OCC, or
+  // a snapshot that never aborts under MVCC (--mvcc=dst).
+  txn::Kind kind = txn::Kind::kReadWrite;
 };
 
 // One coroutine's transaction source (owns its random state).

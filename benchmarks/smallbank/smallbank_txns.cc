@@ -45,7 +45,9 @@ class Client final : public WorkloadClient {
       c1_ = group_member();
       while (c1_ == c0_) c1_ = group_member();
     }
-    return TxnDraw{type_, [this](Txn& tx) { return run(tx); }};
+    const bool read_only = type_ == kBalance || type_ == kAudit;
+    return TxnDraw{type_, [this](Txn& tx) { return run(tx); },
+                   read_only ? txn::Kind::kReadOnly : txn::Kind::kReadWrite};
   }
 
   void committed() override {

@@ -66,7 +66,8 @@ class Client final : public WorkloadClient {
         return {type_, [this](txn::Txn& tx) { return payment(tx, c_, pay_, &pay_out_); }};
       case kOrderStatusTxn:
         draw_order_status();
-        return {type_, [this](txn::Txn& tx) { return order_status(tx, c_, os_, &os_out_); }};
+        return {type_, [this](txn::Txn& tx) { return order_status(tx, c_, os_, &os_out_); },
+                txn::Kind::kReadOnly};
       case kDeliveryTxn:
         del_ = DeliveryInput{home_, static_cast<uint32_t>(rng_.uniform(1, 10)), date(), {}};
         for (uint32_t d = 1; dl_ != nullptr && d <= kDistricts; ++d) {
@@ -76,7 +77,8 @@ class Client final : public WorkloadClient {
       default:
         sl_ =
             StockLevelInput{home_, terminal_district_, static_cast<int32_t>(rng_.uniform(10, 20))};
-        return {type_, [this](txn::Txn& tx) { return stock_level(tx, c_, sl_, &sl_out_); }};
+        return {type_, [this](txn::Txn& tx) { return stock_level(tx, c_, sl_, &sl_out_); },
+                txn::Kind::kReadOnly};
     }
   }
 

@@ -46,7 +46,7 @@ namespace drtmx::dst {
 struct MvccConfig {
   // Each partition copy's version store holds this share of its table's
   // record capacity (in versions), and at least min_versions.
-  double versions_pct = 10;
+  double versions_pct = 2;
   uint64_t min_versions = 4096;
   // This node's clocks run this many microseconds ahead (negative: behind)
   // — simulated clock skew, to study freshness; correctness never depends

@@ -89,6 +89,18 @@ TEST(TpccBench, StockLevelTwentyDistrictsInTheMix) {
   const std::string j = tpcc("sl20", "--stock-level-districts=20 --mix=40,40,0,0,20");
   EXPECT_GT(rate(j, "StockLevel"), 0) << j;
 }
+// drtmx (MVCC): Order-Status and Stock-Level over 20 districts are
+// snapshots — no aborted attempt; the consistency check passes.
+TEST(TpccBench, SnapshotReadOnlyTypesNeverAbortUnderDrtmx) {
+  const std::string j = tpcc("sl20x", "--policy=drtmx --stock-level-districts=20");
+  const size_t pta = j.find("\"per_type_aborts\"");
+  ASSERT_NE(pta, std::string::npos) << j;
+  const std::string aborts = j.substr(pta, j.find('}', pta) - pta);
+  EXPECT_EQ(rate(aborts, "StockLevel"), 0) << aborts;
+  EXPECT_EQ(rate(aborts, "OrderStatus"), 0) << aborts;
+  EXPECT_GT(rate(j, "StockLevel"), 0) << j;
+  EXPECT_NE(j.find("\"ro_lock_wait\""), std::string::npos) << j;
+}
 TEST(TpccBench, StandardMix) {
   const std::string j = tpcc("std", "--variant=standard");
   EXPECT_NE(j.find("\"NewOrder\""), std::string::npos) << j;
@@ -116,12 +128,12 @@ void every_policy(const std::string& variant) {
   ASSERT_EQ(o.exit_code, 0) << o.output;
   const size_t table = o.output.find("policy     committed/s");
   ASSERT_NE(table, std::string::npos) << o.output;
-  for (const char* p : {"drtmh", "drtm-r", "farm", "fasst"}) {
+  for (const char* p : {"drtmh", "drtm-r", "farm", "fasst", "drtmx"}) {
     EXPECT_NE(o.output.find(std::string("\n") + p, table), std::string::npos) << p << o.output;
   }
   size_t ok = 0;
   for (size_t at = 0; (at = o.output.find("check: ok", at)) != std::string::npos; ++at) ++ok;
-  EXPECT_EQ(ok, 4u) << o.output;
+  EXPECT_EQ(ok, 5u) << o.output;
 }
 TEST(TpccBench, VariantNoEveryPolicyInOneTable) {
   every_policy("no");
