@@ -139,15 +139,25 @@ bool VersionStore::push(uint64_t slot, const uint8_t* rec, Timestamp superseded_
   return true;
 }
 
-void VersionStore::bury(uint64_t slot, uint64_t key, const uint8_t* rec, Timestamp deleted_at) {
-  if (slot >= o_.record_slots) return;
+bool VersionStore::bury(uint64_t slot, uint64_t key, const uint8_t* rec, Timestamp deleted_at) {
+  if (slot >= o_.record_slots) return false;
   std::lock_guard<std::mutex> g(mu_);
-  if (reserved_ > 0) --reserved_;
+  if (reserved_ > 0) {
+    --reserved_;
+  } else if (head_.load(std::memory_order_relaxed) - tail_.load(std::memory_order_relaxed) >=
+                 o_.capacity &&
+             (gc_locked(last_lwm_) == 0 || head_.load(std::memory_order_relaxed) -
+                                                   tail_.load(std::memory_order_relaxed) >=
+                                               o_.capacity)) {
+    ++st_.full;
+    return false;
+  }
   const uint64_t older = heads_[slot].load(std::memory_order_acquire);
   const uint64_t link = push_locked(older, rec, deleted_at, true);
   heads_[slot].store(0, std::memory_order_release);
   graveyard_[key].push_front(link);
   graves_.push_back({link - 1, key});
+  return true;
 }
 
 void VersionStore::detach(uint64_t slot) {

@@ -121,9 +121,10 @@ class VersionStore {
   // otherwise false when there is no room.
   bool push(uint64_t slot, const uint8_t* rec, Timestamp superseded_at, bool reserved);
   // Record slot `slot` is deleted at `deleted_at`: pushes its last version
-  // `rec` (as push, with a reservation) and moves its chain to the
-  // graveyard under `key`; the slot's chain is empty afterwards.
-  void bury(uint64_t slot, uint64_t key, const uint8_t* rec, Timestamp deleted_at);
+  // `rec` (as push) and moves its chain to the graveyard under `key`; the
+  // slot's chain is empty afterwards. False (nothing changed) when there
+  // is no reservation and no room.
+  bool bury(uint64_t slot, uint64_t key, const uint8_t* rec, Timestamp deleted_at);
   // Record slot `slot` is handed to a new tenant: forgets its chain (the
   // versions stay until GC; nobody reaches them through this slot).
   void detach(uint64_t slot);

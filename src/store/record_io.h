@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <vector>
 
 #include "store/record.h"
@@ -42,6 +43,16 @@ class RecordImage {
 
  private:
   std::vector<uint64_t> words_;
+};
+
+// MVCC on a backup copy (apply_in_order): the commit timestamp the new
+// version carries, and `keep_old`, called with the record locked and
+// before it changes (`old_image`: its whole slot; `deleted`: the change
+// deletes it) to keep the replaced version. keep_old returning false
+// defers the change (the caller retries it later); nothing changed then.
+struct ApplyMvcc {
+  uint64_t wts = 0;
+  std::function<bool(uint64_t record_offset, const uint8_t* old_image, bool deleted)> keep_old;
 };
 
 inline std::atomic_ref<uint64_t> lock_of(uint8_t* rec) {

@@ -17,6 +17,7 @@ Abort Engine::log() {
     r.op = a.insert ? RedoOp::kInsert : a.remove ? RedoOp::kDelete : RedoOp::kUpdate;
     r.key = a.key;
     r.version = a.ref.version + 1;  // an insert: 1 (reserved at version 0)
+    r.ts = mvcc_on() ? commit_ts_ : 0;
     if (!a.remove) {
       // Read for update but never put: the old value with the new version,
       // exactly what Commit writes back.

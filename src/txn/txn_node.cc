@@ -168,10 +168,28 @@ Status TxnNode::setup_worker(r2::Worker& w, const r2::Region* scratch, const r2:
         const Change c = r.op == RedoOp::kInsert   ? Change::kInsert
                          : r.op == RedoOp::kDelete ? Change::kDelete
                                                    : Change::kUpdate;
-        Result<bool> res = spec == nullptr
-                               ? Result<bool>(internal_error("log record of unknown table " +
-                                                             std::to_string(r.table)))
-                               : store_->apply_in_order(*spec, r.key, c, r.version, r.value);
+        // MVCC: backups keep the replaced versions too (a promoted backup
+        // serves snapshots), superseded at the record's commit timestamp.
+        store::ApplyMvcc keep;
+        if (mvcc_ && spec != nullptr) {
+          keep.wts = r.ts;
+          keep.keep_old = [this, spec, &r](uint64_t offset, const uint8_t* old, bool deleted) {
+            dst::MvccNode::Record rec;
+            if (!mvcc_->resolve(store::tables::table_region(spec->id), offset, spec->value_size,
+                                &rec) ||
+                rec.vs == nullptr) {
+              return true;  // not a versioned record: nothing to keep
+            }
+            return deleted ? rec.vs->bury(rec.slot, r.key, old, r.ts)
+                           : rec.vs->push(rec.slot, old, r.ts, /*reserved=*/false);
+          };
+        }
+        Result<bool> res =
+            spec == nullptr
+                ? Result<bool>(
+                      internal_error("log record of unknown table " + std::to_string(r.table)))
+                : store_->apply_in_order(*spec, r.key, c, r.version, r.value,
+                                         mvcc_ ? &keep : nullptr);
         if (!res.is_ok()) {
           install_errors_.fetch_add(1);
           return true;  // dropped (counted): finish() reports it

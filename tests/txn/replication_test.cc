@@ -224,7 +224,7 @@ TEST(Replication, RedoPayloadsRoundTripAndMalformedOnesAreRefused) {
   std::vector<uint8_t> a(5, 1), b(16, 2), out;
   RedoRecord in[3];
   in[0] = {1, RedoOp::kUpdate, 10, 3, a};
-  in[1] = {2, RedoOp::kInsert, 11, 1, b};
+  in[1] = {2, RedoOp::kInsert, 11, 1, b, /*ts=*/(uint64_t{5} << 40) + 3};
   in[2] = {1, RedoOp::kDelete, 12, 7, {}};
   encode_redo(in, &out);
   std::vector<RedoRecord> back;
@@ -232,6 +232,8 @@ TEST(Replication, RedoPayloadsRoundTripAndMalformedOnesAreRefused) {
   ASSERT_EQ(back.size(), 3u);
   EXPECT_EQ(back[1].key, 11u);
   EXPECT_EQ(back[1].op, RedoOp::kInsert);
+  EXPECT_EQ(back[1].ts, (uint64_t{5} << 40) + 3);  // the commit timestamp travels
+  EXPECT_EQ(back[0].ts, 0u);
   EXPECT_EQ(back[0].value.size(), 5u);
   EXPECT_TRUE(back[2].value.empty());
   EXPECT_FALSE(decode_redo(out.data(), 10, &back));  // truncated

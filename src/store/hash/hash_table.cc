@@ -136,7 +136,7 @@ Result<RecordLoc> HashTable::insert(uint64_t key, std::span<const uint8_t> value
 }
 
 Result<RecordLoc> HashTable::insert_version(uint64_t key, std::span<const uint8_t> value,
-                                            uint64_t version, uint64_t lock_word) {
+                                            uint64_t version, uint64_t lock_word, uint64_t wts) {
   DRTMX_RETURN_IF_ERROR(check_value(value));
   const uint32_t head = bucket_index(key, layout_.buckets);
   lock_chain(head);
@@ -209,6 +209,7 @@ Result<RecordLoc> HashTable::insert_version(uint64_t key, std::span<const uint8_
   h->key = key;
   h->incarnation = grant->incarnation;
   h->flags = kLive;
+  h->wts = wts;
   if (!value.empty()) std::memcpy(img.value(), value.data(), value.size());
   store::seal(img.data(), layout_.value_size);
   // A reservation is locked before it is published (relaxed: the release
@@ -313,7 +314,7 @@ void HashTable::raise_deleted_high(uint64_t v) {
 }
 
 Result<bool> HashTable::apply_in_order(uint64_t key, Change c, uint64_t version,
-                                       std::span<const uint8_t> value) {
+                                       std::span<const uint8_t> value, const ApplyMvcc* mvcc) {
   DRTMX_RETURN_IF_ERROR(check_value(value));
   if (version == 0) return invalid_argument("hash table apply: version 0 is never committed");
   const uint32_t head = bucket_index(key, layout_.buckets);
@@ -330,7 +331,7 @@ Result<bool> HashTable::apply_in_order(uint64_t key, Change c, uint64_t version,
       return skipped_.skip_if_replaced(key, version, fh.version);
     }
     unlock_chain(head);
-    Result<RecordLoc> ins = insert_version(key, value, version);
+    Result<RecordLoc> ins = insert_version(key, value, version, 0, mvcc ? mvcc->wts : 0);
     if (ins.is_ok()) return true;
     if (ins.status().code() == Code::kAlreadyExists) return false;  // raced: retry later
     return ins.status();
@@ -361,7 +362,14 @@ Result<bool> HashTable::apply_in_order(uint64_t key, Change c, uint64_t version,
     if (h->version >= version) return skipped_.covers(key, version, c == Change::kDelete);
     return false;  // an earlier change of the key has not arrived
   }
+  if (mvcc != nullptr && mvcc->keep_old &&
+      !mvcc->keep_old(off, static_cast<const uint8_t*>(img.data()), c == Change::kDelete)) {
+    lock_of(rec).store(0, std::memory_order_release);
+    unlock_chain(head);
+    return false;  // no room for the old version yet: retry later
+  }
   h->version = version;
+  if (mvcc != nullptr) h->wts = mvcc->wts;
   if (c == Change::kUpdate) {
     store_live(img, rec, version, value);
     lock_of(rec).store(0, std::memory_order_release);

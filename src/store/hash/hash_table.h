@@ -135,8 +135,10 @@ class HashTable {
   // caller retries later). Changes of one key then land in commit order
   // whatever order the log rings deliver them in.
   enum class Change : uint8_t { kInsert, kUpdate, kDelete };
+  // `mvcc` (optional): the new version's wts and the keeper of the
+  // replaced one (store/record_io.h).
   Result<bool> apply_in_order(uint64_t key, Change c, uint64_t version,
-                              std::span<const uint8_t> value);
+                              std::span<const uint8_t> value, const ApplyMvcc* mvcc = nullptr);
   // A consistent copy of the value (value_out.size() >= value_size) and the
   // record's location. kNotFound if absent; kUnavailable if a writer kept
   // the record torn for all bounded retries (a transaction mid write-back).
@@ -167,7 +169,7 @@ class HashTable {
   bool find_locked(uint32_t head, uint64_t key, SlotPos* pos) const;
   // `lock_word` != 0: the record is published locked with it (reserve).
   Result<RecordLoc> insert_version(uint64_t key, std::span<const uint8_t> value, uint64_t version,
-                                   uint64_t lock_word = 0);
+                                   uint64_t lock_word = 0, uint64_t wts = 0);
   Status check_value(std::span<const uint8_t> value) const;
   // Deletes the record at `pos` of chain `head` at `version` (0: the
   // record's version + 1, or above deleted_high_ for a reservation): the

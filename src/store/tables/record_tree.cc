@@ -40,7 +40,8 @@ Result<RecordAddr> RecordTree::insert(uint64_t key, std::span<const uint8_t> val
 }
 
 Result<RecordAddr> RecordTree::insert_version(uint64_t key, std::span<const uint8_t> value,
-                                              uint64_t version, bool upsert, uint64_t lock_word) {
+                                              uint64_t version, bool upsert, uint64_t lock_word,
+                                              uint64_t wts) {
   if (value.size() > value_size_) {
     return out_of_range("record tree insert: value of " + std::to_string(value.size()) +
                         " bytes exceeds the table's value size " + std::to_string(value_size_));
@@ -53,6 +54,7 @@ Result<RecordAddr> RecordTree::insert_version(uint64_t key, std::span<const uint
   h->key = key;
   h->incarnation = grant->incarnation;
   h->flags = kLive;
+  h->wts = wts;
   if (!value.empty()) std::memcpy(img.value(), value.data(), value.size());
   seal(img.data(), value_size_);
   uint8_t* rec = slot(grant->offset);
@@ -122,7 +124,8 @@ Result<bool> RecordTree::install(uint64_t key, uint64_t version, std::span<const
   for (int attempt = 0; attempt < 4; ++attempt) {
     RecordAddr a;
     if (tree_.get(key, &a) != xstore::XStatus::kOk) {
-      Result<RecordAddr> ins = insert_version(key, value, version, /*upsert=*/false);
+      Result<RecordAddr> ins =
+          insert_version(key, value, version, /*upsert=*/false);
       if (ins.is_ok()) return true;
       if (ins.status().code() != Code::kAlreadyExists) return ins.status();
       continue;  // another applier inserted it meanwhile: compare versions
@@ -142,13 +145,14 @@ Result<bool> RecordTree::install(uint64_t key, uint64_t version, std::span<const
 }
 
 void RecordTree::rewrite(const RecordAddr& a, uint32_t flags, std::span<const uint8_t> value,
-                         uint64_t version) {
+                         uint64_t version, const uint64_t* wts) {
   uint8_t* rec = slot(a.offset);
   RecordImage img(slot_bytes());
   img.load(rec);  // we hold the lock: no other writer
   RecordHeader* h = img.header();
   h->version = version != 0 ? version : h->version + 1;
   h->flags = flags;
+  if (wts != nullptr) h->wts = *wts;
   if (!value.empty()) {
     std::memset(img.value(), 0, value_size_);
     std::memcpy(img.value(), value.data(), value.size());
@@ -176,7 +180,7 @@ void RecordTree::raise_deleted_high(uint64_t v) {
 }
 
 Result<bool> RecordTree::apply_in_order(uint64_t key, Change c, uint64_t version,
-                                        std::span<const uint8_t> value) {
+                                        std::span<const uint8_t> value, const ApplyMvcc* mvcc) {
   if (value.size() > value_size_) {
     return out_of_range("record tree apply: value of " + std::to_string(value.size()) +
                         " bytes exceeds the table's value size " + std::to_string(value_size_));
@@ -192,7 +196,8 @@ Result<bool> RecordTree::apply_in_order(uint64_t key, Change c, uint64_t version
       // delete has not arrived (skipped_incarnations.h).
       return skipped_.skip_if_replaced(key, version, fh.version);
     }
-    Result<RecordAddr> ins = insert_version(key, value, version, /*upsert=*/false);
+    Result<RecordAddr> ins =
+        insert_version(key, value, version, /*upsert=*/false, 0, mvcc ? mvcc->wts : 0);
     if (ins.is_ok()) return true;
     if (ins.status().code() == Code::kAlreadyExists) return false;
     return ins.status();
@@ -211,8 +216,17 @@ Result<bool> RecordTree::apply_in_order(uint64_t key, Change c, uint64_t version
     if (h.version >= version) return skipped_.covers(key, version, c == Change::kDelete);
     return false;  // an earlier change of the key has not arrived
   }
+  if (mvcc != nullptr && mvcc->keep_old) {
+    std::vector<uint64_t> old(slot_bytes() / 8);
+    load_words(old.data(), slot(a.offset), slot_bytes());
+    if (!mvcc->keep_old(a.offset, reinterpret_cast<const uint8_t*>(old.data()),
+                        c == Change::kDelete)) {
+      unlock_record(a);
+      return false;  // no room for the old version yet: retry later
+    }
+  }
   if (c == Change::kUpdate) {
-    rewrite(a, kLive, value, version);
+    rewrite(a, kLive, value, version, mvcc ? &mvcc->wts : nullptr);
     unlock_record(a);
     return true;
   }

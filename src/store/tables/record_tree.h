@@ -26,6 +26,7 @@
 
 #include "base/status.h"
 #include "store/heap.h"
+#include "store/record_io.h"
 #include "store/skipped_incarnations.h"
 #include "store/tables/plan.h"
 #include "store/xstore/server/xtree.h"
@@ -60,7 +61,7 @@ class RecordTree {
   Status remove_held(uint64_t key, const RecordAddr& a, uint64_t lock_word);
   enum class Change : uint8_t { kInsert, kUpdate, kDelete };
   Result<bool> apply_in_order(uint64_t key, Change c, uint64_t version,
-                              std::span<const uint8_t> value);
+                              std::span<const uint8_t> value, const ApplyMvcc* mvcc = nullptr);
   // True + a consistent copy of the value (value_out >= value_size).
   Result<bool> get(uint64_t key, std::span<uint8_t> value_out, RecordAddr* where = nullptr) const;
 
@@ -76,10 +77,10 @@ class RecordTree {
   void unlock_record(const RecordAddr& a);
   // Writes `version` (0: version + 1), flags and value over a locked record.
   void rewrite(const RecordAddr& a, uint32_t flags, std::span<const uint8_t> value,
-               uint64_t version = 0);
+               uint64_t version = 0, const uint64_t* wts = nullptr);
   // `lock_word` != 0: the record is published locked with it (reserve).
   Result<RecordAddr> insert_version(uint64_t key, std::span<const uint8_t> value, uint64_t version,
-                                    bool upsert, uint64_t lock_word = 0);
+                                    bool upsert, uint64_t lock_word = 0, uint64_t wts = 0);
 
   void raise_deleted_high(uint64_t v);
 

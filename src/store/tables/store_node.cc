@@ -190,7 +190,7 @@ Status StoreNode::remove_held(const TableSpec& t, uint64_t key, const RecordAddr
 }
 
 Result<bool> StoreNode::apply_in_order(const TableSpec& t, uint64_t key, Change c, uint64_t version,
-                                       std::span<const uint8_t> value) {
+                                       std::span<const uint8_t> value, const ApplyMvcc* mvcc) {
   const PartitionId p = catalog_.partition_of(t, key);
   LocalPartition* part = partition(t.id, p);
   if (part == nullptr) {
@@ -198,10 +198,12 @@ Result<bool> StoreNode::apply_in_order(const TableSpec& t, uint64_t key, Change 
                      " to apply a log record to");
   }
   if (part->hash) {
-    return part->hash->apply_in_order(key, static_cast<hash::HashTable::Change>(c), version, value);
+    return part->hash->apply_in_order(key, static_cast<hash::HashTable::Change>(c), version, value,
+                                       mvcc);
   }
   if (part->records) {
-    return part->records->apply_in_order(key, static_cast<RecordTree::Change>(c), version, value);
+    return part->records->apply_in_order(key, static_cast<RecordTree::Change>(c), version, value,
+                                          mvcc);
   }
   return invalid_argument("table '" + t.name +
                           "' keeps inline values (no records): transactions cannot write it");

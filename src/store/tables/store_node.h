@@ -95,7 +95,7 @@ class StoreNode {
   // earlier change of the key has not arrived yet (retry later).
   enum class Change : uint8_t { kInsert, kUpdate, kDelete };
   Result<bool> apply_in_order(const TableSpec& t, uint64_t key, Change c, uint64_t version,
-                              std::span<const uint8_t> value);
+                              std::span<const uint8_t> value, const ApplyMvcc* mvcc = nullptr);
   // Owner-side read of the local copy (tests, audits): true + value when
   // present.
   Result<bool> get_local(const TableSpec& t, uint64_t key, std::span<uint8_t> value) const;

@@ -14,8 +14,9 @@ struct RedoHead {
   uint32_t value_len;
   uint64_t key;
   uint64_t version;
+  uint64_t ts;
 };
-static_assert(sizeof(RedoHead) == 24);
+static_assert(sizeof(RedoHead) == 32);
 
 size_t pad8(size_t n) {
   return (n + 7) & ~size_t{7};
@@ -27,7 +28,7 @@ void encode_redo(std::span<const RedoRecord> records, std::vector<uint8_t>* out)
   for (const RedoRecord& r : records) {
     RedoHead h{r.table, static_cast<uint8_t>(r.op),
                0,       static_cast<uint32_t>(r.value.size()),
-               r.key,   r.version};
+               r.key,   r.version, r.ts};
     const size_t at = out->size();
     out->resize(at + sizeof h + pad8(r.value.size()), 0);
     std::memcpy(out->data() + at, &h, sizeof h);
@@ -49,6 +50,7 @@ bool decode_redo(const uint8_t* p, uint32_t len, std::vector<RedoRecord>* out) {
     r.op = static_cast<RedoOp>(h.op);
     r.key = h.key;
     r.version = h.version;
+    r.ts = h.ts;
     r.value = {p + off, h.value_len};
     out->push_back(r);
     off += pad8(h.value_len);

@@ -44,10 +44,11 @@ struct RedoRecord {
   uint64_t key = 0;
   uint64_t version = 0;
   std::span<const uint8_t> value;  // empty for kDelete
+  uint64_t ts = 0;                 // MVCC: the commit timestamp (0 without MVCC)
 };
 
 // Entry payload: a sequence of {table u16, op u8, pad u8, value_len u32,
-// key u64, version u64, value (padded to 8)}.
+// key u64, version u64, ts u64, value (padded to 8)}.
 void encode_redo(std::span<const RedoRecord> records, std::vector<uint8_t>* out);
 // False on a malformed payload (nothing is installed from it).
 bool decode_redo(const uint8_t* p, uint32_t len, std::vector<RedoRecord>* out);
