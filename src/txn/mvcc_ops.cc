@@ -74,6 +74,30 @@ void put(std::vector<uint8_t>* out, const T& v) {
   out->insert(out->end(), p, p + sizeof v);
 }
 
+// A malformed request: an error reply when the caller waits for one (a
+// one-way message is dropped).
+void fail(r2::RpcRequest& req, const std::string& why) {
+  if (req.wants_reply()) req.reply_error(why);
+}
+
+// A header and `count` KeyItems; false with *err when they do not fit.
+bool parse_keys(std::span<const uint8_t> p, const char* what, Header* h,
+                std::vector<KeyItem>* items, std::string* err) {
+  if (p.size() < sizeof *h) {
+    *err = std::string(what) + ": request of " + std::to_string(p.size()) + " bytes is truncated";
+    return false;
+  }
+  std::memcpy(h, p.data(), sizeof *h);
+  if ((p.size() - sizeof *h) / sizeof(KeyItem) < h->count) {
+    *err = std::string(what) + ": " + std::to_string(h->count) + " items do not fit in " +
+           std::to_string(p.size()) + " bytes";
+    return false;
+  }
+  items->resize(h->count);
+  if (h->count) std::memcpy(items->data(), p.data() + sizeof *h, h->count * sizeof(KeyItem));
+  return true;
+}
+
 // --- server -------------------------------------------------------------------
 
 // A deferred snapshot request: answered by the poller once its records
@@ -174,7 +198,7 @@ template <typename F>
 bool Service::walk(r2::RpcRequest& req, Header* h, F f) {
   auto p = req.payload();
   if (p.size() < sizeof(Header)) {
-    req.reply_error("mvcc request of " + std::to_string(p.size()) + " bytes is truncated");
+    fail(req, "mvcc request of " + std::to_string(p.size()) + " bytes is truncated");
     return false;
   }
   std::memcpy(h, p.data(), sizeof *h);
@@ -183,7 +207,7 @@ bool Service::walk(r2::RpcRequest& req, Header* h, F f) {
   for (uint32_t i = 0; i < h->count; ++i) {
     Item it;
     if (end - q < static_cast<ptrdiff_t>(sizeof it)) {
-      req.reply_error("mvcc request truncated at item " + std::to_string(i));
+      fail(req, "mvcc request truncated at item " + std::to_string(i));
       return false;
     }
     std::memcpy(&it, q, sizeof it);
@@ -192,7 +216,7 @@ bool Service::walk(r2::RpcRequest& req, Header* h, F f) {
     if (h->flags & kImages) {
       const size_t n = store::record_slot_size(it.value_size);
       if (it.value_size > store::kMaxValueSize || static_cast<size_t>(end - q) < n) {
-        req.reply_error("mvcc commit truncated in the image of item " + std::to_string(i));
+        fail(req, "mvcc commit truncated in the image of item " + std::to_string(i));
         return false;
       }
       image = q;
@@ -200,8 +224,8 @@ bool Service::walk(r2::RpcRequest& req, Header* h, F f) {
     }
     dst::MvccNode::Record r;
     if (!m_.resolve(it.region, it.offset, it.value_size, &r)) {
-      req.reply_error("mvcc: record at region " + std::to_string(it.region) + " offset " +
-                      std::to_string(it.offset) + " is not a record slot of this node");
+      fail(req, "mvcc: record at region " + std::to_string(it.region) + " offset " +
+                    std::to_string(it.offset) + " is not a record slot of this node");
       return false;
     }
     f(i, it, r, image);
@@ -256,22 +280,17 @@ void Service::unlock(r2::RpcRequest& req) {
 }
 
 void Service::remove(r2::RpcRequest& req) {
-  auto p = req.payload();
   Header h;
-  if (p.size() < sizeof h) return req.reply_error("mvcc remove: truncated");
-  std::memcpy(&h, p.data(), sizeof h);
-  if ((p.size() - sizeof h) / sizeof(KeyItem) < h.count) {
-    return req.reply_error("mvcc remove: " + std::to_string(h.count) + " items do not fit");
-  }
-  for (uint32_t i = 0; i < h.count; ++i) {
-    KeyItem it;
-    std::memcpy(&it, p.data() + sizeof h + i * sizeof it, sizeof it);
+  std::vector<KeyItem> items;
+  std::string err;
+  if (!parse_keys(req.payload(), "mvcc remove", &h, &items, &err)) return fail(req, err);
+  for (const KeyItem& it : items) {
     const store::TableSpec* t = m_.catalog().find(it.table);
     dst::MvccNode::Record r;
     if (t == nullptr ||
         !m_.resolve(store::tables::table_region(it.table), it.offset, t->value_size, &r)) {
-      return req.reply_error("mvcc remove: no record of table " + std::to_string(it.table) +
-                             " at offset " + std::to_string(it.offset));
+      return fail(req, "mvcc remove: no record of table " + std::to_string(it.table) +
+                           " at offset " + std::to_string(it.offset));
     }
     // We hold its lock: the record is stable. Its versions go to the
     // graveyard (snapshots older than the delete still read it), then the
@@ -288,18 +307,13 @@ void Service::remove(r2::RpcRequest& req) {
 }
 
 void Service::claim(r2::RpcRequest& req) {
-  auto p = req.payload();
   Header h;
-  if (p.size() < sizeof h) return req.reply_error("mvcc claim: truncated");
-  std::memcpy(&h, p.data(), sizeof h);
-  if ((p.size() - sizeof h) / sizeof(KeyItem) < h.count) {
-    return req.reply_error("mvcc claim: " + std::to_string(h.count) + " items do not fit");
-  }
-  for (uint32_t i = 0; i < h.count; ++i) {
-    KeyItem it;
-    std::memcpy(&it, p.data() + sizeof h + i * sizeof it, sizeof it);
+  std::vector<KeyItem> items;
+  std::string err;
+  if (!parse_keys(req.payload(), "mvcc claim", &h, &items, &err)) return fail(req, err);
+  for (const KeyItem& it : items) {
     const store::TableSpec* t = m_.catalog().find(it.table);
-    if (t == nullptr) return req.reply_error("mvcc claim: unknown table");
+    if (t == nullptr) return fail(req, "mvcc claim: unknown table " + std::to_string(it.table));
     if (auto* rt = m_.range_ts(it.table, m_.catalog().partition_of(*t, it.key))) {
       store::atomic_max_ts(reinterpret_cast<uint64_t*>(rt), h.ts);
     }
@@ -398,18 +412,9 @@ bool Service::run_snapshot(uint16_t rpc, std::span<const uint8_t> p, std::vector
 bool Service::snapshot_get(std::span<const uint8_t> p, std::vector<uint8_t>* reply,
                            uint64_t* blocked, std::string* err) {
   Header h;
-  if (p.size() < sizeof h) {
-    *err = "snapshot get: truncated";
-    return false;
-  }
-  std::memcpy(&h, p.data(), sizeof h);
-  if ((p.size() - sizeof h) / sizeof(KeyItem) < h.count) {
-    *err = "snapshot get: " + std::to_string(h.count) + " items do not fit";
-    return false;
-  }
-  for (uint32_t i = 0; i < h.count; ++i) {
-    KeyItem it;
-    std::memcpy(&it, p.data() + sizeof h + i * sizeof it, sizeof it);
+  std::vector<KeyItem> items;
+  if (!parse_keys(p, "snapshot get", &h, &items, err)) return false;
+  for (const KeyItem& it : items) {
     const store::TableSpec* t = m_.catalog().find(it.table);
     if (t == nullptr) {
       *err = "snapshot get: unknown table " + std::to_string(it.table);

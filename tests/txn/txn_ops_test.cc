@@ -22,6 +22,7 @@
 #include "r2/control/control.h"
 #include "r2/shm/shm_fabric.h"
 #include "store/record.h"
+#include "txn/mvcc_ops.h"
 #include "txn/txn_node.h"
 
 namespace drtmx::txn {
@@ -576,6 +577,29 @@ void abort_script(const store::Catalog& cat, TxnContext& c) {
     HeldRecord not_held{kKv, 8, r8.addr, 0};
     EXPECT_FALSE(loc.remove_held(co, {&not_held, 1}, foreign, /*passive=*/false).is_ok());
     EXPECT_EQ(run(read_then({8}, [] {})), Abort::kNone);
+    if (c.engine.policy().mvcc != Mvcc::kOff) {
+      // The MVCC requests too: truncated, a count larger than the items,
+      // an address that is no record slot, a scan of a hash table.
+      for (uint16_t id : {kRpcMvccLock, kRpcMvccCheck, kRpcSnapshotGet, kRpcSnapshotScan,
+                          kRpcRangeClaim, kRpcMvccRemove}) {
+        EXPECT_FALSE(co.call({1, co.thread()}, id, short_req, sizeof short_req, reply).is_ok())
+            << id;
+        uint64_t many[3] = {foreign, 1, 9};  // header: 9 items, none follow
+        EXPECT_FALSE(co.call({1, co.thread()}, id, many, sizeof many, reply).is_ok()) << id;
+      }
+      RecordRef off_slot = r8;
+      off_slot.addr.offset += 8;  // inside a record, not at a slot
+      std::vector<MvccLockResult> lr;
+      EXPECT_FALSE(rpc_mvcc_lock(co, {&off_slot, 1}, foreign, &lr).is_ok());
+      std::vector<Key> keys;
+      std::vector<uint8_t> values;
+      bool exhausted = false;
+      ReadWait w;
+      EXPECT_FALSE(rpc_snapshot_scan(co, loc.primary(kKv, 8), kKv, 0, 100, 10, sizeof(Val), 1,
+                                     true, &keys, &values, &exhausted, &w)
+                       .is_ok());
+      EXPECT_EQ(run(read_then({8}, [] {})), Abort::kNone);  // nothing was touched
+    }
   }
 
   const TxnStats& s = e.stats();
