@@ -68,8 +68,9 @@ Result<BenchOptions> parse_bench(int argc, char** argv) {
       "ro-read, ro-validate, mvcc), repeatable")(
       "mvcc", po::value(&mvcc),
       "multi-versioning: off | dst (snapshot read-only transactions by decentralized scalar "
-      "timestamps; Validate and Commit become RPCs) | gts; default: the preset's (drtmx: dst, "
-      "the others: off)")(
+      "timestamps; Validate and Commit become RPCs) | gts (the centralized baseline: a "
+      "timestamp oracle on node 0); default: the preset's (drtmx: dst, drtmx-gts: gts, the "
+      "others: off)")(
       "versions-pct", po::value(&o.versions_pct)->default_value(2),
       "MVCC: each partition copy's version store holds this % of its table's capacity in old "
       "versions (at least 4096)")(

@@ -170,9 +170,7 @@ Timestamp MvccNode::publish(Timestamp now) {
 
 void MvccNode::set_peer_floor(store::NodeId16 node, Timestamp floor) {
   if (node >= peers_.size()) return;
-  Timestamp cur = peers_[node].load(std::memory_order_relaxed);
-  while (floor > cur && !peers_[node].compare_exchange_weak(cur, floor)) {
-  }
+  atomic_raise(peers_[node], floor);
 }
 
 Timestamp MvccNode::lwm() const {

@@ -35,6 +35,7 @@
 
 #include "base/status.h"
 #include "dst/floor.h"
+#include "dst/oracle.h"
 #include "dst/timestamp.h"
 #include "dst/version_store.h"
 #include "r2/fabric.h"
@@ -99,6 +100,15 @@ class MvccNode {
   Timestamp publish(Timestamp now);
   void set_peer_floor(store::NodeId16 node, Timestamp floor);
   Timestamp lwm() const;
+  // GTS: the newest StableTS this node has seen (from its snapshots'
+  // fetches and node 0's floor messages) — the `now` of its floor: every
+  // snapshot here reads at a StableTS fetched later, so never below it.
+  void observe_stable(Timestamp s) { atomic_raise(seen_stable_, s); }
+  Timestamp seen_stable() const { return seen_stable_.load(std::memory_order_acquire); }
+  // GTS, node 0: hosts the oracle in `region` (GtsOracle::kRegionBytes of
+  // GtsOracle::kRegion). oracle() is null elsewhere.
+  void host_oracle(uint8_t* region) { oracle_ = std::make_unique<GtsOracle>(region); }
+  GtsOracle* oracle() const { return oracle_.get(); }
   // GC of every store with lwm(); versions freed.
   uint64_t gc();
   // Sums over every store of this node.
@@ -125,6 +135,11 @@ class MvccNode {
         clocks_(cfg.workers),
         peers_(c.nodes()) {}
   const Copy* find(store::TableId t, store::PartitionId p) const;
+  static void atomic_raise(std::atomic<Timestamp>& a, Timestamp v) {
+    Timestamp cur = a.load(std::memory_order_relaxed);
+    while (v > cur && !a.compare_exchange_weak(cur, v)) {
+    }
+  }
 
   const store::Catalog& catalog_;
   store::tables::StoreNode& store_;
@@ -136,6 +151,8 @@ class MvccNode {
   std::vector<LocalClock> clocks_;
   std::atomic<Timestamp> own_floor_{0};
   std::vector<std::atomic<Timestamp>> peers_;  // 0: not heard from yet
+  std::atomic<Timestamp> seen_stable_{0};
+  std::unique_ptr<GtsOracle> oracle_;
 };
 
 }  // namespace drtmx::dst

@@ -1,5 +1,6 @@
 #include "dst/record_mvcc.h"
 
+#include <atomic>
 #include <cstring>
 #include <vector>
 
@@ -62,6 +63,10 @@ void install(uint8_t* rec, const uint8_t* image, uint32_t value_size, Timestamp 
     store::load_words(old.data(), rec, bytes);
     vs->push(slot, reinterpret_cast<const uint8_t*>(old.data()), commit_ts, /*reserved=*/true);
   }
+  // The push is visible before any word of the new version: a GTS reader
+  // that reads past our lock and meets the new wts finds the old version
+  // in the chain (its acquire fence in read_at pairs with this one).
+  std::atomic_thread_fence(std::memory_order_release);
   store::store_words(rec + 8, image + 8, store::kTsOffset - 8);
   store::store_words(rec + store::kValueOffset, image + store::kValueOffset,
                      bytes - store::kValueOffset);
@@ -83,9 +88,15 @@ bool release(uint8_t* rec, uint64_t lock_word, VersionStore* vs) {
 ReadAt read_at(uint8_t* rec, uint64_t key, uint32_t incarnation, uint32_t value_size,
                Timestamp read_ts, bool raise, const VersionStore* vs, uint64_t slot,
                uint8_t* value_out, VersionInfo* info) {
-  if (raise) store::atomic_max_ts(store::ts_word(rec), read_ts);
-  // Wait only for a writer that holds the lock (thesis Fig 5-9, line 3).
-  if (load_seq(rec, 0) != 0) return ReadAt::kLocked;
+  if (raise) {
+    store::atomic_max_ts(store::ts_word(rec), read_ts);
+    // Wait only for a writer that holds the lock (thesis Fig 5-9, line 3):
+    // it may have collected ts before the raise and commit below read_ts.
+    if (load_seq(rec, 0) != 0) return ReadAt::kLocked;
+  }
+  // GTS (no raise): a lock holder's timestamp is above a stable read_ts
+  // (dst/oracle.h), so the versions <= read_ts are all in place — read
+  // past the lock; only a torn image (the holder writing now) waits.
   const size_t bytes = store::record_slot_size(value_size);
   thread_local std::vector<uint64_t> img;
   img.resize(bytes / 8);
@@ -108,6 +119,7 @@ ReadAt read_at(uint8_t* rec, uint64_t key, uint32_t incarnation, uint32_t value_
     return ReadAt::kValue;
   }
   if (vs == nullptr) return ReadAt::kAbsent;
+  std::atomic_thread_fence(std::memory_order_acquire);  // see install()
   switch (vs->find(slot, read_ts, value_out, info)) {
     case Found::kVersion:
       return ReadAt::kValue;

@@ -73,8 +73,10 @@ enum class ReadAt : uint8_t {
   kReclaimed,  // the version needed was garbage-collected (a read below
                // the low-water mark: a bug, reported as an error)
 };
-// `raise`: DST raises ts to read_ts first (never lowers it); GTS snapshots
-// read at a stable timestamp and do not. `value_out` holds the value size
+// `raise`: DST raises ts to read_ts first (never lowers it) and then
+// waits (kLocked) while a writer holds the lock; GTS snapshots read at a
+// stable timestamp, raise nothing and read past a lock (its holder commits
+// above every stable timestamp), waiting only for a torn image. `value_out` holds the value size
 // rounded up to 8 bytes.
 ReadAt read_at(uint8_t* rec, uint64_t key, uint32_t incarnation, uint32_t value_size,
                Timestamp read_ts, bool raise, const VersionStore* vs, uint64_t slot,

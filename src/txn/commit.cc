@@ -48,10 +48,11 @@ void Engine::commit() {
     a.held = false;
   }
   if (mvcc_on()) {
-    if (!refs_.empty()) (void)rpc_mvcc_commit(co_, refs_, images_, commit_ts_, policy_.passive_ack);
-    if (!held_.empty()) {
-      (void)rpc_mvcc_remove(co_, held_, lock_word_, commit_ts_, policy_.passive_ack);
-    }
+    // GTS: INSTALL(TS) may only follow the writes at every primary (a
+    // snapshot at a StableTS >= TS must find them): no passive ACK.
+    const bool passive = policy_.passive_ack && !gts();
+    if (!refs_.empty()) (void)rpc_mvcc_commit(co_, refs_, images_, commit_ts_, passive);
+    if (!held_.empty()) (void)rpc_mvcc_remove(co_, held_, lock_word_, commit_ts_, passive);
     // LocalTS = max(LocalTS, TS); later snapshots of this coroutine read
     // at least at TS (read-your-writes).
     mvcc_->clock(co_.thread()).observe(commit_ts_);

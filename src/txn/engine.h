@@ -172,6 +172,7 @@ class Engine final : public Txn {
   bool raise_on_read() const {
     return policy_.mvcc == Mvcc::kDst && !mvcc_->config().unsafe_skip_read_raise;
   }
+  bool gts() const { return policy_.mvcc == Mvcc::kGts && mvcc_ != nullptr; }
   // Reads `keys` at read_ts_ (those not read yet); a missing key is
   // kRecordMissing in *errors (or returned at once when errors is null).
   Abort snapshot_fetch(std::span<const TableKey> keys,
@@ -182,6 +183,12 @@ class Engine final : public Txn {
   // timestamp met (RW1); claims of scanned ranges at it.
   void compute_commit_ts(uint64_t collected);
   Abort claim_scans();
+  // GTS (dst/oracle.h): commit_ts_ from the oracle (FAA) in Validate; the
+  // timestamp is then owed an INSTALL, sent by finish() whether the
+  // transaction commits or aborts (StableTS waits for every one).
+  Abort take_gts();
+  // GTS: the oracle's StableTS for a snapshot.
+  Abort fetch_stable(uint64_t* out);
   Abort validate_scans(CheckPath check);
   Abort log();
   void commit();
@@ -242,6 +249,7 @@ class Engine final : public Txn {
   uint64_t commit_ts_ = 0;   // RW under MVCC: this transaction's (Validate)
   uint64_t read_ts_ = 0;     // RO under MVCC: the snapshot's
   uint64_t session_ts_ = 0;  // the last commit timestamp of this coroutine
+  bool gts_owed_ = false;    // GTS: commit_ts_ was taken and not installed yet
   std::vector<SnapshotRow> snap_rows_;
   std::vector<std::vector<uint8_t>> snap_values_;
   bool overflow_ = false;

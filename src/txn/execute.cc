@@ -5,6 +5,7 @@
 #include "r2/common/clock.h"
 #include "store/record.h"
 #include "txn/engine.h"
+#include "txn/mvcc_ops.h"
 
 namespace drtmx::txn {
 
@@ -413,6 +414,13 @@ void Engine::backoff(uint32_t attempt, const RetryPolicy& p) {
 }
 
 Abort Engine::finish(Abort a) {
+  if (gts_owed_) {
+    // Committed (its versions are in place) or aborted: either way the
+    // oracle may move StableTS past it. A lost INSTALL (node failure)
+    // stops StableTS: the GTS baseline's single point of failure.
+    gts_owed_ = false;
+    (void)gts_install(co_, commit_ts_);
+  }
   abort_table_ = a != Abort::kNone && a == blamed_ ? blamed_table_ : kNoTable;
   if (a == Abort::kNone) {
     ++stats_.committed;

@@ -123,6 +123,7 @@ class Service {
   void remove(r2::RpcRequest& req);
   void claim(r2::RpcRequest& req);
   void floor(r2::RpcRequest& req);
+  void gts_install(r2::RpcRequest& req);
   // Snapshot requests: answered now, or deferred.
   void snapshot(r2::RpcRequest& req, uint16_t rpc) {
     std::vector<uint8_t> reply;
@@ -323,10 +324,24 @@ void Service::claim(r2::RpcRequest& req) {
 
 void Service::floor(r2::RpcRequest& req) {
   auto p = req.payload();
-  uint64_t v[2];
-  if (p.size() != sizeof v) return;  // one-way: dropped (counted as malformed by nobody)
+  uint64_t v[3];  // node, its floor, the newest GTS StableTS it has seen
+  if (p.size() != sizeof v) return;  // one-way: dropped, like fail() does
   std::memcpy(v, p.data(), sizeof v);
   m_.set_peer_floor(static_cast<store::NodeId16>(v[0]), v[1]);
+  m_.observe_stable(v[2]);
+}
+
+void Service::gts_install(r2::RpcRequest& req) {
+  auto p = req.payload();
+  dst::GtsOracle* o = m_.oracle();
+  // One-way: a message that is not a list of outstanding timestamps (or
+  // reaches a node without the oracle) is dropped, like fail() does.
+  if (o == nullptr || p.size() % 8 != 0) return;
+  for (size_t i = 0; i < p.size(); i += 8) {
+    uint64_t ts;
+    std::memcpy(&ts, p.data() + i, 8);
+    (void)o->install(ts);
+  }
 }
 
 bool Service::read_key(const store::TableSpec& t, uint64_t key, uint64_t ts, bool raise,
@@ -580,6 +595,8 @@ Status register_mvcc_handlers(r2::Worker& w, dst::MvccNode& mvcc,
   DRTMX_RETURN_IF_ERROR(
       w.register_handler(kRpcRangeClaim, [svc](r2::RpcRequest& r) { svc->claim(r); }));
   DRTMX_RETURN_IF_ERROR(w.register_handler(kRpcFloor, [svc](r2::RpcRequest& r) { svc->floor(r); }));
+  DRTMX_RETURN_IF_ERROR(
+      w.register_handler(kRpcGtsInstall, [svc](r2::RpcRequest& r) { svc->gts_install(r); }));
   w.add_poller([svc] { return svc->poll(); });
   return Status::ok();
 }
@@ -765,6 +782,33 @@ Status rpc_range_claim(r2::Co& co, std::span<const std::pair<r2::NodeId, TableKe
         for (size_t i : idx) put(req, KeyItem{ranges[i].second.table, 0, 0, ranges[i].second.key, 0});
       },
       &replies);
+}
+
+}  // namespace drtmx::txn
+
+namespace drtmx::txn {
+
+Result<uint64_t> gts_next(r2::Co& co, uint64_t* scratch) {
+  const r2::OpStatus s = co.faa(dst::GtsOracle::counter(), 1, scratch);
+  if (s != r2::OpStatus::kOk) {
+    return unavailable(std::string("GTS: FAA on the oracle's GlobalTS failed: ") +
+                       r2::op_status_name(s));
+  }
+  return *scratch + 1;  // the counter holds the last timestamp issued
+}
+
+Result<uint64_t> gts_stable(r2::Co& co, uint64_t* scratch) {
+  const r2::OpStatus s = co.read(dst::GtsOracle::stable_word(), scratch, 8);
+  if (s != r2::OpStatus::kOk) {
+    return unavailable(std::string("GTS: READ of the oracle's StableTS failed: ") +
+                       r2::op_status_name(s));
+  }
+  return *scratch;
+}
+
+Status gts_install(r2::Co& co, uint64_t ts) {
+  // Spread over node 0's workers (every node runs as many as this one).
+  return co.send_passive({dst::GtsOracle::kNode, co.thread()}, kRpcGtsInstall, &ts, sizeof ts);
 }
 
 }  // namespace drtmx::txn

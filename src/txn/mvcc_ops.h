@@ -52,7 +52,8 @@ constexpr uint16_t kRpcMvccRemove = 154;
 constexpr uint16_t kRpcSnapshotGet = 155;
 constexpr uint16_t kRpcSnapshotScan = 156;
 constexpr uint16_t kRpcRangeClaim = 157;
-constexpr uint16_t kRpcFloor = 158;  // one-way: a node's snapshot floor
+constexpr uint16_t kRpcFloor = 158;  // one-way: a node's snapshot floor (+ GTS StableTS seen)
+constexpr uint16_t kRpcGtsInstall = 159;  // one-way, to node 0: GTS INSTALL(ts...)
 
 // Registers every handler above on `w`, and a poller that answers deferred
 // snapshot requests once their records are unlocked.
@@ -89,6 +90,13 @@ Status rpc_snapshot_scan(r2::Co& co, r2::NodeId primary, TableId table, Key from
                          uint32_t limit, uint32_t value_size, uint64_t ts, bool raise,
                          std::vector<Key>* keys, std::vector<uint8_t>* values, bool* exhausted,
                          ReadWait* wait);
+// GTS (dst/oracle.h): the next commit timestamp (one-sided FAA on node
+// 0's GlobalTS; `scratch`: 8 bytes of registered memory), StableTS (one
+// READ), and INSTALL of a finished transaction's timestamp (one-way).
+Result<uint64_t> gts_next(r2::Co& co, uint64_t* scratch);
+Result<uint64_t> gts_stable(r2::Co& co, uint64_t* scratch);
+Status gts_install(r2::Co& co, uint64_t ts);
+
 // Raises the range timestamp of (table, partition of key) at each listed
 // primary to `ts`.
 Status rpc_range_claim(r2::Co& co, std::span<const std::pair<r2::NodeId, TableKey>> ranges,

@@ -38,8 +38,8 @@ Result<Policy> preset(const std::string& p) {
   Policy x;
   x.preset = p;
   if (p == "drtmh") return x;  // the defaults
-  if (p == "drtmx") {
-    x.mvcc = Mvcc::kDst;
+  if (p == "drtmx" || p == "drtmx-gts") {
+    x.mvcc = p == "drtmx" ? Mvcc::kDst : Mvcc::kGts;
     return x;
   }
   if (p == "farm") {
@@ -69,7 +69,7 @@ Result<Policy> preset(const std::string& p) {
 }  // namespace
 
 std::string policy_presets() {
-  return "farm, drtm-r, fasst, drtmh, drtmx";
+  return "farm, drtm-r, fasst, drtmh, drtmx, drtmx-gts";
 }
 
 std::string Policy::describe() const {
@@ -124,9 +124,7 @@ Result<Policy> make_policy(const std::string& p, const std::map<std::string, std
       } else if (v == "dst") {
         x.mvcc = Mvcc::kDst;
       } else if (v == "gts") {
-        return invalid_argument(
-            "--mvcc=gts: the centralized timestamp-oracle baseline is not built yet (issue 13); "
-            "use --mvcc=dst or --mvcc=off");
+        x.mvcc = Mvcc::kGts;
       } else {
         return invalid_argument("--mvcc=" + v + ": expected off, dst or gts");
       }

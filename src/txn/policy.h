@@ -13,6 +13,9 @@
 //   drtmx   drtmh with MVCC by DST (thesis Table 6-1): V and C by RPC
 //           (timestamps collected and installed at the primaries), PA,
 //           read-only transactions by DEP_READ RPC, no RO validation
+//   drtmx-gts  drtmx with the centralized baseline instead of DST
+//           (--mvcc=gts): commit timestamps from an oracle on node 0 (FAA),
+//           INSTALL after commit (no PA), snapshots at its StableTS
 //
 // Safety. A one-sided CAS is not atomic with respect to CPU atomics or
 // stores on an RNIC (`atomics_coherent_with_cpu() == false`). So a policy
@@ -64,7 +67,7 @@ struct Policy {
   std::string describe() const;
 };
 
-// The preset names, for help texts: "farm, drtm-r, fasst, drtmh".
+// The preset names, for help texts: "farm, drtm-r, fasst, drtmh, ...".
 std::string policy_presets();
 
 // Builds a policy from a preset and per-phase overrides. Override keys:

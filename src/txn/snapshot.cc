@@ -15,8 +15,15 @@ Abort Engine::run_snapshot(const Procedure& proc) {
   // RO1: the local timestamp, and at least the coroutine's last commit
   // (read-your-writes); the floor may raise it (never below a published
   // floor, so GC keeps what it reads).
-  dst::LocalClock& clock = mvcc_->clock(co_.thread());
-  const dst::Timestamp proposed = std::max(clock.now(), session_ts_);
+  // GTS: the oracle's StableTS (no read-your-writes: fetch_stable); the
+  // floor's base never exceeds a StableTS this node has seen, so begin()
+  // keeps it stable.
+  dst::Timestamp proposed = 0;
+  if (gts()) {
+    if (Abort a = fetch_stable(&proposed); a != Abort::kNone) return finish(a);
+  } else {
+    proposed = std::max(mvcc_->clock(co_.thread()).now(), session_ts_);
+  }
   read_ts_ = mvcc_->floor().begin(co_.thread(), co_.id(), proposed);
   Abort r = proc(*this);
   mvcc_->floor().end(co_.thread(), co_.id());
@@ -135,6 +142,31 @@ Abort Engine::claim_scans() {
   if (parts.empty()) return Abort::kNone;
   Status s = rpc_range_claim(co_, parts, commit_ts_);
   return s.is_ok() ? Abort::kNone : blame(Abort::kNodeFailure, parts.front().second.table);
+}
+
+Abort Engine::take_gts() {
+  auto* word = reinterpret_cast<uint64_t*>(alloc(8));
+  if (word == nullptr) return Abort::kNotSupported;
+  Result<uint64_t> ts = gts_next(co_, word);
+  if (!ts.is_ok()) return blame(Abort::kNodeFailure, kNoTable);
+  commit_ts_ = *ts;
+  gts_owed_ = true;
+  return Abort::kNone;
+}
+
+Abort Engine::fetch_stable(uint64_t* out) {
+  // Not at least session_ts_: StableTS may lag this coroutine's last
+  // commit by the transactions still in flight, and waiting for it (a spin
+  // on the oracle) cost 40x in throughput on a 2-core machine (SmallBank,
+  // docs/performance.md). The thesis's GTS baseline does not wait either:
+  // its snapshots are serializable, not read-your-writes.
+  auto* word = reinterpret_cast<uint64_t*>(alloc(8));
+  if (word == nullptr) return Abort::kNotSupported;
+  Result<uint64_t> s = gts_stable(co_, word);
+  if (!s.is_ok()) return blame(Abort::kNodeFailure, kNoTable);
+  mvcc_->observe_stable(*s);
+  *out = *s;
+  return Abort::kNone;
 }
 
 }  // namespace drtmx::txn

@@ -48,6 +48,9 @@ std::vector<std::pair<r2::RegionId, size_t>> TxnNode::regions(const store::Catal
     const uint64_t v = dst::MvccNode::region_bytes(catalog, cfg.fabric.node, mvcc_config(cfg));
     if (v != 0) out.emplace_back(dst::MvccNode::kVersionRegion, v);
   }
+  if (cfg.policy.mvcc == Mvcc::kGts && cfg.fabric.node == dst::GtsOracle::kNode) {
+    out.emplace_back(dst::GtsOracle::kRegion, dst::GtsOracle::kRegionBytes);
+  }
   return out;
 }
 
@@ -82,6 +85,13 @@ Result<std::unique_ptr<TxnNode>> TxnNode::start(const store::Catalog& catalog,
     auto m = dst::MvccNode::create(catalog, *n->store_, n->rt_->fabric(), mvcc_config(cfg));
     if (!m.is_ok()) return m.status();
     n->mvcc_ = std::move(m.value());
+    if (cfg.policy.mvcc == Mvcc::kGts && cfg.fabric.node == dst::GtsOracle::kNode) {
+      const r2::Region* o = n->rt_->fabric().region(dst::GtsOracle::kRegion);
+      if (o == nullptr || o->size < dst::GtsOracle::kRegionBytes) {
+        return internal_error("txn node: the GTS oracle region is not registered");
+      }
+      n->mvcc_->host_oracle(o->base);
+    }
   }
   const size_t workers = cfg.fabric.threads;
   n->reps_.resize(workers);
@@ -145,8 +155,13 @@ Status TxnNode::setup_worker(r2::Worker& w, const r2::Region* scratch, const r2:
         const uint64_t now = r2::now_ns();
         if (now < *next) return false;
         *next = now + every_ns;
-        const uint64_t f = mvcc_->publish(dst::physical_now());
-        const uint64_t msg[2] = {self, f};
+        // DST: no snapshot begins below the physical clock. GTS: none
+        // below the newest StableTS seen here (node 0 reads its own, and
+        // its floor messages carry it to the others).
+        if (const dst::GtsOracle* o = mvcc_->oracle()) mvcc_->observe_stable(o->stable());
+        const bool gts = cfg_.policy.mvcc == Mvcc::kGts;
+        const uint64_t f = mvcc_->publish(gts ? mvcc_->seen_stable() : dst::physical_now());
+        const uint64_t msg[3] = {self, f, mvcc_->seen_stable()};
         for (uint16_t n = 0; n < nodes; ++n) {
           if (n != self) (void)w.post_oneway({n, 0}, kRpcFloor, msg, sizeof msg);
         }

@@ -144,7 +144,19 @@ Abort Engine::validate() {
 
   // 1c. MVCC: the commit timestamp (RW1), then the scanned ranges are
   // claimed at it before their phantom check.
-  const bool ts_steps = writes && mvcc_on();
+  const bool ts_steps = writes && mvcc_on() && !gts();
+  if (writes && gts()) {
+    // GTS: TS from the oracle now — with the write set locked, before the
+    // read checks. A writer of a record we read that gets a smaller TS
+    // locked it before taking its TS, so before our check: we see its lock
+    // or its version and abort. A reader of a record we write that gets a
+    // larger TS checks after our lock: it aborts. So TS order is the
+    // serialization order, and a snapshot at a StableTS sees a prefix of it.
+    if (Abort r = take_gts(); r != Abort::kNone) {
+      release(policy_.passive_ack);
+      return r;
+    }
+  }
   if (ts_steps) {
     for (const Access& a : set_) {
       if (a.insert && a.held) {

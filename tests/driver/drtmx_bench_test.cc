@@ -73,12 +73,13 @@ TEST(DrtmxBench, SmallBankStressDrtmh) {
 // MVCC: the audits and balances are snapshots (declared read-only): none
 // aborts, every audit sees the constant total (the check), the report has
 // the per-type aborts, the read-only types' lock waits and the version store.
-TEST(DrtmxBench, SmallBankStressDrtmxSnapshotsNeverAbort) {
-  const std::string json = tmp("drtmx-snap.json");
+void snapshots_never_abort(const std::string& policy) {
+  const std::string json = tmp(policy + "-snap.json");
   const Outcome o =
       run(DRTMX_BENCH_PATH,
-          "--bench=smallbank --nodes=3 --coroutines=8 --policy=drtmx --accounts=64 --hot-pct=10 "
-          "--audit-pct=20 --audit-group=4 --seconds=1 --warmup=0.3 --json=" + json);
+          "--bench=smallbank --nodes=3 --coroutines=8 --policy=" + policy +
+              " --accounts=64 --hot-pct=10 --audit-pct=20 --audit-group=4 --seconds=1 "
+              "--warmup=0.3 --json=" + json);
   ASSERT_EQ(o.exit_code, 0) << o.output;
   const std::string j = slurp(json);
   std::remove(json.c_str());
@@ -100,6 +101,48 @@ TEST(DrtmxBench, SmallBankStressDrtmxSnapshotsNeverAbort) {
   EXPECT_EQ(waits.find("\"SendPayment\""), std::string::npos) << waits;
   EXPECT_GT(json_number(j, "pushed"), 0) << j;
   EXPECT_GT(json_number(j, "capacity"), 0) << j;
+}
+
+TEST(DrtmxBench, SmallBankStressDrtmxSnapshotsNeverAbort) {
+  snapshots_never_abort("drtmx");
+}
+// The same under the centralized baseline (GTS: snapshots at the oracle's
+// StableTS).
+TEST(DrtmxBench, SmallBankStressGtsSnapshotsNeverAbort) {
+  snapshots_never_abort("drtmx-gts");
+}
+
+// --mvcc on every other preset (their Execute paths, MVCC's two-sided
+// Validate and Commit): audits are snapshots that never abort and always
+// see the constant total, under DST and under GTS.
+void mvcc_on_every_preset(const std::string& mvcc) {
+  const std::string json = tmp("every-" + mvcc + ".json");
+  const Outcome o = run(DRTMX_BENCH_PATH,
+                        "--bench=smallbank --policy=farm,drtm-r,fasst,drtmh --mvcc=" + mvcc +
+                            " --accounts=64 --hot-pct=10 --audit-pct=20 --audit-group=4 "
+                            "--seconds=0.5 --warmup=0.2 --json=" + json,
+                        240);
+  ASSERT_EQ(o.exit_code, 0) << o.output;
+  const std::string j = slurp(json);
+  std::remove(json.c_str());
+  size_t runs = 0;
+  for (size_t at = 0; (at = j.find("\"check\": \"ok\"", at)) != std::string::npos; ++at) ++runs;
+  EXPECT_EQ(runs, 4u) << j;
+  size_t seen = 0;
+  for (size_t at = 0; (at = j.find("\"per_type_aborts\"", at)) != std::string::npos; ++at) {
+    const std::string aborts = j.substr(at, j.find('}', at) - at);
+    EXPECT_EQ(json_number(aborts, "Audit"), 0) << aborts;
+    EXPECT_EQ(json_number(aborts, "Balance"), 0) << aborts;
+    ++seen;
+  }
+  EXPECT_EQ(seen, 4u) << j;
+  EXPECT_EQ(o.output.find("MVCC=off"), std::string::npos) << o.output;
+}
+TEST(DrtmxBench, DstOnEveryPresetSnapshotsNeverAbort) {
+  mvcc_on_every_preset("dst");
+}
+TEST(DrtmxBench, GtsOnEveryPresetSnapshotsNeverAbort) {
+  mvcc_on_every_preset("gts");
 }
 
 TEST(DrtmxBench, SmallBankStressDrtmR) {

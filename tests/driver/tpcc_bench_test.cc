@@ -91,8 +91,8 @@ TEST(TpccBench, StockLevelTwentyDistrictsInTheMix) {
 }
 // drtmx (MVCC): Order-Status and Stock-Level over 20 districts are
 // snapshots — no aborted attempt; the consistency check passes.
-TEST(TpccBench, SnapshotReadOnlyTypesNeverAbortUnderDrtmx) {
-  const std::string j = tpcc("sl20x", "--policy=drtmx --stock-level-districts=20");
+void snapshot_types_never_abort(const std::string& policy) {
+  const std::string j = tpcc("sl20" + policy, "--policy=" + policy + " --stock-level-districts=20");
   const size_t pta = j.find("\"per_type_aborts\"");
   ASSERT_NE(pta, std::string::npos) << j;
   const std::string aborts = j.substr(pta, j.find('}', pta) - pta);
@@ -100,6 +100,12 @@ TEST(TpccBench, SnapshotReadOnlyTypesNeverAbortUnderDrtmx) {
   EXPECT_EQ(rate(aborts, "OrderStatus"), 0) << aborts;
   EXPECT_GT(rate(j, "StockLevel"), 0) << j;
   EXPECT_NE(j.find("\"ro_lock_wait\""), std::string::npos) << j;
+}
+TEST(TpccBench, SnapshotReadOnlyTypesNeverAbortUnderDrtmx) {
+  snapshot_types_never_abort("drtmx");
+}
+TEST(TpccBench, SnapshotReadOnlyTypesNeverAbortUnderGts) {
+  snapshot_types_never_abort("drtmx-gts");
 }
 TEST(TpccBench, StandardMix) {
   const std::string j = tpcc("std", "--variant=standard");

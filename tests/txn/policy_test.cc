@@ -29,6 +29,30 @@ TEST(Policy, OverridesAndErrors) {
             std::string::npos);
 }
 
+// Table 6-1: MVCC validates and commits by RPC, under DST and GTS alike;
+// an explicit one-sided choice for those phases is refused, not ignored.
+TEST(Policy, MvccPresetsAndSwitch) {
+  auto x = make_policy("drtmx", {}, false);
+  ASSERT_TRUE(x.is_ok());
+  EXPECT_EQ(x->mvcc, Mvcc::kDst);
+  EXPECT_EQ(x->describe(), "E=hybrid V=rpc+rpc L=write C=rpc+pa RO=dep-read MVCC=dst");
+  auto g = make_policy("drtmx-gts", {}, false);
+  ASSERT_TRUE(g.is_ok());
+  EXPECT_EQ(g->mvcc, Mvcc::kGts);
+  EXPECT_EQ(g->describe(), "E=hybrid V=rpc+rpc L=write C=rpc+pa RO=dep-read MVCC=gts");
+  auto s = make_policy("drtmx", {{"mvcc", "gts"}}, false);
+  ASSERT_TRUE(s.is_ok());
+  EXPECT_EQ(s->mvcc, Mvcc::kGts);
+  auto h = make_policy("drtmh", {{"mvcc", "gts"}}, false);  // CAS locks become RPC
+  ASSERT_TRUE(h.is_ok());
+  EXPECT_EQ(h->lock, LockPath::kRpc);
+  EXPECT_EQ(make_policy("drtmh", {}, false)->mvcc, Mvcc::kOff);
+  EXPECT_NE(make_policy("drtmx-gts", {{"lock", "cas"}}, true).status().message().find("--lock=cas"),
+            std::string::npos);
+  EXPECT_NE(make_policy("drtmx", {{"mvcc", "vts"}}, true).status().message().find("off, dst or gts"),
+            std::string::npos);
+}
+
 TEST(Policy, CasLocksWithCpuCommitAreRefusedOnlyWhereAtomicsAreNotCoherent) {
   auto unsafe = make_policy("drtmh", {{"commit", "rpc"}}, /*coherent=*/false);
   ASSERT_FALSE(unsafe.is_ok());

@@ -958,7 +958,8 @@ TEST_P(TxnOps, ReadAheadGivesTheSameResultsAsGets) {
   for (const NodeOutcome& o : outs) ahead += o.stats.reads_ahead;
   // Presets whose Execute path uses the location cache post READs ahead;
   // the others read when the value is needed.
-  if (GetParam() == "drtmh" || GetParam() == "drtm-r" || GetParam() == "drtmx") {
+  if (GetParam() == "drtmh" || GetParam() == "drtm-r" || GetParam() == "drtmx" ||
+      GetParam() == "drtmx-gts") {
     EXPECT_GT(ahead, 0u);
   } else {
     EXPECT_EQ(ahead, 0u);
@@ -1058,7 +1059,8 @@ TEST_P(TxnOps, PrefetchOfOrderedRowsGivesTheSameResultsAsGets) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Presets, TxnOps, ::testing::Values("farm", "drtm-r", "fasst", "drtmh", "drtmx"),
+INSTANTIATE_TEST_SUITE_P(Presets, TxnOps,
+                         ::testing::Values("farm", "drtm-r", "fasst", "drtmh", "drtmx", "drtmx-gts"),
                          [](const auto& info) {
                            std::string n = info.param;
                            for (char& ch : n) {
@@ -1082,11 +1084,11 @@ struct AnomalyOutcome {
   Abort reader = Abort::kNotSupported;
 };
 
-AnomalyOutcome run_anomaly(bool skip_raise) {
+AnomalyOutcome run_anomaly(bool skip_raise, const std::string& preset = "drtmx") {
   const store::Catalog cat = make_catalog();
   constexpr Key kA = 20, kB = 21;
   ClusterRun r;
-  r.preset = "drtmx";
+  r.preset = preset;
   r.coroutines = 1;
   r.rows = {{kKv, kA, val(0)}, {kKv, kB, val(0)}};
   r.tweak = [skip_raise](TxnNodeConfig& cfg, uint16_t node) {
@@ -1150,6 +1152,15 @@ TEST(Snapshots, AReadOnlyTransactionNeverSeesAWriteWithoutTheOneItDependsOn) {
   EXPECT_EQ(o.a, 0) << "the snapshot saw TX2's A but not TX1's B";
 }
 
+// GTS: the snapshot reads at the oracle's StableTS taken at its start; the
+// writers' timestamps come later from the same counter.
+TEST(Snapshots, GtsSnapshotsDoNotSeeTheAnomalyEither) {
+  const AnomalyOutcome o = run_anomaly(/*skip_raise=*/false, "drtmx-gts");
+  ASSERT_EQ(o.reader, Abort::kNone);
+  EXPECT_EQ(o.b, 0);
+  EXPECT_EQ(o.a, 0) << "the snapshot saw TX2's A but not TX1's B";
+}
+
 TEST(Snapshots, WithoutTheReadTimestampRaiseTheAnomalyHappens) {
   const AnomalyOutcome o = run_anomaly(/*skip_raise=*/true);
   ASSERT_EQ(o.reader, Abort::kNone);
@@ -1162,11 +1173,13 @@ TEST(Snapshots, WithoutTheReadTimestampRaiseTheAnomalyHappens) {
 // room is refused, all the time): every snapshot sees the constant total,
 // never aborts, and reads stay at versions no GC reclaimed (a reclaimed
 // read is an error reply: the snapshot would fail).
-TEST(Snapshots, LongSnapshotsReadConsistentTotalsWhileGcReclaims) {
+class MvccSnapshots : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(MvccSnapshots, LongSnapshotsReadConsistentTotalsWhileGcReclaims) {
   const store::Catalog cat = make_catalog();
   constexpr Key kKeys = 24;
   ClusterRun r;
-  r.preset = "drtmx";
+  r.preset = GetParam();
   r.coroutines = 4;
   for (Key k = 0; k < kKeys; ++k) r.rows.push_back({kKv, k, val(100)});
   r.tweak = [](TxnNodeConfig& cfg, uint16_t) {
@@ -1234,11 +1247,16 @@ TEST(Snapshots, LongSnapshotsReadConsistentTotalsWhileGcReclaims) {
   // backups of each (backups keep versions too, from the replicated
   // commit timestamps).
   EXPECT_EQ(pushed, 6 * transfers.load());
-  std::printf("[snapshots] %llu snapshots, %llu transfers, %llu versions pushed, %llu reclaimed\n",
-              static_cast<unsigned long long>(snapshots.load()),
+  std::printf("[%s] %llu snapshots, %llu transfers, %llu versions pushed, %llu reclaimed\n",
+              GetParam().c_str(), static_cast<unsigned long long>(snapshots.load()),
               static_cast<unsigned long long>(transfers.load()),
               static_cast<unsigned long long>(pushed), static_cast<unsigned long long>(reclaimed));
 }
+
+INSTANTIATE_TEST_SUITE_P(Mvcc, MvccSnapshots, ::testing::Values("drtmx", "drtmx-gts"),
+                         [](const auto& info) {
+                           return info.param == "drtmx" ? std::string("dst") : std::string("gts");
+                         });
 
 }  // namespace
 }  // namespace drtmx::txn
