@@ -151,7 +151,12 @@ Status TxnNode::setup_worker(r2::Worker& w, const r2::Region* scratch, const r2:
       auto next = std::make_shared<uint64_t>(0);
       const r2::NodeId self = cfg_.fabric.node;
       const uint16_t nodes = cfg_.fabric.num_nodes;
-      w.add_poller([this, &w, next, every_ns, self, nodes] {
+      auto calls = std::make_shared<uint32_t>(0);
+      w.add_poller([this, &w, next, calls, every_ns, self, nodes] {
+        // The loop calls this every iteration (millions per second): read
+        // the clock only every 64th (a clock read per iteration cost 6% of
+        // a SmallBank run's cycles).
+        if ((++*calls & 63) != 0) return false;
         const uint64_t now = r2::now_ns();
         if (now < *next) return false;
         *next = now + every_ns;
