@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "base/histogram.h"
+#include "dst/oracle.h"
 #include "r2/common/region_table.h"
 #include "r2/common/send_queue.h"
 #include "r2/shm/msg_ring.h"
@@ -154,5 +155,20 @@ void BM_LocationCacheGet(benchmark::State& st) {
 BENCHMARK(BM_LocationCacheGet)->Args({300000, 0})->Args({300000, 1});
 
 }  // namespace
+
+// The GTS oracle's work per read-write transaction: issue a timestamp (the
+// FAA a coordinator posts) and INSTALL it (node 0's handler), in order, on
+// one core — the oracle's CPU bound before any network cost.
+static void BM_GtsOracleIssueInstall(benchmark::State& state) {
+  std::vector<uint8_t> region(drtmx::dst::GtsOracle::kRegionBytes, 0);
+  drtmx::dst::GtsOracle oracle(region.data());
+  auto* counter = reinterpret_cast<uint64_t*>(region.data() + drtmx::dst::GtsOracle::kCounterOffset);
+  for (auto _ : state) {
+    const uint64_t ts = __atomic_add_fetch(counter, 1, __ATOMIC_SEQ_CST);
+    if (!oracle.install(ts).is_ok()) state.SkipWithError("INSTALL refused");
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_GtsOracleIssueInstall);
 
 BENCHMARK_MAIN();
