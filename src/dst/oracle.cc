@@ -13,28 +13,57 @@ GtsOracle::GtsOracle(uint8_t* region)
 
 Status GtsOracle::install(Timestamp ts) {
   const Timestamp s = stable();
-  if (ts <= s || ts > issued() || ts - s >= kWindow) {
+  if (ts <= s || ts > issued() || done_[ts % kWindow].load() == ts) {
     return invalid_argument("GTS INSTALL of timestamp " + std::to_string(ts) +
                             ": not an outstanding one (stable " + std::to_string(s) +
                             ", issued " + std::to_string(issued()) + ")");
   }
-  uint64_t zero_or_old = done_[ts % kWindow].load();
-  if (zero_or_old == ts) {
-    return invalid_argument("GTS INSTALL of timestamp " + std::to_string(ts) + " twice");
-  }
-  done_[ts % kWindow].store(ts);  // mark, then look at StableTS
-  installs_.fetch_add(1, std::memory_order_relaxed);
-  Timestamp cur = stable();
-  // Bounded: each iteration either advances StableTS by one (at most
-  // kWindow outstanding) or sees another thread's advance.
-  for (uint64_t guard = 0; guard < 4 * kWindow; ++guard) {
-    if (done_[(cur + 1) % kWindow].load() != cur + 1) break;
-    if (__atomic_compare_exchange_n(stable_, &cur, cur + 1, false, __ATOMIC_SEQ_CST,
-                                    __ATOMIC_SEQ_CST)) {
-      ++cur;
+  if (ts - s >= kWindow) {
+    std::lock_guard<std::mutex> g(mu_);
+    if (!overflow_.insert(ts).second) {
+      return invalid_argument("GTS INSTALL of timestamp " + std::to_string(ts) + " twice");
     }
+    overflowed_.fetch_add(1, std::memory_order_relaxed);
+    has_overflow_.store(true);
+    // StableTS may have moved while we inserted (an advancer that looked
+    // at has_overflow_ before our store would leave ts where it is).
+    drain_overflow();
+  } else {
+    mark(ts);  // mark, then look at StableTS
   }
+  installs_.fetch_add(1, std::memory_order_relaxed);
+  advance();
   return Status::ok();
+}
+
+void GtsOracle::advance() {
+  // Bounded: each round advances StableTS over at most kWindow marks (or
+  // sees another thread's advance), and a round repeats only after it
+  // moved overflow entries into the window.
+  for (int round = 0; round < 1 << 20; ++round) {
+    Timestamp cur = stable();
+    for (uint64_t guard = 0; guard < 4 * kWindow; ++guard) {
+      if (done_[(cur + 1) % kWindow].load() != cur + 1) break;
+      if (__atomic_compare_exchange_n(stable_, &cur, cur + 1, false, __ATOMIC_SEQ_CST,
+                                      __ATOMIC_SEQ_CST)) {
+        ++cur;
+      }
+    }
+    if (!has_overflow_.load()) return;
+    std::lock_guard<std::mutex> g(mu_);
+    const size_t before = overflow_.size();
+    drain_overflow();
+    if (overflow_.size() == before) return;
+  }
+}
+
+void GtsOracle::drain_overflow() {
+  const Timestamp s = stable();
+  while (!overflow_.empty() && *overflow_.begin() - s < kWindow) {
+    mark(*overflow_.begin());
+    overflow_.erase(overflow_.begin());
+  }
+  has_overflow_.store(!overflow_.empty());
 }
 
 }  // namespace drtmx::dst

@@ -23,15 +23,20 @@
 // marks t and then finds StableTS below t - 1 with t - 1 not done leaves
 // the advance to whoever marks t - 1 — that one's CAS sequence reaches t
 // and sees t's mark (store then load on both sides, sequentially
-// consistent). Every timestamp issued and not installed is a transaction
-// in flight, so fewer than kWindow are outstanding unless a coordinator
-// died between FAA and INSTALL — then StableTS stops at its timestamp (the
+// consistent). A timestamp kWindow or more above StableTS (a coordinator
+// that took a small one was descheduled while others issued a window's
+// worth) waits in an overflow set under a mutex and enters the window as
+// StableTS approaches — whoever advances StableTS moves it, or the
+// installer itself when StableTS moved while it inserted. A coordinator
+// that dies between FAA and INSTALL stops StableTS at its timestamp (the
 // oracle's known weakness; the DST engine has no such single point).
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
+#include <set>
 
 #include "base/status.h"
 #include "dst/timestamp.h"
@@ -56,18 +61,28 @@ class GtsOracle {
   explicit GtsOracle(uint8_t* region);
 
   // INSTALL(ts): the transaction that took `ts` is done. Refuses a
-  // timestamp never issued, already stable, or kWindow or more above
-  // StableTS (a message that is not an INSTALL of this oracle).
+  // timestamp never issued, already stable, or installed before (a message
+  // that is not an INSTALL of this oracle).
   Status install(Timestamp ts);
   Timestamp stable() const { return __atomic_load_n(stable_, __ATOMIC_SEQ_CST); }
   Timestamp issued() const { return __atomic_load_n(counter_, __ATOMIC_SEQ_CST); }
   uint64_t installs() const { return installs_.load(std::memory_order_relaxed); }
+  // Installs that waited above the window (tests, reports).
+  uint64_t overflowed() const { return overflowed_.load(std::memory_order_relaxed); }
 
  private:
+  void mark(Timestamp ts) { done_[ts % kWindow].store(ts); }
+  void advance();
+  // Moves overflow entries now inside the window into it; mu_ held.
+  void drain_overflow();
+
   uint64_t* counter_;
   uint64_t* stable_;
   std::unique_ptr<std::atomic<uint64_t>[]> done_;  // slot ts % kWindow: ts once done
-  std::atomic<uint64_t> installs_{0};
+  std::atomic<uint64_t> installs_{0}, overflowed_{0};
+  std::mutex mu_;
+  std::set<Timestamp> overflow_;          // under mu_
+  std::atomic<bool> has_overflow_{false};  // !overflow_.empty()
 };
 
 }  // namespace drtmx::dst

@@ -194,9 +194,12 @@ TEST(VersionStore, ConcurrentReadersNeverSeeAReclaimedOrWrongVersion) {
   std::atomic<uint64_t> bad{0}, reads{0};
   std::thread writer([&] {
     std::mt19937_64 rng(3);
-    // Bounded: 20 000 versions or 2 s.
+    // At least 20 000 versions and until the reader has read 1 000 (on a
+    // loaded machine it may start late); bounded by 1 000 000 versions or 2 s.
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
-    for (int i = 0; i < 20000 && std::chrono::steady_clock::now() < until; ++i) {
+    for (int i = 0; (i < 20000 || reads.load() < 1000) && i < 1000000 &&
+                    std::chrono::steady_clock::now() < until;
+         ++i) {
       const uint64_t slot = rng() % kSlots;
       const uint64_t ts = clock.fetch_add(1) + 1;
       const uint64_t old = newest[slot].load();

@@ -470,7 +470,9 @@ void abort_script(const store::Catalog& cat, TxnContext& c) {
   // snapshot — MVCC — would wait for the lock instead: see the snapshot
   // tests.)
   const bool mvcc = c.engine.policy().mvcc != Mvcc::kOff;
-  if (!mvcc) EXPECT_EQ(run(read_then({7, 8}, [] {}), Kind::kReadOnly), Abort::kVersionChanged);
+  if (!mvcc) {
+    EXPECT_EQ(run(read_then({7, 8}, [] {}), Kind::kReadOnly), Abort::kVersionChanged);
+  }
   ASSERT_TRUE(rpc_unlock(co, {&ref, 1}, foreign, /*passive=*/false).is_ok());
 
   // kVersionChanged: a record read is updated by another before commit
