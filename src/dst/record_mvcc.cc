@@ -23,7 +23,7 @@ constexpr size_t kWtsOff = offsetof(store::RecordHeader, wts);
 }  // namespace
 
 LockCollect lock_and_collect(uint8_t* rec, uint64_t lock_word, uint64_t expected_version,
-                             VersionStore* vs) {
+                             VersionStore* vs, uint64_t slot, Timestamp now) {
   LockCollect r;
   uint64_t expected = 0;
   if (!__atomic_compare_exchange_n(lock_word_of(rec), &expected, lock_word, false,
@@ -38,8 +38,10 @@ LockCollect lock_and_collect(uint8_t* rec, uint64_t lock_word, uint64_t expected
   }
   r.locked = true;
   r.valid = version == expected_version;
+  store::atomic_max_ts(store::ts_word(rec), now);
   const uint64_t ts = load_seq(rec, store::kTsOffset), wts = load_seq(rec, kWtsOff);
   r.ts = ts > wts ? ts : wts;
+  if (vs != nullptr) vs->hold(slot, lock_word, r.ts);
   return r;
 }
 
@@ -71,11 +73,15 @@ void install(uint8_t* rec, const uint8_t* image, uint32_t value_size, Timestamp 
   store::store_words(rec + store::kValueOffset, image + store::kValueOffset,
                      bytes - store::kValueOffset);
   store::atomic_max_ts(store::ts_word(rec), commit_ts);
+  if (vs != nullptr) vs->unhold(slot);
   // The data and ts are in place before the lock is free.
   __atomic_store_n(lock_word_of(rec), 0, __ATOMIC_RELEASE);
 }
 
-bool release(uint8_t* rec, uint64_t lock_word, VersionStore* vs) {
+bool release(uint8_t* rec, uint64_t lock_word, VersionStore* vs, uint64_t slot) {
+  // Unpublished while the lock is still ours (after the unlock a new
+  // holder may publish; clearing that would only make readers wait).
+  if (vs != nullptr && load_seq(rec, 0) == lock_word) vs->unhold(slot);
   uint64_t expected = lock_word;
   if (!__atomic_compare_exchange_n(lock_word_of(rec), &expected, 0, false, __ATOMIC_RELEASE,
                                    __ATOMIC_RELAXED)) {
@@ -90,9 +96,14 @@ ReadAt read_at(uint8_t* rec, uint64_t key, uint32_t incarnation, uint32_t value_
                uint8_t* value_out, VersionInfo* info) {
   if (raise) {
     store::atomic_max_ts(store::ts_word(rec), read_ts);
-    // Wait only for a writer that holds the lock (thesis Fig 5-9, line 3):
-    // it may have collected ts before the raise and commit below read_ts.
-    if (load_seq(rec, 0) != 0) return ReadAt::kLocked;
+    // Wait only for a writer that holds the lock (thesis Fig 5-9, line 3)
+    // and may commit at or below read_ts: one that collected ts before our
+    // raise. A holder whose published collected ts is >= read_ts commits
+    // above it (record_mvcc.h).
+    const uint64_t holder = load_seq(rec, 0);
+    if (holder != 0 && (vs == nullptr || vs->holder_ts(slot, holder) < read_ts)) {
+      return ReadAt::kLocked;
+    }
   }
   // GTS (no raise): a lock holder's timestamp is above a stable read_ts
   // (dst/oracle.h), so the versions <= read_ts are all in place — read

@@ -31,10 +31,13 @@ struct LockCollect {
 
 // Validate, write set: locks `rec` with `lock_word`, checks its version,
 // reserves room for the version the commit will push (a record at version 0
-// — a reservation of an insert — needs none) and collects its timestamps.
-// Without room the lock is released again and no_room is set.
+// — a reservation of an insert — needs none), raises ts to `now` (the
+// primary's clock) and collects its timestamps, and publishes the
+// collected value with the holder (VersionStore::hold at `slot`): the
+// holder will commit above it. Without room the lock is released again and
+// no_room is set.
 LockCollect lock_and_collect(uint8_t* rec, uint64_t lock_word, uint64_t expected_version,
-                             VersionStore* vs);
+                             VersionStore* vs, uint64_t slot, Timestamp now);
 
 // Validate, read set: raises ts to `commit_ts` (RW2 for reads), then valid
 // iff unlocked, still at `expected_version`, and that version's wts is
@@ -61,7 +64,7 @@ void install(uint8_t* rec, const uint8_t* image, uint32_t value_size, Timestamp 
 
 // Abort: releases our lock (CAS lock_word -> 0: only ours) and the room
 // lock_and_collect reserved. False when the lock was not ours.
-bool release(uint8_t* rec, uint64_t lock_word, VersionStore* vs);
+bool release(uint8_t* rec, uint64_t lock_word, VersionStore* vs, uint64_t slot);
 
 // DEP_READ of one record at read timestamp `read_ts`.
 enum class ReadAt : uint8_t {
@@ -74,9 +77,13 @@ enum class ReadAt : uint8_t {
                // the low-water mark: a bug, reported as an error)
 };
 // `raise`: DST raises ts to read_ts first (never lowers it) and then
-// waits (kLocked) while a writer holds the lock; GTS snapshots read at a
-// stable timestamp, raise nothing and read past a lock (its holder commits
-// above every stable timestamp), waiting only for a torn image. `value_out` holds the value size
+// waits (kLocked) while a writer holds the lock — unless the holder
+// published a collected timestamp >= read_ts (it commits above read_ts:
+// nothing it writes is visible here, so the read goes past its lock). The
+// primary raised ts to its clock when the holder locked, so a holder that
+// locked after the snapshot began is never waited for. GTS snapshots read
+// at a stable timestamp, raise nothing and read past a lock (its holder
+// commits above every stable timestamp). Both wait for a torn image. `value_out` holds the value size
 // rounded up to 8 bytes.
 ReadAt read_at(uint8_t* rec, uint64_t key, uint32_t incarnation, uint32_t value_size,
                Timestamp read_ts, bool raise, const VersionStore* vs, uint64_t slot,

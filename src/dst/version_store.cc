@@ -38,12 +38,14 @@ VersionStore::VersionStore(std::span<uint8_t> area, const VersionStoreOptions& o
     : area_(area), o_(o), slot_bytes_(slot_bytes(o.value_size)) {
   heads_ = static_cast<std::atomic<uint64_t>*>(
       std::calloc(o.record_slots == 0 ? 1 : o.record_slots, sizeof(std::atomic<uint64_t>)));
+  holders_ = static_cast<Holder*>(std::calloc(o.record_slots == 0 ? 1 : o.record_slots, sizeof(Holder)));
   st_.capacity = o.capacity;
   st_.bytes = bytes_for(o.capacity, o.value_size);
 }
 
 VersionStore::~VersionStore() {
   std::free(heads_);
+  std::free(holders_);
 }
 
 Result<std::unique_ptr<VersionStore>> VersionStore::create(std::span<uint8_t> area,
@@ -59,7 +61,9 @@ Result<std::unique_ptr<VersionStore>> VersionStore::create(std::span<uint8_t> ar
     return invalid_argument(who + "area is not 64-byte aligned");
   }
   std::unique_ptr<VersionStore> s(new VersionStore(area, o));
-  if (s->heads_ == nullptr) return exhausted(who + "no memory for the chain heads");
+  if (s->heads_ == nullptr || s->holders_ == nullptr) {
+    return exhausted(who + "no memory for the chain heads");
+  }
   return s;
 }
 

@@ -142,6 +142,26 @@ class VersionStore {
   void buried_in(uint64_t from, uint64_t to, Timestamp ts,
                  const std::function<void(uint64_t, const uint8_t*, const VersionInfo&)>& f) const;
 
+  // The lock holder of record slot `slot` and the timestamp it collected
+  // under the lock (its commit timestamp will be above it) — published by
+  // lock_and_collect so DEP_READ need not wait for a holder that commits
+  // above the read timestamp (record_mvcc.h). holder_ts() is that
+  // timestamp when `lock_word` is the holder published, else 0. Stale
+  // entries are harmless: lock words are never reused.
+  void hold(uint64_t slot, uint64_t lock_word, Timestamp collected) {
+    if (slot >= o_.record_slots) return;
+    holders_[slot].ts.store(collected, std::memory_order_relaxed);
+    holders_[slot].word.store(lock_word, std::memory_order_release);
+  }
+  void unhold(uint64_t slot) {
+    if (slot < o_.record_slots) holders_[slot].word.store(0, std::memory_order_release);
+  }
+  Timestamp holder_ts(uint64_t slot, uint64_t lock_word) const {
+    if (slot >= o_.record_slots || lock_word == 0) return 0;
+    if (holders_[slot].word.load(std::memory_order_acquire) != lock_word) return 0;
+    return holders_[slot].ts.load(std::memory_order_relaxed);
+  }
+
   // Frees ring slots from the tail while superseded at <= lwm; returns how
   // many. Remembers lwm for reserve()/push()'s own attempts.
   uint64_t gc(Timestamp lwm);
@@ -161,6 +181,10 @@ class VersionStore {
   VersionStoreOptions o_;
   uint64_t slot_bytes_;
   std::atomic<uint64_t>* heads_;  // per record slot: position + 1 of the newest old version, 0 none
+  struct Holder {
+    std::atomic<uint64_t> word, ts;
+  };
+  Holder* holders_;  // per record slot: hold()
   mutable std::mutex mu_;
   std::atomic<uint64_t> head_{0}, tail_{0};
   uint64_t reserved_ = 0;

@@ -239,7 +239,8 @@ void Service::lock(r2::RpcRequest& req) {
   std::vector<LockReply> out;
   if (!walk(req, &h, [&](uint32_t, const Item& it, const dst::MvccNode::Record& r,
                          const uint8_t*) {
-        const dst::LockCollect l = dst::lock_and_collect(r.rec, h.word, it.version, r.vs);
+        const dst::LockCollect l = dst::lock_and_collect(r.rec, h.word, it.version, r.vs, r.slot,
+                                                         m_.clock(w_.thread()).now());
         out.push_back({(l.locked ? kLocked : 0) | (l.valid ? kValid : 0) |
                            (l.no_room ? kNoRoom : 0),
                        l.ts});
@@ -275,7 +276,7 @@ void Service::commit(r2::RpcRequest& req) {
 void Service::unlock(r2::RpcRequest& req) {
   Header h;
   walk(req, &h, [&](uint32_t, const Item&, const dst::MvccNode::Record& r, const uint8_t*) {
-    dst::release(r.rec, h.word, r.vs);
+    dst::release(r.rec, h.word, r.vs, r.slot);
   });
   if (req.wants_reply()) req.reply(nullptr, 0);
 }

@@ -66,7 +66,7 @@ struct Fixture {
 TEST(RecordMvcc, CommitKeepsTheReplacedVersionForOlderSnapshots) {
   Fixture f;
   const uint64_t me = store::lock_word(1, 0, 0, 1);
-  LockCollect l = lock_and_collect(f.rec.p, me, 1, f.vs.get());
+  LockCollect l = lock_and_collect(f.rec.p, me, 1, f.vs.get(), 0, 0);
   ASSERT_TRUE(l.locked && l.valid);
   EXPECT_EQ(l.ts, 10u);  // the version's wts
   uint8_t v[24];
@@ -98,23 +98,23 @@ TEST(RecordMvcc, ReadsRaiseButNeverLowerTheTupleTimestamp) {
   ASSERT_EQ(f.read(500, v, nullptr, /*raise=*/false), ReadAt::kValue);  // GTS
   EXPECT_EQ(f.ts(), 100u);
   // A writer locking it now collects the reader's timestamp (RW1).
-  LockCollect l = lock_and_collect(f.rec.p, store::lock_word(1, 0, 0, 1), 1, f.vs.get());
+  LockCollect l = lock_and_collect(f.rec.p, store::lock_word(1, 0, 0, 1), 1, f.vs.get(), 0, 0);
   EXPECT_EQ(l.ts, 100u);
-  EXPECT_TRUE(release(f.rec.p, store::lock_word(1, 0, 0, 1), f.vs.get()));
+  EXPECT_TRUE(release(f.rec.p, store::lock_word(1, 0, 0, 1), f.vs.get(), 0));
   EXPECT_EQ(f.vs->stats().reserved, 0u);
-  EXPECT_FALSE(release(f.rec.p, store::lock_word(1, 0, 0, 1), f.vs.get()));  // not ours now
+  EXPECT_FALSE(release(f.rec.p, store::lock_word(1, 0, 0, 1), f.vs.get(), 0));  // not ours now
 }
 
 TEST(RecordMvcc, AFullVersionStoreRefusesTheLockNotTheCommit) {
   Fixture f(1);
   const uint64_t a = store::lock_word(1, 0, 0, 1), b = store::lock_word(1, 0, 1, 1);
   ASSERT_TRUE(f.vs->reserve(1));  // someone else holds the only room
-  LockCollect l = lock_and_collect(f.rec.p, a, 1, f.vs.get());
+  LockCollect l = lock_and_collect(f.rec.p, a, 1, f.vs.get(), 0, 0);
   EXPECT_TRUE(l.no_room);
   EXPECT_FALSE(l.locked);
   EXPECT_EQ(reinterpret_cast<store::RecordHeader*>(f.rec.p)->lock, 0u);  // released
   f.vs->unreserve(1);
-  l = lock_and_collect(f.rec.p, b, 1, f.vs.get());
+  l = lock_and_collect(f.rec.p, b, 1, f.vs.get(), 0, 0);
   ASSERT_TRUE(l.valid);
   install(f.rec.p, image(2, 20, 0xB2).data(), kVs, 20, f.vs.get(), 0);
   EXPECT_EQ(f.vs->stats().in_use, 1u);
@@ -143,7 +143,7 @@ TEST(RecordMvcc, ReadCheckAndWriterLockNeverMissEachOther) {
   std::thread writer([&] {
     for (int i = 0; i < kRounds; ++i) {
       while (go.load(std::memory_order_acquire) <= i) std::this_thread::yield();
-      LockCollect l = lock_and_collect(f.rec.p, me, 1, nullptr);
+      LockCollect l = lock_and_collect(f.rec.p, me, 1, nullptr, 0, 0);
       w_locked[i] = l.locked;
       w_ts[i] = l.ts;
       done.fetch_add(1);
@@ -161,6 +161,87 @@ TEST(RecordMvcc, ReadCheckAndWriterLockNeverMissEachOther) {
   int both = 0, missed = 0;
   for (int i = 0; i < kRounds; ++i) {
     if (r_valid[i] && w_locked[i]) {
+      ++both;
+      if (w_ts[i] < 1000 + 10 * uint64_t(i)) ++missed;
+    }
+  }
+  EXPECT_EQ(missed, 0) << "of " << both << " rounds where both succeeded";
+  EXPECT_GT(both, 0);
+}
+
+// A holder that locked after the snapshot began (the primary's clock, 50,
+// above the read timestamp 40) is not waited for: it commits above 50, so
+// the snapshot reads the version in place — and the older version once the
+// holder has installed. A snapshot above what the holder collected waits.
+TEST(RecordMvcc, DepReadGoesPastAHolderThatCommitsAboveTheReadTimestamp) {
+  Fixture f;
+  const uint64_t me = store::lock_word(1, 0, 0, 7);
+  LockCollect l = lock_and_collect(f.rec.p, me, 1, f.vs.get(), 0, /*now=*/50);
+  ASSERT_TRUE(l.locked && l.valid);
+  EXPECT_EQ(l.ts, 50u);
+  EXPECT_EQ(f.vs->holder_ts(0, me), 50u);
+  uint8_t v[24];
+  VersionInfo info;
+  ASSERT_EQ(f.read(40, v, &info), ReadAt::kValue);
+  EXPECT_EQ(v[0], 0xA1);
+  EXPECT_EQ(f.read(60, v), ReadAt::kLocked);  // may commit at or below 60: wait
+  install(f.rec.p, image(2, 61, 0xB2).data(), kVs, 61, f.vs.get(), 0);
+  EXPECT_EQ(f.vs->holder_ts(0, me), 0u);
+  ASSERT_EQ(f.read(40, v, &info), ReadAt::kValue);
+  EXPECT_EQ(v[0], 0xA1);
+  ASSERT_EQ(f.read(61, v, &info), ReadAt::kValue);
+  EXPECT_EQ(v[0], 0xB2);
+  // An aborted holder's publication goes with its lock.
+  const uint64_t other = store::lock_word(1, 0, 0, 8);
+  ASSERT_TRUE(lock_and_collect(f.rec.p, other, 2, f.vs.get(), 0, 70).locked);
+  EXPECT_EQ(f.vs->holder_ts(0, other), 70u);
+  EXPECT_TRUE(release(f.rec.p, other, f.vs.get(), 0));
+  EXPECT_EQ(f.vs->holder_ts(0, other), 0u);
+}
+
+// DEP_READ (raise, then look at the lock and the holder's collected ts)
+// against a writer locking and collecting at once, many rounds: whenever
+// the read returned the version in place while the writer got the lock,
+// the writer collected a ts >= the read timestamp (it commits above the
+// snapshot, which rightly did not see it). Reading past every lock (no
+// holder check) fails this.
+TEST(RecordMvcc, DepReadAndWriterLockNeverMissEachOther) {
+  Fixture f;
+  constexpr int kRounds = 30000;
+  std::atomic<int> go{0}, done{0};
+  std::vector<uint8_t> r_value(kRounds), w_locked(kRounds);
+  std::vector<uint64_t> w_ts(kRounds);
+  std::thread reader([&] {
+    uint8_t v[24];
+    for (int i = 0; i < kRounds; ++i) {
+      while (go.load(std::memory_order_acquire) <= i) std::this_thread::yield();
+      r_value[i] = f.read(1000 + 10 * uint64_t(i), v) == ReadAt::kValue;
+      done.fetch_add(1);
+    }
+  });
+  std::thread writer([&] {
+    for (int i = 0; i < kRounds; ++i) {
+      while (go.load(std::memory_order_acquire) <= i) std::this_thread::yield();
+      const uint64_t me = store::lock_word(2, 0, 0, 1 + uint64_t(i));
+      LockCollect l = lock_and_collect(f.rec.p, me, 1, f.vs.get(), 0, /*now=*/0);
+      w_locked[i] = l.locked;
+      w_ts[i] = l.ts;
+      done.fetch_add(1);
+    }
+  });
+  for (int i = 0; i < kRounds; ++i) {
+    // Reset: unlocked, nothing reserved, ts below this round's read ts.
+    if (i > 0 && w_locked[i - 1]) f.vs->unreserve(1);
+    __atomic_store_n(reinterpret_cast<uint64_t*>(f.rec.p), 0, __ATOMIC_SEQ_CST);
+    __atomic_store_n(store::ts_word(f.rec.p), 0, __ATOMIC_SEQ_CST);
+    go.store(i + 1, std::memory_order_release);
+    while (done.load() < 2 * (i + 1)) std::this_thread::yield();
+  }
+  reader.join();
+  writer.join();
+  int both = 0, missed = 0;
+  for (int i = 0; i < kRounds; ++i) {
+    if (r_value[i] && w_locked[i]) {
       ++both;
       if (w_ts[i] < 1000 + 10 * uint64_t(i)) ++missed;
     }
