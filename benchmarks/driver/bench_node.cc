@@ -59,12 +59,12 @@ struct Shared {
 // What a node reports to node 0 (text, through the control plane).
 struct NodeResult {
   uint64_t window_ns = 0;
-  std::vector<uint64_t> committed;  // per type
+  std::vector<uint64_t> committed;                                       // per type
   std::vector<uint64_t> type_aborts, ro_blocked, ro_wait_ns, read_only;  // per type
   // MVCC version stores of the node (zeros without MVCC): capacity,
   // in use, peak, pushed, reclaimed, gc runs, refused, bytes, slot bytes used.
   std::vector<uint64_t> versions;
-  std::vector<uint64_t> aborts;     // per reason
+  std::vector<uint64_t> aborts;  // per reason
   std::vector<TableAborts> by_table;
   uint64_t given_up = 0;
   LatencyHistogram hist;
@@ -111,8 +111,8 @@ struct NodeResult {
     std::string h;
     return (is >> r->window_ns >> r->given_up) && vec(r->committed) && vec(r->aborts) &&
            triples(r->by_table) && vec(r->node_audit) && vec(r->client_sums) && (is >> h) &&
-           r->hist.decode(h) && vec(r->type_aborts) && vec(r->ro_blocked) &&
-           vec(r->ro_wait_ns) && vec(r->read_only) && vec(r->versions);
+           r->hist.decode(h) && vec(r->type_aborts) && vec(r->ro_blocked) && vec(r->ro_wait_ns) &&
+           vec(r->read_only) && vec(r->versions);
   }
 };
 
@@ -229,8 +229,8 @@ Status report(const BenchOptions& o, const Workload& wl, const store::Catalog& c
               << fmt(double(versions[8]) / 1048576.0, 1) << " MiB) of " << versions[0]
               << " capacity (" << fmt(double(versions[7]) / 1048576.0, 1)
               << " MiB reserved), peak per node " << versions[2] << ", pushed " << versions[3]
-              << ", reclaimed " << versions[4] << " in " << versions[5]
-              << " GC runs, refused " << versions[6] << "\n";
+              << ", reclaimed " << versions[4] << " in " << versions[5] << " GC runs, refused "
+              << versions[6] << "\n";
   }
   std::vector<double> rates;
   for (uint64_t c : committed) rates.push_back(double(c) / window_s);
@@ -455,7 +455,7 @@ Status run_bench_node(const BenchOptions& o) {
     const dst::VersionStoreStats v = m->totals();
     // in-use bytes: each store's slots are its capacity's share of its bytes
     const uint64_t used_bytes = v.capacity ? v.bytes / v.capacity * v.in_use : 0;
-    mine.versions = {v.capacity, v.in_use, v.peak,  v.pushed, v.reclaimed,
+    mine.versions = {v.capacity, v.in_use, v.peak,  v.pushed,   v.reclaimed,
                      v.gc_runs,  v.full,   v.bytes, used_bytes, 1};
   }
   auto audit = (*wl)->node_audit(n.store(), *cat);

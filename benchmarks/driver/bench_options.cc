@@ -128,7 +128,8 @@ Result<BenchOptions> parse_bench(int argc, char** argv) {
     o.overrides[p.substr(0, eq)] = p.substr(eq + 1);
   }
   if (vm.count("mvcc")) o.overrides["mvcc"] = mvcc;
-  if (!(o.versions_pct > 0 && o.versions_pct <= 1000)) return bad("--versions-pct must be in (0, 1000]");
+  if (!(o.versions_pct > 0 && o.versions_pct <= 1000))
+    return bad("--versions-pct must be in (0, 1000]");
   for (auto& [k, v] : wl_storage) {
     if (vm.count(k)) o.workload[k] = v;
   }

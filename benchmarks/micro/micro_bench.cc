@@ -162,7 +162,8 @@ BENCHMARK(BM_LocationCacheGet)->Args({300000, 0})->Args({300000, 1});
 static void BM_GtsOracleIssueInstall(benchmark::State& state) {
   std::vector<uint8_t> region(drtmx::dst::GtsOracle::kRegionBytes, 0);
   drtmx::dst::GtsOracle oracle(region.data());
-  auto* counter = reinterpret_cast<uint64_t*>(region.data() + drtmx::dst::GtsOracle::kCounterOffset);
+  auto* counter =
+      reinterpret_cast<uint64_t*>(region.data() + drtmx::dst::GtsOracle::kCounterOffset);
   for (auto _ : state) {
     const uint64_t ts = __atomic_add_fetch(counter, 1, __ATOMIC_SEQ_CST);
     if (!oracle.install(ts).is_ok()) state.SkipWithError("INSTALL refused");

@@ -42,9 +42,10 @@ Result<std::unique_ptr<MvccNode>> MvccNode::create(const store::Catalog& c,
                             ": must be in (0, 1000]");
   }
   std::unique_ptr<MvccNode> n(new MvccNode(c, store, fabric, cfg));
-  const int64_t skew = cfg.clock_skew_us >= 0
-                           ? static_cast<int64_t>(us_to_ts(static_cast<double>(cfg.clock_skew_us)))
-                           : -static_cast<int64_t>(us_to_ts(static_cast<double>(-cfg.clock_skew_us)));
+  const int64_t skew =
+      cfg.clock_skew_us >= 0
+          ? static_cast<int64_t>(us_to_ts(static_cast<double>(cfg.clock_skew_us)))
+          : -static_cast<int64_t>(us_to_ts(static_cast<double>(-cfg.clock_skew_us)));
   for (LocalClock& k : n->clocks_) k.set_skew(skew);
   const store::NodeId16 self = store.node();
   const uint64_t need = region_bytes(c, self, cfg);
@@ -77,9 +78,8 @@ Result<std::unique_ptr<MvccNode>> MvccNode::create(const store::Catalog& c,
       cp.slots = plan->heap.range_bytes / cp.slot_bytes;
       const uint64_t versions = versions_for(t, cfg);
       const uint64_t bytes = VersionStore::bytes_for(versions, t.value_size);
-      auto vs = VersionStore::create(
-          {vr->base + used, bytes},
-          {t.name + "/p" + std::to_string(p), t.value_size, cp.slots, versions});
+      auto vs = VersionStore::create({vr->base + used, bytes}, {t.name + "/p" + std::to_string(p),
+                                                                t.value_size, cp.slots, versions});
       if (!vs.is_ok()) return vs.status();
       used += bytes;
       cp.vs = std::move(vs.value());

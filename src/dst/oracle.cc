@@ -15,8 +15,8 @@ Status GtsOracle::install(Timestamp ts) {
   const Timestamp s = stable();
   if (ts <= s || ts > issued() || done_[ts % kWindow].load() == ts) {
     return invalid_argument("GTS INSTALL of timestamp " + std::to_string(ts) +
-                            ": not an outstanding one (stable " + std::to_string(s) +
-                            ", issued " + std::to_string(issued()) + ")");
+                            ": not an outstanding one (stable " + std::to_string(s) + ", issued " +
+                            std::to_string(issued()) + ")");
   }
   if (ts - s >= kWindow) {
     std::lock_guard<std::mutex> g(mu_);

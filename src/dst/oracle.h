@@ -81,7 +81,7 @@ class GtsOracle {
   std::unique_ptr<std::atomic<uint64_t>[]> done_;  // slot ts % kWindow: ts once done
   std::atomic<uint64_t> installs_{0}, overflowed_{0};
   std::mutex mu_;
-  std::set<Timestamp> overflow_;          // under mu_
+  std::set<Timestamp> overflow_;           // under mu_
   std::atomic<bool> has_overflow_{false};  // !overflow_.empty()
 };
 

@@ -26,8 +26,8 @@ LockCollect lock_and_collect(uint8_t* rec, uint64_t lock_word, uint64_t expected
                              VersionStore* vs, uint64_t slot, Timestamp now) {
   LockCollect r;
   uint64_t expected = 0;
-  if (!__atomic_compare_exchange_n(lock_word_of(rec), &expected, lock_word, false,
-                                   __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+  if (!__atomic_compare_exchange_n(lock_word_of(rec), &expected, lock_word, false, __ATOMIC_SEQ_CST,
+                                   __ATOMIC_SEQ_CST)) {
     return r;
   }
   const uint64_t version = load_seq(rec, kVersionOff);

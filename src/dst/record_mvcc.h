@@ -50,8 +50,7 @@ enum class Check : uint8_t {
   kBehind,   // unlocked and unchanged, but its version's wts >= commit_ts
              // (the coordinator did not see that wts): check again above it
 };
-Check raise_and_check(uint8_t* rec, Timestamp commit_ts, uint64_t expected_version,
-                      Timestamp* wts);
+Check raise_and_check(uint8_t* rec, Timestamp commit_ts, uint64_t expected_version, Timestamp* wts);
 
 // Commit, one record we hold locked: pushes the version in place (unless
 // it is an insert's reservation, version 0) into `vs` superseded at
@@ -68,11 +67,11 @@ bool release(uint8_t* rec, uint64_t lock_word, VersionStore* vs, uint64_t slot);
 
 // DEP_READ of one record at read timestamp `read_ts`.
 enum class ReadAt : uint8_t {
-  kValue,   // *info and value_out: the newest version with wts <= read_ts
-  kAbsent,  // the record (this incarnation) did not exist at read_ts
-  kLocked,  // a writer holds it (or is writing it): ask again later
-  kMoved,   // not the expected record any more (deleted, slot reused):
-            // look the key up again (index, then the graveyard)
+  kValue,      // *info and value_out: the newest version with wts <= read_ts
+  kAbsent,     // the record (this incarnation) did not exist at read_ts
+  kLocked,     // a writer holds it (or is writing it): ask again later
+  kMoved,      // not the expected record any more (deleted, slot reused):
+               // look the key up again (index, then the graveyard)
   kReclaimed,  // the version needed was garbage-collected (a read below
                // the low-water mark: a bug, reported as an error)
 };
@@ -83,8 +82,8 @@ enum class ReadAt : uint8_t {
 // primary raised ts to its clock when the holder locked, so a holder that
 // locked after the snapshot began is never waited for. GTS snapshots read
 // at a stable timestamp, raise nothing and read past a lock (its holder
-// commits above every stable timestamp). Both wait for a torn image. `value_out` holds the value size
-// rounded up to 8 bytes.
+// commits above every stable timestamp). Both wait for a torn image. `value_out` holds the value
+// size rounded up to 8 bytes.
 ReadAt read_at(uint8_t* rec, uint64_t key, uint32_t incarnation, uint32_t value_size,
                Timestamp read_ts, bool raise, const VersionStore* vs, uint64_t slot,
                uint8_t* value_out, VersionInfo* info);

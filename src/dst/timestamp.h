@@ -33,8 +33,8 @@ constexpr int kTickShift = 13;                                    // 8.192 us pe
 inline Timestamp physical_now() {
   timespec t;
   clock_gettime(CLOCK_REALTIME, &t);
-  const uint64_t ns = static_cast<uint64_t>(t.tv_sec) * 1000000000ull +
-                      static_cast<uint64_t>(t.tv_nsec);
+  const uint64_t ns =
+      static_cast<uint64_t>(t.tv_sec) * 1000000000ull + static_cast<uint64_t>(t.tv_nsec);
   const uint64_t ticks = ns > kEpochUnixNs ? (ns - kEpochUnixNs) >> kTickShift : 1;
   return ticks << kLogicalBits;
 }

@@ -38,7 +38,8 @@ VersionStore::VersionStore(std::span<uint8_t> area, const VersionStoreOptions& o
     : area_(area), o_(o), slot_bytes_(slot_bytes(o.value_size)) {
   heads_ = static_cast<std::atomic<uint64_t>*>(
       std::calloc(o.record_slots == 0 ? 1 : o.record_slots, sizeof(std::atomic<uint64_t>)));
-  holders_ = static_cast<Holder*>(std::calloc(o.record_slots == 0 ? 1 : o.record_slots, sizeof(Holder)));
+  holders_ =
+      static_cast<Holder*>(std::calloc(o.record_slots == 0 ? 1 : o.record_slots, sizeof(Holder)));
   st_.capacity = o.capacity;
   st_.bytes = bytes_for(o.capacity, o.value_size);
 }
@@ -54,7 +55,8 @@ Result<std::unique_ptr<VersionStore>> VersionStore::create(std::span<uint8_t> ar
   if (o.value_size == 0) return invalid_argument(who + "value_size is 0");
   if (o.capacity == 0) return invalid_argument(who + "capacity is 0; give it room for versions");
   if (area.size() < bytes_for(o.capacity, o.value_size)) {
-    return invalid_argument(who + "area of " + std::to_string(area.size()) + " bytes is below the " +
+    return invalid_argument(who + "area of " + std::to_string(area.size()) +
+                            " bytes is below the " +
                             std::to_string(bytes_for(o.capacity, o.value_size)) + " it needs");
   }
   if (reinterpret_cast<uintptr_t>(area.data()) % 64 != 0) {
@@ -123,7 +125,8 @@ uint64_t VersionStore::push_locked(uint64_t older, const uint8_t* rec, Timestamp
 bool VersionStore::push(uint64_t slot, const uint8_t* rec, Timestamp superseded_at, bool reserved) {
   if (slot >= o_.record_slots) return false;
   std::lock_guard<std::mutex> g(mu_);
-  const uint64_t used = head_.load(std::memory_order_relaxed) - tail_.load(std::memory_order_relaxed);
+  const uint64_t used =
+      head_.load(std::memory_order_relaxed) - tail_.load(std::memory_order_relaxed);
   if (reserved && reserved_ > 0) {
     --reserved_;
   } else if (used + reserved_ >= o_.capacity) {
@@ -137,9 +140,8 @@ bool VersionStore::push(uint64_t slot, const uint8_t* rec, Timestamp superseded_
   const uint64_t older = heads_[slot].load(std::memory_order_acquire);
   const uint64_t link = push_locked(older, rec, superseded_at, false);
   heads_[slot].store(link, std::memory_order_release);
-  st_.peak = std::max(st_.peak,
-                      head_.load(std::memory_order_relaxed) - tail_.load(std::memory_order_relaxed) +
-                          reserved_);
+  st_.peak = std::max(st_.peak, head_.load(std::memory_order_relaxed) -
+                                    tail_.load(std::memory_order_relaxed) + reserved_);
   return true;
 }
 
@@ -150,9 +152,9 @@ bool VersionStore::bury(uint64_t slot, uint64_t key, const uint8_t* rec, Timesta
     --reserved_;
   } else if (head_.load(std::memory_order_relaxed) - tail_.load(std::memory_order_relaxed) >=
                  o_.capacity &&
-             (gc_locked(last_lwm_) == 0 || head_.load(std::memory_order_relaxed) -
-                                                   tail_.load(std::memory_order_relaxed) >=
-                                               o_.capacity)) {
+             (gc_locked(last_lwm_) == 0 ||
+              head_.load(std::memory_order_relaxed) - tail_.load(std::memory_order_relaxed) >=
+                  o_.capacity)) {
     ++st_.full;
     return false;
   }
@@ -168,8 +170,7 @@ void VersionStore::detach(uint64_t slot) {
   if (slot < o_.record_slots) heads_[slot].store(0, std::memory_order_release);
 }
 
-Found VersionStore::walk(uint64_t link, Timestamp ts, uint8_t* value_out,
-                         VersionInfo* info) const {
+Found VersionStore::walk(uint64_t link, Timestamp ts, uint8_t* value_out, VersionInfo* info) const {
   // Bounded by the ring: a chain never holds more versions than slots.
   for (uint64_t steps = 0; link != 0 && steps <= o_.capacity; ++steps) {
     const uint64_t pos = link - 1;
@@ -198,8 +199,7 @@ Found VersionStore::walk(uint64_t link, Timestamp ts, uint8_t* value_out,
   return Found::kNone;
 }
 
-Found VersionStore::find(uint64_t slot, Timestamp ts, uint8_t* value_out,
-                         VersionInfo* info) const {
+Found VersionStore::find(uint64_t slot, Timestamp ts, uint8_t* value_out, VersionInfo* info) const {
   if (slot >= o_.record_slots) return Found::kNone;
   return walk(heads_[slot].load(std::memory_order_acquire), ts, value_out, info);
 }

@@ -1,7 +1,7 @@
 // The Commit phase: write back and unlock at the primaries.
-#include "store/record.h"
 #include <algorithm>
 
+#include "store/record.h"
 #include "txn/engine.h"
 #include "txn/mvcc_ops.h"
 

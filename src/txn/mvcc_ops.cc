@@ -113,8 +113,7 @@ struct Pending {
 
 class Service {
  public:
-  Service(r2::Worker& w, dst::MvccNode& m, store::tables::StoreNode& s)
-      : w_(w), m_(m), s_(s) {}
+  Service(r2::Worker& w, dst::MvccNode& m, store::tables::StoreNode& s) : w_(w), m_(m), s_(s) {}
 
   void lock(r2::RpcRequest& req);
   void check(r2::RpcRequest& req);
@@ -237,13 +236,11 @@ bool Service::walk(r2::RpcRequest& req, Header* h, F f) {
 void Service::lock(r2::RpcRequest& req) {
   Header h;
   std::vector<LockReply> out;
-  if (!walk(req, &h, [&](uint32_t, const Item& it, const dst::MvccNode::Record& r,
-                         const uint8_t*) {
+  if (!walk(req, &h, [&](uint32_t, const Item& it, const dst::MvccNode::Record& r, const uint8_t*) {
         const dst::LockCollect l = dst::lock_and_collect(r.rec, h.word, it.version, r.vs, r.slot,
                                                          m_.clock(w_.thread()).now());
-        out.push_back({(l.locked ? kLocked : 0) | (l.valid ? kValid : 0) |
-                           (l.no_room ? kNoRoom : 0),
-                       l.ts});
+        out.push_back(
+            {(l.locked ? kLocked : 0) | (l.valid ? kValid : 0) | (l.no_room ? kNoRoom : 0), l.ts});
       })) {
     return;
   }
@@ -253,8 +250,7 @@ void Service::lock(r2::RpcRequest& req) {
 void Service::check(r2::RpcRequest& req) {
   Header h;
   std::vector<LockReply> out;
-  if (!walk(req, &h, [&](uint32_t, const Item& it, const dst::MvccNode::Record& r,
-                         const uint8_t*) {
+  if (!walk(req, &h, [&](uint32_t, const Item& it, const dst::MvccNode::Record& r, const uint8_t*) {
         uint64_t wts = 0;
         const dst::Check c = dst::raise_and_check(r.rec, h.ts, it.version, &wts);
         out.push_back({static_cast<uint64_t>(c), wts});
@@ -266,10 +262,10 @@ void Service::check(r2::RpcRequest& req) {
 
 void Service::commit(r2::RpcRequest& req) {
   Header h;
-  walk(req, &h, [&](uint32_t, const Item& it, const dst::MvccNode::Record& r,
-                    const uint8_t* image) {
-    if (image != nullptr) dst::install(r.rec, image, it.value_size, h.ts, r.vs, r.slot);
-  });
+  walk(req, &h,
+       [&](uint32_t, const Item& it, const dst::MvccNode::Record& r, const uint8_t* image) {
+         if (image != nullptr) dst::install(r.rec, image, it.value_size, h.ts, r.vs, r.slot);
+       });
   if (req.wants_reply()) req.reply(nullptr, 0);
 }
 
@@ -325,7 +321,7 @@ void Service::claim(r2::RpcRequest& req) {
 
 void Service::floor(r2::RpcRequest& req) {
   auto p = req.payload();
-  uint64_t v[3];  // node, its floor, the newest GTS StableTS it has seen
+  uint64_t v[3];                     // node, its floor, the newest GTS StableTS it has seen
   if (p.size() != sizeof v) return;  // one-way: dropped, like fail() does
   std::memcpy(v, p.data(), sizeof v);
   m_.set_peer_floor(static_cast<store::NodeId16>(v[0]), v[1]);
@@ -375,8 +371,7 @@ bool Service::read_key(const store::TableSpec& t, uint64_t key, uint64_t ts, boo
       }
       dst::VersionInfo info;
       dst::VersionStore* vs = m_.store_of(t.id, part);
-      const dst::Found f =
-          vs ? vs->find_buried(key, ts, value.data(), &info) : dst::Found::kNone;
+      const dst::Found f = vs ? vs->find_buried(key, ts, value.data(), &info) : dst::Found::kNone;
       if (f == dst::Found::kReclaimed) {
         *err = "snapshot read of " + t.name + " key " + std::to_string(key) +
                " below the low-water mark";
@@ -388,8 +383,8 @@ bool Service::read_key(const store::TableSpec& t, uint64_t key, uint64_t ts, boo
       break;
     }
     dst::VersionInfo info;
-    const dst::ReadAt a =
-        dst::read_at(r->rec, key, inc, t.value_size, ts, raise, r->vs, r->slot, value.data(), &info);
+    const dst::ReadAt a = dst::read_at(r->rec, key, inc, t.value_size, ts, raise, r->vs, r->slot,
+                                       value.data(), &info);
     if (a == dst::ReadAt::kLocked) {
       *locked = true;
       return true;
@@ -544,9 +539,10 @@ void add_item(std::vector<uint8_t>* out, const RecordRef& r, const uint8_t* imag
 }
 
 // One request per primary, in parallel; replies by group.
-Status call_groups(r2::Co& co, uint16_t rpc, std::map<r2::NodeId, std::vector<size_t>>& groups,
-                   const std::function<void(const std::vector<size_t>&, std::vector<uint8_t>*)>& build,
-                   std::vector<r2::RpcBuffer>* replies) {
+Status call_groups(
+    r2::Co& co, uint16_t rpc, std::map<r2::NodeId, std::vector<size_t>>& groups,
+    const std::function<void(const std::vector<size_t>&, std::vector<uint8_t>*)>& build,
+    std::vector<r2::RpcBuffer>* replies) {
   std::vector<r2::Target> targets;
   std::vector<std::vector<uint8_t>> reqs;
   for (auto& [node, idx] : groups) {
@@ -559,9 +555,10 @@ Status call_groups(r2::Co& co, uint16_t rpc, std::map<r2::NodeId, std::vector<si
   return co.call(targets, rpc, bodies, *replies);
 }
 
-Status one_way_groups(r2::Co& co, uint16_t rpc, std::map<r2::NodeId, std::vector<size_t>>& groups,
-                      const std::function<void(const std::vector<size_t>&, std::vector<uint8_t>*)>& build,
-                      bool passive) {
+Status one_way_groups(
+    r2::Co& co, uint16_t rpc, std::map<r2::NodeId, std::vector<size_t>>& groups,
+    const std::function<void(const std::vector<size_t>&, std::vector<uint8_t>*)>& build,
+    bool passive) {
   std::vector<uint8_t> req;
   r2::RpcBuffer reply;
   for (auto& [node, idx] : groups) {
@@ -577,10 +574,10 @@ Status one_way_groups(r2::Co& co, uint16_t rpc, std::map<r2::NodeId, std::vector
 
 }  // namespace
 
-Status register_mvcc_handlers(r2::Worker& w, dst::MvccNode& mvcc,
-                              store::tables::StoreNode& store) {
+Status register_mvcc_handlers(r2::Worker& w, dst::MvccNode& mvcc, store::tables::StoreNode& store) {
   auto svc = std::make_shared<Service>(w, mvcc, store);
-  DRTMX_RETURN_IF_ERROR(w.register_handler(kRpcMvccLock, [svc](r2::RpcRequest& r) { svc->lock(r); }));
+  DRTMX_RETURN_IF_ERROR(
+      w.register_handler(kRpcMvccLock, [svc](r2::RpcRequest& r) { svc->lock(r); }));
   DRTMX_RETURN_IF_ERROR(
       w.register_handler(kRpcMvccCheck, [svc](r2::RpcRequest& r) { svc->check(r); }));
   DRTMX_RETURN_IF_ERROR(
@@ -622,8 +619,8 @@ Status rpc_mvcc_lock(r2::Co& co, std::span<const RecordRef> refs, uint64_t lock_
     for (size_t k = 0; k < idx.size(); ++k) {
       LockReply r;
       std::memcpy(&r, replies[g].data() + k * sizeof r, sizeof r);
-      (*out)[idx[k]] = {(r.flags & kLocked) != 0, (r.flags & kValid) != 0,
-                        (r.flags & kNoRoom) != 0, r.ts};
+      (*out)[idx[k]] = {(r.flags & kLocked) != 0, (r.flags & kValid) != 0, (r.flags & kNoRoom) != 0,
+                        r.ts};
     }
     ++g;
   }
@@ -689,8 +686,8 @@ Status rpc_mvcc_remove(r2::Co& co, std::span<const HeldRecord> items, uint64_t l
       [&](const std::vector<size_t>& idx, std::vector<uint8_t>* req) {
         put(req, Header{lock_word, commit_ts, static_cast<uint32_t>(idx.size()), 0});
         for (size_t i : idx) {
-          put(req, KeyItem{items[i].table, 0, items[i].incarnation, items[i].key,
-                           items[i].addr.offset});
+          put(req,
+              KeyItem{items[i].table, 0, items[i].incarnation, items[i].key, items[i].addr.offset});
         }
       },
       passive);
@@ -780,7 +777,8 @@ Status rpc_range_claim(r2::Co& co, std::span<const std::pair<r2::NodeId, TableKe
       co, kRpcRangeClaim, groups,
       [&](const std::vector<size_t>& idx, std::vector<uint8_t>* req) {
         put(req, Header{0, ts, static_cast<uint32_t>(idx.size()), 0});
-        for (size_t i : idx) put(req, KeyItem{ranges[i].second.table, 0, 0, ranges[i].second.key, 0});
+        for (size_t i : idx)
+          put(req, KeyItem{ranges[i].second.table, 0, 0, ranges[i].second.key, 0});
       },
       &replies);
 }

@@ -38,8 +38,8 @@
 #include "r2/sched/co.h"
 #include "r2/sched/worker.h"
 #include "store/tables/store_node.h"
-#include "txn/mvcc_types.h"
 #include "txn/index_ops.h"
+#include "txn/mvcc_types.h"
 #include "txn/record_ops.h"
 
 namespace drtmx::txn {
@@ -52,13 +52,12 @@ constexpr uint16_t kRpcMvccRemove = 154;
 constexpr uint16_t kRpcSnapshotGet = 155;
 constexpr uint16_t kRpcSnapshotScan = 156;
 constexpr uint16_t kRpcRangeClaim = 157;
-constexpr uint16_t kRpcFloor = 158;  // one-way: a node's snapshot floor (+ GTS StableTS seen)
+constexpr uint16_t kRpcFloor = 158;       // one-way: a node's snapshot floor (+ GTS StableTS seen)
 constexpr uint16_t kRpcGtsInstall = 159;  // one-way, to node 0: GTS INSTALL(ts...)
 
 // Registers every handler above on `w`, and a poller that answers deferred
 // snapshot requests once their records are unlocked.
-Status register_mvcc_handlers(r2::Worker& w, dst::MvccNode& mvcc,
-                              store::tables::StoreNode& store);
+Status register_mvcc_handlers(r2::Worker& w, dst::MvccNode& mvcc, store::tables::StoreNode& store);
 
 struct MvccLockResult {
   bool locked = false, valid = false, no_room = false;

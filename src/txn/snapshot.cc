@@ -89,17 +89,18 @@ Abort Engine::snapshot_scan(TableId t, Key from, Key to, size_t limit, Rows* out
   for (size_t parts = 0; out->keys.size() < limit && parts < 1u << 20; ++parts) {
     bool exhausted = false;
     ReadWait w;
-    const uint32_t want = static_cast<uint32_t>(std::min<size_t>(limit - out->keys.size(), 1u << 16));
+    const uint32_t want =
+        static_cast<uint32_t>(std::min<size_t>(limit - out->keys.size(), 1u << 16));
     Status s = rpc_snapshot_scan(co_, loc_.primary(t, cur), t, cur, to, want, vs, read_ts_,
-                                 raise_on_read(), &out->keys, &out->values, &exhausted,
-                                 &w);
+                                 raise_on_read(), &out->keys, &out->values, &exhausted, &w);
     read_wait_.blocked_reads += w.blocked_reads;
     read_wait_.wait_ns += w.wait_ns;
     if (!s.is_ok()) {
-      return blame(s.code() == Code::kInternal && s.message().find("not ordered") != std::string::npos
-                       ? Abort::kNotSupported
-                       : Abort::kNodeFailure,
-                   t);
+      return blame(
+          s.code() == Code::kInternal && s.message().find("not ordered") != std::string::npos
+              ? Abort::kNotSupported
+              : Abort::kNodeFailure,
+          t);
     }
     if (!exhausted) break;  // the limit was reached in this partition
     Key next;

@@ -37,17 +37,17 @@ struct TableKey {
 };
 
 enum class Abort : uint8_t {
-  kNone = 0,         // committed (or, from a Txn call: go on)
-  kLockHeld,         // a record to write was locked by another transaction
-  kVersionChanged,   // a record read changed before commit
-  kRecordMissing,    // the key does not exist
-  kDuplicateInsert,  // insert of a key that exists
-  kLogFull,          // a backup's log ring stayed full
-  kNodeFailure,      // a node did not answer or an op failed on the fabric
-  kUserAbort,        // the procedure decided to abort
-  kTornRead,         // a record kept changing under repeated reads
-  kNotSupported,     // an operation this table or build does not offer
-  kVersionStoreFull, // MVCC: no room for the old version of a record to write
+  kNone = 0,          // committed (or, from a Txn call: go on)
+  kLockHeld,          // a record to write was locked by another transaction
+  kVersionChanged,    // a record read changed before commit
+  kRecordMissing,     // the key does not exist
+  kDuplicateInsert,   // insert of a key that exists
+  kLogFull,           // a backup's log ring stayed full
+  kNodeFailure,       // a node did not answer or an op failed on the fabric
+  kUserAbort,         // the procedure decided to abort
+  kTornRead,          // a record kept changing under repeated reads
+  kNotSupported,      // an operation this table or build does not offer
+  kVersionStoreFull,  // MVCC: no room for the old version of a record to write
 };
 constexpr int kAbortKinds = 11;
 const char* abort_name(Abort a);

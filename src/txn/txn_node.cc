@@ -1,11 +1,11 @@
 #include "txn/txn_node.h"
 
-#include "r2/common/clock.h"
-#include "txn/mvcc_ops.h"
-
 #include <mutex>
 #include <sstream>
 #include <thread>
+
+#include "r2/common/clock.h"
+#include "txn/mvcc_ops.h"
 
 namespace drtmx::txn {
 namespace {
@@ -204,12 +204,11 @@ Status TxnNode::setup_worker(r2::Worker& w, const r2::Region* scratch, const r2:
                            : rec.vs->push(rec.slot, old, r.ts, /*reserved=*/false);
           };
         }
-        Result<bool> res =
-            spec == nullptr
-                ? Result<bool>(
-                      internal_error("log record of unknown table " + std::to_string(r.table)))
-                : store_->apply_in_order(*spec, r.key, c, r.version, r.value,
-                                         mvcc_ ? &keep : nullptr);
+        Result<bool> res = spec == nullptr
+                               ? Result<bool>(internal_error("log record of unknown table " +
+                                                             std::to_string(r.table)))
+                               : store_->apply_in_order(*spec, r.key, c, r.version, r.value,
+                                                        mvcc_ ? &keep : nullptr);
         if (!res.is_ok()) {
           install_errors_.fetch_add(1);
           return true;  // dropped (counted): finish() reports it

@@ -26,8 +26,8 @@
 #include <mutex>
 #include <vector>
 
-#include "r2/node_runtime.h"
 #include "dst/mvcc_node.h"
+#include "r2/node_runtime.h"
 #include "store/catalog.h"
 #include "store/tables/store_node.h"
 #include "store/tables/table_client.h"

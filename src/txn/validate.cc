@@ -1,8 +1,8 @@
 // The Validate phase: lock the write set, reserve the inserts, re-scan the
 // scanned ranges (phantoms), then check the read set.
-#include "store/record.h"
 #include <algorithm>
 
+#include "store/record.h"
 #include "txn/engine.h"
 #include "txn/mvcc_ops.h"
 

@@ -79,7 +79,8 @@ void snapshots_never_abort(const std::string& policy) {
       run(DRTMX_BENCH_PATH,
           "--bench=smallbank --nodes=3 --coroutines=8 --policy=" + policy +
               " --accounts=64 --hot-pct=10 --audit-pct=20 --audit-group=4 --seconds=1 "
-              "--warmup=0.3 --json=" + json);
+              "--warmup=0.3 --json=" +
+              json);
   ASSERT_EQ(o.exit_code, 0) << o.output;
   const std::string j = slurp(json);
   std::remove(json.c_str());
@@ -120,7 +121,8 @@ void mvcc_on_every_preset(const std::string& mvcc) {
   const Outcome o = run(DRTMX_BENCH_PATH,
                         "--bench=smallbank --policy=farm,drtm-r,fasst,drtmh --mvcc=" + mvcc +
                             " --accounts=64 --hot-pct=10 --audit-pct=20 --audit-group=4 "
-                            "--seconds=0.5 --warmup=0.2 --json=" + json,
+                            "--seconds=0.5 --warmup=0.2 --json=" +
+                            json,
                         240);
   ASSERT_EQ(o.exit_code, 0) << o.output;
   const std::string j = slurp(json);

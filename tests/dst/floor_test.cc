@@ -16,7 +16,7 @@ namespace {
 TEST(SnapshotFloor, ActiveSnapshotsHoldTheFloorAndLaterOnesStartAboveIt) {
   SnapshotFloor f(2, 3);
   EXPECT_EQ(f.begin(0, 1, 100), 100u);
-  EXPECT_EQ(f.compute(500), 100u);  // held by the snapshot at 100
+  EXPECT_EQ(f.compute(500), 100u);     // held by the snapshot at 100
   EXPECT_EQ(f.begin(1, 0, 50), 500u);  // proposes below the base: raised
   f.end(0, 1);
   EXPECT_EQ(f.compute(600), 500u);
@@ -66,7 +66,7 @@ TEST(Timestamp, LocalClockIsMonotonicAndFollowsCommits) {
   LocalClock c;
   const Timestamp a = c.now();
   EXPECT_GT(a, 0u);
-  EXPECT_EQ(a & ((1u << kLogicalBits) - 1), 0u);  // logical part 0 at start
+  EXPECT_EQ(a & ((1u << kLogicalBits) - 1), 0u);        // logical part 0 at start
   c.observe(a + (uint64_t{1000} << kLogicalBits) + 5);  // a commit in the future
   EXPECT_EQ(c.now(), a + (uint64_t{1000} << kLogicalBits) + 5);
   c.observe(1);

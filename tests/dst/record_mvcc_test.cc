@@ -11,9 +11,11 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <thread>
 #include <vector>
 
+#include "record_image.h"
 #include "store/record.h"
 
 namespace drtmx::dst {
@@ -33,17 +35,7 @@ struct Mem {
 
 // A slot image of kKey at `version` with commit timestamp `wts`, value = fill.
 std::vector<uint8_t> image(uint64_t version, Timestamp wts, uint8_t fill) {
-  std::vector<uint8_t> r(store::record_slot_size(kVs), 0);
-  store::RecordHeader h{};
-  h.version = version;
-  h.key = kKey;
-  h.incarnation = 1;
-  h.flags = store::kLive;
-  h.wts = wts;
-  std::memcpy(r.data(), &h, sizeof h);
-  std::memset(r.data() + store::kValueOffset, fill, kVs);
-  store::seal(r.data(), kVs);
-  return r;
+  return testing::record_image(kVs, kKey, version, wts, fill);
 }
 
 struct Fixture {
@@ -82,8 +74,7 @@ TEST(RecordMvcc, CommitKeepsTheReplacedVersionForOlderSnapshots) {
   EXPECT_EQ(v[0], 0xB2);
   EXPECT_EQ(info.wts, 20u);
   EXPECT_EQ(f.read(5, v), ReadAt::kAbsent);  // before the first version
-  EXPECT_EQ(read_at(f.rec.p, kKey + 1, 1, kVs, 30, true, f.vs.get(), 0, v, &info),
-            ReadAt::kMoved);
+  EXPECT_EQ(read_at(f.rec.p, kKey + 1, 1, kVs, 30, true, f.vs.get(), 0, v, &info), ReadAt::kMoved);
   EXPECT_EQ(f.vs->stats().reserved, 0u);
   EXPECT_EQ(f.vs->stats().in_use, 1u);
 }
@@ -120,37 +111,41 @@ TEST(RecordMvcc, AFullVersionStoreRefusesTheLockNotTheCommit) {
   EXPECT_EQ(f.vs->stats().in_use, 1u);
 }
 
-// Thread R checks the record as a read-set item of a transaction with
-// commit timestamp T (raise then check); thread W locks it and collects
-// its ts. Many rounds, both at once: whenever R's check passed and W got
-// the lock, W's collected ts is >= T — the writer will commit above the
-// reader, which is what orders a read before a later overwrite.
-TEST(RecordMvcc, ReadCheckAndWriterLockNeverMissEachOther) {
-  Fixture f;
+// Races a reader step against a writer's lock_and_collect on f's record,
+// `kRounds` rounds, both released at once each round (record unlocked, ts
+// 0, nothing reserved). The reader's step for round i uses timestamp
+// T(i) = 1000 + 10 i and says whether it succeeded; the writer locks with
+// a fresh lock word. Returns the rounds in which both succeeded and, of
+// those, the ones where the writer collected a ts below T(i) — a writer
+// that would commit below a reader that did not see it.
+struct Race {
+  int both = 0, missed = 0;
+};
+Race race(Fixture& f, const std::function<bool(Timestamp)>& reader_step) {
   constexpr int kRounds = 30000;
+  auto t = [](int i) { return 1000 + 10 * uint64_t(i); };
   std::atomic<int> go{0}, done{0};
-  std::vector<uint8_t> r_valid(kRounds), w_locked(kRounds);
+  std::vector<uint8_t> r_ok(kRounds), w_locked(kRounds);
   std::vector<uint64_t> w_ts(kRounds);
-  const uint64_t me = store::lock_word(2, 0, 0, 1);
   std::thread reader([&] {
     for (int i = 0; i < kRounds; ++i) {
       while (go.load(std::memory_order_acquire) <= i) std::this_thread::yield();
-      Timestamp w = 0;
-      r_valid[i] = raise_and_check(f.rec.p, 1000 + 10 * uint64_t(i), 1, &w) == Check::kValid;
+      r_ok[i] = reader_step(t(i));
       done.fetch_add(1);
     }
   });
   std::thread writer([&] {
     for (int i = 0; i < kRounds; ++i) {
       while (go.load(std::memory_order_acquire) <= i) std::this_thread::yield();
-      LockCollect l = lock_and_collect(f.rec.p, me, 1, nullptr, 0, 0);
+      const uint64_t me = store::lock_word(2, 0, 0, 1 + uint64_t(i));
+      LockCollect l = lock_and_collect(f.rec.p, me, 1, f.vs.get(), 0, /*now=*/0);
       w_locked[i] = l.locked;
       w_ts[i] = l.ts;
       done.fetch_add(1);
     }
   });
   for (int i = 0; i < kRounds; ++i) {
-    // Reset: unlocked, ts below this round's T.
+    if (i > 0 && w_locked[i - 1]) f.vs->unreserve(1);
     __atomic_store_n(reinterpret_cast<uint64_t*>(f.rec.p), 0, __ATOMIC_SEQ_CST);
     __atomic_store_n(store::ts_word(f.rec.p), 0, __ATOMIC_SEQ_CST);
     go.store(i + 1, std::memory_order_release);
@@ -158,15 +153,29 @@ TEST(RecordMvcc, ReadCheckAndWriterLockNeverMissEachOther) {
   }
   reader.join();
   writer.join();
-  int both = 0, missed = 0;
+  Race r;
   for (int i = 0; i < kRounds; ++i) {
-    if (r_valid[i] && w_locked[i]) {
-      ++both;
-      if (w_ts[i] < 1000 + 10 * uint64_t(i)) ++missed;
+    if (r_ok[i] && w_locked[i]) {
+      ++r.both;
+      r.missed += w_ts[i] < t(i);
     }
   }
-  EXPECT_EQ(missed, 0) << "of " << both << " rounds where both succeeded";
-  EXPECT_GT(both, 0);
+  return r;
+}
+
+// Thread R checks the record as a read-set item of a transaction with
+// commit timestamp T (raise then check); thread W locks it and collects
+// its ts. Many rounds, both at once: whenever R's check passed and W got
+// the lock, W's collected ts is >= T — the writer will commit above the
+// reader, which is what orders a read before a later overwrite.
+TEST(RecordMvcc, ReadCheckAndWriterLockNeverMissEachOther) {
+  Fixture f;
+  const Race r = race(f, [&](Timestamp t) {
+    Timestamp w = 0;
+    return raise_and_check(f.rec.p, t, 1, &w) == Check::kValid;
+  });
+  EXPECT_EQ(r.missed, 0) << "of " << r.both << " rounds where both succeeded";
+  EXPECT_GT(r.both, 0);
 }
 
 // A holder that locked after the snapshot began (the primary's clock, 50,
@@ -207,47 +216,12 @@ TEST(RecordMvcc, DepReadGoesPastAHolderThatCommitsAboveTheReadTimestamp) {
 // holder check) fails this.
 TEST(RecordMvcc, DepReadAndWriterLockNeverMissEachOther) {
   Fixture f;
-  constexpr int kRounds = 30000;
-  std::atomic<int> go{0}, done{0};
-  std::vector<uint8_t> r_value(kRounds), w_locked(kRounds);
-  std::vector<uint64_t> w_ts(kRounds);
-  std::thread reader([&] {
+  const Race r = race(f, [&](Timestamp t) {
     uint8_t v[24];
-    for (int i = 0; i < kRounds; ++i) {
-      while (go.load(std::memory_order_acquire) <= i) std::this_thread::yield();
-      r_value[i] = f.read(1000 + 10 * uint64_t(i), v) == ReadAt::kValue;
-      done.fetch_add(1);
-    }
+    return f.read(t, v) == ReadAt::kValue;
   });
-  std::thread writer([&] {
-    for (int i = 0; i < kRounds; ++i) {
-      while (go.load(std::memory_order_acquire) <= i) std::this_thread::yield();
-      const uint64_t me = store::lock_word(2, 0, 0, 1 + uint64_t(i));
-      LockCollect l = lock_and_collect(f.rec.p, me, 1, f.vs.get(), 0, /*now=*/0);
-      w_locked[i] = l.locked;
-      w_ts[i] = l.ts;
-      done.fetch_add(1);
-    }
-  });
-  for (int i = 0; i < kRounds; ++i) {
-    // Reset: unlocked, nothing reserved, ts below this round's read ts.
-    if (i > 0 && w_locked[i - 1]) f.vs->unreserve(1);
-    __atomic_store_n(reinterpret_cast<uint64_t*>(f.rec.p), 0, __ATOMIC_SEQ_CST);
-    __atomic_store_n(store::ts_word(f.rec.p), 0, __ATOMIC_SEQ_CST);
-    go.store(i + 1, std::memory_order_release);
-    while (done.load() < 2 * (i + 1)) std::this_thread::yield();
-  }
-  reader.join();
-  writer.join();
-  int both = 0, missed = 0;
-  for (int i = 0; i < kRounds; ++i) {
-    if (r_value[i] && w_locked[i]) {
-      ++both;
-      if (w_ts[i] < 1000 + 10 * uint64_t(i)) ++missed;
-    }
-  }
-  EXPECT_EQ(missed, 0) << "of " << both << " rounds where both succeeded";
-  EXPECT_GT(both, 0);
+  EXPECT_EQ(r.missed, 0) << "of " << r.both << " rounds where both succeeded";
+  EXPECT_GT(r.both, 0);
 }
 
 }  // namespace

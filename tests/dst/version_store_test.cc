@@ -12,6 +12,8 @@
 #include <thread>
 #include <vector>
 
+#include "record_image.h"
+
 namespace drtmx::dst {
 namespace {
 
@@ -37,17 +39,7 @@ std::unique_ptr<VersionStore> make(Area& a, uint64_t capacity, uint64_t slots = 
 
 // A record image: key k, version v, commit timestamp wts, value filled with v.
 std::vector<uint8_t> rec(uint64_t k, uint64_t v, Timestamp wts) {
-  std::vector<uint8_t> r(store::record_slot_size(kVs), 0);
-  store::RecordHeader h{};
-  h.version = v;
-  h.key = k;
-  h.incarnation = 1;
-  h.flags = store::kLive;
-  h.wts = wts;
-  std::memcpy(r.data(), &h, sizeof h);
-  std::memset(r.data() + store::kValueOffset, static_cast<int>(v), kVs);
-  store::seal(r.data(), kVs);
-  return r;
+  return testing::record_image(kVs, k, v, wts, static_cast<uint8_t>(v));
 }
 
 uint8_t value_at(const VersionStore& s, uint64_t slot, Timestamp ts, Found* f,
@@ -188,8 +180,8 @@ TEST(VersionStore, ConcurrentReadersNeverSeeAReclaimedOrWrongVersion) {
   // Per slot, the in-place wts (the newest version), published by the writer.
   std::vector<std::atomic<uint64_t>> newest(kSlots);
   for (auto& n : newest) n = 0;
-  std::atomic<uint64_t> clock{1};   // timestamps: writes take clock++
-  std::atomic<uint64_t> lwm{0};     // readers read at >= this
+  std::atomic<uint64_t> clock{1};  // timestamps: writes take clock++
+  std::atomic<uint64_t> lwm{0};    // readers read at >= this
   std::atomic<bool> stop{false};
   std::atomic<uint64_t> bad{0}, reads{0};
   std::thread writer([&] {

@@ -63,7 +63,7 @@ TEST(RecordSeal, BitFlipsAndBlockSwapsAreTornAtEverySize) {
     seal(a.data(), vs);
     ASSERT_EQ(verify(a.data(), vs), RecordCheck::kOk) << vs;
     for (size_t byte = 8; byte < sizeof(RecordHeader) + vs; ++byte) {
-      if (byte >= 32 && byte < 40) continue;  // the seal itself
+      if (byte >= 32 && byte < 40) continue;                   // the seal itself
       if (byte >= kTsOffset && byte < kValueOffset) continue;  // ts: not sealed
       for (int bit = 0; bit < 8; ++bit) {
         std::vector<uint8_t> c(a);

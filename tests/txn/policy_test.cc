@@ -49,8 +49,9 @@ TEST(Policy, MvccPresetsAndSwitch) {
   EXPECT_EQ(make_policy("drtmh", {}, false)->mvcc, Mvcc::kOff);
   EXPECT_NE(make_policy("drtmx-gts", {{"lock", "cas"}}, true).status().message().find("--lock=cas"),
             std::string::npos);
-  EXPECT_NE(make_policy("drtmx", {{"mvcc", "vts"}}, true).status().message().find("off, dst or gts"),
-            std::string::npos);
+  EXPECT_NE(
+      make_policy("drtmx", {{"mvcc", "vts"}}, true).status().message().find("off, dst or gts"),
+      std::string::npos);
 }
 
 TEST(Policy, CasLocksWithCpuCommitAreRefusedOnlyWhereAtomicsAreNotCoherent) {

@@ -597,8 +597,8 @@ void abort_script(const store::Catalog& cat, TxnContext& c) {
       std::vector<uint8_t> values;
       bool exhausted = false;
       ReadWait w;
-      EXPECT_FALSE(rpc_snapshot_scan(co, loc.primary(kKv, 8), kKv, 0, 100, 10, sizeof(Val), 1,
-                                     true, &keys, &values, &exhausted, &w)
+      EXPECT_FALSE(rpc_snapshot_scan(co, loc.primary(kKv, 8), kKv, 0, 100, 10, sizeof(Val), 1, true,
+                                     &keys, &values, &exhausted, &w)
                        .is_ok());
       EXPECT_EQ(run(read_then({8}, [] {})), Abort::kNone);  // nothing was touched
     }
@@ -1062,7 +1062,8 @@ TEST_P(TxnOps, PrefetchOfOrderedRowsGivesTheSameResultsAsGets) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Presets, TxnOps,
-                         ::testing::Values("farm", "drtm-r", "fasst", "drtmh", "drtmx", "drtmx-gts"),
+                         ::testing::Values("farm", "drtm-r", "fasst", "drtmh", "drtmx",
+                                           "drtmx-gts"),
                          [](const auto& info) {
                            std::string n = info.param;
                            for (char& ch : n) {
@@ -1070,7 +1071,6 @@ INSTANTIATE_TEST_SUITE_P(Presets, TxnOps,
                            }
                            return n;
                          });
-
 
 // --- snapshots (MVCC) ------------------------------------------------------------
 
@@ -1121,7 +1121,7 @@ AnomalyOutcome run_anomaly(bool skip_raise, const std::string& preset = "drtmx")
           },
           Kind::kReadOnly);
       step = std::max(step.load(), 2);  // also when the reader failed early
-    } else if (c.index == kThreads) {  // node 1: TX1 then TX2
+    } else if (c.index == kThreads) {   // node 1: TX1 then TX2
       wait_for(c.co, 1);
       const Abort t1 = c.engine.run_with_retry([&](Txn& tx) {
         Val v;

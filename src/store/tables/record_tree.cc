@@ -124,8 +124,7 @@ Result<bool> RecordTree::install(uint64_t key, uint64_t version, std::span<const
   for (int attempt = 0; attempt < 4; ++attempt) {
     RecordAddr a;
     if (tree_.get(key, &a) != xstore::XStatus::kOk) {
-      Result<RecordAddr> ins =
-          insert_version(key, value, version, /*upsert=*/false);
+      Result<RecordAddr> ins = insert_version(key, value, version, /*upsert=*/false);
       if (ins.is_ok()) return true;
       if (ins.status().code() != Code::kAlreadyExists) return ins.status();
       continue;  // another applier inserted it meanwhile: compare versions

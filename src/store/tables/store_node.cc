@@ -199,11 +199,11 @@ Result<bool> StoreNode::apply_in_order(const TableSpec& t, uint64_t key, Change 
   }
   if (part->hash) {
     return part->hash->apply_in_order(key, static_cast<hash::HashTable::Change>(c), version, value,
-                                       mvcc);
+                                      mvcc);
   }
   if (part->records) {
     return part->records->apply_in_order(key, static_cast<RecordTree::Change>(c), version, value,
-                                          mvcc);
+                                         mvcc);
   }
   return invalid_argument("table '" + t.name +
                           "' keeps inline values (no records): transactions cannot write it");

@@ -28,7 +28,8 @@ void encode_redo(std::span<const RedoRecord> records, std::vector<uint8_t>* out)
   for (const RedoRecord& r : records) {
     RedoHead h{r.table, static_cast<uint8_t>(r.op),
                0,       static_cast<uint32_t>(r.value.size()),
-               r.key,   r.version, r.ts};
+               r.key,   r.version,
+               r.ts};
     const size_t at = out->size();
     out->resize(at + sizeof h + pad8(r.value.size()), 0);
     std::memcpy(out->data() + at, &h, sizeof h);
