@@ -100,6 +100,10 @@ class MvccNode {
   Timestamp publish(Timestamp now);
   void set_peer_floor(store::NodeId16 node, Timestamp floor);
   Timestamp lwm() const;
+  // Counts MVCC commits, unlocks and removes on this node (any worker):
+  // deferred snapshot reads are re-run when it moved (mvcc_ops.cc).
+  void note_unlocks() { unlocks_.fetch_add(1, std::memory_order_release); }
+  uint64_t unlocks() const { return unlocks_.load(std::memory_order_acquire); }
   // GTS: the newest StableTS this node has seen (from its snapshots'
   // fetches and node 0's floor messages) — the `now` of its floor: every
   // snapshot here reads at a StableTS fetched later, so never below it.
@@ -152,6 +156,7 @@ class MvccNode {
   std::atomic<Timestamp> own_floor_{0};
   std::vector<std::atomic<Timestamp>> peers_;  // 0: not heard from yet
   std::atomic<Timestamp> seen_stable_{0};
+  alignas(64) std::atomic<uint64_t> unlocks_{0};
   std::unique_ptr<GtsOracle> oracle_;
 };
 

@@ -92,10 +92,10 @@ bool release(uint8_t* rec, uint64_t lock_word, VersionStore* vs, uint64_t slot) 
 }
 
 ReadAt read_at(uint8_t* rec, uint64_t key, uint32_t incarnation, uint32_t value_size,
-               Timestamp read_ts, bool raise, const VersionStore* vs, uint64_t slot,
+               Timestamp read_ts, SnapshotMode mode, const VersionStore* vs, uint64_t slot,
                uint8_t* value_out, VersionInfo* info) {
-  if (raise) {
-    store::atomic_max_ts(store::ts_word(rec), read_ts);
+  if (mode == SnapshotMode::kDst) store::atomic_max_ts(store::ts_word(rec), read_ts);
+  if (mode != SnapshotMode::kGts) {
     // Wait only for a writer that holds the lock (thesis Fig 5-9, line 3)
     // and may commit at or below read_ts: one that collected ts before our
     // raise. A holder whose published collected ts is >= read_ts commits
@@ -105,9 +105,9 @@ ReadAt read_at(uint8_t* rec, uint64_t key, uint32_t incarnation, uint32_t value_
       return ReadAt::kLocked;
     }
   }
-  // GTS (no raise): a lock holder's timestamp is above a stable read_ts
-  // (dst/oracle.h), so the versions <= read_ts are all in place — read
-  // past the lock; only a torn image (the holder writing now) waits.
+  // GTS: a lock holder's timestamp is above a stable read_ts (dst/oracle.h),
+  // so the versions <= read_ts are all in place — read past the lock; only
+  // a torn image (the holder writing now) waits.
   const size_t bytes = store::record_slot_size(value_size);
   thread_local std::vector<uint64_t> img;
   img.resize(bytes / 8);

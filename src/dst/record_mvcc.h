@@ -75,17 +75,23 @@ enum class ReadAt : uint8_t {
   kReclaimed,  // the version needed was garbage-collected (a read below
                // the low-water mark: a bug, reported as an error)
 };
-// `raise`: DST raises ts to read_ts first (never lowers it) and then
-// waits (kLocked) while a writer holds the lock — unless the holder
-// published a collected timestamp >= read_ts (it commits above read_ts:
-// nothing it writes is visible here, so the read goes past its lock). The
-// primary raised ts to its clock when the holder locked, so a holder that
-// locked after the snapshot began is never waited for. GTS snapshots read
-// at a stable timestamp, raise nothing and read past a lock (its holder
-// commits above every stable timestamp). Both wait for a torn image. `value_out` holds the value
-// size rounded up to 8 bytes.
+// How a snapshot reads.
+//   kDst   raise ts to read_ts first (never lower it), then wait (kLocked)
+//          while a writer holds the lock — unless the holder published a
+//          collected timestamp >= read_ts (it commits above read_ts:
+//          nothing it writes is visible here, so the read goes past its
+//          lock). The primary raised ts to its clock when the holder
+//          locked, so a holder that locked after the snapshot began is
+//          never waited for.
+//   kGts   at a stable timestamp: raise nothing and read past a lock (its
+//          holder commits above every stable timestamp).
+//   kDstSkipRaiseUnsafe  kDst without the raise — UNSAFE, for the test
+//          that shows the read-only anomaly DST's raise prevents.
+// All wait for a torn image.
+enum class SnapshotMode : uint8_t { kDst, kGts, kDstSkipRaiseUnsafe };
+// `value_out` holds the value size rounded up to 8 bytes.
 ReadAt read_at(uint8_t* rec, uint64_t key, uint32_t incarnation, uint32_t value_size,
-               Timestamp read_ts, bool raise, const VersionStore* vs, uint64_t slot,
+               Timestamp read_ts, SnapshotMode mode, const VersionStore* vs, uint64_t slot,
                uint8_t* value_out, VersionInfo* info);
 
 }  // namespace drtmx::dst

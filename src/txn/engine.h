@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "dst/mvcc_node.h"
+#include "dst/record_mvcc.h"
 #include "r2/sched/co.h"
 #include "txn/key_index.h"
 #include "txn/locator.h"
@@ -169,8 +170,10 @@ class Engine final : public Txn {
   // by DEP_READ RPC; read-write ones compute commit_ts_ in Validate.
   bool snapshot() const { return mvcc_on() && kind_ == Kind::kReadOnly; }
   bool mvcc_on() const { return policy_.mvcc != Mvcc::kOff && mvcc_ != nullptr; }
-  bool raise_on_read() const {
-    return policy_.mvcc == Mvcc::kDst && !mvcc_->config().unsafe_skip_read_raise;
+  dst::SnapshotMode snapshot_mode() const {
+    if (policy_.mvcc == Mvcc::kGts) return dst::SnapshotMode::kGts;
+    return mvcc_->config().unsafe_skip_read_raise ? dst::SnapshotMode::kDstSkipRaiseUnsafe
+                                                  : dst::SnapshotMode::kDst;
   }
   bool gts() const { return policy_.mvcc == Mvcc::kGts && mvcc_ != nullptr; }
   // Reads `keys` at read_ts_ (those not read yet); a missing key is

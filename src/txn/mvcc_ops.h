@@ -79,14 +79,15 @@ Status rpc_mvcc_remove(r2::Co& co, std::span<const HeldRecord> items, uint64_t l
                        uint64_t commit_ts, bool passive);
 
 // All of `rows` at read timestamp `ts` (each primary once, all in
-// parallel). `raise`: DST; false: GTS (stable timestamps need no claim).
-Status rpc_snapshot_get(r2::Co& co, std::span<SnapshotRow> rows, uint64_t ts, bool raise,
-                        ReadWait* wait);
+// parallel), as `mode` says (dst/record_mvcc.h; GTS snapshots raise and
+// claim nothing).
+Status rpc_snapshot_get(r2::Co& co, std::span<SnapshotRow> rows, uint64_t ts,
+                        dst::SnapshotMode mode, ReadWait* wait);
 // Rows of partition-local range [from, to] of `table` at `ts` from
 // `primary`: at most `limit`, ascending; *exhausted when the partition has
 // no further row <= to.
 Status rpc_snapshot_scan(r2::Co& co, r2::NodeId primary, TableId table, Key from, Key to,
-                         uint32_t limit, uint32_t value_size, uint64_t ts, bool raise,
+                         uint32_t limit, uint32_t value_size, uint64_t ts, dst::SnapshotMode mode,
                          std::vector<Key>* keys, std::vector<uint8_t>* values, bool* exhausted,
                          ReadWait* wait);
 // GTS (dst/oracle.h): the next commit timestamp (one-sided FAA on node

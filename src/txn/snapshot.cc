@@ -51,7 +51,7 @@ Abort Engine::snapshot_fetch(std::span<const TableKey> keys,
   }
   if (snap_rows_.empty()) return Abort::kNone;
   ReadWait w;
-  Status s = rpc_snapshot_get(co_, snap_rows_, read_ts_, raise_on_read(), &w);
+  Status s = rpc_snapshot_get(co_, snap_rows_, read_ts_, snapshot_mode(), &w);
   read_wait_.blocked_reads += w.blocked_reads;
   read_wait_.wait_ns += w.wait_ns;
   if (!s.is_ok()) return blame(Abort::kNodeFailure, snap_rows_.front().tk.table);
@@ -92,7 +92,7 @@ Abort Engine::snapshot_scan(TableId t, Key from, Key to, size_t limit, Rows* out
     const uint32_t want =
         static_cast<uint32_t>(std::min<size_t>(limit - out->keys.size(), 1u << 16));
     Status s = rpc_snapshot_scan(co_, loc_.primary(t, cur), t, cur, to, want, vs, read_ts_,
-                                 raise_on_read(), &out->keys, &out->values, &exhausted, &w);
+                                 snapshot_mode(), &out->keys, &out->values, &exhausted, &w);
     read_wait_.blocked_reads += w.blocked_reads;
     read_wait_.wait_ns += w.wait_ns;
     if (!s.is_ok()) {

@@ -46,9 +46,10 @@ struct Fixture {
     auto i = image(1, 10, 0xA1);
     std::memcpy(rec.p, i.data(), i.size());
   }
-  ReadAt read(Timestamp ts, uint8_t* v, VersionInfo* info = nullptr, bool raise = true) {
+  ReadAt read(Timestamp ts, uint8_t* v, VersionInfo* info = nullptr,
+              SnapshotMode mode = SnapshotMode::kDst) {
     VersionInfo tmp;
-    return read_at(rec.p, kKey, 1, kVs, ts, raise, vs.get(), 0, v, info ? info : &tmp);
+    return read_at(rec.p, kKey, 1, kVs, ts, mode, vs.get(), 0, v, info ? info : &tmp);
   }
   uint64_t ts() const { return reinterpret_cast<const store::RecordHeader*>(rec.p)->ts; }
   Mem rec, area;
@@ -74,7 +75,8 @@ TEST(RecordMvcc, CommitKeepsTheReplacedVersionForOlderSnapshots) {
   EXPECT_EQ(v[0], 0xB2);
   EXPECT_EQ(info.wts, 20u);
   EXPECT_EQ(f.read(5, v), ReadAt::kAbsent);  // before the first version
-  EXPECT_EQ(read_at(f.rec.p, kKey + 1, 1, kVs, 30, true, f.vs.get(), 0, v, &info), ReadAt::kMoved);
+  EXPECT_EQ(read_at(f.rec.p, kKey + 1, 1, kVs, 30, SnapshotMode::kDst, f.vs.get(), 0, v, &info),
+            ReadAt::kMoved);
   EXPECT_EQ(f.vs->stats().reserved, 0u);
   EXPECT_EQ(f.vs->stats().in_use, 1u);
 }
@@ -86,7 +88,7 @@ TEST(RecordMvcc, ReadsRaiseButNeverLowerTheTupleTimestamp) {
   EXPECT_EQ(f.ts(), 100u);
   ASSERT_EQ(f.read(50, v), ReadAt::kValue);
   EXPECT_EQ(f.ts(), 100u);
-  ASSERT_EQ(f.read(500, v, nullptr, /*raise=*/false), ReadAt::kValue);  // GTS
+  ASSERT_EQ(f.read(500, v, nullptr, SnapshotMode::kGts), ReadAt::kValue);  // GTS
   EXPECT_EQ(f.ts(), 100u);
   // A writer locking it now collects the reader's timestamp (RW1).
   LockCollect l = lock_and_collect(f.rec.p, store::lock_word(1, 0, 0, 1), 1, f.vs.get(), 0, 0);

@@ -597,9 +597,14 @@ void abort_script(const store::Catalog& cat, TxnContext& c) {
       std::vector<uint8_t> values;
       bool exhausted = false;
       ReadWait w;
-      EXPECT_FALSE(rpc_snapshot_scan(co, loc.primary(kKv, 8), kKv, 0, 100, 10, sizeof(Val), 1, true,
-                                     &keys, &values, &exhausted, &w)
+      EXPECT_FALSE(rpc_snapshot_scan(co, loc.primary(kKv, 8), kKv, 0, 100, 10, sizeof(Val), 1,
+                                     dst::SnapshotMode::kDst, &keys, &values, &exhausted, &w)
                        .is_ok());
+      // A snapshot read whose mode flags name no mode.
+      uint64_t no_mode[3] = {0, 1, 0};  // word, ts 1, 0 items, flags 0
+      auto bad = co.call({1, co.thread()}, kRpcSnapshotGet, no_mode, sizeof no_mode, reply);
+      ASSERT_FALSE(bad.is_ok());
+      EXPECT_NE(bad.message().find("mode"), std::string::npos) << bad.message();
       EXPECT_EQ(run(read_then({8}, [] {})), Abort::kNone);  // nothing was touched
     }
   }
