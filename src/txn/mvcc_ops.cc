@@ -327,6 +327,7 @@ void Service::remove(r2::RpcRequest& req) {
       std::vector<uint64_t> img(store::record_slot_size(t->value_size) / 8);
       store::load_words(img.data(), r.rec, img.size() * 8);
       (void)r.vs->bury(r.slot, it.key, reinterpret_cast<const uint8_t*>(img.data()), h.ts);
+      r.vs->unhold(r.slot);  // the slot's next tenant starts unheld
     }
     (void)s_.remove_held(*t, it.key, {it.offset, it.incarnation, 0}, h.word);
   }

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <thread>
 
 #include "dst/timestamp.h"
@@ -36,7 +37,7 @@ TEST(SnapshotFloor, ConcurrentBeginsNeverFallBelowAPublishedFloor) {
   std::atomic<bool> stop{false};
   std::atomic<uint64_t> bad{0}, snaps{0};
   auto worker = [&](uint16_t w) {
-    for (int i = 0; i < 20000 && !stop.load(); ++i) {
+    for (int i = 0; i < 1000000 && !stop.load(); ++i) {
       const uint64_t proposed = clock.load() - 50;  // a lagging local clock
       const uint64_t ts = f.begin(w, static_cast<uint16_t>(i % 2), proposed);
       // Whatever was published before begin() returned is <= ts; and any
@@ -50,7 +51,12 @@ TEST(SnapshotFloor, ConcurrentBeginsNeverFallBelowAPublishedFloor) {
   };
   std::thread a(worker, 0), b(worker, 1);
   std::thread pub([&] {
-    for (int i = 0; i < 20000 && snaps.load() < 40000; ++i) {
+    // Publishes until the workers have begun 40 000 snapshots (on a loaded
+    // machine they may start late); bounded by 2 000 000 rounds or 5 s.
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    for (int i = 0; (i < 20000 || snaps.load() < 40000) && i < 2000000 &&
+                    std::chrono::steady_clock::now() < until;
+         ++i) {
       published.store(f.compute(clock.fetch_add(7) + 7));
     }
     stop = true;

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -114,7 +115,7 @@ TEST(RecordMvcc, AFullVersionStoreRefusesTheLockNotTheCommit) {
 }
 
 // Races a reader step against a writer's lock_and_collect on f's record,
-// `kRounds` rounds, both released at once each round (record unlocked, ts
+// many rounds, both released at once each round (record unlocked, ts
 // 0, nothing reserved). The reader's step for round i uses timestamp
 // T(i) = 1000 + 10 i and says whether it succeeded; the writer locks with
 // a fresh lock word. Returns the rounds in which both succeeded and, of
@@ -124,21 +125,29 @@ struct Race {
   int both = 0, missed = 0;
 };
 Race race(Fixture& f, const std::function<bool(Timestamp)>& reader_step) {
-  constexpr int kRounds = 30000;
+  // 30 000 rounds, and more (up to 300 000, or 10 s) until 100 had both
+  // succeed: on a loaded machine one thread may win every round for a while.
+  constexpr int kMin = 30000, kMax = 300000;
   auto t = [](int i) { return 1000 + 10 * uint64_t(i); };
-  std::atomic<int> go{0}, done{0};
-  std::vector<uint8_t> r_ok(kRounds), w_locked(kRounds);
-  std::vector<uint64_t> w_ts(kRounds);
+  std::atomic<int> go{0}, done{0}, rounds{kMax};
+  std::vector<uint8_t> r_ok(kMax), w_locked(kMax);
+  std::vector<uint64_t> w_ts(kMax);
   std::thread reader([&] {
-    for (int i = 0; i < kRounds; ++i) {
-      while (go.load(std::memory_order_acquire) <= i) std::this_thread::yield();
+    for (int i = 0; i < rounds.load(); ++i) {
+      while (go.load(std::memory_order_acquire) <= i && i < rounds.load()) {
+        std::this_thread::yield();
+      }
+      if (i >= rounds.load()) break;
       r_ok[i] = reader_step(t(i));
       done.fetch_add(1);
     }
   });
   std::thread writer([&] {
-    for (int i = 0; i < kRounds; ++i) {
-      while (go.load(std::memory_order_acquire) <= i) std::this_thread::yield();
+    for (int i = 0; i < rounds.load(); ++i) {
+      while (go.load(std::memory_order_acquire) <= i && i < rounds.load()) {
+        std::this_thread::yield();
+      }
+      if (i >= rounds.load()) break;
       const uint64_t me = store::lock_word(2, 0, 0, 1 + uint64_t(i));
       LockCollect l = lock_and_collect(f.rec.p, me, 1, f.vs.get(), 0, /*now=*/0);
       w_locked[i] = l.locked;
@@ -146,22 +155,31 @@ Race race(Fixture& f, const std::function<bool(Timestamp)>& reader_step) {
       done.fetch_add(1);
     }
   });
-  for (int i = 0; i < kRounds; ++i) {
-    if (i > 0 && w_locked[i - 1]) f.vs->unreserve(1);
+  Race r;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  int i = 0;
+  for (; i < kMax; ++i) {
+    if (i > 0) {
+      // Tally round i - 1 (both threads are done with it).
+      if (r_ok[i - 1] && w_locked[i - 1]) {
+        ++r.both;
+        r.missed += w_ts[i - 1] < t(i - 1);
+      }
+      if (w_locked[i - 1]) f.vs->unreserve(1);
+      if (i >= kMin && (r.both >= 100 || std::chrono::steady_clock::now() > until)) break;
+    }
     __atomic_store_n(reinterpret_cast<uint64_t*>(f.rec.p), 0, __ATOMIC_SEQ_CST);
     __atomic_store_n(store::ts_word(f.rec.p), 0, __ATOMIC_SEQ_CST);
     go.store(i + 1, std::memory_order_release);
     while (done.load() < 2 * (i + 1)) std::this_thread::yield();
   }
+  if (i == kMax && r_ok[i - 1] && w_locked[i - 1]) {
+    ++r.both;
+    r.missed += w_ts[i - 1] < t(i - 1);
+  }
+  rounds.store(i);  // releases both threads
   reader.join();
   writer.join();
-  Race r;
-  for (int i = 0; i < kRounds; ++i) {
-    if (r_ok[i] && w_locked[i]) {
-      ++r.both;
-      r.missed += w_ts[i] < t(i);
-    }
-  }
   return r;
 }
 
