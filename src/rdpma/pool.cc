@@ -1,0 +1,228 @@
+#include "rdpma/pool.h"
+
+#include <libpmem.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "base/hash.h"
+
+namespace drtmx::rdpma {
+namespace {
+
+constexpr char kMagic[8] = {'D', 'R', 'T', 'M', 'X', 'P', 'M', '1'};
+constexpr uint32_t kVersion = 1;
+constexpr uint64_t kWatermarkOffset = 256;  // its own XPLine of the header page
+constexpr uint64_t kSeed = 0x7064a1b2c3d4e5f6ull;
+
+struct Header {
+  char magic[8];
+  uint32_t version;
+  uint32_t pad;
+  uint64_t cluster;
+  uint32_t node, region;
+  uint64_t layout;
+  uint64_t bytes;
+  uint64_t checksum;  // of every field above
+};
+static_assert(sizeof(Header) <= kWatermarkOffset);
+
+uint64_t checksum_of(const Header& h) {
+  return hash_bytes(kSeed, &h, offsetof(Header, checksum));
+}
+
+std::string describe(const PoolIdentity& id) {
+  return "cluster " + std::to_string(id.cluster) + ", node " + std::to_string(id.node) +
+         ", region " + std::to_string(id.region) + ", layout " + std::to_string(id.layout);
+}
+
+uint64_t* watermark_of(uint8_t* base) {
+  return reinterpret_cast<uint64_t*>(base + kWatermarkOffset);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<PmemPool>> PmemPool::open(const PoolSpec& spec) {
+  const std::string& path = spec.path;
+  if (path.empty()) return invalid_argument("pmem pool: empty file path (give --pmem-dir)");
+  struct stat st {};
+  const bool exists = ::stat(path.c_str(), &st) == 0;
+  std::unique_ptr<PmemPool> p(new PmemPool());
+  p->path_ = path;
+  p->id_ = spec.id;
+  int is_pmem = 0;
+  if (spec.mode == PoolOpen::kCreate) {
+    if (exists && !spec.format) {
+      return already_exists("pmem pool " + path +
+                            " already exists (from an earlier run?): restart from it with "
+                            "--recover, or overwrite it with --format");
+    }
+    if (exists && ::unlink(path.c_str()) != 0) {
+      return io_error("remove pmem pool " + path + " for --format", errno);
+    }
+    const uint64_t min = kHeaderBytes + kXPLine;
+    const uint64_t want = spec.bytes < min ? min : spec.bytes;
+    p->bytes_ = (want + 4095) / 4096 * 4096;
+    void* m = pmem_map_file(path.c_str(), p->bytes_, PMEM_FILE_CREATE | PMEM_FILE_EXCL, 0600,
+                            &p->mapped_, &is_pmem);
+    if (m == nullptr) {
+      return io_error("create pmem pool " + path + " of " + std::to_string(p->bytes_) +
+                          " bytes (does the directory exist, is it writable, is there room?)",
+                      errno);
+    }
+    p->base_ = static_cast<uint8_t*>(m);
+    p->is_pmem_ = is_pmem != 0;
+    // Everything but the magic first, durable; then the magic: a crash in
+    // between leaves a file that is not a pool (refused, --format).
+    Header h{};
+    h.version = kVersion;
+    h.cluster = spec.id.cluster;
+    h.node = spec.id.node;
+    h.region = spec.id.region;
+    h.layout = spec.id.layout;
+    h.bytes = p->bytes_;
+    std::memcpy(h.magic, kMagic, sizeof kMagic);
+    h.checksum = checksum_of(h);
+    std::memset(h.magic, 0, sizeof h.magic);
+    std::memcpy(p->base_, &h, sizeof h);
+    *watermark_of(p->base_) = kHeaderBytes;
+    DRTMX_RETURN_IF_ERROR(p->persist_range(p->base_, kHeaderBytes));
+    std::memcpy(p->base_, kMagic, sizeof kMagic);
+    DRTMX_RETURN_IF_ERROR(p->persist_range(p->base_, sizeof kMagic));
+    return p;
+  }
+
+  // kRecover: validate before anything is written.
+  if (!exists) {
+    return not_found("pmem pool " + path +
+                     " does not exist: nothing to recover (start without --recover to create "
+                     "it)");
+  }
+  if (static_cast<uint64_t>(st.st_size) < kHeaderBytes) {
+    return invalid_argument("pmem pool " + path + " is " + std::to_string(st.st_size) +
+                            " bytes, shorter than its header: truncated; restore it, or "
+                            "start over with --format");
+  }
+  void* m = pmem_map_file(path.c_str(), 0, 0, 0, &p->mapped_, &is_pmem);
+  if (m == nullptr) return io_error("map pmem pool " + path, errno);
+  p->base_ = static_cast<uint8_t*>(m);
+  p->is_pmem_ = is_pmem != 0;
+  Header h;
+  std::memcpy(&h, p->base_, sizeof h);
+  const std::string fix = "; restore it, or start over with --format";
+  if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0) {
+    return invalid_argument("pmem pool " + path + " is not a drtmx pool (no magic)" + fix);
+  }
+  if (h.version != kVersion) {
+    return invalid_argument("pmem pool " + path + " has format version " +
+                            std::to_string(h.version) + ", this build reads " +
+                            std::to_string(kVersion) + fix);
+  }
+  if (checksum_of(h) != h.checksum) {
+    return invalid_argument("pmem pool " + path + ": corrupted header (checksum)" + fix);
+  }
+  if (h.bytes != p->mapped_) {
+    return invalid_argument("pmem pool " + path + " is " + std::to_string(p->mapped_) +
+                            " bytes but its header says " + std::to_string(h.bytes) +
+                            ": truncated or extended" + fix);
+  }
+  const PoolIdentity found{h.cluster, h.node, h.region, h.layout};
+  if (!(found == spec.id)) {
+    return invalid_argument("pmem pool " + path + " belongs to " + describe(found) +
+                            ", not to " + describe(spec.id) +
+                            " (another cluster or configuration); point --pmem-dir elsewhere, "
+                            "or start over with --format");
+  }
+  const uint64_t wm = __atomic_load_n(watermark_of(p->base_), __ATOMIC_ACQUIRE);
+  if (wm < kHeaderBytes || wm > h.bytes || wm % kLine != 0) {
+    return invalid_argument("pmem pool " + path + ": corrupted allocation watermark " +
+                            std::to_string(wm) + fix);
+  }
+  p->bytes_ = h.bytes;
+  return p;
+}
+
+PmemPool::~PmemPool() {
+  if (base_ != nullptr) pmem_unmap(base_, mapped_);
+}
+
+uint64_t PmemPool::allocated() const {
+  return __atomic_load_n(watermark_of(base_), __ATOMIC_ACQUIRE) - kHeaderBytes;
+}
+
+Result<FatPtr> PmemPool::alloc(uint32_t size) {
+  if (size == 0) return invalid_argument("pmem pool " + path_ + ": allocation of 0 bytes");
+  const uint64_t align = alloc_align(size), span = alloc_span(size);
+  uint64_t* wm = watermark_of(base_);
+  const uint64_t start = (*wm + align - 1) / align * align;
+  if (start + span > bytes_) {
+    return Status(Code::kResourceExhausted,
+                  "pmem pool " + path_ + " of " + std::to_string(bytes_) +
+                      " bytes is full: " + std::to_string(size) + " more bytes do not fit after " +
+                      std::to_string(*wm) + "; give it a larger size");
+  }
+  // One aligned 8-byte store: failure-atomic on persistent memory.
+  __atomic_store_n(wm, start + span, __ATOMIC_RELEASE);
+  DRTMX_RETURN_IF_ERROR(persist_range(wm, sizeof *wm));
+  return FatPtr{start, size, static_cast<uint32_t>(span)};
+}
+
+Status PmemPool::check(const FatPtr& p, uint64_t at, uint64_t n, const char* what) const {
+  const uint64_t wm = __atomic_load_n(watermark_of(base_), __ATOMIC_ACQUIRE);
+  if (p.span == 0 || p.span != alloc_span(p.size) || p.offset < kHeaderBytes ||
+      p.offset % alloc_align(p.size) != 0 || p.offset > wm || p.span > wm - p.offset) {
+    return invalid_argument(std::string(what) + " through a pointer that is not an allocation of " +
+                            "pmem pool " + path_ + " (offset " + std::to_string(p.offset) +
+                            ", size " + std::to_string(p.size) + ")");
+  }
+  if (at > p.size || n > p.size - at) {
+    return out_of_range(std::string(what) + " of bytes [" + std::to_string(at) + ", " +
+                        std::to_string(at + n) + ") of an allocation of " +
+                        std::to_string(p.size) + " bytes in pmem pool " + path_);
+  }
+  return Status::ok();
+}
+
+Status PmemPool::read(const FatPtr& p, uint64_t at, void* out, uint64_t n) const {
+  DRTMX_RETURN_IF_ERROR(check(p, at, n, "read"));
+  std::memcpy(out, base_ + p.offset + at, n);
+  return Status::ok();
+}
+
+Status PmemPool::write(const FatPtr& p, uint64_t at, const void* in, uint64_t n) {
+  DRTMX_RETURN_IF_ERROR(check(p, at, n, "write"));
+  std::memcpy(base_ + p.offset + at, in, n);
+  return Status::ok();
+}
+
+Status PmemPool::pwrite(const FatPtr& p, uint64_t at, const void* in, uint64_t n) {
+  DRTMX_RETURN_IF_ERROR(check(p, at, n, "persistent write"));
+  uint8_t* dst = base_ + p.offset + at;
+  if (is_pmem_) {
+    // H4/H7: non-temporal stores (cache-line granularity), then a fence.
+    pmem_memcpy(dst, in, n, PMEM_F_MEM_NONTEMPORAL);
+    pmem_drain();
+    return Status::ok();
+  }
+  std::memcpy(dst, in, n);
+  return persist_range(dst, n);
+}
+
+Status PmemPool::persist(const FatPtr& p, uint64_t at, uint64_t n) {
+  DRTMX_RETURN_IF_ERROR(check(p, at, n, "persist"));
+  return persist_range(base_ + p.offset + at, n);
+}
+
+Status PmemPool::persist_range(const void* p, uint64_t n) {
+  if (n == 0) return Status::ok();
+  if (is_pmem_) {
+    pmem_persist(p, n);
+    return Status::ok();
+  }
+  if (pmem_msync(p, n) != 0) return io_error("msync of pmem pool " + path_, errno);
+  return Status::ok();
+}
+
+}  // namespace drtmx::rdpma

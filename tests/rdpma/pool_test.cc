@@ -1,0 +1,207 @@
+// PmemPool: allocations are aligned and padded as the hints say and survive
+// a reopen; accesses outside an allocation are refused; every bad pool
+// file — missing, existing without --format, truncated, corrupted, of
+// another identity, half-created — is refused with a message naming it,
+// and nothing is written to it.
+#include "rdpma/pool.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <vector>
+
+namespace drtmx::rdpma {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct TempDir {
+  TempDir() {
+    path = fs::temp_directory_path() / ("rdpma_pool_test_" + std::to_string(getpid()) + "_" +
+                                        std::to_string(counter++));
+    fs::create_directories(path);
+  }
+  ~TempDir() { fs::remove_all(path); }
+  std::string file(const std::string& name) const { return (path / name).string(); }
+  fs::path path;
+  static inline int counter = 0;
+};
+
+const PoolIdentity kId{42, 1, 1001, 0xabcdef};
+
+PoolSpec create_spec(const std::string& path, uint64_t bytes = 1 << 20) {
+  return {path, bytes, kId, PoolOpen::kCreate, false};
+}
+PoolSpec recover_spec(const std::string& path, PoolIdentity id = kId) {
+  return {path, 0, id, PoolOpen::kRecover, false};
+}
+
+std::vector<uint8_t> slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+TEST(PmemPool, AllocationsAreAlignedAndPaddedByTheirSize) {
+  EXPECT_EQ(alloc_span(1), 64u);
+  EXPECT_EQ(alloc_span(64), 64u);
+  EXPECT_EQ(alloc_span(65), 128u);
+  EXPECT_EQ(alloc_span(255), 256u);
+  EXPECT_EQ(alloc_span(256), 256u);
+  EXPECT_EQ(alloc_span(257), 512u);
+  TempDir d;
+  auto p = PmemPool::open(create_spec(d.file("a.pool")));
+  ASSERT_TRUE(p.is_ok()) << p.status().message();
+  PmemPool& pool = **p;
+  EXPECT_EQ(pool.allocated(), 0u);
+  auto a = pool.alloc(16);   // H6: one 64 B line
+  auto b = pool.alloc(300);  // H5: 256-aligned, two XPLines
+  auto c = pool.alloc(8);
+  ASSERT_TRUE(a.is_ok() && b.is_ok() && c.is_ok());
+  EXPECT_EQ(a->offset % 64, 0u);
+  EXPECT_EQ(a->span, 64u);
+  EXPECT_EQ(b->offset % 256, 0u);
+  EXPECT_EQ(b->span, 512u);
+  EXPECT_GE(b->offset, a->offset + a->span);
+  EXPECT_EQ(c->offset, b->offset + b->span);
+  EXPECT_EQ(pool.allocated(), c->offset + c->span - PmemPool::kHeaderBytes);
+  EXPECT_FALSE(pool.alloc(0).is_ok());
+  auto full = pool.alloc(4u << 20);
+  ASSERT_FALSE(full.is_ok());
+  EXPECT_EQ(full.status().code(), Code::kResourceExhausted);
+  EXPECT_NE(full.status().message().find("a.pool"), std::string::npos);
+}
+
+TEST(PmemPool, ContentsAndAllocationsSurviveAReopen) {
+  TempDir d;
+  const std::string f = d.file("b.pool");
+  FatPtr a, b;
+  {
+    auto p = PmemPool::open(create_spec(f));
+    ASSERT_TRUE(p.is_ok()) << p.status().message();
+    a = *(*p)->alloc(24);
+    b = *(*p)->alloc(1000);
+    const char msg[] = "persisted through pwrite";
+    ASSERT_TRUE((*p)->pwrite(a, 0, msg, 24).is_ok());
+    std::vector<uint8_t> big(1000, 0x5a);
+    ASSERT_TRUE((*p)->write(b, 0, big.data(), big.size()).is_ok());
+    ASSERT_TRUE((*p)->persist(b, 0, 1000).is_ok());
+    EXPECT_TRUE(std::string((*p)->persistence()) == "pmem" ||
+                std::string((*p)->persistence()) == "msync");
+  }
+  auto p = PmemPool::open(recover_spec(f));
+  ASSERT_TRUE(p.is_ok()) << p.status().message();
+  char out[24];
+  ASSERT_TRUE((*p)->read(a, 0, out, 24).is_ok());
+  EXPECT_STREQ(out, "persisted through pwrite");
+  uint8_t last = 0;
+  ASSERT_TRUE((*p)->read(b, 999, &last, 1).is_ok());
+  EXPECT_EQ(last, 0x5a);
+  EXPECT_EQ((*p)->allocated(), b.offset + b.span - PmemPool::kHeaderBytes);
+  // Allocating again continues after what was there.
+  auto c = (*p)->alloc(8);
+  ASSERT_TRUE(c.is_ok());
+  EXPECT_GE(c->offset, b.offset + b.span);
+}
+
+TEST(PmemPool, AccessesOutsideAnAllocationAreRefused) {
+  TempDir d;
+  auto p = PmemPool::open(create_spec(d.file("c.pool")));
+  ASSERT_TRUE(p.is_ok());
+  FatPtr a = *(*p)->alloc(40);
+  uint8_t buf[64] = {};
+  EXPECT_TRUE((*p)->write(a, 0, buf, 40).is_ok());
+  EXPECT_EQ((*p)->write(a, 1, buf, 40).code(), Code::kOutOfRange);   // past the payload
+  EXPECT_EQ((*p)->read(a, 41, buf, 0).code(), Code::kOutOfRange);
+  EXPECT_EQ((*p)->pwrite(a, ~uint64_t{0}, buf, 2).code(), Code::kOutOfRange);  // overflow
+  FatPtr forged = a;
+  forged.offset += 8;  // inside the allocation, but not one
+  EXPECT_EQ((*p)->read(forged, 0, buf, 1).code(), Code::kInvalidArgument);
+  FatPtr beyond{(*p)->bytes() - 64, 16, 64};  // never allocated
+  EXPECT_EQ((*p)->write(beyond, 0, buf, 1).code(), Code::kInvalidArgument);
+  FatPtr header{0, 16, 64};
+  EXPECT_EQ((*p)->write(header, 0, buf, 1).code(), Code::kInvalidArgument);
+  EXPECT_EQ((*p)->read(FatPtr{}, 0, buf, 1).code(), Code::kInvalidArgument);
+}
+
+TEST(PmemPool, ExistingPoolsAreOverwrittenOnlyWithFormat) {
+  TempDir d;
+  const std::string f = d.file("d.pool");
+  {
+    auto p = PmemPool::open(create_spec(f));
+    ASSERT_TRUE(p.is_ok());
+    FatPtr a = *(*p)->alloc(8);
+    ASSERT_TRUE((*p)->pwrite(a, 0, "keepme!", 8).is_ok());
+  }
+  const std::vector<uint8_t> before = slurp(f);
+  auto again = PmemPool::open(create_spec(f));
+  ASSERT_FALSE(again.is_ok());
+  EXPECT_EQ(again.status().code(), Code::kAlreadyExists);
+  EXPECT_NE(again.status().message().find("--format"), std::string::npos);
+  EXPECT_NE(again.status().message().find(f), std::string::npos);
+  EXPECT_EQ(slurp(f), before);  // untouched
+  PoolSpec fmt = create_spec(f, 1 << 16);
+  fmt.format = true;
+  auto p = PmemPool::open(fmt);
+  ASSERT_TRUE(p.is_ok()) << p.status().message();
+  EXPECT_EQ((*p)->allocated(), 0u);
+  EXPECT_EQ((*p)->bytes(), uint64_t{1} << 16);
+}
+
+TEST(PmemPool, BadPoolFilesAreRefusedNamingTheFileAndLeftUntouched) {
+  TempDir d;
+  const std::string f = d.file("e.pool");
+  auto missing = PmemPool::open(recover_spec(f));
+  ASSERT_FALSE(missing.is_ok());
+  EXPECT_EQ(missing.status().code(), Code::kNotFound);
+  EXPECT_NE(missing.status().message().find(f), std::string::npos);
+  { ASSERT_TRUE(PmemPool::open(create_spec(f)).is_ok()); }
+  const std::vector<uint8_t> good = slurp(f);
+
+  auto expect_refused = [&](const std::string& why, const std::vector<uint8_t>& bytes,
+                            PoolIdentity id = kId) {
+    {
+      std::ofstream out(f, std::ios::binary | std::ios::trunc);
+      out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    }
+    auto r = PmemPool::open(recover_spec(f, id));
+    ASSERT_FALSE(r.is_ok()) << why;
+    EXPECT_NE(r.status().message().find(f), std::string::npos) << r.status().message();
+    EXPECT_NE(r.status().message().find(why), std::string::npos) << r.status().message();
+    EXPECT_EQ(slurp(f), bytes) << why << ": the file was written";
+  };
+  std::vector<uint8_t> b = good;
+  b.resize(100);
+  expect_refused("truncated", b);
+  b = good;
+  b.resize(good.size() - 4096);
+  expect_refused("truncated", b);
+  b = good;
+  b[20] ^= 0x10;  // a bit of the identity
+  expect_refused("corrupted header", b);
+  b = good;
+  b[0] = 'X';
+  expect_refused("not a drtmx pool", b);
+  b = good;
+  b[256] = 3;  // the watermark: not a line boundary
+  expect_refused("watermark", b);
+  expect_refused("belongs to cluster 42", good, PoolIdentity{43, 1, 1001, 0xabcdef});
+  expect_refused("layout 11259375", good, PoolIdentity{42, 1, 1001, 7});
+  // A create that crashed before its magic: not a pool.
+  b = good;
+  std::memset(b.data(), 0, 8);
+  expect_refused("not a drtmx pool", b);
+}
+
+TEST(PmemPool, ACreateInAMissingDirectoryIsAClearError) {
+  TempDir d;
+  auto r = PmemPool::open(create_spec(d.file("no/such/dir/f.pool")));
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_EQ(r.status().code(), Code::kIoError);
+  EXPECT_NE(r.status().message().find("directory"), std::string::npos) << r.status().message();
+}
+
+}  // namespace
+}  // namespace drtmx::rdpma
