@@ -12,8 +12,8 @@ namespace drtmx::rdpma {
 
 // Granularities (thesis Table 2-4): the PCIe data word / cache line, and
 // the 3D-XPoint media's internal write unit.
-constexpr uint64_t kLine = 64;      // H6/H7: small objects, aligned and padded to 64 B
-constexpr uint64_t kXPLine = 256;   // H5: objects of 256 B or more, to 256 B
+constexpr uint64_t kLine = 64;     // H6/H7: small objects, aligned and padded to 64 B
+constexpr uint64_t kXPLine = 256;  // H5: objects of 256 B or more, to 256 B
 
 struct FatPtr {
   uint64_t offset = 0;  // from the start of the pool file
@@ -23,7 +23,9 @@ struct FatPtr {
 };
 
 // The alignment (and padding unit) for a payload of `size` bytes.
-constexpr uint64_t alloc_align(uint64_t size) { return size < kXPLine ? kLine : kXPLine; }
+constexpr uint64_t alloc_align(uint64_t size) {
+  return size < kXPLine ? kLine : kXPLine;
+}
 // The bytes an allocation of `size` occupies: padded to its alignment.
 constexpr uint64_t alloc_span(uint64_t size) {
   const uint64_t a = alloc_align(size);

@@ -130,8 +130,8 @@ Result<std::unique_ptr<PmemPool>> PmemPool::open(const PoolSpec& spec) {
   }
   const PoolIdentity found{h.cluster, h.node, h.region, h.layout};
   if (!(found == spec.id)) {
-    return invalid_argument("pmem pool " + path + " belongs to " + describe(found) +
-                            ", not to " + describe(spec.id) +
+    return invalid_argument("pmem pool " + path + " belongs to " + describe(found) + ", not to " +
+                            describe(spec.id) +
                             " (another cluster or configuration); point --pmem-dir elsewhere, "
                             "or start over with --format");
   }
@@ -158,10 +158,10 @@ Result<FatPtr> PmemPool::alloc(uint32_t size) {
   uint64_t* wm = watermark_of(base_);
   const uint64_t start = (*wm + align - 1) / align * align;
   if (start + span > bytes_) {
-    return Status(Code::kResourceExhausted,
-                  "pmem pool " + path_ + " of " + std::to_string(bytes_) +
-                      " bytes is full: " + std::to_string(size) + " more bytes do not fit after " +
-                      std::to_string(*wm) + "; give it a larger size");
+    return Status(Code::kResourceExhausted, "pmem pool " + path_ + " of " + std::to_string(bytes_) +
+                                                " bytes is full: " + std::to_string(size) +
+                                                " more bytes do not fit after " +
+                                                std::to_string(*wm) + "; give it a larger size");
   }
   // One aligned 8-byte store: failure-atomic on persistent memory.
   __atomic_store_n(wm, start + span, __ATOMIC_RELEASE);
@@ -179,8 +179,8 @@ Status PmemPool::check(const FatPtr& p, uint64_t at, uint64_t n, const char* wha
   }
   if (at > p.size || n > p.size - at) {
     return out_of_range(std::string(what) + " of bytes [" + std::to_string(at) + ", " +
-                        std::to_string(at + n) + ") of an allocation of " +
-                        std::to_string(p.size) + " bytes in pmem pool " + path_);
+                        std::to_string(at + n) + ") of an allocation of " + std::to_string(p.size) +
+                        " bytes in pmem pool " + path_);
   }
   return Status::ok();
 }

@@ -20,8 +20,8 @@ namespace fs = std::filesystem;
 
 struct TempDir {
   TempDir() {
-    path = fs::temp_directory_path() / ("rdpma_pool_test_" + std::to_string(getpid()) + "_" +
-                                        std::to_string(counter++));
+    path = fs::temp_directory_path() /
+           ("rdpma_pool_test_" + std::to_string(getpid()) + "_" + std::to_string(counter++));
     fs::create_directories(path);
   }
   ~TempDir() { fs::remove_all(path); }
@@ -81,10 +81,10 @@ TEST(PmemPool, ContentsAndAllocationsSurviveAReopen) {
   {
     auto p = PmemPool::open(create_spec(f));
     ASSERT_TRUE(p.is_ok()) << p.status().message();
-    a = *(*p)->alloc(24);
+    a = *(*p)->alloc(25);
     b = *(*p)->alloc(1000);
     const char msg[] = "persisted through pwrite";
-    ASSERT_TRUE((*p)->pwrite(a, 0, msg, 24).is_ok());
+    ASSERT_TRUE((*p)->pwrite(a, 0, msg, sizeof msg).is_ok());  // with its NUL
     std::vector<uint8_t> big(1000, 0x5a);
     ASSERT_TRUE((*p)->write(b, 0, big.data(), big.size()).is_ok());
     ASSERT_TRUE((*p)->persist(b, 0, 1000).is_ok());
@@ -93,8 +93,8 @@ TEST(PmemPool, ContentsAndAllocationsSurviveAReopen) {
   }
   auto p = PmemPool::open(recover_spec(f));
   ASSERT_TRUE(p.is_ok()) << p.status().message();
-  char out[24];
-  ASSERT_TRUE((*p)->read(a, 0, out, 24).is_ok());
+  char out[25];
+  ASSERT_TRUE((*p)->read(a, 0, out, sizeof out).is_ok());
   EXPECT_STREQ(out, "persisted through pwrite");
   uint8_t last = 0;
   ASSERT_TRUE((*p)->read(b, 999, &last, 1).is_ok());
@@ -113,7 +113,7 @@ TEST(PmemPool, AccessesOutsideAnAllocationAreRefused) {
   FatPtr a = *(*p)->alloc(40);
   uint8_t buf[64] = {};
   EXPECT_TRUE((*p)->write(a, 0, buf, 40).is_ok());
-  EXPECT_EQ((*p)->write(a, 1, buf, 40).code(), Code::kOutOfRange);   // past the payload
+  EXPECT_EQ((*p)->write(a, 1, buf, 40).code(), Code::kOutOfRange);  // past the payload
   EXPECT_EQ((*p)->read(a, 41, buf, 0).code(), Code::kOutOfRange);
   EXPECT_EQ((*p)->pwrite(a, ~uint64_t{0}, buf, 2).code(), Code::kOutOfRange);  // overflow
   FatPtr forged = a;
@@ -164,7 +164,8 @@ TEST(PmemPool, BadPoolFilesAreRefusedNamingTheFileAndLeftUntouched) {
                             PoolIdentity id = kId) {
     {
       std::ofstream out(f, std::ios::binary | std::ios::trunc);
-      out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+      out.write(reinterpret_cast<const char*>(bytes.data()),
+                static_cast<std::streamsize>(bytes.size()));
     }
     auto r = PmemPool::open(recover_spec(f, id));
     ASSERT_FALSE(r.is_ok()) << why;
