@@ -59,6 +59,8 @@ class Locator {
   // other schemes scan the partition of `from` only. Returns kNone,
   // kNotSupported (hash table, inline values, unknown table), kTornRead or
   // kNodeFailure. The default supports no scans.
+  // Whether scan() supports table `t` (an ordered table with records).
+  virtual bool scannable(TableId /*t*/) const { return false; }
   virtual Abort scan(r2::Co&, ReadPath, TableId, Key /*from*/, Key /*to*/, size_t /*n*/,
                      std::vector<Key>* keys, std::vector<uint8_t>* values,
                      std::vector<RecordRef>* refs, std::vector<uint32_t>* incarnations) {

@@ -596,19 +596,22 @@ Status call_groups(
   return co.call(targets, rpc, bodies, *replies);
 }
 
+// Passive: one message per primary, no wait. Otherwise every primary in
+// parallel, waiting for all replies (GTS commits: INSTALL follows them).
 Status one_way_groups(
     r2::Co& co, uint16_t rpc, std::map<r2::NodeId, std::vector<size_t>>& groups,
     const std::function<void(const std::vector<size_t>&, std::vector<uint8_t>*)>& build,
     bool passive) {
+  if (!passive) {
+    std::vector<r2::RpcBuffer> replies;
+    return call_groups(co, rpc, groups, build, &replies);
+  }
   std::vector<uint8_t> req;
-  r2::RpcBuffer reply;
   for (auto& [node, idx] : groups) {
     req.clear();
     build(idx, &req);
-    const r2::Target t{node, co.thread()};
-    Status s = passive ? co.send_passive(t, rpc, req.data(), static_cast<uint32_t>(req.size()))
-                       : co.call(t, rpc, req.data(), static_cast<uint32_t>(req.size()), reply);
-    if (!s.is_ok()) return s;
+    DRTMX_RETURN_IF_ERROR(co.send_passive({node, co.thread()}, rpc, req.data(),
+                                          static_cast<uint32_t>(req.size())));
   }
   return Status::ok();
 }
@@ -771,7 +774,6 @@ Status rpc_snapshot_get(r2::Co& co, std::span<SnapshotRow> rows, uint64_t ts,
         return internal_error("snapshot get: reply does not match the request");
       }
       rows[i].found = h.found != 0;
-      rows[i].wts = h.wts;
       rows[i].version = h.version;
       if (rows[i].found && rows[i].value != nullptr) {
         std::memcpy(rows[i].value, b.data() + off, h.value_size);
@@ -823,10 +825,6 @@ Status rpc_range_claim(r2::Co& co, std::span<const std::pair<r2::NodeId, TableKe
       },
       &replies);
 }
-
-}  // namespace drtmx::txn
-
-namespace drtmx::txn {
 
 Result<uint64_t> gts_next(r2::Co& co, uint64_t* scratch) {
   const r2::OpStatus s = co.faa(dst::GtsOracle::counter(), 1, scratch);

@@ -21,7 +21,7 @@ struct SnapshotRow {
   TableKey tk{};
   r2::NodeId primary = 0;
   bool found = false;
-  uint64_t wts = 0, version = 0;
+  uint64_t version = 0;
   uint8_t* value = nullptr;  // caller's buffer: the table's value size
 };
 

@@ -83,8 +83,8 @@ Abort Engine::snapshot_fetch(std::span<const TableKey> keys,
 }
 
 Abort Engine::snapshot_scan(TableId t, Key from, Key to, size_t limit, Rows* out) {
+  if (!loc_.scannable(t)) return blame(Abort::kNotSupported, t);
   const uint32_t vs = loc_.value_size(t);
-  if (vs == 0) return blame(Abort::kNotSupported, t);
   Key cur = from;
   for (size_t parts = 0; out->keys.size() < limit && parts < 1u << 20; ++parts) {
     bool exhausted = false;
@@ -95,13 +95,7 @@ Abort Engine::snapshot_scan(TableId t, Key from, Key to, size_t limit, Rows* out
                                  snapshot_mode(), &out->keys, &out->values, &exhausted, &w);
     read_wait_.blocked_reads += w.blocked_reads;
     read_wait_.wait_ns += w.wait_ns;
-    if (!s.is_ok()) {
-      return blame(
-          s.code() == Code::kInternal && s.message().find("not ordered") != std::string::npos
-              ? Abort::kNotSupported
-              : Abort::kNodeFailure,
-          t);
-    }
+    if (!s.is_ok()) return blame(Abort::kNodeFailure, t);
     if (!exhausted) break;  // the limit was reached in this partition
     Key next;
     if (!loc_.next_partition(t, cur, &next) || next > to || next <= cur) break;

@@ -126,10 +126,8 @@ Abort StoreLocator::scan(r2::Co& co, ReadPath path, TableId t, Key from, Key to,
   values->clear();
   refs->clear();
   incarnations->clear();
+  if (!scannable(t)) return Abort::kNotSupported;
   const store::TableSpec* s = spec(t);
-  if (s == nullptr || s->kind != store::TableKind::kOrdered || s->inline_values) {
-    return Abort::kNotSupported;
-  }
   const bool chunked = s->scheme == store::PartitionScheme::kRange;
   const size_t vs = s->value_size;
   Key cur = from;
@@ -187,10 +185,6 @@ Status StoreLocator::remove_held(r2::Co& co, std::span<const HeldRecord> items, 
                                  bool passive) {
   return rpc_remove_held(co, items, lock_word, passive);
 }
-
-}  // namespace drtmx::txn
-
-namespace drtmx::txn {
 
 bool StoreLocator::next_partition(TableId t, Key key, Key* start) const {
   const store::TableSpec* s = spec(t);

@@ -50,6 +50,10 @@ class StoreLocator final : public Locator {
   // READs; or the owner's RPC with ReadPath::kRpc), in chunks of at most
   // kScanChunk rows for range-partitioned tables.
   bool next_partition(TableId t, Key key, Key* start) const override;
+  bool scannable(TableId t) const override {
+    const store::TableSpec* s = spec(t);
+    return s != nullptr && s->kind == store::TableKind::kOrdered && !s->inline_values;
+  }
   Abort scan(r2::Co& co, ReadPath path, TableId t, Key from, Key to, size_t n,
              std::vector<Key>* keys, std::vector<uint8_t>* values, std::vector<RecordRef>* refs,
              std::vector<uint32_t>* incarnations) override;

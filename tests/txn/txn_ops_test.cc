@@ -352,6 +352,13 @@ void abort_script(const store::Catalog& cat, TxnContext& c) {
               return tx.scan(kKv, 0, 10, 5, &rows);
             }),
             Abort::kNotSupported);
+  EXPECT_EQ(run(  // also as a read-only transaction (a snapshot under MVCC)
+                [](Txn& tx) {
+                  Txn::Rows rows;
+                  return tx.scan(kKv, 0, 10, 5, &rows);
+                },
+                Kind::kReadOnly),
+            Abort::kNotSupported);
   EXPECT_EQ(run([](Txn& tx) {
               Val x{};
               return tx.insert(77, 1, &x);
