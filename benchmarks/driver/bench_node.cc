@@ -56,14 +56,41 @@ struct Shared {
   std::atomic<int> phase{0};  // 0 warm-up, 1 measuring, 2 stop
 };
 
+// The MVCC version stores of a node (all zero without MVCC), and of the
+// cluster once merged.
+struct VersionTotals {
+  uint64_t capacity = 0, in_use = 0, peak = 0, pushed = 0, reclaimed = 0, gc_runs = 0, refused = 0,
+           reserved_bytes = 0, in_use_bytes = 0;
+
+  static VersionTotals of(const dst::VersionStoreStats& v) {
+    // in-use bytes: each slot is its store's capacity's share of its bytes
+    const uint64_t used = v.capacity ? v.bytes / v.capacity * v.in_use : 0;
+    return {v.capacity, v.in_use, v.peak, v.pushed, v.reclaimed, v.gc_runs, v.full, v.bytes, used};
+  }
+  // Sums, but the peak is the largest of any node.
+  void merge(const VersionTotals& o) {
+    capacity += o.capacity, in_use += o.in_use, peak = std::max(peak, o.peak);
+    pushed += o.pushed, reclaimed += o.reclaimed, gc_runs += o.gc_runs, refused += o.refused;
+    reserved_bytes += o.reserved_bytes, in_use_bytes += o.in_use_bytes;
+  }
+  std::vector<uint64_t> fields() const {
+    return {capacity, in_use,  peak,           pushed,      reclaimed,
+            gc_runs,  refused, reserved_bytes, in_use_bytes};
+  }
+  static bool from(const std::vector<uint64_t>& f, VersionTotals* v) {
+    if (f.empty()) return true;  // a node without MVCC
+    if (f.size() != 9) return false;
+    *v = {f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8]};
+    return true;
+  }
+};
+
 // What a node reports to node 0 (text, through the control plane).
 struct NodeResult {
   uint64_t window_ns = 0;
   std::vector<uint64_t> committed;                                       // per type
   std::vector<uint64_t> type_aborts, ro_blocked, ro_wait_ns, read_only;  // per type
-  // MVCC version stores of the node (zeros without MVCC): capacity,
-  // in use, peak, pushed, reclaimed, gc runs, refused, bytes, slot bytes used.
-  std::vector<uint64_t> versions;
+  VersionTotals versions;
   std::vector<uint64_t> aborts;  // per reason
   std::vector<TableAborts> by_table;
   uint64_t given_up = 0;
@@ -83,7 +110,8 @@ struct NodeResult {
     os << ' ' << client_sums.size();
     for (int64_t v : client_sums) os << ' ' << v;
     os << ' ' << hist.encode();
-    for (const auto* v : {&type_aborts, &ro_blocked, &ro_wait_ns, &read_only, &versions}) {
+    const std::vector<uint64_t> vf = versions.fields();
+    for (const auto* v : {&type_aborts, &ro_blocked, &ro_wait_ns, &read_only, &vf}) {
       os << ' ' << v->size();
       for (uint64_t x : *v) os << ' ' << x;
     }
@@ -109,10 +137,11 @@ struct NodeResult {
       return true;
     };
     std::string h;
+    std::vector<uint64_t> vf;
     return (is >> r->window_ns >> r->given_up) && vec(r->committed) && vec(r->aborts) &&
            triples(r->by_table) && vec(r->node_audit) && vec(r->client_sums) && (is >> h) &&
            r->hist.decode(h) && vec(r->type_aborts) && vec(r->ro_blocked) && vec(r->ro_wait_ns) &&
-           vec(r->read_only) && vec(r->versions);
+           vec(r->read_only) && vec(vf) && VersionTotals::from(vf, &r->versions);
   }
 };
 
@@ -160,7 +189,8 @@ Status report(const BenchOptions& o, const Workload& wl, const store::Catalog& c
   const std::vector<std::string> types = wl.txn_types();
   std::vector<uint64_t> committed(types.size(), 0), aborts(txn::kAbortKinds, 0);
   std::vector<uint64_t> type_aborts(types.size(), 0), ro_blocked(types.size(), 0),
-      ro_wait_ns(types.size(), 0), read_only(types.size(), 0), versions;
+      ro_wait_ns(types.size(), 0), read_only(types.size(), 0);
+  VersionTotals versions;
   std::vector<TableAborts> by_table;
   std::vector<int64_t> node_sums, client_sums;
   LatencyHistogram h;
@@ -178,11 +208,7 @@ Status report(const BenchOptions& o, const Workload& wl, const store::Catalog& c
       if (i < r.ro_wait_ns.size()) ro_wait_ns[i] += r.ro_wait_ns[i];
       if (i < r.read_only.size()) read_only[i] |= r.read_only[i];
     }
-    if (versions.size() < r.versions.size()) versions.resize(r.versions.size(), 0);
-    for (size_t i = 0; i < r.versions.size(); ++i) {
-      // peak: the largest of any node; the rest add up
-      versions[i] = i == 2 ? std::max(versions[i], r.versions[i]) : versions[i] + r.versions[i];
-    }
+    versions.merge(r.versions);
     for (const TableAborts& t : r.by_table) count_abort(by_table, t.reason, t.table, t.count);
     given_up += r.given_up;
     h.merge(r.hist);
@@ -224,13 +250,14 @@ Status report(const BenchOptions& o, const Workload& wl, const store::Catalog& c
               << fmt(committed[i] ? double(ro_wait_ns[i]) / 1e3 / double(committed[i]) : 0, 2)
               << " us per transaction\n";
   }
-  if (versions.size() >= 10 && versions[0] != 0) {
-    std::cout << "  version store: " << versions[1] << " versions in use ("
-              << fmt(double(versions[8]) / 1048576.0, 1) << " MiB) of " << versions[0]
-              << " capacity (" << fmt(double(versions[7]) / 1048576.0, 1)
-              << " MiB reserved), peak per node " << versions[2] << ", pushed " << versions[3]
-              << ", reclaimed " << versions[4] << " in " << versions[5] << " GC runs, refused "
-              << versions[6] << "\n";
+  if (versions.capacity != 0) {
+    std::cout << "  version store: " << versions.in_use << " versions in use ("
+              << fmt(double(versions.in_use_bytes) / 1048576.0, 1) << " MiB) of "
+              << versions.capacity << " capacity ("
+              << fmt(double(versions.reserved_bytes) / 1048576.0, 1)
+              << " MiB reserved), peak per node " << versions.peak << ", pushed " << versions.pushed
+              << ", reclaimed " << versions.reclaimed << " in " << versions.gc_runs
+              << " GC runs, refused " << versions.refused << "\n";
   }
   std::vector<double> rates;
   for (uint64_t c : committed) rates.push_back(double(c) / window_s);
@@ -269,13 +296,13 @@ Status report(const BenchOptions& o, const Workload& wl, const store::Catalog& c
       j.end_object();
     }
     j.end_object();
-    if (versions.size() >= 10 && versions[0] != 0) {
+    if (versions.capacity != 0) {
       j.key("version_store").begin_object();
-      j.key("capacity").value(versions[0]).key("in_use").value(versions[1]);
-      j.key("peak_per_node").value(versions[2]).key("pushed").value(versions[3]);
-      j.key("reclaimed").value(versions[4]).key("gc_runs").value(versions[5]);
-      j.key("refused").value(versions[6]).key("reserved_bytes").value(versions[7]);
-      j.key("in_use_bytes").value(versions[8]);
+      j.key("capacity").value(versions.capacity).key("in_use").value(versions.in_use);
+      j.key("peak_per_node").value(versions.peak).key("pushed").value(versions.pushed);
+      j.key("reclaimed").value(versions.reclaimed).key("gc_runs").value(versions.gc_runs);
+      j.key("refused").value(versions.refused).key("reserved_bytes").value(versions.reserved_bytes);
+      j.key("in_use_bytes").value(versions.in_use_bytes);
       j.end_object();
     }
     j.key("aborts").begin_object();
@@ -451,13 +478,7 @@ Status run_bench_node(const BenchOptions& o) {
     mine.hist.merge(c.hist);
   }
   for (auto& s : sums) add_into(mine.client_sums, s);
-  if (const dst::MvccNode* m = n.mvcc()) {
-    const dst::VersionStoreStats v = m->totals();
-    // in-use bytes: each store's slots are its capacity's share of its bytes
-    const uint64_t used_bytes = v.capacity ? v.bytes / v.capacity * v.in_use : 0;
-    mine.versions = {v.capacity, v.in_use, v.peak,  v.pushed,   v.reclaimed,
-                     v.gc_runs,  v.full,   v.bytes, used_bytes, 1};
-  }
+  if (const dst::MvccNode* m = n.mvcc()) mine.versions = VersionTotals::of(m->totals());
   auto audit = (*wl)->node_audit(n.store(), *cat);
   if (!audit.is_ok()) return fail(audit.status().with_context("audit"));
   mine.node_audit = *audit;

@@ -41,7 +41,7 @@ Result<std::unique_ptr<MvccNode>> MvccNode::create(const store::Catalog& c,
     return invalid_argument("mvcc: --versions-pct=" + std::to_string(cfg.versions_pct) +
                             ": must be in (0, 1000]");
   }
-  std::unique_ptr<MvccNode> n(new MvccNode(c, store, fabric, cfg));
+  std::unique_ptr<MvccNode> n(new MvccNode(c, store, cfg));
   const int64_t skew =
       cfg.clock_skew_us >= 0
           ? static_cast<int64_t>(us_to_ts(static_cast<double>(cfg.clock_skew_us)))

@@ -129,11 +129,9 @@ class MvccNode {
     std::unique_ptr<VersionStore> vs;
     std::unique_ptr<std::atomic<Timestamp>> range_ts;
   };
-  MvccNode(const store::Catalog& c, store::tables::StoreNode& s, r2::Fabric& f,
-           const MvccConfig& cfg)
+  MvccNode(const store::Catalog& c, store::tables::StoreNode& s, const MvccConfig& cfg)
       : catalog_(c),
         store_(s),
-        fabric_(f),
         cfg_(cfg),
         floor_(cfg.workers, cfg.coroutines),
         clocks_(cfg.workers),
@@ -147,7 +145,6 @@ class MvccNode {
 
   const store::Catalog& catalog_;
   store::tables::StoreNode& store_;
-  r2::Fabric& fabric_;
   MvccConfig cfg_;
   std::vector<std::vector<Copy>> copies_;  // by table id: hosted copies, ascending
   std::vector<uint8_t*> table_base_;       // by table id: the table region's base

@@ -37,6 +37,7 @@
 #include "txn/key_index.h"
 #include "txn/locator.h"
 #include "txn/log/replication.h"
+#include "txn/mvcc_ops.h"
 #include "txn/mvcc_types.h"
 #include "txn/policy.h"
 #include "txn/record_ops.h"
@@ -214,8 +215,9 @@ class Engine final : public Txn {
   uint64_t txn_seq_ = 0;  // transactions run by this engine
   Kind kind_ = Kind::kReadWrite;
   std::vector<Access> set_;
-  KeyIndex index_;       // set_'s keys -> positions
-  KeyIndex ahead_keys_;  // post_ahead(): the keys of the batch taken so far
+  KeyIndex index_;  // set_'s keys -> positions
+  // post_ahead() / snapshot_fetch(): the keys of the batch taken so far
+  KeyIndex ahead_keys_;
   std::vector<ScanSet> scans_;
   std::vector<Ahead> ahead_;                              // outstanding read_ahead() reads
   std::vector<std::pair<TableKey, Abort>> ahead_errors_;  // reported by get()
@@ -254,7 +256,8 @@ class Engine final : public Txn {
   uint64_t session_ts_ = 0;  // the last commit timestamp of this coroutine
   bool gts_owed_ = false;    // GTS: commit_ts_ was taken and not installed yet
   std::vector<SnapshotRow> snap_rows_;
-  std::vector<std::vector<uint8_t>> snap_values_;
+  std::vector<MvccLockResult> mvcc_locks_;    // scratch for MVCC lock results
+  std::vector<MvccCheckResult> mvcc_checks_;  // scratch for MVCC check results
   bool overflow_ = false;
   Abort blamed_ = Abort::kNone;  // blame(): the first failure and its table
   TableId blamed_table_ = kNoTable;

@@ -34,11 +34,11 @@ Abort Engine::run_snapshot(const Procedure& proc) {
 Abort Engine::snapshot_fetch(std::span<const TableKey> keys,
                              std::vector<std::pair<TableKey, Abort>>* errors) {
   snap_rows_.clear();
+  ahead_keys_.clear();
   for (const TableKey& tk : keys) {
     if (find(tk.table, tk.key) != nullptr) continue;
-    bool dup = false;
-    for (const SnapshotRow& r : snap_rows_) dup |= r.tk.table == tk.table && r.tk.key == tk.key;
-    if (dup) continue;
+    if (ahead_keys_.find(tk.table, tk.key) != KeyIndex::kAbsent) continue;  // twice in `keys`
+    ahead_keys_.put(tk.table, tk.key, 0);
     const uint32_t vs = loc_.value_size(tk.table);
     if (vs == 0) return blame(Abort::kNotSupported, tk.table);
     uint8_t* copy = alloc(store::record_slot_size(vs));

@@ -87,7 +87,7 @@ Abort Engine::validate() {
     for (const Access& a : set_) {
       if (a.write && !a.insert) refs_.push_back(a.ref);
     }
-    std::vector<MvccLockResult> lr;
+    std::vector<MvccLockResult>& lr = mvcc_locks_;
     Status s = refs_.empty() ? Status::ok() : rpc_mvcc_lock(co_, refs_, lock_word_, &lr);
     size_t i = 0;
     for (Access& a : set_) {
@@ -196,7 +196,7 @@ Abort Engine::validate() {
     // the timestamp goes above it and every read is checked again (raises
     // with the lower one are harmless). Bounded: each round raises TS past
     // every wts it met.
-    std::vector<MvccCheckResult> res;
+    std::vector<MvccCheckResult>& res = mvcc_checks_;
     for (int round = 0; round < 4; ++round) {
       Status s = rpc_mvcc_check(co_, refs_, commit_ts_, &res);
       if (!s.is_ok()) {
