@@ -1,7 +1,10 @@
 #include "store/heap.h"
 
+#include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstring>
+#include <unordered_map>
 #include <utility>
 
 #include "store/record.h"
@@ -47,6 +50,70 @@ Result<std::unique_ptr<RecordHeap>> RecordHeap::create(std::span<uint8_t> region
                             std::to_string(options.value_size) + ")");
   }
   return std::unique_ptr<RecordHeap>(new RecordHeap(region, options, slot_bytes, capacity));
+}
+
+Result<std::unique_ptr<RecordHeap>> RecordHeap::recover(std::span<uint8_t> region,
+                                                        const HeapOptions& options,
+                                                        HeapRecovery* out) {
+  Result<std::unique_ptr<RecordHeap>> made = create(region, options);
+  if (!made.is_ok()) return made.status();
+  RecordHeap& h = **made;
+  *out = HeapRecovery{};
+  std::unordered_map<uint64_t, size_t> by_key;  // key -> index in out->live
+  std::vector<uint8_t> in_use(h.capacity_, 0);
+  uint64_t written = 0;  // slots up to the last one that holds anything
+  for (uint64_t i = 0; i < h.capacity_; ++i) {
+    uint8_t* rec = region.data() + options.range_offset + i * h.slot_bytes_;
+    const RecordCheck c = verify(rec, options.value_size);
+    if (c == RecordCheck::kEmpty) {
+      // All zero but maybe a lock word or ts: a slot a crash caught before
+      // its first write; free like a never-used one.
+      if (reinterpret_cast<const RecordHeader*>(rec)->lock != 0) written = i + 1;
+      continue;
+    }
+    written = i + 1;
+    if (c == RecordCheck::kTorn) {
+      ++out->torn;
+      continue;
+    }
+    RecordHeader hd;
+    std::memcpy(&hd, rec, sizeof hd);
+    out->max_version = std::max(out->max_version, hd.version);
+    if (c == RecordCheck::kDeleted) {
+      ++out->deleted;
+      continue;
+    }
+    if (hd.version == 0) {
+      ++out->uncommitted;
+      continue;
+    }
+    const LiveSlot ls{hd.key, options.range_offset + i * h.slot_bytes_, hd.incarnation, hd.version};
+    auto [it, fresh] = by_key.emplace(hd.key, out->live.size());
+    if (!fresh) {
+      ++out->duplicates;
+      LiveSlot& kept = out->live[it->second];
+      if (kept.version >= hd.version) continue;
+      in_use[(kept.offset - options.range_offset) / h.slot_bytes_] = 0;
+      kept = ls;
+    } else {
+      out->live.push_back(ls);
+    }
+    in_use[i] = 1;
+  }
+  for (const LiveSlot& ls : out->live) {
+    std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(region.data() + ls.offset))
+        .store(0, std::memory_order_relaxed);
+  }
+  h.next_fresh_ = written;
+  for (uint64_t i = written; i-- > 0;) {
+    if (in_use[i]) {
+      ++h.in_use_;
+    } else {
+      h.released_[i] = 1;
+      h.free_.push_back(i);  // LIFO: the lowest slots are reused first
+    }
+  }
+  return made;
 }
 
 RecordHeap::RecordHeap(std::span<uint8_t> region, const HeapOptions& o, uint64_t slot_bytes,

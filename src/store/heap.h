@@ -51,6 +51,24 @@ struct HeapStats {
   uint64_t reused = 0;      // allocations served from the free list
 };
 
+// A committed record recover() found in a slot.
+struct LiveSlot {
+  uint64_t key = 0;
+  uint64_t offset = 0;  // relative to the region, like allocate()'s
+  uint32_t incarnation = 0;
+  uint64_t version = 0;
+};
+
+// What recover() found in the slots.
+struct HeapRecovery {
+  std::vector<LiveSlot> live;  // one per key (its highest version)
+  uint64_t max_version = 0;    // over every sealed slot, live or deleted
+  uint64_t deleted = 0;        // sealed, deleted records
+  uint64_t uncommitted = 0;    // sealed, live, version 0: a reservation never committed
+  uint64_t torn = 0;           // written, seal broken: a write a crash cut short
+  uint64_t duplicates = 0;     // older copies of a key another slot holds newer
+};
+
 class RecordHeap final : public RecordSlots {
  public:
   // Bytes a heap of `slots` records of `value_size` needs (for region plans).
@@ -61,6 +79,15 @@ class RecordHeap final : public RecordSlots {
   // misaligned, value_size is 0, or the range holds no slot.
   static Result<std::unique_ptr<RecordHeap>> create(std::span<uint8_t> region,
                                                     const HeapOptions& options);
+  // A heap over slots that survived a restart (a durable copy): each slot
+  // holding a sealed, live, committed (version > 0) record is in use — one
+  // per key, the highest version, the others freed —, every other slot up
+  // to the last one ever written is free (its incarnation kept, so reuse
+  // bumps it as usual), the rest never used. Lock words of the records
+  // kept are cleared: no transaction survives a restart. `out` receives
+  // the records kept and the counts.
+  static Result<std::unique_ptr<RecordHeap>> recover(std::span<uint8_t> region,
+                                                     const HeapOptions& options, HeapRecovery* out);
 
   // kResourceExhausted "record heap <name> is full (<capacity> slots of
   // <slot_bytes> B); raise the table's capacity" when no slot is free.

@@ -8,8 +8,23 @@ Abort Engine::log() {
   if (rep_ == nullptr) return Abort::kNone;
   // Each backup receives the records of the partitions it backs up — never
   // records it is the primary of (it must not apply over a locked primary).
+  // Durable logs: the primary receives them too, marked with where Commit
+  // writes them back — it does not apply them, it makes the write-back
+  // persistent before the entry is released (replication.h).
   // Groups are reused across transactions (their vectors keep capacity).
+  const bool durable = rep_->durable();
   size_t groups = 0;
+  auto add_to = [&](r2::NodeId node, const RedoRecord& r) {
+    size_t g = 0;
+    while (g < groups && log_groups_[g].node != node) ++g;
+    if (g == groups) {
+      if (groups == log_groups_.size()) log_groups_.emplace_back();
+      log_groups_[g].node = node;
+      log_groups_[g].recs.clear();
+      ++groups;
+    }
+    log_groups_[g].recs.push_back(r);
+  };
   for (const Access& a : set_) {
     if (!a.write) continue;
     RedoRecord r;
@@ -26,16 +41,11 @@ Abort Engine::log() {
     }
     r2::NodeId mine[8];
     const size_t n = loc_.backups(a.table, a.key, mine, 8);
-    for (size_t i = 0; i < n; ++i) {
-      size_t g = 0;
-      while (g < groups && log_groups_[g].node != mine[i]) ++g;
-      if (g == groups) {
-        if (groups == log_groups_.size()) log_groups_.emplace_back();
-        log_groups_[g].node = mine[i];
-        log_groups_[g].recs.clear();
-        ++groups;
-      }
-      log_groups_[g].recs.push_back(r);
+    for (size_t i = 0; i < n; ++i) add_to(mine[i], r);
+    if (durable) {
+      r.at_primary = a.ref.addr.offset + 1;
+      r.incarnation = a.incarnation;
+      add_to(a.ref.addr.node, r);
     }
   }
   if (groups == 0) return Abort::kNone;

@@ -30,6 +30,8 @@ ReplicationConfig TxnNode::replication() const {
   ReplicationConfig rc;
   rc.layout = {cfg_.fabric.num_nodes, cfg_.fabric.threads, cfg_.log_ring_bytes};
   rc.log_region = kLogRegion;
+  rc.durable = durable_;
+  rc.persist = persist_;
   return rc;
 }
 
@@ -181,9 +183,11 @@ Status TxnNode::setup_worker(r2::Worker& w, const r2::Region* scratch, const r2:
   // Each key's changes are applied in version order (StoreNode::
   // apply_in_order); one that arrives before an earlier change of its key
   // waits in the applier (BackupApplier::TryInstall).
+  auto copy = std::make_shared<std::vector<uint64_t>>();  // this worker's slot copies
   apps_[t] = std::make_unique<BackupApplier>(
-      w, rc, log->base, BackupApplier::TryInstall([this](const RedoRecord& r) {
+      w, rc, log->base, BackupApplier::TryInstall([this, copy](const RedoRecord& r) {
         const store::TableSpec* spec = catalog_.find(r.table);
+        if (r.at_primary != 0) return confirm_at_primary(spec, r, *copy);
         using Change = store::tables::StoreNode::Change;
         const Change c = r.op == RedoOp::kInsert   ? Change::kInsert
                          : r.op == RedoOp::kDelete ? Change::kDelete
@@ -204,14 +208,20 @@ Status TxnNode::setup_worker(r2::Worker& w, const r2::Region* scratch, const r2:
                            : rec.vs->push(rec.slot, old, r.ts, /*reserved=*/false);
           };
         }
+        uint64_t wrote = 0;
         Result<bool> res = spec == nullptr
                                ? Result<bool>(internal_error("log record of unknown table " +
                                                              std::to_string(r.table)))
                                : store_->apply_in_order(*spec, r.key, c, r.version, r.value,
-                                                        mvcc_ ? &keep : nullptr);
+                                                        mvcc_ ? &keep : nullptr, &wrote);
         if (!res.is_ok()) {
           install_errors_.fetch_add(1);
           return true;  // dropped (counted): finish() reports it
+        }
+        // Durable: flushed now, fenced before the entry is released.
+        if (*res && durable_ && wrote != 0) {
+          const r2::Region* reg = rt_->fabric().region(store::tables::table_region(spec->id));
+          persist_.flush(reg->base + wrote, store::record_slot_size(spec->value_size));
         }
         return *res;
       }));
@@ -320,6 +330,37 @@ Status TxnNode::finish(std::chrono::milliseconds limit) {
   }
   if (!st.is_ok()) rt_->control().report_failure(st.message());
   return st;
+}
+
+// Durable logs: a record of a transaction whose primary copy is here. The
+// coordinator writes it back itself (one-sided or by RPC); the entry may
+// be released only once that write-back is persistent. Taken (true) when
+// the slot holds the record at the logged version or later — whole: its
+// seal verifies — or no longer holds that record at all (deleted and the
+// slot reused): then its lines are flushed.
+bool TxnNode::confirm_at_primary(const store::TableSpec* spec, const RedoRecord& r,
+                                 std::vector<uint64_t>& copy) {
+  const r2::Region* reg =
+      spec ? rt_->fabric().region(store::tables::table_region(spec->id)) : nullptr;
+  const uint64_t off = r.at_primary - 1;
+  const size_t bytes = spec ? store::record_slot_size(spec->value_size) : 0;
+  if (reg == nullptr || off % 64 != 0 || off > reg->size || bytes > reg->size - off) {
+    install_errors_.fetch_add(1);
+    return true;  // malformed (counted): finish() reports it
+  }
+  const uint8_t* rec = reg->base + off;
+  copy.resize(bytes / 8);
+  store::load_words(copy.data(), rec, bytes);
+  const auto* h = reinterpret_cast<const store::RecordHeader*>(copy.data());
+  if (h->incarnation == r.incarnation) {
+    if (h->version < r.version) return false;  // the write-back has not landed
+    const store::RecordCheck c = store::verify(copy.data(), spec->value_size);
+    if (c != store::RecordCheck::kOk && c != store::RecordCheck::kDeleted) {
+      return false;  // landing right now (or a later one is): look again
+    }
+  }
+  persist_.flush(rec, bytes);
+  return true;
 }
 
 std::string TxnNode::corrupt_reason() const {

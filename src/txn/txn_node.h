@@ -97,12 +97,17 @@ class TxnNode {
   std::string corrupt_reason() const;
   TxnNode(const store::Catalog& c, const TxnNodeConfig& cfg) : catalog_(c), cfg_(cfg) {}
   ReplicationConfig replication() const;
+  bool confirm_at_primary(const store::TableSpec* spec, const RedoRecord& r,
+                          std::vector<uint64_t>& copy);
   Status setup_worker(r2::Worker& w, const r2::Region* scratch, const r2::Region* arena,
                       const r2::Region* log);
   size_t per_coroutine_arena() const;
 
   const store::Catalog& catalog_;
   TxnNodeConfig cfg_;
+  // Durability (--durability=pmem): logs and records in pools.
+  bool durable_ = false;
+  PersistOps persist_;
   std::unique_ptr<r2::NodeRuntime> rt_;
   std::unique_ptr<store::tables::StoreNode> store_;
   std::unique_ptr<store::tables::NodeCaches> caches_;

@@ -128,11 +128,14 @@ TEST(LogRing, PartialImagesAreNeverApplied) {
   for (int e = 0; e < 200; ++e) {
     auto p = payload_for(e, 1 + rng() % 700);
     LogWriter::Placement pl[2];
-    auto n = w.prepare(p.data(), static_cast<uint32_t>(p.size()), image.data(), pl);
+    // A mark without zero words: every 8-byte chunk of the image differs
+    // from the zeroed ring, so each one that has not landed is missing.
+    const LogMark mark{uint64_t(e) + 1, uint64_t(e) + 1000, 3};
+    auto n = w.prepare(p.data(), static_cast<uint32_t>(p.size()), image.data(), pl, mark);
     ASSERT_TRUE(n.is_ok());
     if (*n == 0) {
       w.on_reclaimed(r.head());
-      n = w.prepare(p.data(), static_cast<uint32_t>(p.size()), image.data(), pl);
+      n = w.prepare(p.data(), static_cast<uint32_t>(p.size()), image.data(), pl, mark);
       ASSERT_TRUE(n.is_ok() && *n > 0);
     }
     size_t off = 0;
@@ -161,17 +164,18 @@ TEST(LogRing, AGapTooSmallForAnEntryIsSkippedAlikeOnBothSides) {
   // Two entries of 2040 bytes leave 16 bytes at the end of a 4096-byte
   // ring: the reader's head after them must be a head the writer accepts,
   // or a writer waiting for room would wait forever.
-  std::vector<uint8_t> ring(4096, 0), image(8192), payload(2008, 5);
+  constexpr uint32_t kPayload = 2040 - kLogHeaderBytes - kLogTrailerBytes;
+  std::vector<uint8_t> ring(4096, 0), image(8192), payload(kPayload, 5);
   LogWriter w(0, 4096);
   LogReader r(ring.data(), 4096, 1);
   LogWriter::Placement pl[2];
   for (int i = 0; i < 2; ++i) {
-    auto n = w.prepare(payload.data(), 2008, image.data(), pl);
+    auto n = w.prepare(payload.data(), kPayload, image.data(), pl);
     ASSERT_TRUE(n.is_ok() && *n == 1);
     std::memcpy(ring.data() + pl[0].offset, image.data(), pl[0].bytes);
   }
   EXPECT_EQ(w.tail(), 4096u);  // the 16-byte gap is taken at once
-  auto n = w.prepare(payload.data(), 2008, image.data(), pl);
+  auto n = w.prepare(payload.data(), kPayload, image.data(), pl);
   ASSERT_TRUE(n.is_ok());
   EXPECT_EQ(*n, 0);  // full until the reader reclaims
   auto res = r.poll([](uint64_t, const uint8_t*, uint32_t) {}, 8);
@@ -179,7 +183,7 @@ TEST(LogRing, AGapTooSmallForAnEntryIsSkippedAlikeOnBothSides) {
   EXPECT_EQ(r.head(), 4096u);
   w.on_reclaimed(r.head());
   EXPECT_EQ(w.head(), w.tail());
-  n = w.prepare(payload.data(), 2008, image.data(), pl);
+  n = w.prepare(payload.data(), kPayload, image.data(), pl);
   ASSERT_TRUE(n.is_ok());
   EXPECT_EQ(*n, 1);
   EXPECT_EQ(pl[0].offset, 0u);
@@ -226,7 +230,7 @@ TEST(LogRing, AnImageStoredAgainAfterItWasAppliedIsNotTakenForCorruption) {
   auto write_one = [&](uint8_t fill) -> LogWriter::Placement {
     std::fill(payload.begin(), payload.end(), fill);
     auto n = w.prepare(payload.data(), 32, image.data(), pl);
-    EXPECT_TRUE(n.is_ok() && *n == 1);  // 64-byte entries tile the ring: no wrap entry
+    EXPECT_TRUE(n.is_ok() && *n == 1);  // 80-byte entries leave a 16-byte gap: no wrap entry
     std::memcpy(ring.data() + pl[0].offset, image.data(), pl[0].bytes);
     return pl[0];
   };

@@ -136,7 +136,8 @@ Result<RecordLoc> HashTable::insert(uint64_t key, std::span<const uint8_t> value
 }
 
 Result<RecordLoc> HashTable::insert_version(uint64_t key, std::span<const uint8_t> value,
-                                            uint64_t version, uint64_t lock_word, uint64_t wts) {
+                                            uint64_t version, uint64_t lock_word, uint64_t wts,
+                                            const SlotGrant* adopted) {
   DRTMX_RETURN_IF_ERROR(check_value(value));
   const uint32_t head = bucket_index(key, layout_.buckets);
   lock_chain(head);
@@ -174,13 +175,17 @@ Result<RecordLoc> HashTable::insert_version(uint64_t key, std::span<const uint8_
     b = layout_.buckets + img.next - 1;
   }
 
-  Result<SlotGrant> grant = slots_.allocate();
+  Result<SlotGrant> grant = adopted ? Result<SlotGrant>(*adopted) : slots_.allocate();
   if (!grant) {
     unlock_chain(head);
     return grant.status();
   }
+  // What this insert must undo on failure: the slot it allocated.
+  auto give_back = [&] {
+    if (!adopted) slots_.release(grant->offset);
+  };
   if (grant->offset % 64 != 0 || grant->offset + layout_.slot_bytes() > records_.size()) {
-    slots_.release(grant->offset);
+    give_back();
     unlock_chain(head);
     return internal_error("hash table: the record allocator returned offset " +
                           std::to_string(grant->offset) +
@@ -190,7 +195,7 @@ Result<RecordLoc> HashTable::insert_version(uint64_t key, std::span<const uint8_
   if (!have_free) {
     uint32_t idx = next_overflow_.fetch_add(1, std::memory_order_relaxed);
     if (idx >= layout_.overflow) {
-      slots_.release(grant->offset);
+      give_back();
       unlock_chain(head);
       return exhausted("hash table: out of overflow buckets (" + std::to_string(layout_.overflow) +
                        " used); create the table with a larger capacity");
@@ -199,23 +204,26 @@ Result<RecordLoc> HashTable::insert_version(uint64_t key, std::span<const uint8_
     free_pos = {layout_.buckets + idx, 0, 0};
   }
 
-  // 1. The record, complete, before anything points at it.
-  const size_t slot_bytes = layout_.slot_bytes();
-  uint8_t* rec = record_ptr(grant->offset);
-  RecordImage img(slot_bytes);
-  RecordHeader* h = img.header();
-  h->lock = 0;
-  h->version = version;
-  h->key = key;
-  h->incarnation = grant->incarnation;
-  h->flags = kLive;
-  h->wts = wts;
-  if (!value.empty()) std::memcpy(img.value(), value.data(), value.size());
-  store::seal(img.data(), layout_.value_size);
-  // A reservation is locked before it is published (relaxed: the release
-  // fence below orders it before the bucket slot).
-  lock_of(rec).store(lock_word, std::memory_order_relaxed);
-  img.store_body(rec);
+  // 1. The record, complete, before anything points at it (an adopted
+  //    slot already holds it).
+  if (!adopted) {
+    const size_t slot_bytes = layout_.slot_bytes();
+    uint8_t* rec = record_ptr(grant->offset);
+    RecordImage img(slot_bytes);
+    RecordHeader* h = img.header();
+    h->lock = 0;
+    h->version = version;
+    h->key = key;
+    h->incarnation = grant->incarnation;
+    h->flags = kLive;
+    h->wts = wts;
+    if (!value.empty()) std::memcpy(img.value(), value.data(), value.size());
+    store::seal(img.data(), layout_.value_size);
+    // A reservation is locked before it is published (relaxed: the release
+    // fence below orders it before the bucket slot).
+    lock_of(rec).store(lock_word, std::memory_order_relaxed);
+    img.store_body(rec);
+  }
   // Readers that see the slot below (an acquire on their side, or a fabric
   // READ issued after they copied the bucket) see the whole record.
   std::atomic_thread_fence(std::memory_order_release);
@@ -233,6 +241,15 @@ Result<RecordLoc> HashTable::insert_version(uint64_t key, std::span<const uint8_
   keys_.fetch_add(1, std::memory_order_relaxed);
   unlock_chain(head);
   return RecordLoc{grant->offset, grant->incarnation, version};
+}
+
+Status HashTable::adopt(uint64_t key, uint64_t offset, uint32_t incarnation, uint64_t version) {
+  const SlotGrant g{offset, incarnation};
+  return insert_version(key, {}, version, 0, 0, &g).status();
+}
+
+void HashTable::raise_deleted_high_to(uint64_t v) {
+  raise_deleted_high(v);
 }
 
 Result<RecordLoc> HashTable::reserve(uint64_t key, uint64_t lock_word) {
@@ -314,7 +331,8 @@ void HashTable::raise_deleted_high(uint64_t v) {
 }
 
 Result<bool> HashTable::apply_in_order(uint64_t key, Change c, uint64_t version,
-                                       std::span<const uint8_t> value, const ApplyMvcc* mvcc) {
+                                       std::span<const uint8_t> value, const ApplyMvcc* mvcc,
+                                       uint64_t* wrote) {
   DRTMX_RETURN_IF_ERROR(check_value(value));
   if (version == 0) return invalid_argument("hash table apply: version 0 is never committed");
   const uint32_t head = bucket_index(key, layout_.buckets);
@@ -332,7 +350,10 @@ Result<bool> HashTable::apply_in_order(uint64_t key, Change c, uint64_t version,
     }
     unlock_chain(head);
     Result<RecordLoc> ins = insert_version(key, value, version, 0, mvcc ? mvcc->wts : 0);
-    if (ins.is_ok()) return true;
+    if (ins.is_ok()) {
+      if (wrote != nullptr) *wrote = ins->offset;
+      return true;
+    }
     if (ins.status().code() == Code::kAlreadyExists) return false;  // raced: retry later
     return ins.status();
   }
@@ -370,6 +391,7 @@ Result<bool> HashTable::apply_in_order(uint64_t key, Change c, uint64_t version,
   }
   h->version = version;
   if (mvcc != nullptr) h->wts = mvcc->wts;
+  if (wrote != nullptr) *wrote = off;
   if (c == Change::kUpdate) {
     store_live(img, rec, version, value);
     lock_of(rec).store(0, std::memory_order_release);

@@ -137,12 +137,24 @@ class HashTable {
   enum class Change : uint8_t { kInsert, kUpdate, kDelete };
   // `mvcc` (optional): the new version's wts and the keeper of the
   // replaced one (store/record_io.h).
+  // `wrote` (optional): the offset of the record slot the change wrote
+  // (a durable copy persists it).
   Result<bool> apply_in_order(uint64_t key, Change c, uint64_t version,
-                              std::span<const uint8_t> value, const ApplyMvcc* mvcc = nullptr);
+                              std::span<const uint8_t> value, const ApplyMvcc* mvcc = nullptr,
+                              uint64_t* wrote = nullptr);
   // A consistent copy of the value (value_out.size() >= value_size) and the
   // record's location. kNotFound if absent; kUnavailable if a writer kept
   // the record torn for all bounded retries (a transaction mid write-back).
   Result<RecordLoc> get(uint64_t key, std::span<uint8_t> value_out) const;
+
+  // Restart of a durable copy (the table is new, the slots are not): links
+  // `key` to the record already in slot `offset` (incarnation, version as
+  // the slot says; the slots allocator already counts it in use) without
+  // writing the record. kAlreadyExists, kResourceExhausted as insert().
+  Status adopt(uint64_t key, uint64_t offset, uint32_t incarnation, uint64_t version);
+  // Restart: no new record may start at or below `v` (the highest version
+  // any slot of the copy holds, live or deleted).
+  void raise_deleted_high_to(uint64_t v);
 
   const HashLayout& layout() const { return layout_; }
   HashTableStats stats() const {
@@ -168,8 +180,11 @@ class HashTable {
   };
   bool find_locked(uint32_t head, uint64_t key, SlotPos* pos) const;
   // `lock_word` != 0: the record is published locked with it (reserve).
+  // `adopted`: publish that slot (its record already written) instead of
+  // allocating and writing one (adopt()).
   Result<RecordLoc> insert_version(uint64_t key, std::span<const uint8_t> value, uint64_t version,
-                                   uint64_t lock_word = 0, uint64_t wts = 0);
+                                   uint64_t lock_word = 0, uint64_t wts = 0,
+                                   const SlotGrant* adopted = nullptr);
   Status check_value(std::span<const uint8_t> value) const;
   // Deletes the record at `pos` of chain `head` at `version` (0: the
   // record's version + 1, or above deleted_high_ for a reservation): the

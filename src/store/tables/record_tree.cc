@@ -39,6 +39,10 @@ Result<RecordAddr> RecordTree::insert(uint64_t key, std::span<const uint8_t> val
   return insert_version(key, value, 1, upsert);
 }
 
+Status RecordTree::adopt(uint64_t key, const RecordAddr& a) {
+  return from_xstatus(tree_.insert(key, &a, /*upsert=*/false), key, "adopt");
+}
+
 Result<RecordAddr> RecordTree::insert_version(uint64_t key, std::span<const uint8_t> value,
                                               uint64_t version, bool upsert, uint64_t lock_word,
                                               uint64_t wts) {
@@ -179,7 +183,8 @@ void RecordTree::raise_deleted_high(uint64_t v) {
 }
 
 Result<bool> RecordTree::apply_in_order(uint64_t key, Change c, uint64_t version,
-                                        std::span<const uint8_t> value, const ApplyMvcc* mvcc) {
+                                        std::span<const uint8_t> value, const ApplyMvcc* mvcc,
+                                        uint64_t* wrote) {
   if (value.size() > value_size_) {
     return out_of_range("record tree apply: value of " + std::to_string(value.size()) +
                         " bytes exceeds the table's value size " + std::to_string(value_size_));
@@ -197,7 +202,10 @@ Result<bool> RecordTree::apply_in_order(uint64_t key, Change c, uint64_t version
     }
     Result<RecordAddr> ins =
         insert_version(key, value, version, /*upsert=*/false, 0, mvcc ? mvcc->wts : 0);
-    if (ins.is_ok()) return true;
+    if (ins.is_ok()) {
+      if (wrote != nullptr) *wrote = ins->offset;
+      return true;
+    }
     if (ins.status().code() == Code::kAlreadyExists) return false;
     return ins.status();
   }
@@ -224,6 +232,7 @@ Result<bool> RecordTree::apply_in_order(uint64_t key, Change c, uint64_t version
       return false;  // no room for the old version yet: retry later
     }
   }
+  if (wrote != nullptr) *wrote = a.offset;
   if (c == Change::kUpdate) {
     rewrite(a, kLive, value, version, mvcc ? &mvcc->wts : nullptr);
     unlock_record(a);

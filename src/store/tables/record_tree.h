@@ -61,11 +61,21 @@ class RecordTree {
   Status remove_held(uint64_t key, const RecordAddr& a, uint64_t lock_word);
   enum class Change : uint8_t { kInsert, kUpdate, kDelete };
   Result<bool> apply_in_order(uint64_t key, Change c, uint64_t version,
-                              std::span<const uint8_t> value, const ApplyMvcc* mvcc = nullptr);
+                              std::span<const uint8_t> value, const ApplyMvcc* mvcc = nullptr,
+                              uint64_t* wrote = nullptr);
   // True + a consistent copy of the value (value_out >= value_size).
   Result<bool> get(uint64_t key, std::span<uint8_t> value_out, RecordAddr* where = nullptr) const;
 
+  // Restart of a durable copy (the tree is new, the heap's slots are not):
+  // publishes `key` -> `a`, a record already in its slot. kAlreadyExists,
+  // kResourceExhausted (out of leaves).
+  Status adopt(uint64_t key, const RecordAddr& a);
+  // Restart: no new record may start at or below `v`.
+  void raise_deleted_high_to(uint64_t v) { raise_deleted_high(v); }
+
   xstore::XTree& tree() { return tree_; }
+  // The slot at `offset` (region-relative), for owner-side inspection.
+  const uint8_t* record(uint64_t offset) const { return slot(offset); }
   uint32_t value_size() const { return value_size_; }
 
  private:

@@ -1,7 +1,9 @@
 #include "store/tables/store_node.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "store/tables/ordered_rpc.h"
 
@@ -42,7 +44,73 @@ Result<std::unique_ptr<StoreNode>> StoreNode::create(const Catalog& catalog, r2:
   return n;
 }
 
-Status StoreNode::build(const TableSpec& t, PartitionId p, r2::Fabric& fabric) {
+Result<std::unique_ptr<StoreNode>> StoreNode::recover(const Catalog& catalog, r2::Fabric& fabric,
+                                                      StoreRecovery* out) {
+  *out = StoreRecovery{};
+  std::unique_ptr<StoreNode> n(new StoreNode(catalog, fabric.info().node));
+  for (const TableSpec& t : catalog.tables()) {
+    for (PartitionId p : catalog.hosted(n->node_, t)) {
+      DRTMX_RETURN_IF_ERROR(n->build(t, p, fabric, out));
+    }
+  }
+  return n;
+}
+
+Result<uint64_t> StoreNode::replay(const TableSpec& t, uint64_t key, Change c, uint64_t version,
+                                   std::span<const uint8_t> value) {
+  const PartitionId p = catalog_.partition_of(t, key);
+  LocalPartition* part = partition(t.id, p);
+  if (part == nullptr) {
+    return not_found(where(t, p) + " has no copy on node " + std::to_string(node_) +
+                     " to replay a log record into");
+  }
+  if (!part->hash && !part->records) {
+    return invalid_argument("table '" + t.name + "' keeps inline values: nothing to replay");
+  }
+  std::vector<uint8_t> tmp(t.value_size);
+  // Where the key is now, and at which version.
+  auto locate_key = [&](bool* found, uint64_t* offset, uint64_t* have) -> Status {
+    *found = false;
+    if (part->hash) {
+      Result<hash::RecordLoc> r = part->hash->get(key, tmp);
+      if (r.is_ok()) *found = true, *offset = r->offset, *have = r->version;
+      return r.is_ok() || r.status().code() == Code::kNotFound ? Status::ok() : r.status();
+    }
+    RecordAddr a;
+    Result<bool> r = part->records->get(key, tmp, &a);
+    if (!r.is_ok()) return r.status();
+    if (*r) {
+      *found = true;
+      *offset = a.offset;
+      RecordHeader h{};
+      std::memcpy(&h, part->records->record(a.offset), sizeof h);
+      *have = h.version;
+    }
+    return Status::ok();
+  };
+  bool found = false;
+  uint64_t offset = 0, have = 0;
+  DRTMX_RETURN_IF_ERROR(locate_key(&found, &offset, &have));
+  if (found && have >= version) return uint64_t{0};
+  if (c == Change::kDelete) {
+    if (part->hash) part->hash->raise_deleted_high_to(version);
+    if (part->records) part->records->raise_deleted_high_to(version);
+    if (!found) return uint64_t{0};
+    DRTMX_RETURN_IF_ERROR(part->hash ? part->hash->remove(key) : part->records->remove(key));
+    return offset;
+  }
+  Result<bool> in = part->hash ? part->hash->install(key, version, value)
+                               : part->records->install(key, version, value);
+  if (!in.is_ok()) return in.status();
+  DRTMX_RETURN_IF_ERROR(locate_key(&found, &offset, &have));
+  if (!found)
+    return internal_error(where(t, p) + ": key " + std::to_string(key) +
+                          " is missing right after its replay");
+  return offset;
+}
+
+Status StoreNode::build(const TableSpec& t, PartitionId p, r2::Fabric& fabric,
+                        StoreRecovery* recovering) {
   Result<PartitionPlan> plan = locate(catalog_, t, p, node_);
   if (!plan.is_ok()) return plan.status();
   const r2::Region* region = fabric.region(plan->region);
@@ -57,8 +125,17 @@ Status StoreNode::build(const TableSpec& t, PartitionId p, r2::Fabric& fabric) {
   part->table = &t;
   part->partition = p;
   part->plan = *plan;
+  HeapRecovery found;
+  if (recovering != nullptr && plan->heap.range_bytes == 0) {
+    return invalid_argument(
+        where(t, p) +
+        " keeps inline values: a durable copy cannot be "
+        "recovered from it (it has no records); use records for durable tables");
+  }
   if (plan->heap.range_bytes > 0) {
-    Result<std::unique_ptr<RecordHeap>> heap = RecordHeap::create(mem, plan->heap);
+    Result<std::unique_ptr<RecordHeap>> heap = recovering
+                                                   ? RecordHeap::recover(mem, plan->heap, &found)
+                                                   : RecordHeap::create(mem, plan->heap);
     if (!heap.is_ok()) return heap.status();
     part->heap = std::move(*heap);
   }
@@ -80,6 +157,24 @@ Status StoreNode::build(const TableSpec& t, PartitionId p, r2::Fabric& fabric) {
     if (!t.inline_values) {
       part->records = std::make_unique<RecordTree>(*part->tree, *part->heap, mem, t.value_size);
     }
+  }
+  if (recovering != nullptr) {
+    // The indexes are new: link every record kept in the heap.
+    for (const LiveSlot& ls : found.live) {
+      Status st = part->hash ? part->hash->adopt(ls.key, ls.offset, ls.incarnation, ls.version)
+                             : part->records->adopt(ls.key, {ls.offset, ls.incarnation, 0});
+      if (!st.is_ok()) return st.with_context(where(t, p) + ": rebuilding the index");
+    }
+    if (part->hash) part->hash->raise_deleted_high_to(found.max_version);
+    if (part->records) part->records->raise_deleted_high_to(found.max_version);
+    HeapRecovery& sum = recovering->slots;
+    ++recovering->partitions;
+    recovering->records += found.live.size();
+    sum.max_version = std::max(sum.max_version, found.max_version);
+    sum.deleted += found.deleted;
+    sum.uncommitted += found.uncommitted;
+    sum.torn += found.torn;
+    sum.duplicates += found.duplicates;
   }
   parts_.emplace(part_key(t.id, p), std::move(part));
   return Status::ok();
@@ -190,7 +285,8 @@ Status StoreNode::remove_held(const TableSpec& t, uint64_t key, const RecordAddr
 }
 
 Result<bool> StoreNode::apply_in_order(const TableSpec& t, uint64_t key, Change c, uint64_t version,
-                                       std::span<const uint8_t> value, const ApplyMvcc* mvcc) {
+                                       std::span<const uint8_t> value, const ApplyMvcc* mvcc,
+                                       uint64_t* wrote) {
   const PartitionId p = catalog_.partition_of(t, key);
   LocalPartition* part = partition(t.id, p);
   if (part == nullptr) {
@@ -199,11 +295,11 @@ Result<bool> StoreNode::apply_in_order(const TableSpec& t, uint64_t key, Change 
   }
   if (part->hash) {
     return part->hash->apply_in_order(key, static_cast<hash::HashTable::Change>(c), version, value,
-                                      mvcc);
+                                      mvcc, wrote);
   }
   if (part->records) {
     return part->records->apply_in_order(key, static_cast<RecordTree::Change>(c), version, value,
-                                         mvcc);
+                                         mvcc, wrote);
   }
   return invalid_argument("table '" + t.name +
                           "' keeps inline values (no records): transactions cannot write it");

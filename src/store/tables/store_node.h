@@ -55,12 +55,38 @@ struct LocalPartition {
   std::unique_ptr<RecordTree> records;    // kOrdered with records
 };
 
+// A committed change of a record (log appliers, recovery replay).
+enum class Change : uint8_t { kInsert, kUpdate, kDelete };
+
+// What StoreNode::recover() found in the hosted copies' slots (sums).
+struct StoreRecovery {
+  uint64_t partitions = 0;
+  uint64_t records = 0;  // live records indexed again
+  HeapRecovery slots;    // counts summed (live left empty)
+};
+
 class StoreNode {
  public:
+  using Change = tables::Change;
   // `fabric` must have registered every region of regions_of(catalog, node)
   // (and outlive this object, as must the catalog). Errors name the table
   // and partition whose region is missing or too small.
   static Result<std::unique_ptr<StoreNode>> create(const Catalog& catalog, r2::Fabric& fabric);
+  // As create(), over regions whose record slots survived a restart
+  // (durable pools): the heaps are rebuilt from their slots
+  // (RecordHeap::recover) and every index (hash buckets, XStore leaves) is
+  // built anew from the live records — indexes are never trusted after a
+  // crash, the records are (their seals prove them whole). Tables with
+  // inline values are refused (they keep no records to rebuild from).
+  static Result<std::unique_ptr<StoreNode>> recover(const Catalog& catalog, r2::Fabric& fabric,
+                                                    StoreRecovery* out);
+  // Restart: installs a committed change found in a log (recovery replay):
+  // an update or insert of `key` at `version` unless this copy holds the
+  // key at a version >= it (then nothing); a delete of the key if this
+  // copy holds it below `version`. Returns the offset of the slot written
+  // (0 when nothing changed). Not concurrent with transactions.
+  Result<uint64_t> replay(const TableSpec& t, uint64_t key, Change c, uint64_t version,
+                          std::span<const uint8_t> value);
 
   // Registers the hash and XStore handlers on `w` (call for every worker).
   Status register_handlers(r2::Worker& w);
@@ -93,9 +119,11 @@ class StoreNode {
   // Backups: applies a committed change of `key` if it is the next one for
   // this copy (HashTable::apply_in_order): true when applied, false when an
   // earlier change of the key has not arrived yet (retry later).
-  enum class Change : uint8_t { kInsert, kUpdate, kDelete };
+  // `wrote` (optional): the offset in the table's region of the record
+  // slot the change wrote (durable copies persist it).
   Result<bool> apply_in_order(const TableSpec& t, uint64_t key, Change c, uint64_t version,
-                              std::span<const uint8_t> value, const ApplyMvcc* mvcc = nullptr);
+                              std::span<const uint8_t> value, const ApplyMvcc* mvcc = nullptr,
+                              uint64_t* wrote = nullptr);
   // Owner-side read of the local copy (tests, audits): true + value when
   // present.
   Result<bool> get_local(const TableSpec& t, uint64_t key, std::span<uint8_t> value) const;
@@ -108,7 +136,8 @@ class StoreNode {
 
  private:
   StoreNode(const Catalog& c, NodeId16 node) : catalog_(c), node_(node) {}
-  Status build(const TableSpec& t, PartitionId p, r2::Fabric& fabric);
+  Status build(const TableSpec& t, PartitionId p, r2::Fabric& fabric,
+               StoreRecovery* recovering = nullptr);
 
   const Catalog& catalog_;
   NodeId16 node_;

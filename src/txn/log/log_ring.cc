@@ -7,23 +7,29 @@
 namespace drtmx::txn {
 
 namespace {
-constexpr size_t kMinEntry = kLogHeaderBytes + kLogTrailerBytes;  // a wrap entry
-
 struct Header {
   uint32_t len;
-  uint32_t kind;
+  uint32_t kind;  // low 8 bits: kind; bits 8..23: the transaction's entries
   uint64_t seq;
+  uint64_t txn;
+  uint64_t decided;
   uint64_t seal;
 };
 static_assert(sizeof(Header) == kLogHeaderBytes);
 
-size_t image_bytes(uint32_t kind, uint32_t len) {
-  return kind == kLogWrap ? kMinEntry : log_entry_bytes(len);
+uint32_t kind_of(uint32_t word) {
+  return word & 0xff;
 }
 
-void build(uint8_t* at, uint32_t kind, uint64_t seq, const void* payload, uint32_t len) {
+size_t image_bytes(uint32_t kind, uint32_t len) {
+  return kind == kLogWrap ? kLogMinEntry : log_entry_bytes(len);
+}
+
+void build(uint8_t* at, uint32_t kind, uint64_t seq, const LogMark& m, const void* payload,
+           uint32_t len) {
   const size_t total = image_bytes(kind, len);
-  Header h{len, kind, seq, log_entry_seal(len, kind, seq, payload)};
+  const uint32_t word = kind | (uint32_t{m.targets} << 8);
+  Header h{len, word, seq, m.txn, m.decided, log_entry_seal(len, word, seq, m, payload)};
   std::memcpy(at, &h, sizeof h);
   if (len > 0) std::memcpy(at + kLogHeaderBytes, payload, len);
   // Padding between payload and trailer is zero, so images are canonical.
@@ -33,8 +39,10 @@ void build(uint8_t* at, uint32_t kind, uint64_t seq, const void* payload, uint32
 }
 }  // namespace
 
-uint64_t log_entry_seal(uint32_t len, uint32_t kind, uint64_t seq, const void* payload) {
-  return hash_bytes(hash_mix(hash_mix(len, kind), seq), payload, len);
+uint64_t log_entry_seal(uint32_t len, uint32_t kind, uint64_t seq, const LogMark& m,
+                        const void* payload) {
+  const uint64_t head = hash_mix(hash_mix(hash_mix(len, kind), seq), hash_mix(m.txn, m.decided));
+  return hash_bytes(head, payload, len);
 }
 
 Status LogRingLayout::validate() const {
@@ -54,8 +62,8 @@ size_t LogWriter::max_payload() const {
   return bytes_ / 2 - kLogHeaderBytes - kLogTrailerBytes;
 }
 
-Result<int> LogWriter::prepare(const void* payload, uint32_t len, uint8_t* image,
-                               Placement out[2]) {
+Result<int> LogWriter::prepare(const void* payload, uint32_t len, uint8_t* image, Placement out[2],
+                               const LogMark& mark) {
   if (len > max_payload()) {
     return out_of_range("log entry of " + std::to_string(len) + " bytes exceeds " +
                         std::to_string(max_payload()) +
@@ -70,19 +78,19 @@ Result<int> LogWriter::prepare(const void* payload, uint32_t len, uint8_t* image
   // exactly as the reader skips it after reading this entry, so the heads
   // it reports never run ahead of this tail.
   const uint64_t end_pos = (tail_ + skip + need) & (bytes_ - 1);
-  const uint64_t gap = end_pos != 0 && bytes_ - end_pos < kMinEntry ? bytes_ - end_pos : 0;
+  const uint64_t gap = end_pos != 0 && bytes_ - end_pos < kLogMinEntry ? bytes_ - end_pos : 0;
   const uint64_t room = bytes_ - (tail_ - head_);
   if (skip + need + gap > room) return 0;  // back-pressure: wait for a reclaim
   int n = 0;
   size_t img = 0;
-  if (skip >= kMinEntry) {
-    build(image, kLogWrap, ++seq_, nullptr, 0);
-    out[n++] = {base_ + pos, static_cast<uint32_t>(kMinEntry), seq_};
-    img = kMinEntry;
+  if (skip >= kLogMinEntry) {
+    build(image, kLogWrap, ++seq_, LogMark{}, nullptr, 0);
+    out[n++] = {base_ + pos, static_cast<uint32_t>(kLogMinEntry), seq_};
+    img = kLogMinEntry;
   }
-  tail_ += skip;  // (a skip below kMinEntry cannot happen: see `gap`)
+  tail_ += skip;  // (a skip below kLogMinEntry cannot happen: see `gap`)
   const uint64_t at = tail_ & (bytes_ - 1);
-  build(image + img, kLogData, ++seq_, payload, len);
+  build(image + img, kLogData, ++seq_, mark, payload, len);
   out[n++] = {base_ + at, static_cast<uint32_t>(need), seq_};
   ++data_entries_;
   tail_ += need + gap;
@@ -95,7 +103,7 @@ bool LogWriter::fits(uint32_t len) const {
   const uint64_t pos = tail_ & (bytes_ - 1);
   const uint64_t skip = need > bytes_ - pos ? bytes_ - pos : 0;
   const uint64_t end_pos = (tail_ + skip + need) & (bytes_ - 1);
-  const uint64_t gap = end_pos != 0 && bytes_ - end_pos < kMinEntry ? bytes_ - end_pos : 0;
+  const uint64_t gap = end_pos != 0 && bytes_ - end_pos < kLogMinEntry ? bytes_ - end_pos : 0;
   return skip + need + gap <= bytes_ - (tail_ - head_);
 }
 
@@ -105,48 +113,168 @@ void LogWriter::on_reclaimed(uint64_t head) {
   if (head > head_ && head <= tail_) head_ = head;
 }
 
-LogReader::LogReader(uint8_t* ring, uint32_t ring_bytes, uint32_t reclaim_every)
-    : ring_(ring), bytes_(ring_bytes), reclaim_every_(reclaim_every ? reclaim_every : 1) {}
+LogReader::LogReader(uint8_t* ring, uint32_t ring_bytes, uint32_t reclaim_every,
+                     uint64_t start_head, uint64_t start_seq)
+    : ring_(ring),
+      bytes_(ring_bytes),
+      reclaim_every_(reclaim_every ? reclaim_every : 1),
+      head_(start_head),
+      reported_(start_head),
+      next_seq_(start_seq),
+      cursor_(start_head),
+      cursor_seq_(start_seq) {}
+
+LogReader::At LogReader::probe(uint64_t pos_abs, uint64_t seq, LogEntry* e, uint64_t* total) const {
+  const uint64_t pos = pos_abs & (bytes_ - 1);
+  const uint64_t to_end = bytes_ - pos;
+  if (to_end < kLogMinEntry) {
+    *total = to_end;  // the writer skipped this gap too
+    return At::kGap;
+  }
+  const uint8_t* at = ring_ + pos;
+  Header h;
+  std::memcpy(&h, at, sizeof h);
+  const uint32_t kind = kind_of(h.kind);
+  if (kind != kLogData && kind != kLogWrap) return At::kNone;  // empty or still arriving
+  // An earlier entry's image, back after it was zeroed (see the header):
+  // the expected entry has not arrived here yet.
+  if (h.seq < seq) return At::kNone;
+  const size_t bytes = image_bytes(kind, h.len);
+  if (bytes > to_end) return At::kNone;  // a length still arriving (or garbage)
+  uint64_t trailer = 0;
+  std::memcpy(&trailer, at + bytes - kLogTrailerBytes, 8);
+  if (trailer != h.len) return At::kNone;
+  const LogMark m{h.txn, h.decided, static_cast<uint16_t>(h.kind >> 8)};
+  if (log_entry_seal(h.len, h.kind, h.seq, m, at + kLogHeaderBytes) != h.seal) return At::kNone;
+  e->seq = h.seq;
+  e->kind = kind;
+  e->mark = m;
+  e->payload = at + kLogHeaderBytes;
+  e->len = h.len;
+  if (h.seq != seq) return At::kCorrupt;
+  *total = kind == kLogWrap ? to_end : bytes;
+  return At::kEntry;
+}
 
 LogReader::Polled LogReader::poll(const Apply& apply, uint32_t max) {
   Polled r;
   while (r.applied < max) {
-    const uint64_t pos = head_ & (bytes_ - 1);
-    const uint64_t to_end = bytes_ - pos;
-    if (to_end < kMinEntry) {
-      head_ += to_end;  // the writer skipped this gap too
+    LogEntry e;
+    uint64_t total = 0;
+    const At a = probe(head_, next_seq_, &e, &total);
+    if (a == At::kGap) {
+      head_ += total;
       continue;
     }
-    uint8_t* at = ring_ + pos;
-    Header h;
-    std::memcpy(&h, at, sizeof h);
-    if (h.kind != kLogData && h.kind != kLogWrap) break;  // empty or still arriving
-    // An earlier entry's image, back after it was zeroed (see the header):
-    // the expected entry has not arrived here yet.
-    if (h.seq < next_seq_) break;
-    const size_t total = image_bytes(h.kind, h.len);
-    if (total > to_end) break;  // a length still arriving (or garbage): not complete
-    uint64_t trailer = 0;
-    std::memcpy(&trailer, at + total - kLogTrailerBytes, 8);
-    if (trailer != h.len) break;
-    if (log_entry_seal(h.len, h.kind, h.seq, at + kLogHeaderBytes) != h.seal) break;
-    if (h.seq != next_seq_) {
+    if (a == At::kNone) break;
+    if (a == At::kCorrupt) {
       r.corrupt = true;
-      r.found_seq = h.seq;
+      r.found_seq = e.seq;
       break;
     }
-    if (h.kind == kLogData) {
-      apply(h.seq, at + kLogHeaderBytes, h.len);
+    if (e.kind == kLogData) {
+      apply(e.seq, e.payload, e.len);
       ++r.applied;
     }
     // Zero before the space can be reported free, so a later partial write
     // over it can never look complete with stale bytes.
-    std::memset(at, 0, total);
-    head_ += h.kind == kLogWrap ? to_end : total;
+    std::memset(ring_ + (head_ & (bytes_ - 1)), 0, image_bytes(e.kind, e.len));
+    head_ += total;
     ++next_seq_;
   }
+  cursor_ = head_;
+  cursor_seq_ = next_seq_;
   r.report = head_ - reported_ >= reclaim_every_;
   return r;
+}
+
+bool LogReader::peek(LogEntry* out, bool* corrupt, uint64_t* found_seq) {
+  *corrupt = false;
+  peeked_ = false;
+  for (;;) {
+    uint64_t total = 0;
+    const At a = probe(cursor_, cursor_seq_, out, &total);
+    if (a == At::kGap) {
+      // A gap belongs to the entry before it: fold it into that one's
+      // release (or into the head when nothing is unreleased).
+      if (taken_.empty()) {
+        if (head_ == cursor_) head_ += total;
+      } else {
+        taken_.back().next += total;
+      }
+      cursor_ += total;
+      continue;
+    }
+    if (a == At::kNone) return false;
+    if (a == At::kCorrupt) {
+      *corrupt = true;
+      if (found_seq) *found_seq = out->seq;
+      return false;
+    }
+    if (out->kind == kLogWrap) {
+      taken_.push_back({cursor_, kLogMinEntry, cursor_ + total, 0});
+      cursor_ += total;
+      ++cursor_seq_;
+      continue;
+    }
+    peeked_ = true;
+    peeked_bytes_ = image_bytes(kLogData, out->len);
+    peeked_next_ = cursor_ + total;
+    return true;
+  }
+}
+
+void LogReader::consume(uint64_t tag) {
+  if (!peeked_) return;
+  taken_.push_back({cursor_, peeked_bytes_, peeked_next_, tag});
+  cursor_ = peeked_next_;
+  ++cursor_seq_;
+  peeked_ = false;
+}
+
+uint64_t LogReader::scan_decided(uint32_t max) const {
+  uint64_t pos = cursor_, seq = cursor_seq_, best = 0;
+  for (uint32_t i = 0; i < max;) {
+    LogEntry e;
+    uint64_t total = 0;
+    const At a = probe(pos, seq, &e, &total);
+    if (a == At::kGap) {
+      pos += total;
+      continue;
+    }
+    if (a != At::kEntry) break;
+    if (e.mark.decided > best) best = e.mark.decided;
+    pos += total;
+    ++seq;
+    ++i;
+  }
+  return best;
+}
+
+size_t LogReader::releasable(const std::function<bool(uint64_t)>& done) const {
+  size_t n = 0;
+  while (n < taken_.size() && (taken_[n].tag == 0 || done(taken_[n].tag))) ++n;
+  return n;
+}
+
+void LogReader::after_release(size_t n, uint64_t* head, uint64_t* seq) const {
+  *head = head_;
+  *seq = next_seq_;
+  for (size_t i = 0; i < n && i < taken_.size(); ++i) {
+    *head = taken_[i].next;
+    ++*seq;
+  }
+}
+
+bool LogReader::release(size_t n) {
+  for (size_t i = 0; i < n && !taken_.empty(); ++i) {
+    const Taken t = taken_.front();
+    taken_.pop_front();
+    std::memset(ring_ + (t.pos & (bytes_ - 1)), 0, t.bytes);
+    head_ = t.next;
+    ++next_seq_;
+  }
+  return head_ - reported_ >= reclaim_every_;
 }
 
 }  // namespace drtmx::txn

@@ -9,10 +9,16 @@
 //
 // Entry layout (8-byte aligned, `entry_bytes(payload)` long):
 //   +0   len      4 B   payload length
-//   +4   kind     4 B   kData or kWrap
+//   +4   kind     4 B   kData or kWrap (low 8 bits); the transaction's
+//                       number of log entries (bits 8..23, durable logs)
 //   +8   seq      8 B   the writer's entry sequence number (1, 2, ...)
-//   +16  seal     8 B   hash of (len, kind, seq, payload)
-//   +24  payload  len B, padded to 8
+//   +16  txn      8 B   durable logs: the writer's transaction number
+//                       (1, 2, ... per coordinator thread; 0 otherwise)
+//   +24  decided  8 B   durable logs: every transaction of the writer up
+//                       to this number had its log complete when the entry
+//                       was built (the decision watermark, below)
+//   +32  seal     8 B   hash of (len, kind, seq, txn, decided, payload)
+//   +40  payload  len B, padded to 8
 //   end-8 len2    4 B   the length again, then 4 B padding
 // The length sits at both ends (thesis) and the seal covers the rest: on
 // shm a WRITE is a memcpy that may place the last bytes first, so matching
@@ -48,12 +54,25 @@
 //    from the future is a protocol bug or a corrupt ring: the reader
 //    refuses it instead of applying it.
 //
+// Durable logs (durability on, see txn/log/durable_log.h for the whole
+// protocol). The reader must not change anything — apply an entry, or zero
+// it — before the entry's transaction is known committed, and it must
+// make that knowledge persistent first: recovery decides each transaction
+// from what the rings hold, and a ring that had forgotten an entry would
+// otherwise make a committed transaction look incomplete. So a durable
+// reader is *gated*: peek() shows the next complete entry, consume() takes
+// it (no zeroing), and release() later zeroes the oldest consumed entries
+// and moves the head, once their records are persistent. Entries carry the
+// writer's decision watermark; scan_decided() learns it from the entries
+// ahead of the cursor.
+//
 // Threading: a LogWriter belongs to one coordinator worker thread, a
 // LogReader to one backup worker thread.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <functional>
 
 #include "base/status.h"
@@ -62,24 +81,49 @@ namespace drtmx::txn {
 
 constexpr uint32_t kLogData = 1;
 constexpr uint32_t kLogWrap = 2;
-constexpr size_t kLogHeaderBytes = 24;
+constexpr size_t kLogHeaderBytes = 40;
 constexpr size_t kLogTrailerBytes = 8;
+constexpr size_t kLogMinEntry = kLogHeaderBytes + kLogTrailerBytes;  // a wrap entry
 
 constexpr size_t log_entry_bytes(size_t payload) {
   return kLogHeaderBytes + ((payload + 7) & ~size_t{7}) + kLogTrailerBytes;
 }
 
-// Where the rings live inside a backup's log region.
+// What a durable log entry says about its transaction (all 0 otherwise).
+struct LogMark {
+  uint64_t txn = 0;      // the writer's transaction number
+  uint64_t decided = 0;  // the writer's decision watermark when built
+  uint16_t targets = 0;  // how many log entries the transaction wrote
+};
+
+// The reader's persistent record of one ring (durable logs): in the log
+// region after the rings (LogRingLayout::header_offset), written only by
+// the ring's reader.
+struct RingHeader {
+  uint64_t decided;   // the writer's decisions known here (persisted before
+                      // any entry up to it is applied or released)
+  uint64_t head;      // ring position (monotonic) of the first entry not released
+  uint64_t next_seq;  // the sequence number expected at `head`
+  uint64_t pad[5];
+};
+static_assert(sizeof(RingHeader) == 64);
+
+// Where the rings live inside a backup's log region: the rings of every
+// coordinator (node, thread), then one RingHeader per ring.
 struct LogRingLayout {
   uint16_t nodes = 0;    // coordinator nodes
   uint16_t threads = 0;  // coordinator threads per node
   uint32_t ring_bytes = 0;
 
   Status validate() const;
-  size_t region_bytes() const { return size_t{nodes} * threads * ring_bytes; }
+  size_t rings() const { return size_t{nodes} * threads; }
+  size_t region_bytes() const { return rings() * (ring_bytes + sizeof(RingHeader)); }
   // Offset of the ring for coordinator (node, thread) inside the region.
   uint64_t ring_offset(uint16_t node, uint16_t thread) const {
     return (uint64_t{node} * threads + thread) * ring_bytes;
+  }
+  uint64_t header_offset(uint16_t node, uint16_t thread) const {
+    return rings() * ring_bytes + (uint64_t{node} * threads + thread) * sizeof(RingHeader);
   }
 };
 
@@ -97,12 +141,13 @@ class LogWriter {
     uint64_t seq;
   };
   // Builds the entry image for `payload` into `image` (registered memory,
-  // at least log_entry_bytes(len) + a wrap entry's bytes long) and returns
-  // the WRITEs to issue: one entry, preceded by a wrap entry when the ring
+  // at least log_entry_bytes(len) + kLogMinEntry long) and returns the
+  // WRITEs to issue: one entry, preceded by a wrap entry when the ring
   // wraps (then two placements, the wrap first). Returns 0 placements when
   // the ring lacks room (retry after on_reclaimed), or an error for a
-  // payload above max_payload().
-  Result<int> prepare(const void* payload, uint32_t len, uint8_t* image, Placement out[2]);
+  // payload above max_payload(). `mark`: durable logs.
+  Result<int> prepare(const void* payload, uint32_t len, uint8_t* image, Placement out[2],
+                      const LogMark& mark = {});
 
   // True when prepare() of a `len`-byte payload would find room now (it
   // changes nothing; a caller placing entries on several rings checks them
@@ -128,10 +173,22 @@ class LogWriter {
   uint64_t data_entries_ = 0;  // data entries only
 };
 
+// A complete entry as the reader sees it (payload points into the ring).
+struct LogEntry {
+  uint64_t seq = 0;
+  uint32_t kind = 0;
+  LogMark mark;
+  const uint8_t* payload = nullptr;
+  uint32_t len = 0;
+};
+
 class LogReader {
  public:
   // `ring`: the ring's memory on this backup (inside the log region).
-  LogReader(uint8_t* ring, uint32_t ring_bytes, uint32_t reclaim_every);
+  // `start`: the ring position and sequence number to read from (a
+  // durable ring after a restart: its RingHeader's head and next_seq).
+  LogReader(uint8_t* ring, uint32_t ring_bytes, uint32_t reclaim_every, uint64_t start_head = 0,
+            uint64_t start_seq = 1);
 
   using Apply = std::function<void(uint64_t seq, const uint8_t* payload, uint32_t len)>;
   struct Polled {
@@ -140,23 +197,64 @@ class LogReader {
     bool corrupt = false;    // an entry from the future: stop
     uint64_t found_seq = 0;  // when corrupt: the sequence number found
   };
-  // Applies up to `max` complete entries in order.
+  // Eager reading (no durability): applies up to `max` complete entries
+  // in order, zeroing each at once.
   Polled poll(const Apply& apply, uint32_t max);
+
+  // --- gated reading (durable logs) -----------------------------------------
+  // The next complete data entry at the read cursor (wrap entries and gaps
+  // before it are consumed on the way), or false. *corrupt: an entry from
+  // the future sits there (then *found_seq is its sequence number).
+  bool peek(LogEntry* out, bool* corrupt, uint64_t* found_seq = nullptr);
+  // Takes the entry peek() returned: the cursor moves past it; the entry
+  // stays in the ring until released. `tag` (not 0) is the caller's name
+  // for it in releasable().
+  void consume(uint64_t tag);
+  // The highest decision watermark of the complete entries from the cursor
+  // on (at most `max` of them looked at), or 0.
+  uint64_t scan_decided(uint32_t max) const;
+  // Consumed entries not released yet (wrap entries included).
+  size_t unreleased() const { return taken_.size(); }
+  // How many of the oldest consumed entries may be released: the longest
+  // prefix whose tags `done` accepts (wrap entries always may).
+  size_t releasable(const std::function<bool(uint64_t tag)>& done) const;
+  // Where head() and next_seq() will be once `n` entries are released.
+  void after_release(size_t n, uint64_t* head, uint64_t* seq) const;
+  // Zeroes the `n` oldest consumed entries and moves head() past them.
+  // Returns true when enough was freed since the last report to send one.
+  bool release(size_t n);
 
   uint64_t head() const { return head_; }
   uint64_t next_seq() const { return next_seq_; }
   void reported() { reported_ = head_; }
 
  private:
+  // What sits at ring position `pos` when `seq` is expected there.
+  enum class At : uint8_t { kNone, kEntry, kGap, kCorrupt };
+  At probe(uint64_t pos, uint64_t seq, LogEntry* e, uint64_t* total) const;
+
   uint8_t* ring_;
   uint32_t bytes_;
   uint32_t reclaim_every_;
-  uint64_t head_ = 0;  // monotonic byte position of the next entry
+  uint64_t head_ = 0;  // monotonic byte position of the first entry not released
   uint64_t reported_ = 0;
-  uint64_t next_seq_ = 1;
+  uint64_t next_seq_ = 1;  // the sequence number at head_
+  // Gated reading: the cursor and the consumed, unreleased entries.
+  uint64_t cursor_ = 0;
+  uint64_t cursor_seq_ = 1;
+  struct Taken {
+    uint64_t pos;    // where it starts
+    uint64_t bytes;  // image bytes to zero
+    uint64_t next;   // the position after it (gaps included)
+    uint64_t tag;    // the caller's (0: a wrap entry)
+  };
+  std::deque<Taken> taken_;
+  uint64_t peeked_next_ = 0, peeked_bytes_ = 0;
+  bool peeked_ = false;
 };
 
 // Seal of a log entry image (also used by tests to forge torn images).
-uint64_t log_entry_seal(uint32_t len, uint32_t kind, uint64_t seq, const void* payload);
+uint64_t log_entry_seal(uint32_t len, uint32_t kind, uint64_t seq, const LogMark& mark,
+                        const void* payload);
 
 }  // namespace drtmx::txn

@@ -1,5 +1,6 @@
 #include "txn/log/replication.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "r2/common/clock.h"
@@ -10,13 +11,20 @@ namespace {
 struct RedoHead {
   uint16_t table;
   uint8_t op;
-  uint8_t pad;
+  uint8_t flags;
   uint32_t value_len;
   uint64_t key;
   uint64_t version;
   uint64_t ts;
 };
 static_assert(sizeof(RedoHead) == 32);
+constexpr uint8_t kAtPrimary = 1;  // a RedoAtPrimary follows the head
+struct RedoAtPrimary {
+  uint64_t at;
+  uint32_t incarnation;
+  uint32_t pad;
+};
+static_assert(sizeof(RedoAtPrimary) == 16);
 
 size_t pad8(size_t n) {
   return (n + 7) & ~size_t{7};
@@ -26,14 +34,22 @@ size_t pad8(size_t n) {
 void encode_redo(std::span<const RedoRecord> records, std::vector<uint8_t>* out) {
   out->clear();
   for (const RedoRecord& r : records) {
+    const uint8_t flags = r.at_primary != 0 ? kAtPrimary : 0;
     RedoHead h{r.table, static_cast<uint8_t>(r.op),
-               0,       static_cast<uint32_t>(r.value.size()),
+               flags,   static_cast<uint32_t>(r.value.size()),
                r.key,   r.version,
                r.ts};
-    const size_t at = out->size();
-    out->resize(at + sizeof h + pad8(r.value.size()), 0);
+    const size_t extra = flags ? sizeof(RedoAtPrimary) : 0;
+    size_t at = out->size();
+    out->resize(at + sizeof h + extra + pad8(r.value.size()), 0);
     std::memcpy(out->data() + at, &h, sizeof h);
-    if (!r.value.empty()) std::memcpy(out->data() + at + sizeof h, r.value.data(), r.value.size());
+    at += sizeof h;
+    if (flags) {
+      const RedoAtPrimary p{r.at_primary, r.incarnation, 0};
+      std::memcpy(out->data() + at, &p, sizeof p);
+      at += sizeof p;
+    }
+    if (!r.value.empty()) std::memcpy(out->data() + at, r.value.data(), r.value.size());
   }
 }
 
@@ -45,8 +61,18 @@ bool decode_redo(const uint8_t* p, uint32_t len, std::vector<RedoRecord>* out) {
     if (len - off < sizeof h) return false;
     std::memcpy(&h, p + off, sizeof h);
     off += sizeof h;
-    if (h.op < 1 || h.op > 3 || h.value_len > len - off) return false;
+    if (h.op < 1 || h.op > 3 || (h.flags & ~kAtPrimary) != 0) return false;
     RedoRecord r;
+    if (h.flags & kAtPrimary) {
+      RedoAtPrimary ap;
+      if (len - off < sizeof ap) return false;
+      std::memcpy(&ap, p + off, sizeof ap);
+      off += sizeof ap;
+      if (ap.at == 0) return false;
+      r.at_primary = ap.at;
+      r.incarnation = ap.incarnation;
+    }
+    if (h.value_len > len - off) return false;
     r.table = h.table;
     r.op = static_cast<RedoOp>(h.op);
     r.key = h.key;
@@ -59,24 +85,61 @@ bool decode_redo(const uint8_t* p, uint32_t len, std::vector<RedoRecord>* out) {
   return off == len || off == pad8(len);
 }
 
+namespace {
+// Per target: one entry image and a wrap entry, then (durable logs) the
+// 8 bytes the flushing READ lands in, on a cache line of their own.
+size_t image_stride(const ReplicationConfig& cfg) {
+  return cfg.layout.ring_bytes / 2 + 2 * kLogMinEntry + 64;
+}
+}  // namespace
+
 size_t Replicator::image_bytes(const ReplicationConfig& cfg) {
   // One entry image (plus a wrap entry) per backup, written concurrently.
-  return size_t{cfg.layout.nodes} * (cfg.layout.ring_bytes / 2 + 64);
+  return size_t{cfg.layout.nodes} * image_stride(cfg);
 }
 
-Replicator::Replicator(r2::Worker& w, const ReplicationConfig& cfg) : w_(w), cfg_(cfg) {
+Replicator::Replicator(r2::Worker& w, const ReplicationConfig& cfg)
+    : w_(w), cfg_(cfg), last_txn_(cfg.layout.nodes, 0), told_(cfg.layout.nodes, 0) {
   for (uint16_t n = 0; n < cfg.layout.nodes; ++n) {
     writers_.emplace_back(cfg.layout.ring_offset(w.node(), w.thread()), cfg.layout.ring_bytes);
   }
 }
 
 Status Replicator::attach() {
-  return w_.register_handler(kRpcLogReclaim, [this](r2::RpcRequest& req) {
+  DRTMX_RETURN_IF_ERROR(w_.register_handler(kRpcLogReclaim, [this](r2::RpcRequest& req) {
     uint64_t head;
     if (req.payload().size() != sizeof head || req.from_node() >= writers_.size()) return;
     std::memcpy(&head, req.payload().data(), sizeof head);
     writers_[req.from_node()].on_reclaimed(head);
-  });
+  }));
+  if (cfg_.durable) w_.add_poller([this] { return send_decided(); });
+  return Status::ok();
+}
+
+// Tells each target whose latest entries are not known decided there the
+// current watermark, once it has waited decided_delay_us for a later entry
+// to carry it. The reader needs it to apply and release those entries; a
+// ring nobody tells would fill and stop its writer.
+bool Replicator::send_decided() {
+  const uint64_t d = decisions_.decided();
+  bool behind = false;
+  for (size_t n = 0; n < told_.size() && !behind; ++n) {
+    behind = told_[n] < d && told_[n] < last_txn_[n];
+  }
+  if (!behind) {
+    pending_since_ = 0;
+    return false;
+  }
+  if ((++polls_ & 7) != 0) return false;  // the clock, not on every loop
+  const uint64_t now = r2::now_ns();
+  if (pending_since_ == 0) pending_since_ = now;
+  if (now - pending_since_ < uint64_t{cfg_.decided_delay_us} * 1000) return false;
+  for (uint16_t n = 0; n < told_.size(); ++n) {
+    if (told_[n] >= d || told_[n] >= last_txn_[n]) continue;
+    if (w_.post_oneway({n, w_.thread()}, kRpcLogDecided, &d, sizeof d).is_ok()) told_[n] = d;
+  }
+  pending_since_ = 0;
+  return false;  // upkeep, not work: the loop may idle
 }
 
 Status Replicator::log(r2::Co& co, std::span<const r2::NodeId> backups,
@@ -88,7 +151,7 @@ Status Replicator::log(r2::Co& co, std::span<const r2::NodeId> backups,
 
 Status Replicator::log(r2::Co& co, std::span<const BackupEntry> entries, LogBuffers& buf) {
   if (entries.empty()) return Status::ok();
-  const size_t stride = cfg_.layout.ring_bytes / 2 + 64;
+  const size_t stride = image_stride(cfg_);
   if (buf.payloads.size() < entries.size()) buf.payloads.resize(entries.size());
   // 1. Encode, and wait until every backup's ring has room for its entry.
   //    Nothing is reserved before all fit: an entry prepared on one ring
@@ -127,25 +190,46 @@ Status Replicator::log(r2::Co& co, std::span<const BackupEntry> entries, LogBuff
   }
   // 2. Reserve and build every entry (no yield in between: no other
   //    coroutine of this worker can take the room), then WRITE them all.
+  //    Durable logs: the transaction's number and the watermark go into
+  //    every entry, and each target's WRITEs are followed by a flushing
+  //    READ on the same channel — one doorbell, one round trip (H9).
+  LogMark mark;
+  if (cfg_.durable) {
+    if (decisions_.open() >= decisions_.window()) {
+      return unavailable("log: " + std::to_string(decisions_.open()) +
+                         " transactions of this worker never completed their log (a node "
+                         "failed?); no more can be numbered");
+    }
+    mark.txn = decisions_.begin();
+    mark.decided = decisions_.decided();
+    mark.targets = static_cast<uint16_t>(entries.size());
+  }
   r2::OpBatch batch;
   for (size_t e = 0; e < entries.size(); ++e) {
     const r2::NodeId b = entries[e].node;
     const std::vector<uint8_t>& payload = buf.payloads[e];
     uint8_t* image = buf.images + b * stride;
     LogWriter::Placement pl[2];
-    auto n = writers_[b].prepare(payload.data(), static_cast<uint32_t>(payload.size()), image, pl);
+    auto n =
+        writers_[b].prepare(payload.data(), static_cast<uint32_t>(payload.size()), image, pl, mark);
     if (!n) return n.status();  // cannot happen: sizes were checked above
     if (*n == 0) return internal_error("log(): a ring that had room refused the entry");
     uint32_t off = 0;
     for (int k = 0; k < *n; ++k) {
-      batch.write({b, cfg_.log_region, pl[k].offset}, image + off, pl[k].bytes);
+      batch.write({b, cfg_.log_region, pl[k].offset}, image + off, pl[k].bytes, !cfg_.durable);
       off += pl[k].bytes;
+    }
+    if (cfg_.durable) {
+      batch.read({b, cfg_.log_region, pl[*n - 1].offset}, image + stride - 64, 8);
+      last_txn_[b] = mark.txn;
+      told_[b] = std::max(told_[b], mark.decided);
     }
   }
   const r2::OpStatus st = co.run(batch);
   if (st != r2::OpStatus::kOk) {
     return unavailable(std::string("log WRITE failed: ") + r2::op_status_name(st));
   }
+  if (cfg_.durable) decisions_.complete(mark.txn);
   entries_ += entries.size();
   return Status::ok();
 }
@@ -162,8 +246,24 @@ BackupApplier::BackupApplier(r2::Worker& w, const ReplicationConfig& cfg, uint8_
     : w_(w), cfg_(cfg), install_(std::move(install)) {
   const uint32_t every = cfg.reclaim_every ? cfg.reclaim_every : cfg.layout.ring_bytes / 4;
   for (uint16_t n = 0; n < cfg.layout.nodes; ++n) {
+    uint64_t head = 0, seq = 1;
+    if (cfg.durable) {
+      auto* h = reinterpret_cast<RingHeader*>(log_base + cfg.layout.header_offset(n, w.thread()));
+      headers_.push_back(h);
+      known_.push_back(h->decided);
+      head = h->head;
+      seq = h->next_seq == 0 ? 1 : h->next_seq;
+    }
     readers_.emplace_back(log_base + cfg.layout.ring_offset(n, w.thread()), cfg.layout.ring_bytes,
-                          every);
+                          every, head, seq);
+  }
+  if (cfg.durable) {
+    (void)w.register_handler(kRpcLogDecided, [this](r2::RpcRequest& req) {
+      uint64_t d;
+      if (req.payload().size() != sizeof d || req.from_node() >= known_.size()) return;
+      std::memcpy(&d, req.payload().data(), sizeof d);
+      known_[req.from_node()] = std::max(known_[req.from_node()], d);
+    });
   }
   w.add_poller([this] { return poll(); });
 }
@@ -204,10 +304,99 @@ void BackupApplier::stop_corrupt(std::string reason) {
   corrupt_.store(true, std::memory_order_release);
 }
 
+// Installs the records in decoded_ (entry `entry`); keeps a copy of each
+// one not taken yet, to offer again later.
+void BackupApplier::offer(uint64_t entry) {
+  uint32_t later = 0;
+  if (prefetch_) {
+    for (const RedoRecord& rec : decoded_) prefetch_(rec);
+  }
+  for (const RedoRecord& rec : decoded_) {
+    if (install_(rec)) continue;
+    // Not yet: keep a copy (the ring slot may be zeroed before it is taken).
+    Deferred d{rec, {rec.value.begin(), rec.value.end()}, entry};
+    deferred_.push_back(std::move(d));
+    deferred_.back().rec.value = deferred_.back().value;
+    ++later;
+  }
+  if (later == 0) {
+    entry_done();
+  } else {
+    waiting_.emplace_back(entry, later);
+  }
+}
+
+// Durable logs, one ring: learn and persist the watermark, apply the
+// entries it covers, release those whose records are all persistent here.
+bool BackupApplier::poll_gated(uint16_t n) {
+  LogReader& r = readers_[n];
+  RingHeader* h = headers_[n];
+  const PersistOps& ps = cfg_.persist;
+  known_[n] = std::max(known_[n], r.scan_decided(16));
+  if (known_[n] > h->decided) {
+    // Persistent before anything it covers is applied or released here.
+    h->decided = known_[n];
+    ps.persist(&h->decided, sizeof h->decided);
+  }
+  bool work = false;
+  for (uint32_t i = 0; i < 32; ++i) {
+    LogEntry e;
+    bool corrupt = false;
+    uint64_t found = 0;
+    if (!r.peek(&e, &corrupt, &found)) {
+      if (corrupt) {
+        stop_corrupt("the ring written by node " + std::to_string(n) + " thread " +
+                     std::to_string(w_.thread()) + ": entry " + std::to_string(found) +
+                     " where entry " + std::to_string(r.next_seq() + r.unreleased()) +
+                     " was expected");
+      }
+      break;
+    }
+    if (e.mark.txn > h->decided) break;  // not known committed yet
+    if (!decode_redo(e.payload, e.len, &decoded_)) {
+      stop_corrupt("the ring written by node " + std::to_string(n) + " thread " +
+                   std::to_string(w_.thread()) + ": entry " + std::to_string(e.seq) + " (" +
+                   std::to_string(e.len) + " bytes) does not decode");
+      return false;
+    }
+    const uint64_t entry = next_entry_++;
+    offer(entry);
+    r.consume(entry + 1);
+    work = true;
+  }
+  const size_t done = r.releasable([this](uint64_t tag) {
+    for (const auto& w : waiting_) {
+      if (w.first + 1 == tag) return false;
+    }
+    return true;
+  });
+  if (done > 0) {
+    // What the entries wrote here was flushed as it was written: fence it,
+    // then persist the new head before the entries are zeroed (a crash in
+    // between finds them again, and applying them twice changes nothing).
+    ps.drain();
+    uint64_t head = 0, seq = 0;
+    r.after_release(done, &head, &seq);
+    h->head = head;
+    h->next_seq = seq;
+    ps.persist(&h->head, 2 * sizeof(uint64_t));
+    if (r.release(done)) {
+      if (w_.post_oneway({n, w_.thread()}, kRpcLogReclaim, &head, sizeof head).is_ok()) {
+        r.reported();
+      }
+    }
+  }
+  return work;
+}
+
 bool BackupApplier::poll() {
   if (corrupt_.load(std::memory_order_relaxed)) return false;
   bool work = retry_deferred();
   for (uint16_t n = 0; n < readers_.size(); ++n) {
+    if (cfg_.durable) {
+      work = poll_gated(n) || work;
+      continue;
+    }
     LogReader& r = readers_[n];
     auto res = r.poll(
         [&](uint64_t seq, const uint8_t* p, uint32_t len) {
@@ -217,24 +406,7 @@ bool BackupApplier::poll() {
                          std::to_string(len) + " bytes) does not decode");
             return;
           }
-          const uint64_t entry = next_entry_++;
-          uint32_t later = 0;
-          if (prefetch_) {
-            for (const RedoRecord& rec : decoded_) prefetch_(rec);
-          }
-          for (const RedoRecord& rec : decoded_) {
-            if (install_(rec)) continue;
-            // Not yet: keep a copy (the ring slot is zeroed after this).
-            Deferred d{rec, {rec.value.begin(), rec.value.end()}, entry};
-            deferred_.push_back(std::move(d));
-            deferred_.back().rec.value = deferred_.back().value;
-            ++later;
-          }
-          if (later == 0) {
-            entry_done();
-          } else {
-            waiting_.emplace_back(entry, later);
-          }
+          offer(next_entry_++);
         },
         32);
     if (res.corrupt) {

@@ -17,6 +17,17 @@
 // version — zeroes the entry, and reports the freed space to the writer
 // with a one-way message every `reclaim_every` bytes.
 //
+// Durable logs (ReplicationConfig::durable, txn/log/durable_log.h): the
+// entries also go to the primaries of the written records (which then
+// only make the write-back persistent), every WRITE is followed by a
+// flushing READ on the same channel (thesis H9: the entry is persistent
+// when the READ completes), entries carry the transaction's number and the
+// coordinator's decision watermark (decisions.h), and the applier is
+// gated: nothing of an entry is applied or released before the entry's
+// transaction is known committed and that knowledge is persistent in the
+// ring's header, and an entry is released only once what it wrote here is
+// persistent.
+//
 // Threading: a Replicator and a BackupApplier belong to one worker.
 #pragma once
 
@@ -32,6 +43,7 @@
 #include "r2/fabric.h"
 #include "r2/sched/co.h"
 #include "r2/sched/worker.h"
+#include "txn/log/decisions.h"
 #include "txn/log/log_ring.h"
 
 namespace drtmx::txn {
@@ -45,21 +57,47 @@ struct RedoRecord {
   uint64_t version = 0;
   std::span<const uint8_t> value;  // empty for kDelete
   uint64_t ts = 0;                 // MVCC: the commit timestamp (0 without MVCC)
+  // Durable logs, a record sent to the primary of its partition: where the
+  // coordinator writes it back (offset in the table's region + 1; 0 = a
+  // record for a backup copy) and the incarnation it holds there.
+  uint64_t at_primary = 0;
+  uint32_t incarnation = 0;
 };
 
-// Entry payload: a sequence of {table u16, op u8, pad u8, value_len u32,
-// key u64, version u64, ts u64, value (padded to 8)}.
+// Entry payload: a sequence of {table u16, op u8, flags u8, value_len u32,
+// key u64, version u64, ts u64, [at_primary u64, incarnation u32, pad u32
+// when flags & 1], value (padded to 8)}.
 void encode_redo(std::span<const RedoRecord> records, std::vector<uint8_t>* out);
 // False on a malformed payload (nothing is installed from it).
 bool decode_redo(const uint8_t* p, uint32_t len, std::vector<RedoRecord>* out);
 
 constexpr uint16_t kRpcLogReclaim = 110;
+constexpr uint16_t kRpcLogDecided = 111;
+
+// How a durable node makes its own stores persistent (its pools' mode:
+// cache-line write-back + fence, or msync). flush() starts writing back
+// [p, p + n); drain() returns when every range flushed before it on this
+// thread is persistent.
+struct PersistOps {
+  std::function<void(const void* p, size_t n)> flush;
+  std::function<void()> drain;
+  void persist(const void* p, size_t n) const {
+    flush(p, n);
+    drain();
+  }
+};
 
 struct ReplicationConfig {
   LogRingLayout layout;
   r2::RegionId log_region = 0;
   uint32_t reclaim_every = 0;  // bytes; 0 = ring_bytes / 4
   uint32_t full_timeout_ms = 2000;
+  // Durable logs (see the top). `persist` must be set then.
+  bool durable = false;
+  PersistOps persist;
+  // Durable logs: a coordinator whose watermark advanced sends it to the
+  // targets its later entries have not carried it to after this long.
+  uint32_t decided_delay_us = 20;
 };
 
 // What one coroutine needs to log: images in registered memory (one per
@@ -67,6 +105,7 @@ struct ReplicationConfig {
 // coroutine owns one; a coroutine may yield inside log().
 struct LogBuffers {
   uint8_t* images = nullptr;  // registered, Replicator::image_bytes(cfg) long
+                              // (durable logs: the flushing READs land there too)
   std::vector<std::vector<uint8_t>> payloads;
 };
 
@@ -81,8 +120,10 @@ class Replicator {
   Replicator(r2::Worker& w, const ReplicationConfig& cfg);
   static size_t image_bytes(const ReplicationConfig& cfg);
   size_t image_bytes() const { return image_bytes(cfg_); }
-  // Registers the reclaim handler on the worker.
+  // Registers the reclaim handler on the worker (durable logs: and the
+  // poller that sends decision watermarks).
   Status attach();
+  bool durable() const { return cfg_.durable; }
 
   // The Log phase for one transaction: one entry per backup (each with its
   // own records), all WRITEs in one batch, returns when all completed.
@@ -97,12 +138,20 @@ class Replicator {
   uint64_t entries() const { return entries_; }  // entries written (one per backup)
   uint64_t full_waits() const { return full_waits_; }
   const std::vector<LogWriter>& writers() const { return writers_; }
+  const Decisions& decisions() const { return decisions_; }
 
  private:
+  bool send_decided();
   r2::Worker& w_;
   ReplicationConfig cfg_;
   std::vector<LogWriter> writers_;  // by backup node
   uint64_t entries_ = 0, full_waits_ = 0;
+  // Durable logs: transaction numbers and the watermark, and per target
+  // the last transaction logged there and the watermark it has been told.
+  Decisions decisions_;
+  std::vector<uint64_t> last_txn_, told_;
+  uint64_t pending_since_ = 0;  // when the watermark passed what a target was told
+  uint32_t polls_ = 0;
 };
 
 class BackupApplier {
@@ -117,7 +166,9 @@ class BackupApplier {
   // on committed (their entries are already in the rings), whatever a
   // deferred record waits for is in some ring and arrives: no deadlock.
   using TryInstall = std::function<bool(const RedoRecord&)>;
-  // `log_base`: this node's log region. Registers itself as a poller.
+  // `log_base`: this node's log region. Registers itself as a poller
+  // (durable logs: and the handler of decision watermarks, and reads from
+  // where each ring's RingHeader says it was released up to).
   BackupApplier(r2::Worker& w, const ReplicationConfig& cfg, uint8_t* log_base, Install install);
   BackupApplier(r2::Worker& w, const ReplicationConfig& cfg, uint8_t* log_base, TryInstall install);
 
@@ -145,8 +196,11 @@ class BackupApplier {
     uint64_t entry;  // index into waiting_
   };
   bool poll();
+  bool poll_gated(uint16_t ring);
   bool retry_deferred();
   void entry_done();
+  // Offers the decoded records of entry `entry`; defers what is not taken.
+  void offer(uint64_t entry);
   r2::Worker& w_;
   ReplicationConfig cfg_;
   TryInstall install_;
@@ -155,6 +209,10 @@ class BackupApplier {
   std::vector<std::pair<uint64_t, uint32_t>> waiting_;  // (entry id, records deferred)
   uint64_t next_entry_ = 0;
   std::vector<LogReader> readers_;  // by coordinator node (thread = this worker's)
+  // Durable logs: per ring, its persistent header and the watermark
+  // learned (from entries and messages) but maybe not persisted yet.
+  std::vector<RingHeader*> headers_;
+  std::vector<uint64_t> known_;
   std::vector<RedoRecord> decoded_;
   std::atomic<uint64_t> applied_{0};
   void stop_corrupt(std::string reason);
