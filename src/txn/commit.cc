@@ -40,7 +40,14 @@ void Engine::commit() {
       store::seal(image, vs);
     }
     if (policy_.commit == CommitPath::kWrite) {
-      add_commit(batch_, a.ref, image, zero, policy_.passive_ack);
+      if (crash_) {
+        // Tests: the write-backs first, the unlocks after the crash point.
+        batch_.write({a.ref.addr.node, a.ref.addr.region, a.ref.addr.offset + 8}, image + 8,
+                     static_cast<uint32_t>(sizeof(store::RecordHeader) - 8 + vs));
+        refs_.push_back(a.ref);
+      } else {
+        add_commit(batch_, a.ref, image, zero, policy_.passive_ack);
+      }
     } else {
       refs_.push_back(a.ref);
       images_.push_back(image);
@@ -61,6 +68,12 @@ void Engine::commit() {
   }
   if (policy_.commit == CommitPath::kWrite) {
     if (!batch_.empty()) (void)co_.run(batch_);
+    if (crash_ && !refs_.empty()) {
+      crash_point(CrashPoint::kWrittenBack);
+      batch_.clear();
+      for (const RecordRef& r : refs_) add_unlock(batch_, r, zero, false);
+      (void)co_.run(batch_);
+    }
   } else if (!refs_.empty()) {
     (void)rpc_commit(co_, refs_, images_, policy_.passive_ack);
   }

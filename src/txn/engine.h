@@ -34,6 +34,7 @@
 #include "dst/mvcc_node.h"
 #include "dst/record_mvcc.h"
 #include "r2/sched/co.h"
+#include "txn/crash_point.h"
 #include "txn/key_index.h"
 #include "txn/locator.h"
 #include "txn/log/replication.h"
@@ -46,6 +47,28 @@
 namespace drtmx::txn {
 
 using Procedure = std::function<Abort(Txn&)>;
+
+// Sees the commit points of the read-write transactions of one engine —
+// e.g. a driver's journal of acknowledged commits (durability checks).
+// Called on the engine's coroutine; must not yield.
+class CommitObserver {
+ public:
+  struct Write {
+    TableId table;
+    RedoOp op;
+    Key key;
+    uint64_t version;  // the version Commit installs (a delete: the deleted one's + 1)
+  };
+  virtual ~CommitObserver() = default;
+  // Validate succeeded: every written record is locked, the Log phase is
+  // next. `writes`: the write set.
+  virtual void prepared(std::span<const Write> writes) = 0;
+  // The Log phase ended. true: the transaction is committed (with
+  // durability: persistent at every copy's node) — the moment it may be
+  // acknowledged; Commit (write-back, unlock) follows. false: it aborts.
+  virtual void logged(bool committed) = 0;
+};
+
 
 // What a procedure may do. kReadOnly: reads go through the policy's
 // ro_read path and are validated with ro_validate; get_for_update, put,
@@ -108,6 +131,10 @@ class Engine final : public Txn {
   // catalog's own kNoTable is 32-bit).
   static constexpr TableId kNoTable = static_cast<TableId>(~TableId{0});
   TableId abort_table() const { return abort_table_; }
+  // The observer of this engine's commits (null: none). Not owned.
+  void set_observer(CommitObserver* o) { observer_ = o; }
+  // Tests: called at each CrashPoint of the commit path (may not return).
+  void set_crash_hook(CrashHook h) { crash_ = std::move(h); }
 
   Abort get(TableId t, Key k, void* out) override;
   Abort get_for_update(TableId t, Key k, void* out) override;
@@ -198,6 +225,10 @@ class Engine final : public Txn {
   void commit();
   void release(bool passive);
   Abort finish(Abort a);
+  void tell_prepared();
+  void crash_point(CrashPoint p) {
+    if (crash_) crash_(p);
+  }
   // Remembers `t` as the table `r` (a failure) was found on, unless an
   // earlier failure of this transaction was; returns `r`.
   Abort blame(Abort r, TableId t) {
@@ -263,6 +294,9 @@ class Engine final : public Txn {
   TableId blamed_table_ = kNoTable;
   TableId abort_table_ = kNoTable;
   uint64_t rng_;
+  CommitObserver* observer_ = nullptr;
+  std::vector<CommitObserver::Write> observed_;
+  CrashHook crash_;
 };
 
 }  // namespace drtmx::txn

@@ -463,12 +463,29 @@ Abort Engine::run(const Procedure& proc, Kind kind) {
   if (!writes && set_.size() <= 1 && scans_.empty()) return finish(Abort::kNone);
   if (Abort v = validate(); v != Abort::kNone) return finish(v);
   if (!writes) return finish(Abort::kNone);
+  if (observer_ != nullptr) tell_prepared();
+  crash_point(CrashPoint::kValidated);
   if (Abort l = log(); l != Abort::kNone) {
+    if (observer_ != nullptr) observer_->logged(false);
     release(policy_.passive_ack);
     return finish(l);
   }
+  crash_point(CrashPoint::kLogged);
+  if (observer_ != nullptr) observer_->logged(true);
+  crash_point(CrashPoint::kAcknowledged);
   commit();
+  crash_point(CrashPoint::kCommitted);
   return finish(Abort::kNone);
+}
+
+void Engine::tell_prepared() {
+  observed_.clear();
+  for (const Access& a : set_) {
+    if (!a.write) continue;
+    const RedoOp op = a.insert ? RedoOp::kInsert : a.remove ? RedoOp::kDelete : RedoOp::kUpdate;
+    observed_.push_back({a.table, op, a.key, a.ref.version + 1});
+  }
+  observer_->prepared(observed_);
 }
 
 }  // namespace drtmx::txn

@@ -1,5 +1,6 @@
 #include "txn/log/log_ring.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "base/hash.h"
@@ -124,35 +125,65 @@ LogReader::LogReader(uint8_t* ring, uint32_t ring_bytes, uint32_t reclaim_every,
       cursor_(start_head),
       cursor_seq_(start_seq) {}
 
-LogReader::At LogReader::probe(uint64_t pos_abs, uint64_t seq, LogEntry* e, uint64_t* total) const {
+namespace {
+// A complete entry (kind known, lengths agree, seal verifies) with a
+// sequence number of at least `min_seq` at ring offset `pos`.
+bool complete_at(const uint8_t* ring, uint32_t ring_bytes, uint64_t pos, uint64_t min_seq,
+                 LogEntry* e, size_t* bytes) {
+  const uint64_t to_end = ring_bytes - pos;
+  const uint8_t* at = ring + pos;
+  Header h;
+  std::memcpy(&h, at, sizeof h);
+  const uint32_t kind = kind_of(h.kind);
+  if (kind != kLogData && kind != kLogWrap) return false;  // empty or still arriving
+  // An earlier entry's image, back after it was zeroed (see the header):
+  // the expected entry has not arrived here yet.
+  if (h.seq < min_seq) return false;
+  *bytes = image_bytes(kind, h.len);
+  if (*bytes > to_end) return false;  // a length still arriving (or garbage)
+  uint64_t trailer = 0;
+  std::memcpy(&trailer, at + *bytes - kLogTrailerBytes, 8);
+  if (trailer != h.len) return false;
+  const LogMark m{h.txn, h.decided, static_cast<uint16_t>(h.kind >> 8)};
+  if (log_entry_seal(h.len, h.kind, h.seq, m, at + kLogHeaderBytes) != h.seal) return false;
+  e->seq = h.seq;
+  e->kind = kind;
+  e->mark = m;
+  e->payload = at + kLogHeaderBytes;
+  e->len = h.len;
+  return true;
+}
+}  // namespace
+
+std::vector<LogEntry> scan_ring(const uint8_t* ring, uint32_t ring_bytes, uint64_t from_seq) {
+  std::vector<LogEntry> out;
+  for (uint64_t pos = 0; pos + kLogMinEntry <= ring_bytes; pos += 8) {
+    LogEntry e;
+    size_t bytes = 0;
+    if (!complete_at(ring, ring_bytes, pos, from_seq, &e, &bytes)) continue;
+    if (e.kind == kLogData) out.push_back(e);
+    pos += bytes - 8;  // entries do not overlap
+  }
+  std::sort(out.begin(), out.end(),
+            [](const LogEntry& a, const LogEntry& b) { return a.seq < b.seq; });
+  out.erase(std::unique(out.begin(), out.end(),
+                        [](const LogEntry& a, const LogEntry& b) { return a.seq == b.seq; }),
+            out.end());
+  return out;
+}
+
+LogReader::At LogReader::probe(uint64_t pos_abs, uint64_t seq, LogEntry* e,
+                               uint64_t* total) const {
   const uint64_t pos = pos_abs & (bytes_ - 1);
   const uint64_t to_end = bytes_ - pos;
   if (to_end < kLogMinEntry) {
     *total = to_end;  // the writer skipped this gap too
     return At::kGap;
   }
-  const uint8_t* at = ring_ + pos;
-  Header h;
-  std::memcpy(&h, at, sizeof h);
-  const uint32_t kind = kind_of(h.kind);
-  if (kind != kLogData && kind != kLogWrap) return At::kNone;  // empty or still arriving
-  // An earlier entry's image, back after it was zeroed (see the header):
-  // the expected entry has not arrived here yet.
-  if (h.seq < seq) return At::kNone;
-  const size_t bytes = image_bytes(kind, h.len);
-  if (bytes > to_end) return At::kNone;  // a length still arriving (or garbage)
-  uint64_t trailer = 0;
-  std::memcpy(&trailer, at + bytes - kLogTrailerBytes, 8);
-  if (trailer != h.len) return At::kNone;
-  const LogMark m{h.txn, h.decided, static_cast<uint16_t>(h.kind >> 8)};
-  if (log_entry_seal(h.len, h.kind, h.seq, m, at + kLogHeaderBytes) != h.seal) return At::kNone;
-  e->seq = h.seq;
-  e->kind = kind;
-  e->mark = m;
-  e->payload = at + kLogHeaderBytes;
-  e->len = h.len;
-  if (h.seq != seq) return At::kCorrupt;
-  *total = kind == kLogWrap ? to_end : bytes;
+  size_t bytes = 0;
+  if (!complete_at(ring_, bytes_, pos, seq, e, &bytes)) return At::kNone;
+  if (e->seq != seq) return At::kCorrupt;
+  *total = e->kind == kLogWrap ? to_end : bytes;
   return At::kEntry;
 }
 

@@ -74,6 +74,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <vector>
 
 #include "base/status.h"
 
@@ -252,6 +253,14 @@ class LogReader {
   uint64_t peeked_next_ = 0, peeked_bytes_ = 0;
   bool peeked_ = false;
 };
+
+// Recovery: the complete data entries of a ring whose sequence number is
+// at least `from_seq`, in sequence order (one per number), found wherever
+// they start — an entry cut short by a crash hides where the next one
+// begins, and later entries may be complete (coroutines log concurrently),
+// so every 8-byte aligned position is tried. `ring` must stay unchanged
+// while the payload pointers are used.
+std::vector<LogEntry> scan_ring(const uint8_t* ring, uint32_t ring_bytes, uint64_t from_seq);
 
 // Seal of a log entry image (also used by tests to forge torn images).
 uint64_t log_entry_seal(uint32_t len, uint32_t kind, uint64_t seq, const LogMark& mark,

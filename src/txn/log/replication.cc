@@ -204,8 +204,9 @@ Status Replicator::log(r2::Co& co, std::span<const BackupEntry> entries, LogBuff
     mark.decided = decisions_.decided();
     mark.targets = static_cast<uint16_t>(entries.size());
   }
-  r2::OpBatch batch;
+  r2::OpBatch batch, first;  // first: tests with a crash hook (kLogPartial)
   for (size_t e = 0; e < entries.size(); ++e) {
+    r2::OpBatch& to = crash_ && e == 0 && entries.size() > 1 ? first : batch;
     const r2::NodeId b = entries[e].node;
     const std::vector<uint8_t>& payload = buf.payloads[e];
     uint8_t* image = buf.images + b * stride;
@@ -216,14 +217,18 @@ Status Replicator::log(r2::Co& co, std::span<const BackupEntry> entries, LogBuff
     if (*n == 0) return internal_error("log(): a ring that had room refused the entry");
     uint32_t off = 0;
     for (int k = 0; k < *n; ++k) {
-      batch.write({b, cfg_.log_region, pl[k].offset}, image + off, pl[k].bytes, !cfg_.durable);
+      to.write({b, cfg_.log_region, pl[k].offset}, image + off, pl[k].bytes, !cfg_.durable);
       off += pl[k].bytes;
     }
     if (cfg_.durable) {
-      batch.read({b, cfg_.log_region, pl[*n - 1].offset}, image + stride - 64, 8);
+      to.read({b, cfg_.log_region, pl[*n - 1].offset}, image + stride - 64, 8);
       last_txn_[b] = mark.txn;
       told_[b] = std::max(told_[b], mark.decided);
     }
+  }
+  if (crash_ && !first.empty()) {
+    // Tests: the first target's WRITEs (and READ) alone, then the hook.
+    if (co.run(first) == r2::OpStatus::kOk) crash_(CrashPoint::kLogPartial);
   }
   const r2::OpStatus st = co.run(batch);
   if (st != r2::OpStatus::kOk) {
@@ -362,6 +367,7 @@ bool BackupApplier::poll_gated(uint16_t n) {
     const uint64_t entry = next_entry_++;
     offer(entry);
     r.consume(entry + 1);
+    if (crash_) crash_(CrashPoint::kApplied);
     work = true;
   }
   const size_t done = r.releasable([this](uint64_t tag) {

@@ -43,6 +43,7 @@
 #include "r2/fabric.h"
 #include "r2/sched/co.h"
 #include "r2/sched/worker.h"
+#include "txn/crash_point.h"
 #include "txn/log/decisions.h"
 #include "txn/log/log_ring.h"
 
@@ -139,6 +140,9 @@ class Replicator {
   uint64_t full_waits() const { return full_waits_; }
   const std::vector<LogWriter>& writers() const { return writers_; }
   const Decisions& decisions() const { return decisions_; }
+  // Tests: CrashPoint::kLogPartial is called after the first target's
+  // WRITEs completed and before the others are posted.
+  void set_crash_hook(CrashHook h) { crash_ = std::move(h); }
 
  private:
   bool send_decided();
@@ -152,6 +156,7 @@ class Replicator {
   std::vector<uint64_t> last_txn_, told_;
   uint64_t pending_since_ = 0;  // when the watermark passed what a target was told
   uint32_t polls_ = 0;
+  CrashHook crash_;
 };
 
 class BackupApplier {
@@ -177,6 +182,9 @@ class BackupApplier {
   // buckets are DRAM misses; an entry's records then overlap them).
   using Prefetch = std::function<void(const RedoRecord&)>;
   void set_prefetch(Prefetch p) { prefetch_ = std::move(p); }
+  // Tests: CrashPoint::kApplied is called after a durable entry's records
+  // were installed and before it is released.
+  void set_crash_hook(CrashHook h) { crash_ = std::move(h); }
 
   // Entries installed so far; readable from any thread (release/acquire:
   // a reader that sees n also sees the first n entries installed).
@@ -218,6 +226,7 @@ class BackupApplier {
   void stop_corrupt(std::string reason);
   std::atomic<bool> corrupt_{false};  // set once, after corrupt_reason_ (release)
   std::string corrupt_reason_;
+  CrashHook crash_;
 };
 
 }  // namespace drtmx::txn

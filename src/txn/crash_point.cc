@@ -1,0 +1,26 @@
+#include "txn/crash_point.h"
+
+namespace drtmx::txn {
+
+namespace {
+constexpr const char* kNames[] = {"validated",  "log-partial", "logged", "acknowledged",
+                                  "written-back", "committed",  "applied"};
+static_assert(sizeof(kNames) / sizeof(kNames[0]) == static_cast<size_t>(CrashPoint::kCount));
+}  // namespace
+
+const char* crash_point_name(CrashPoint p) {
+  const auto i = static_cast<size_t>(p);
+  return i < static_cast<size_t>(CrashPoint::kCount) ? kNames[i] : "unknown";
+}
+
+bool crash_point_from(const std::string& name, CrashPoint* out) {
+  for (size_t i = 0; i < static_cast<size_t>(CrashPoint::kCount); ++i) {
+    if (name == kNames[i]) {
+      *out = static_cast<CrashPoint>(i);
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace drtmx::txn
