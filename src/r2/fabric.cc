@@ -38,4 +38,24 @@ const char* op_status_name(OpStatus s) {
   return "?";
 }
 
+const char* persistence_name(Persistence p) {
+  switch (p) {
+    case Persistence::kNone:
+      return "volatile";
+    case Persistence::kPmem:
+      return "pmem";
+    case Persistence::kMemFs:
+      return "memfs";
+    case Persistence::kMsync:
+      return "msync";
+  }
+  return "?";
+}
+
+bool persistence_from_code(uint8_t code, Persistence* out) {
+  if (code > static_cast<uint8_t>(Persistence::kMsync)) return false;
+  *out = static_cast<Persistence>(code);
+  return true;
+}
+
 }  // namespace drtmx::r2

@@ -10,9 +10,9 @@
 //           one-sided ops, one UD QP for messaging.
 //
 // Life cycle (per node):
-//   1. make the fabric (config), 2. register_region() for every region,
-//   3. connect(control) — exchanges descriptors with every other node over
-//      the control plane and maps/connects to them; 4. each worker thread
+//   1. make the fabric (config), 2. register_region() or
+//      register_file_region() for every region, 3. connect(control) — exchanges descriptors with
+//      every other node over the control plane and maps/connects to them; 4. each worker thread
 //      uses its own endpoint(t). No region can be registered after connect.
 //
 // The RDMA contract every backend keeps, and every upper layer may rely on:
@@ -43,8 +43,28 @@
 //     completes with kBadLocalBuffer. This holds on shm too, so code that
 //     passes its tests on shm also works on an RNIC.
 //
-// Threading: Fabric::register_region/connect are called by one set-up
-// thread. An Endpoint is used by exactly one worker thread at a time.
+// Persistent regions (register_file_region): memory the caller mapped from
+// a file (a PmemPool's data area, src/rdpma). What is durable when, on both
+// backends (thesis §3.1, hint H9):
+//   * A one-sided WRITE's completion does NOT mean the bytes are durable
+//     (on hardware they may sit in the target RNIC's buffers or, with DDIO,
+//     in the target's last-level cache).
+//   * A READ posted after WRITEs on the same channel (this thread, that
+//     peer) flushes them: when the READ completes successfully, every
+//     earlier WRITE of the channel into a persistent region of that peer is
+//     durable. The READ may target any region of the peer and may be tiny.
+//   * CAS/FAA and messages flush nothing.
+//   * Stores the owner makes with its own CPU into its persistent region
+//     are its own business (rdpma::PmemPool::persist / pwrite).
+// The shm backend models this (see r2/shm/README.md): a WRITE into a
+// persistent region is followed by cache-line flushes issued by the
+// issuing thread (or, for a file on a disk file system, remembers the
+// dirty range), and the channel's next READ fences them (or msyncs the
+// remembered ranges) before it completes.
+//
+// Threading: Fabric::register_region/register_file_region/connect are
+// called by one set-up thread. An Endpoint is used by exactly one worker
+// thread at a time.
 #pragma once
 
 #include <cstddef>
@@ -123,10 +143,47 @@ struct Message {
   const uint8_t* data = nullptr;
 };
 
+// How the bytes of a region become durable.
+enum class Persistence : uint8_t {
+  kNone = 0,   // volatile memory (register_region)
+  kPmem = 1,   // persistent memory (DAX): cache-line flushes + fence
+  kMemFs = 2,  // a file on a memory file system (tmpfs, ramfs, /dev/shm):
+               // cache-line flushes + fence as on pmem; survives a process
+               // crash, not a power loss
+  kMsync = 3,  // a file on a disk file system: msync of the dirty pages
+};
+const char* persistence_name(Persistence p);  // "volatile", "pmem", "memfs", "msync"
+// The Persistence with wire code `code` (its enum value); false for an
+// unknown code (descriptors from peers are checked with it).
+bool persistence_from_code(uint8_t code, Persistence* out);
+
 struct Region {
   RegionId id = 0;
   uint8_t* base = nullptr;
   size_t size = 0;
+  Persistence persistence = Persistence::kNone;
+  bool persistent() const { return persistence != Persistence::kNone; }
+};
+
+// Memory the caller mapped from a file, to be registered as a persistent
+// region: bytes [file_offset, file_offset + bytes) of `path`, mapped
+// MAP_SHARED at `base` (e.g. PmemPool::data_region()).
+//   * The caller keeps the mapping (and the file) alive and unchanged in
+//     size for the fabric's lifetime; the fabric never unmaps, truncates or
+//     removes the file: it is the database.
+//   * file_offset is a multiple of the page size (4096); base is page
+//     aligned; the file holds at least file_offset + bytes bytes.
+//   * shm: every peer opens `path` and maps the same range (so the nodes
+//     must share a host and see the same file at that path; checked by
+//     device and inode at connect). verbs: the memory is registered with
+//     the RNIC; `path` is only reported.
+//   * mode is kPmem, kMemFs or kMsync (kNone is refused).
+struct FileRegion {
+  uint8_t* base = nullptr;
+  size_t bytes = 0;
+  std::string path;
+  uint64_t file_offset = 0;
+  Persistence mode = Persistence::kMsync;
 };
 
 // One worker thread's access to the fabric.
@@ -180,6 +237,10 @@ class Fabric {
   // Registers a zeroed region of `bytes` bytes with id `id` (ids are
   // chosen by the caller and must agree across nodes for symmetric tables).
   virtual Result<Region> register_region(RegionId id, size_t bytes) = 0;
+  // Registers the caller's file mapping `f` as region `id` (see FileRegion;
+  // the returned Region has persistence f.mode). Refused, naming what is
+  // wrong, for a bad FileRegion, a duplicate id, or after connect().
+  virtual Result<Region> register_file_region(RegionId id, const FileRegion& f) = 0;
   // Exchanges descriptors with all nodes and makes every peer reachable.
   virtual Status connect(ControlClient& control) = 0;
   virtual Endpoint* endpoint(ThreadId t) = 0;
@@ -187,6 +248,9 @@ class Fabric {
   virtual const Region* region(RegionId id) const = 0;
   // Size of a peer's region as learned at connect, or 0 when absent.
   virtual size_t remote_region_size(NodeId node, RegionId id) const = 0;
+  // Persistence of a region of any node (this one included) as learned at
+  // register/connect; kNone for a volatile or absent region.
+  virtual Persistence region_persistence(NodeId node, RegionId id) const = 0;
   // Upper bound on the length of one READ/WRITE.
   virtual uint32_t max_op_bytes() const = 0;
 };

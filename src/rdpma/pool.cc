@@ -1,7 +1,9 @@
 #include "rdpma/pool.h"
 
 #include <libpmem.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -42,6 +44,17 @@ uint64_t* watermark_of(uint8_t* base) {
   return reinterpret_cast<uint64_t*>(base + kWatermarkOffset);
 }
 
+// How a mapping of `path` becomes durable.
+r2::Persistence mode_of(const std::string& path, bool is_pmem) {
+  if (is_pmem) return r2::Persistence::kPmem;
+  struct statfs fs {};
+  if (::statfs(path.c_str(), &fs) == 0 && (static_cast<uint64_t>(fs.f_type) == TMPFS_MAGIC ||
+                                           static_cast<uint64_t>(fs.f_type) == RAMFS_MAGIC)) {
+    return r2::Persistence::kMemFs;
+  }
+  return r2::Persistence::kMsync;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<PmemPool>> PmemPool::open(const PoolSpec& spec) {
@@ -73,7 +86,7 @@ Result<std::unique_ptr<PmemPool>> PmemPool::open(const PoolSpec& spec) {
                       errno);
     }
     p->base_ = static_cast<uint8_t*>(m);
-    p->is_pmem_ = is_pmem != 0;
+    p->mode_ = mode_of(path, is_pmem != 0);
     // Everything but the magic first, durable; then the magic: a crash in
     // between leaves a file that is not a pool (refused, --format).
     Header h{};
@@ -108,7 +121,7 @@ Result<std::unique_ptr<PmemPool>> PmemPool::open(const PoolSpec& spec) {
   void* m = pmem_map_file(path.c_str(), 0, 0, 0, &p->mapped_, &is_pmem);
   if (m == nullptr) return io_error("map pmem pool " + path, errno);
   p->base_ = static_cast<uint8_t*>(m);
-  p->is_pmem_ = is_pmem != 0;
+  p->mode_ = mode_of(path, is_pmem != 0);
   Header h;
   std::memcpy(&h, p->base_, sizeof h);
   const std::string fix = "; restore it, or start over with --format";
@@ -197,17 +210,65 @@ Status PmemPool::write(const FatPtr& p, uint64_t at, const void* in, uint64_t n)
   return Status::ok();
 }
 
+Status PmemPool::check_raw(uint64_t offset, uint64_t n, const char* what) const {
+  const uint64_t wm = __atomic_load_n(watermark_of(base_), __ATOMIC_ACQUIRE);
+  if (offset < kHeaderBytes || offset > wm || n > wm - offset) {
+    return out_of_range(std::string(what) + " of bytes [" + std::to_string(offset) + ", " +
+                        std::to_string(offset + n) + ") of pmem pool " + path_ +
+                        ": outside its allocated data [" + std::to_string(kHeaderBytes) + ", " +
+                        std::to_string(wm) + ")");
+  }
+  return Status::ok();
+}
+
+void PmemPool::copy_nt(uint8_t* dst, const void* in, uint64_t n, uint64_t span, bool whole_span) {
+  if (mode_ == r2::Persistence::kMsync) {
+    std::memcpy(dst, in, n);
+    if (whole_span) std::memset(dst + n, 0, span - n);
+    return;
+  }
+  constexpr unsigned kFlags = PMEM_F_MEM_NONTEMPORAL | PMEM_F_MEM_NODRAIN;
+  if (!whole_span) {
+    pmem_memcpy(dst, in, n, kFlags);
+    return;
+  }
+  // dst is line aligned (an allocation): whole lines only, the last
+  // payload line completed with zeros, then the rest of the padding.
+  const uint64_t full = n / kLine * kLine;
+  if (full != 0) pmem_memcpy(dst, in, full, kFlags);
+  uint64_t done = full;
+  if (n > full) {
+    alignas(64) uint8_t line[kLine] = {};
+    std::memcpy(line, static_cast<const uint8_t*>(in) + full, n - full);
+    pmem_memcpy(dst + full, line, kLine, kFlags);
+    done += kLine;
+  }
+  if (span > done) pmem_memset(dst + done, 0, span - done, kFlags);
+}
+
+Status PmemPool::write_nt(const FatPtr& p, uint64_t at, const void* in, uint64_t n) {
+  DRTMX_RETURN_IF_ERROR(check(p, at, n, "write"));
+  copy_nt(base_ + p.offset + at, in, n, p.span, at == 0 && n == p.size);
+  return Status::ok();
+}
+
 Status PmemPool::pwrite(const FatPtr& p, uint64_t at, const void* in, uint64_t n) {
   DRTMX_RETURN_IF_ERROR(check(p, at, n, "persistent write"));
   uint8_t* dst = base_ + p.offset + at;
-  if (is_pmem_) {
-    // H4/H7: non-temporal stores (cache-line granularity), then a fence.
-    pmem_memcpy(dst, in, n, PMEM_F_MEM_NONTEMPORAL);
-    pmem_drain();
-    return Status::ok();
-  }
-  std::memcpy(dst, in, n);
-  return persist_range(dst, n);
+  const bool whole = at == 0 && n == p.size;
+  copy_nt(dst, in, n, p.span, whole);
+  if (mode_ == r2::Persistence::kMsync) return persist_range(dst, whole ? p.span : n);
+  // H4/H7: the non-temporal stores are on their way; one fence.
+  pmem_drain();
+  return Status::ok();
+}
+
+Status PmemPool::pwrite_raw(uint64_t region_offset, const void* in, uint64_t n) {
+  // An offset past the file cannot be in range (and must not overflow).
+  const uint64_t offset = region_offset <= bytes_ ? region_offset + kHeaderBytes : ~uint64_t{0};
+  DRTMX_RETURN_IF_ERROR(check_raw(offset, n, "persistent write"));
+  std::memcpy(base_ + offset, in, n);
+  return persist_range(base_ + offset, n);
 }
 
 Status PmemPool::persist(const FatPtr& p, uint64_t at, uint64_t n) {
@@ -215,9 +276,19 @@ Status PmemPool::persist(const FatPtr& p, uint64_t at, uint64_t n) {
   return persist_range(base_ + p.offset + at, n);
 }
 
+Status PmemPool::persist_mapped(const void* addr, uint64_t n) {
+  const auto a = reinterpret_cast<uintptr_t>(addr), b = reinterpret_cast<uintptr_t>(base_);
+  if (a < b || a - b > bytes_) {
+    return out_of_range("persist of " + std::to_string(n) +
+                        " bytes at an address outside pmem pool " + path_);
+  }
+  DRTMX_RETURN_IF_ERROR(check_raw(a - b, n, "persist"));
+  return persist_range(addr, n);
+}
+
 Status PmemPool::persist_range(const void* p, uint64_t n) {
   if (n == 0) return Status::ok();
-  if (is_pmem_) {
+  if (mode_ != r2::Persistence::kMsync) {
     pmem_persist(p, n);
     return Status::ok();
   }

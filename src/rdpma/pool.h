@@ -1,7 +1,6 @@
 // PmemPool: one persistent-memory pool — a file mapped with libpmem
 // (pmem_map_file), on a DAX file system with real persistent memory or any
-// other file (/dev/shm: DRAM; a disk file: pmem_msync when the mapping is
-// not persistent memory). One pool per node and registered region.
+// other file. One pool per node and registered region.
 //
 // File layout:
 //   [0, 4096)      header: magic, version, identity (cluster, node,
@@ -14,12 +13,27 @@
 // configuration (layout), is refused with a message naming the file and
 // what to do. An existing pool is overwritten only with `format`.
 //
-// Persistence. persist() makes [offset, offset+n) durable: pmem_persist
-// (cache-line flushes + fence) on persistent memory, pmem_msync otherwise.
-// pwrite() copies with non-temporal stores at cache-line granularity and
-// drains (thesis H4/H7) — or copies and msyncs. The watermark is one
-// 8-byte aligned word, written and persisted after the allocation's
-// bytes are counted: a crash loses at most allocations never returned.
+// Persistence modes (persistence(), decided when the file is mapped):
+//   kPmem   pmem_is_pmem says the mapping is persistent memory (DAX):
+//           cache-line flushes + fence; survives a power loss.
+//   kMemFs  the file lies on a memory file system (tmpfs, ramfs — e.g.
+//           /dev/shm; statfs): cache-line flushes + fence like pmem, no
+//           syscalls. The page cache IS the file: it survives a process
+//           crash, not a power loss or a reboot.
+//   kMsync  any other file system (a disk): pmem_msync of the pages;
+//           survives both, at a syscall per persist.
+// persist() makes a range durable that way. pwrite() copies with
+// non-temporal stores and fences (thesis H4/H7: for a write of a whole
+// payload the stores cover whole cache lines — the payload padded with
+// zeros to its span, so no line is read first) — or, kMsync, copies and
+// msyncs. The watermark is one 8-byte aligned word, written and persisted
+// after the allocation's bytes are counted: a crash loses at most
+// allocations never returned.
+//
+// Registration with the fabric: data_region() describes the data area
+// [kHeaderBytes, bytes) as an r2::FileRegion, so the header is never
+// reachable by one-sided ops; an allocation's region offset is
+// region_offset(p) = p.offset - kHeaderBytes (src/rdpma/remote.h).
 //
 // Allocation is a bump pointer and there is no free: the engine allocates
 // its regions (log rings, record heaps, indexes) once, when a node first
@@ -37,6 +51,7 @@
 #include <string>
 
 #include "base/status.h"
+#include "r2/fabric.h"
 #include "rdpma/fat_ptr.h"
 
 namespace drtmx::rdpma {
@@ -87,33 +102,66 @@ class PmemPool {
   Status read(const FatPtr& p, uint64_t at, void* out, uint64_t n) const;
   // Stores (not durable until persisted).
   Status write(const FatPtr& p, uint64_t at, const void* in, uint64_t n);
-  // Stores that are durable when it returns (non-temporal copy + drain,
-  // or copy + msync).
+  // Non-temporal stores (H4/H7), not fenced: not durable until persisted
+  // (kMsync: plain stores). What a two-sided Write does at the owner.
+  Status write_nt(const FatPtr& p, uint64_t at, const void* in, uint64_t n);
+  // Stores that are durable when it returns (non-temporal copy + fence,
+  // or copy + msync). A write of the whole payload (at 0, n == p.size)
+  // also zeroes the padding, so the stores cover whole lines (H5-H7).
   Status pwrite(const FatPtr& p, uint64_t at, const void* in, uint64_t n);
-  // Makes bytes [at, at+n) of p's payload durable.
+  // Makes bytes [at, at+n) of p's payload durable — e.g. after write(),
+  // or after a peer's one-sided WRITE that this node wants durable itself.
   Status persist(const FatPtr& p, uint64_t at, uint64_t n);
+  // Makes the owner's stores at [addr, addr + n) durable, for code that
+  // holds raw pointers into the mapping (records in an allocated heap):
+  // the range must lie inside allocated data (after the header, below the
+  // watermark), else kOutOfRange naming the pool.
+  Status persist_mapped(const void* addr, uint64_t n);
+  // Durable stores of n bytes at a raw region offset (see data_region),
+  // neither aligned nor padded, plain stores + flush or msync: what a
+  // caller that ignores H5-H7 gets (rdpma-bench compares it). The range
+  // must lie inside allocated data, else kOutOfRange.
+  Status pwrite_raw(uint64_t region_offset, const void* in, uint64_t n);
 
-  // Whether the mapping is persistent memory (pmem_is_pmem): "pmem", else
-  // "msync" (durability by msync to the file).
-  bool is_pmem() const { return is_pmem_; }
-  const char* persistence() const { return is_pmem_ ? "pmem" : "msync"; }
+  // How the pool's bytes become durable (see above), and its name:
+  // "pmem", "memfs" or "msync".
+  r2::Persistence persistence_mode() const { return mode_; }
+  const char* persistence() const { return r2::persistence_name(mode_); }
+  bool is_pmem() const { return mode_ == r2::Persistence::kPmem; }
   const std::string& path() const { return path_; }
   uint64_t bytes() const { return bytes_; }
   const PoolIdentity& identity() const { return id_; }
   // The mapping, for the fabric that registers it as a region; the
   // application goes through FatPtrs.
   uint8_t* mapping() const { return base_; }
+  // The data area [kHeaderBytes, bytes()) as a persistent fabric region:
+  //   fabric.register_file_region(id, pool.data_region())
+  // The pool must outlive the fabric.
+  r2::FileRegion data_region() const {
+    return {base_ + kHeaderBytes, bytes_ - kHeaderBytes, path_, kHeaderBytes, mode_};
+  }
+  // p's offset inside data_region().
+  static uint64_t region_offset(const FatPtr& p) { return p.offset - kHeaderBytes; }
+  // Checks that p is an allocation of this pool (as every access does);
+  // kInvalidArgument naming the pool otherwise.
+  Status check_allocation(const FatPtr& p) const { return check(p, 0, 0, "access"); }
 
  private:
   PmemPool() = default;
   Status check(const FatPtr& p, uint64_t at, uint64_t n, const char* what) const;
+  // [offset, offset + n) of the file lies inside allocated data.
+  Status check_raw(uint64_t offset, uint64_t n, const char* what) const;
   Status persist_range(const void* p, uint64_t n);
+  // Copies n bytes to dst with non-temporal stores (kPmem/kMemFs; kMsync:
+  // memcpy), not fenced. `whole_span` (dst is the start of an allocation
+  // of span bytes and n is its payload): whole lines, padding zeroed.
+  void copy_nt(uint8_t* dst, const void* in, uint64_t n, uint64_t span, bool whole_span);
 
   std::string path_;
   uint8_t* base_ = nullptr;
   uint64_t bytes_ = 0;
   size_t mapped_ = 0;
-  bool is_pmem_ = false;
+  r2::Persistence mode_ = r2::Persistence::kMsync;
   PoolIdentity id_;
 };
 

@@ -17,7 +17,7 @@ NodeDesc sample() {
   d.max_op_bytes = 1u << 30;
   d.recv_buffers = 1024;
   d.regions.push_back({0, 0x7f0012340000ull, 1ull << 33, {0x101, 0x201}});
-  d.regions.push_back({7, 0x55aa00001000ull, 4096, {0xffffffff, 0}});
+  d.regions.push_back({7, 0x55aa00001000ull, 4096, {0xffffffff, 0}, Persistence::kMsync});
   for (int t = 0; t < 2; ++t) {
     ThreadDesc td;
     td.ud_qpn = 0x100 + t;
@@ -48,10 +48,19 @@ TEST(VerbsDescriptors, RoundTripNoRegions) {
   EXPECT_EQ(*back, d);
 }
 
+TEST(VerbsDescriptors, RegionPersistenceTravels) {
+  NodeDesc d = sample();
+  d.regions[0].persistence = Persistence::kPmem;
+  auto back = parse_node_desc(serialize_node_desc(d), 2, 3, 2);
+  ASSERT_TRUE(back.is_ok()) << back.status().to_string();
+  EXPECT_EQ(back->regions[0].persistence, Persistence::kPmem);
+  EXPECT_EQ(back->regions[1].persistence, Persistence::kMsync);
+}
+
 TEST(VerbsDescriptors, FormatIsLittleEndian) {
   std::string blob = serialize_node_desc(sample());
   EXPECT_EQ(blob.substr(0, 4), "DRVX");
-  EXPECT_EQ(static_cast<uint8_t>(blob[4]), 1);  // version
+  EXPECT_EQ(static_cast<uint8_t>(blob[4]), 2);  // version
   EXPECT_EQ(static_cast<uint8_t>(blob[6]), 2);  // node
 }
 
@@ -112,6 +121,13 @@ TEST(VerbsDescriptors, BadContentRejected) {
   d = sample();
   d.msg_mtu = 0;
   expect_rejected(serialize_node_desc(d), "MTU is 0");
+  // The persistence byte of the first region: after magic, version, the
+  // node fields, the region count, id, base and size.
+  std::string blob = serialize_node_desc(sample());
+  const size_t at = 4 + 2 + 2 + 2 + 2 + 4 + 4 + 4 + 2 + 2 + 8 + 8;
+  ASSERT_EQ(blob[at], 0);
+  blob[at] = 9;
+  expect_rejected(blob, "unknown persistence code 9");
 }
 
 TEST(VerbsDescriptors, GarbageRejected) {

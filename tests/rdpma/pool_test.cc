@@ -6,6 +6,8 @@
 #include "rdpma/pool.h"
 
 #include <gtest/gtest.h>
+#include <linux/magic.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -88,8 +90,8 @@ TEST(PmemPool, ContentsAndAllocationsSurviveAReopen) {
     std::vector<uint8_t> big(1000, 0x5a);
     ASSERT_TRUE((*p)->write(b, 0, big.data(), big.size()).is_ok());
     ASSERT_TRUE((*p)->persist(b, 0, 1000).is_ok());
-    EXPECT_TRUE(std::string((*p)->persistence()) == "pmem" ||
-                std::string((*p)->persistence()) == "msync");
+    const std::string mode = (*p)->persistence();
+    EXPECT_TRUE(mode == "pmem" || mode == "memfs" || mode == "msync") << mode;
   }
   auto p = PmemPool::open(recover_spec(f));
   ASSERT_TRUE(p.is_ok()) << p.status().message();
@@ -194,6 +196,115 @@ TEST(PmemPool, BadPoolFilesAreRefusedNamingTheFileAndLeftUntouched) {
   b = good;
   std::memset(b.data(), 0, 8);
   expect_refused("not a drtmx pool", b);
+}
+
+// Where a pool's bytes become durable follows from where its file lies:
+// a memory file system (statfs: tmpfs, ramfs) is "memfs" — flushes and a
+// fence, no msync; a disk file system is "msync".
+TEST(PmemPool, TheModeFollowsTheFileSystem) {
+  const std::string shm_file = "/dev/shm/rdpma_pool_test_" + std::to_string(getpid()) + ".pool";
+  {
+    auto p = PmemPool::open(create_spec(shm_file));
+    ASSERT_TRUE(p.is_ok()) << p.status().message();
+    if (!(*p)->is_pmem()) {  // PMEM_IS_PMEM_FORCE=1 would make it "pmem"
+      EXPECT_EQ((*p)->persistence_mode(), r2::Persistence::kMemFs);
+      EXPECT_STREQ((*p)->persistence(), "memfs");
+    }
+    FatPtr a = *(*p)->alloc(100);
+    ASSERT_TRUE((*p)->pwrite(a, 0, "memfs bytes", 12).is_ok());
+  }
+  auto again = PmemPool::open(recover_spec(shm_file));
+  ASSERT_TRUE(again.is_ok()) << again.status().message();
+  EXPECT_EQ(std::string((*again)->persistence()),
+            std::string((*again)->is_pmem() ? "pmem" : "memfs"));
+  again->reset();
+  fs::remove(shm_file);
+
+  TempDir d;  // the system's temporary directory
+  struct statfs sfs {};
+  ASSERT_EQ(statfs(d.path.c_str(), &sfs), 0);
+  if (static_cast<uint64_t>(sfs.f_type) == TMPFS_MAGIC) GTEST_SKIP() << "/tmp is a tmpfs here";
+  auto p = PmemPool::open(create_spec(d.file("disk.pool")));
+  ASSERT_TRUE(p.is_ok()) << p.status().message();
+  if (!(*p)->is_pmem()) {
+    EXPECT_EQ((*p)->persistence_mode(), r2::Persistence::kMsync);
+    EXPECT_STREQ((*p)->persistence(), "msync");
+  }
+}
+
+TEST(PmemPool, TheDataAreaIsAFileRegionWithoutTheHeader) {
+  TempDir d;
+  auto p = PmemPool::open(create_spec(d.file("r.pool"), 1 << 20));
+  ASSERT_TRUE(p.is_ok());
+  const r2::FileRegion fr = (*p)->data_region();
+  EXPECT_EQ(fr.base, (*p)->mapping() + PmemPool::kHeaderBytes);
+  EXPECT_EQ(fr.bytes, (1u << 20) - PmemPool::kHeaderBytes);
+  EXPECT_EQ(fr.file_offset, PmemPool::kHeaderBytes);
+  EXPECT_EQ(fr.path, d.file("r.pool"));
+  EXPECT_EQ(fr.mode, (*p)->persistence_mode());
+  FatPtr a = *(*p)->alloc(64);
+  EXPECT_EQ(PmemPool::region_offset(a), a.offset - PmemPool::kHeaderBytes);
+  EXPECT_TRUE((*p)->check_allocation(a).is_ok());
+  FatPtr forged = a;
+  forged.span = 128;
+  EXPECT_EQ((*p)->check_allocation(forged).code(), Code::kInvalidArgument);
+}
+
+TEST(PmemPool, WholePayloadWritesZeroThePaddingPartialOnesDoNot) {
+  for (const char* dir : {"/dev/shm", ""}) {
+    TempDir d;
+    const std::string f =
+        *dir ? std::string(dir) + "/rdpma_pool_test_pad_" + std::to_string(getpid()) + ".pool"
+             : d.file("pad.pool");
+    auto p = PmemPool::open(create_spec(f));
+    ASSERT_TRUE(p.is_ok()) << p.status().message();
+    for (uint32_t size : {16u, 64u, 100u, 300u, 1024u, 1030u}) {
+      FatPtr a = *(*p)->alloc(size);
+      uint8_t* span = (*p)->mapping() + a.offset;
+      std::memset(span, 0xee, a.span);  // stale bytes in payload and padding
+      std::vector<uint8_t> data(size, 0x11);
+      ASSERT_TRUE((*p)->pwrite(a, 0, data.data(), size).is_ok());
+      EXPECT_EQ(std::vector<uint8_t>(span, span + size), data) << (*p)->persistence() << size;
+      EXPECT_EQ(std::vector<uint8_t>(span + size, span + a.span),
+                std::vector<uint8_t>(a.span - size, 0))
+          << "padding of " << size << " in " << (*p)->persistence();
+      if (a.span == size) continue;  // no padding
+      // A partial write leaves the padding alone; a whole one zeroes it.
+      std::memset(span + size, 0xee, a.span - size);
+      ASSERT_TRUE((*p)->pwrite(a, 1, data.data(), size - 1).is_ok());
+      EXPECT_EQ(span[size], 0xee);
+      ASSERT_TRUE((*p)->write_nt(a, 0, data.data(), size).is_ok());
+      ASSERT_TRUE((*p)->persist(a, 0, size).is_ok());
+      EXPECT_EQ(span[size], 0);
+      EXPECT_EQ(span[a.span - 1], 0);
+    }
+    p->reset();
+    if (*dir) fs::remove(f);
+  }
+}
+
+TEST(PmemPool, RawWritesAndMappedPersistsStayInsideAllocatedData) {
+  TempDir d;
+  auto p = PmemPool::open(create_spec(d.file("raw.pool"), 1 << 16));
+  ASSERT_TRUE(p.is_ok());
+  PmemPool& pool = **p;
+  FatPtr a = *pool.alloc(1000);  // allocated data: [4096, 4096 + 1024)
+  const uint64_t end = PmemPool::region_offset(a) + a.span;
+  uint8_t buf[64];
+  std::memset(buf, 0x42, sizeof buf);
+  EXPECT_TRUE(pool.pwrite_raw(8, buf, 24).is_ok());  // unaligned, unpadded
+  EXPECT_EQ(pool.mapping()[PmemPool::kHeaderBytes + 8], 0x42);
+  EXPECT_TRUE(pool.pwrite_raw(end - 10, buf, 10).is_ok());
+  EXPECT_EQ(pool.pwrite_raw(end - 10, buf, 11).code(), Code::kOutOfRange);  // past the watermark
+  EXPECT_EQ(pool.pwrite_raw(~uint64_t{0} - 3, buf, 8).code(), Code::kOutOfRange);
+  EXPECT_EQ(pool.pwrite_raw(pool.bytes(), buf, 1).code(), Code::kOutOfRange);
+  const uint8_t* heap = pool.mapping() + a.offset;
+  EXPECT_TRUE(pool.persist_mapped(heap + 100, 200).is_ok());
+  EXPECT_EQ(pool.persist_mapped(heap + 1000, 100).code(), Code::kOutOfRange);
+  EXPECT_EQ(pool.persist_mapped(pool.mapping(), 8).code(), Code::kOutOfRange);  // the header
+  EXPECT_EQ(pool.persist_mapped(buf, 8).code(), Code::kOutOfRange);             // not the pool
+  auto r = pool.persist_mapped(heap + 1000, 100);
+  EXPECT_NE(r.message().find("raw.pool"), std::string::npos) << r.message();
 }
 
 TEST(PmemPool, ACreateInAMissingDirectoryIsAClearError) {

@@ -17,6 +17,7 @@ namespace drtmx::r2 {
 struct RegionEntry {
   uint64_t base = 0;  // address usable by this backend (mapped or remote VA)
   uint64_t size = 0;  // 0 = no such region
+  Persistence persistence = Persistence::kNone;
 };
 
 class RegionTable {

@@ -1,5 +1,8 @@
 #include "r2/shm/shm_endpoint.h"
 
+#include <libpmem.h>
+
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 
@@ -10,6 +13,10 @@ namespace {
 // How much of a READ's source the doorbell prefetches (the rest streams in
 // behind the copy).
 constexpr uintptr_t kPrefetchBytes = 2048;
+// Dirty page ranges a channel remembers before it msyncs them early (a
+// channel that writes many scattered pages and never READs).
+constexpr size_t kMaxDirtyRanges = 64;
+constexpr uintptr_t kPage = 4096;
 }  // namespace
 
 ShmEndpoint::ShmEndpoint(const FabricConfig& cfg, ThreadId thread, const RegionTable* table,
@@ -60,7 +67,56 @@ PostResult ShmEndpoint::post(const WorkRequest& wr) {
   return PostResult::kOk;
 }
 
-void ShmEndpoint::execute(NodeId peer, const Queued& q) {
+void ShmEndpoint::after_persistent_write(Channel& ch, Persistence mode, uint8_t* p, uint32_t len) {
+  if (mode == Persistence::kMsync) {
+    const uintptr_t b = reinterpret_cast<uintptr_t>(p) & ~(kPage - 1);
+    const uintptr_t e = (reinterpret_cast<uintptr_t>(p) + len + kPage - 1) & ~(kPage - 1);
+    ++pstats_.dirty_writes;
+    if (!ch.dirty.empty() && b <= ch.dirty.back().end && e >= ch.dirty.back().begin) {
+      DirtyRange& last = ch.dirty.back();  // overlaps or touches: extend
+      last.begin = std::min(last.begin, b);
+      last.end = std::max(last.end, e);
+      return;
+    }
+    if (ch.dirty.size() == kMaxDirtyRanges && !sync_dirty(ch)) ch.persist_failed = true;
+    ch.dirty.push_back({b, e});
+    return;
+  }
+  // kPmem / kMemFs: the issuer's CPU writes the lines back (clwb or
+  // clflushopt); the fence comes with the channel's next READ.
+  pmem_flush(p, len);
+  const uintptr_t first = reinterpret_cast<uintptr_t>(p) & ~uintptr_t{63};
+  pstats_.flushed_lines += (reinterpret_cast<uintptr_t>(p) + len - first + 63) / 64;
+  ++pstats_.flushed_writes;
+  ch.unfenced = true;
+}
+
+bool ShmEndpoint::sync_dirty(Channel& ch) {
+  bool ok = true;
+  for (const DirtyRange& d : ch.dirty) {
+    ++pstats_.msyncs;
+    if (pmem_msync(reinterpret_cast<void*>(d.begin), d.end - d.begin) != 0) {
+      ++pstats_.msync_errors;
+      ok = false;
+    }
+  }
+  ch.dirty.clear();
+  return ok;
+}
+
+bool ShmEndpoint::make_durable(Channel& ch) {
+  bool ok = !ch.persist_failed;
+  ch.persist_failed = false;
+  if (ch.unfenced) {
+    pmem_drain();
+    ++pstats_.fences;
+    ch.unfenced = false;
+  }
+  if (!ch.dirty.empty() && !sync_dirty(ch)) ok = false;
+  return ok;
+}
+
+void ShmEndpoint::execute(NodeId peer, Channel& ch, const Queued& q) {
   const WorkRequest& wr = q.wr;
   const RegionEntry* r = table_->find(peer, wr.remote.region);
   auto* remote = reinterpret_cast<uint8_t*>(r->base + wr.remote.offset);
@@ -70,6 +126,9 @@ void ShmEndpoint::execute(NodeId peer, const Queued& q) {
       break;
     case Verb::kWrite:
       std::memcpy(remote, wr.local, wr.len);
+      if (r->persistence != Persistence::kNone) {
+        after_persistent_write(ch, r->persistence, remote, wr.len);
+      }
       break;
     case Verb::kCas: {
       uint64_t expected = wr.compare;
@@ -117,6 +176,17 @@ void ShmEndpoint::doorbell(NodeId peer) {
   const uint64_t visible = delay_ns_ != 0 ? now_ns() + delay_ns_ : 0;
   for (const Queued& q : ch.queued) {
     if (q.wr.verb == Verb::kRead) {
+      // The flushing READ: the channel's earlier WRITEs into persistent
+      // regions become durable before this READ can complete.
+      if ((ch.unfenced || ch.persist_failed || !ch.dirty.empty()) && !make_durable(ch)) {
+        const Completion failed{q.wr.wr_id, OpStatus::kTransportError, q.wr.verb, peer};
+        if (q.signal) {
+          push_cqe({failed, visible, false});
+        } else {
+          errors_.push_back(failed);
+        }
+        continue;
+      }
       // Asynchronous: prefetch now, copy at the next poll (see the header).
       const RegionEntry* r = table_->find(peer, q.wr.remote.region);
       const auto* from = reinterpret_cast<const uint8_t*>(r->base + q.wr.remote.offset);
@@ -129,7 +199,7 @@ void ShmEndpoint::doorbell(NodeId peer) {
       ++pending_per_peer_[peer];
     } else {
       if (pending_per_peer_[peer] != 0) copy_pending(peer);  // FIFO on the channel
-      execute(peer, q);
+      execute(peer, ch, q);
     }
     if (q.signal) push_cqe({{q.wr.wr_id, OpStatus::kOk, q.wr.verb, peer}, visible, q.forced});
   }

@@ -19,6 +19,22 @@
 // later op's on the same channel) is polled; a READ and a message are not
 // ordered with each other.
 //
+// Persistent regions (thesis §3.1, hint H9; the contract is in
+// r2/fabric.h). A WRITE into a region whose persistence is kPmem or kMemFs
+// copies and then flushes the written cache lines with the issuing
+// thread's CPU (pmem_flush, no fence); into a kMsync region (a file on a
+// disk) it copies and remembers the dirty pages on the channel. The next
+// READ doorbelled on the same channel first makes them durable — one fence
+// (pmem_drain) for flushed lines, pmem_msync of the remembered pages — and
+// only then is its completion queued; an msync failure completes that READ
+// with kTransportError. So "WRITE, then READ on one channel" is durable
+// when the READ completes, exactly the H9 contract, and a WRITE whose
+// completion alone was awaited is not (yet) fenced or msynced. What this
+// does not model: the RNIC's buffers and DDIO (the issuer's CPU does the
+// flushing), and a power loss (a file in /dev/shm survives a process crash,
+// not a power cut; only kPmem and kMsync files survive that). CAS/FAA are
+// not flushed.
+//
 // Messaging: one RingWriter per destination (node, thread), in the
 // destination's segment; one RingReader per source (node, thread), in this
 // node's segment. send() appends, flush_sends() publishes (the doorbell),
@@ -58,6 +74,17 @@ class ShmEndpoint final : public Endpoint {
 
   bool is_registered(const void* p, size_t len) const override { return table_->is_local(p, len); }
 
+  // What the persistence model did on this endpoint (tests, benchmarks).
+  struct PersistStats {
+    uint64_t flushed_writes = 0;  // WRITEs into kPmem/kMemFs regions, lines flushed after
+    uint64_t flushed_lines = 0;   // cache lines flushed by them
+    uint64_t fences = 0;          // READs that fenced earlier flushes (pmem_drain)
+    uint64_t dirty_writes = 0;    // WRITEs into kMsync regions, pages remembered
+    uint64_t msyncs = 0;          // pmem_msync calls made (one per remembered range)
+    uint64_t msync_errors = 0;    // of which failed
+  };
+  const PersistStats& persist_stats() const { return pstats_; }
+
   // Index of the ring (receiver thread r, sender node n, sender thread s)
   // inside a node's message segment.
   static size_t ring_index(uint16_t nodes, uint16_t threads, ThreadId r, NodeId n, ThreadId s) {
@@ -70,10 +97,17 @@ class ShmEndpoint final : public Endpoint {
     bool signal;
     bool forced;
   };
+  // Page range [begin, end) written into a kMsync region, not yet synced.
+  struct DirtyRange {
+    uintptr_t begin, end;
+  };
   struct Channel {
     explicit Channel(uint32_t depth) : sq(depth) {}
     SendQueue sq;
     std::vector<Queued> queued;
+    bool unfenced = false;          // flushed lines since the last fence
+    bool persist_failed = false;    // an early msync failed: the next READ reports it
+    std::vector<DirtyRange> dirty;  // kMsync pages written since the last READ
   };
   struct Cqe {
     Completion c;
@@ -89,7 +123,13 @@ class ShmEndpoint final : public Endpoint {
     uint32_t len;
   };
 
-  void execute(NodeId peer, const Queued& q);
+  void execute(NodeId peer, Channel& ch, const Queued& q);
+  // A WRITE landed at [p, p + len) of a region with persistence `mode`.
+  void after_persistent_write(Channel& ch, Persistence mode, uint8_t* p, uint32_t len);
+  // Makes the channel's earlier WRITEs durable (the flushing READ); false
+  // when an msync failed.
+  bool make_durable(Channel& ch);
+  bool sync_dirty(Channel& ch);
   void push_cqe(const Cqe& e);
   // Copies the pending READs of `peer` (all peers: kAnyPeer), in post order.
   void copy_pending(NodeId peer);
@@ -107,7 +147,7 @@ class ShmEndpoint final : public Endpoint {
   size_t cq_head_ = 0, cq_count_ = 0;
   std::vector<PendingRead> pending_;        // post order, all peers
   std::vector<uint32_t> pending_per_peer_;  // pending_ entries per peer
-  std::vector<Completion> errors_;          // locally rejected requests
+  std::vector<Completion> errors_;          // locally rejected requests, failed unsignaled ops
   size_t errors_head_ = 0;
 
   std::vector<RingWriter> writers_;  // by node * threads + thread
@@ -115,6 +155,7 @@ class ShmEndpoint final : public Endpoint {
   std::vector<RingReader> readers_;  // by node * threads + thread
   std::vector<uint32_t> touched_readers_;
   uint32_t next_reader_ = 0;
+  PersistStats pstats_;
 };
 
 }  // namespace drtmx::r2::shm

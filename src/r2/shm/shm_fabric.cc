@@ -2,7 +2,9 @@
 
 #include <sstream>
 
+#include "r2/common/file_region.h"
 #include "r2/control/control.h"
+#include "r2/shm/file_map.h"
 #include "r2/shm/segment.h"
 #include "r2/shm/shm_endpoint.h"
 
@@ -12,36 +14,70 @@ namespace {
 
 constexpr uint32_t kMaxOpBytes = 1u << 30;
 
-// What a node tells its peers at connect: one line per segment,
-// "msg <bytes>" and "region <id> <bytes>". Names follow from the cluster,
-// the node id and the kind, so they are not sent.
+// What a node tells its peers at connect: one line per segment or file,
+//   "msg <bytes>"
+//   "region <id> <bytes>"                      a shared-memory segment
+//   "file <id> <bytes> <persistence code> <file offset> <dev> <ino> <path>"
+// Segment names follow from the cluster, the node id and the kind, so they
+// are not sent; a file region's path is the rest of its line.
+struct FileDesc {
+  RegionId id = 0;
+  uint64_t bytes = 0;
+  Persistence mode = Persistence::kNone;
+  uint64_t offset = 0;
+  FileId file;
+  std::string path;
+};
+
 struct Descriptor {
   uint64_t msg_bytes = 0;
   std::vector<std::pair<RegionId, uint64_t>> regions;
+  std::vector<FileDesc> files;
 };
 
 std::string encode(const Descriptor& d) {
   std::ostringstream os;
   os << "msg " << d.msg_bytes << "\n";
   for (auto& [id, bytes] : d.regions) os << "region " << id << " " << bytes << "\n";
+  for (const FileDesc& f : d.files) {
+    os << "file " << f.id << " " << f.bytes << " " << static_cast<unsigned>(f.mode) << " "
+       << f.offset << " " << f.file.dev << " " << f.file.ino << " " << f.path << "\n";
+  }
   return os.str();
 }
 
 Result<Descriptor> decode(const std::string& blob, NodeId from) {
   Descriptor d;
-  std::istringstream is(blob);
-  std::string kind;
+  std::istringstream lines(blob);
+  std::string line;
   auto bad = [&](const std::string& why) {
     return invalid_argument("node " + std::to_string(from) + " sent a malformed shm descriptor (" +
                             why + "); are all nodes running the same drtmx build?");
   };
-  while (is >> kind) {
+  while (std::getline(lines, line)) {
+    std::istringstream is(line);
+    std::string kind;
+    if (!(is >> kind)) continue;
     if (kind == "msg") {
       if (!(is >> d.msg_bytes) || d.msg_bytes == 0) return bad("msg size");
     } else if (kind == "region") {
       uint64_t id = 0, bytes = 0;
       if (!(is >> id >> bytes) || id > 0xffff || bytes == 0) return bad("region entry");
       d.regions.emplace_back(static_cast<RegionId>(id), bytes);
+    } else if (kind == "file") {
+      FileDesc f;
+      uint64_t id = 0;
+      unsigned mode = 0;
+      if (!(is >> id >> f.bytes >> mode >> f.offset >> f.file.dev >> f.file.ino) || id > 0xffff ||
+          f.bytes == 0 || mode > 0xff ||
+          !persistence_from_code(static_cast<uint8_t>(mode), &f.mode) ||
+          f.mode == Persistence::kNone || f.offset % 4096 != 0 || is.get() != ' ') {
+        return bad("file region entry");
+      }
+      std::getline(is, f.path);
+      if (f.path.empty()) return bad("file region without a path");
+      f.id = static_cast<RegionId>(id);
+      d.files.push_back(std::move(f));
     } else {
       return bad("unknown entry '" + kind + "'");
     }
@@ -81,30 +117,43 @@ class ShmFabric final : public Fabric {
   const FabricInfo& info() const override { return info_; }
 
   Result<Region> register_region(RegionId id, size_t bytes) override {
-    if (connected_) {
-      return invalid_argument("region " + std::to_string(id) +
-                              " registered after connect(); register every region first");
-    }
+    DRTMX_RETURN_IF_ERROR(check_new_region(id));
     if (bytes == 0) return invalid_argument("region " + std::to_string(id) + " has size 0");
-    if (region(id) != nullptr) {
-      return already_exists("region " + std::to_string(id) + " is already registered");
-    }
     auto seg = Segment::create(segment_name(cfg_.cluster, cfg_.node, "r" + std::to_string(id)),
                                page_round(bytes));
     if (!seg) return seg.status();
-    Region r{id, seg->data(), bytes};
+    Region r{id, seg->data(), bytes, Persistence::kNone};
     own_.push_back(std::move(seg.value()));
-    regions_.push_back(r);
-    table_.set(cfg_.node, id, {reinterpret_cast<uint64_t>(r.base), bytes});
-    table_.add_local(r.base, bytes);
+    add_local(r);
+    return r;
+  }
+
+  Result<Region> register_file_region(RegionId id, const FileRegion& f) override {
+    DRTMX_RETURN_IF_ERROR(check_new_region(id));
+    DRTMX_RETURN_IF_ERROR(check_file_region(id, f));
+    auto fid = stat_file(f.path);
+    if (!fid) return fid.status();
+    files_.push_back({id, f.bytes, f.mode, f.file_offset, *fid, f.path});
+    Region r{id, f.base, f.bytes, f.mode};
+    add_local(r);
     return r;
   }
 
   Status connect(ControlClient& control) override {
     if (connected_) return invalid_argument("connect() called twice");
+    Status st = do_connect(control);
+    // The others would wait for this node at the barrier until they time out.
+    if (!st.is_ok()) control.report_failure(st.message());
+    return st;
+  }
+
+  Status do_connect(ControlClient& control) {
     Descriptor mine;
     mine.msg_bytes = msg_bytes_;
-    for (const Region& r : regions_) mine.regions.emplace_back(r.id, r.size);
+    for (const Region& r : regions_) {
+      if (!r.persistent()) mine.regions.emplace_back(r.id, r.size);
+    }
+    mine.files = files_;
     auto all = control.exchange("r2.shm.descriptors", encode(mine));
     if (!all) return all.status().with_context("shm connect");
     if (all->size() != cfg_.num_nodes) {
@@ -127,8 +176,14 @@ class ShmFabric final : public Fabric {
         auto s = Segment::open(segment_name(cfg_.cluster, n, "r" + std::to_string(id)),
                                page_round(bytes));
         if (!s) return s.status();
-        table_.set(n, id, {reinterpret_cast<uint64_t>(s->data()), bytes});
+        table_.set(n, id, {reinterpret_cast<uint64_t>(s->data()), bytes, Persistence::kNone});
         peers_.push_back(std::move(s.value()));
+      }
+      for (const FileDesc& f : d->files) {
+        auto m = FileMap::open(f.path, f.offset, f.bytes, f.file, n);
+        if (!m) return m.status().with_context("shm connect");
+        table_.set(n, f.id, {reinterpret_cast<uint64_t>(m->data()), f.bytes, f.mode});
+        peer_files_.push_back(std::move(m.value()));
       }
     }
     for (auto& ep : endpoints_) ep->attach_rings(msg_bases);
@@ -154,9 +209,31 @@ class ShmFabric final : public Fabric {
     return e ? e->size : 0;
   }
 
+  Persistence region_persistence(NodeId node, RegionId id) const override {
+    const RegionEntry* e = table_.find(node, id);
+    return e ? e->persistence : Persistence::kNone;
+  }
+
   uint32_t max_op_bytes() const override { return kMaxOpBytes; }
 
  private:
+  Status check_new_region(RegionId id) const {
+    if (connected_) {
+      return invalid_argument("region " + std::to_string(id) +
+                              " registered after connect(); register every region first");
+    }
+    if (region(id) != nullptr) {
+      return already_exists("region " + std::to_string(id) + " is already registered");
+    }
+    return Status::ok();
+  }
+
+  void add_local(const Region& r) {
+    regions_.push_back(r);
+    table_.set(cfg_.node, r.id, {reinterpret_cast<uint64_t>(r.base), r.size, r.persistence});
+    table_.add_local(r.base, r.size);
+  }
+
   FabricConfig cfg_;
   FabricInfo info_;
   RegionTable table_;
@@ -165,6 +242,8 @@ class ShmFabric final : public Fabric {
   std::vector<Segment> own_;
   std::vector<Region> regions_;
   std::vector<Segment> peers_;
+  std::vector<FileDesc> files_;      // this node's file regions, for the descriptor
+  std::vector<FileMap> peer_files_;  // peers' file regions, mapped here
   std::vector<std::unique_ptr<ShmEndpoint>> endpoints_;
   bool connected_ = false;
 };

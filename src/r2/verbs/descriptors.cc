@@ -75,6 +75,7 @@ std::string serialize_node_desc(const NodeDesc& d) {
     w.u16(r.id);
     w.u64(r.base);
     w.u64(r.size);
+    w.u8(static_cast<uint8_t>(r.persistence));
     for (uint32_t k : r.rkeys) w.u32(k);
   }
   for (const ThreadDesc& t : d.thread_descs) {
@@ -127,9 +128,14 @@ Result<NodeDesc> parse_node_desc(const std::string& blob, NodeId from, uint16_t 
   std::set<RegionId> seen;
   for (uint16_t i = 0; i < nregions; ++i) {
     RegionDesc g;
+    uint8_t persistence = 0;
     if (!r.u16(&g.id, "region id") || !r.u64(&g.base, "region base") ||
-        !r.u64(&g.size, "region size")) {
+        !r.u64(&g.size, "region size") || !r.u8(&persistence, "region persistence")) {
       return bad(r.error());
+    }
+    if (!persistence_from_code(persistence, &g.persistence)) {
+      return bad("region " + std::to_string(g.id) + " has unknown persistence code " +
+                 std::to_string(persistence));
     }
     if (!seen.insert(g.id).second) return bad("region " + std::to_string(g.id) + " appears twice");
     if (g.size == 0) return bad("region " + std::to_string(g.id) + " has size 0");

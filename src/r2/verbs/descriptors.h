@@ -2,14 +2,15 @@
 // ControlClient::exchange, and the blob format they travel in.
 //
 // Format: explicit little-endian binary, every read length-checked.
-//   u32 magic "DRVX" (0x58565244), u16 version (1)
+//   u32 magic "DRVX" (0x58565244), u16 version (2)
 //   u16 node, u16 num_nodes, u16 threads
 //   u32 msg_mtu        largest message payload this node accepts
 //   u32 max_op_bytes   largest READ/WRITE its port accepts
 //   u32 recv_buffers   receive buffers per UD QP (the credit plan needs it
 //                      equal on every node)
 //   u16 region count, then per region:
-//       u16 id, u64 base VA, u64 size, u32 rkey[threads]
+//       u16 id, u64 base VA, u64 size, u8 persistence (enum Persistence),
+//       u32 rkey[threads]
 //   per thread (threads entries):
 //       u32 ud_qpn, u32 qkey, u16 lid, u8 port, u8 active_mtu (enum ibv_mtu),
 //       u8 gid[16],
@@ -17,8 +18,8 @@
 //
 // parse_node_desc refuses anything malformed (truncated, trailing bytes,
 // wrong magic/version, a node id/shape that does not match the cluster,
-// duplicate regions, QPNs beyond 24 bits) with a message naming the sender
-// node and what is wrong. Pure functions.
+// duplicate regions, an unknown persistence code, QPNs beyond 24 bits) with a message naming the
+// sender node and what is wrong. Pure functions.
 #pragma once
 
 #include <array>
@@ -32,13 +33,14 @@
 namespace drtmx::r2::verbs {
 
 inline constexpr uint32_t kDescMagic = 0x58565244;  // "DRVX" little-endian
-inline constexpr uint16_t kDescVersion = 1;
+inline constexpr uint16_t kDescVersion = 2;         // 2: region persistence
 
 struct RegionDesc {
   RegionId id = 0;
   uint64_t base = 0;
   uint64_t size = 0;
   std::vector<uint32_t> rkeys;  // [thread]
+  Persistence persistence = Persistence::kNone;
   friend bool operator==(const RegionDesc&, const RegionDesc&) = default;
 };
 

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <map>
 
+#include "r2/common/file_region.h"
 #include "r2/control/control.h"
 #include "r2/verbs/credits.h"
 #include "r2/verbs/descriptors.h"
@@ -65,31 +66,21 @@ class VerbsFabric final : public Fabric {
   const FabricInfo& info() const override { return info_; }
 
   Result<Region> register_region(RegionId id, size_t bytes) override {
-    if (connected_) {
-      return invalid_argument("register_region(" + std::to_string(id) +
-                              "): regions must be registered before connect()");
-    }
+    DRTMX_RETURN_IF_ERROR(check_new_region(id));
     if (bytes == 0) return invalid_argument("register_region(" + std::to_string(id) + "): 0 bytes");
-    for (const Region& r : regions_) {
-      if (r.id == id)
-        return already_exists("region " + std::to_string(id) + " is registered twice");
-    }
     void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) return io_error("mmap of region " + std::to_string(id), errno);
     auto* base = static_cast<uint8_t*>(p);
     memory_.emplace_back(base, bytes);
-    std::vector<uint32_t> rkeys;
-    for (auto& ep : endpoints_) {
-      auto rkey = ep->register_region(base, bytes);
-      if (!rkey.is_ok()) return rkey.status().with_context("region " + std::to_string(id));
-      rkeys.push_back(*rkey);
-    }
-    Region r{id, base, bytes};
-    regions_.push_back(r);
-    region_rkeys_.push_back(std::move(rkeys));
-    tables_.regions.add_local(base, bytes);
-    tables_.regions.set(cfg_.node, id, {reinterpret_cast<uint64_t>(base), bytes});
-    return r;
+    return add_region({id, base, bytes, Persistence::kNone});
+  }
+
+  // The caller's file mapping: registered as it is (the RNIC writes into
+  // the file's pages; durability by the flushing READ, see fabric.h).
+  Result<Region> register_file_region(RegionId id, const FileRegion& f) override {
+    DRTMX_RETURN_IF_ERROR(check_new_region(id));
+    DRTMX_RETURN_IF_ERROR(check_file_region(id, f));
+    return add_region({id, f.base, f.bytes, f.mode});
   }
 
   Status connect(ControlClient& control) override {
@@ -115,9 +106,42 @@ class VerbsFabric final : public Fabric {
     return e ? e->size : 0;
   }
 
+  Persistence region_persistence(NodeId node, RegionId id) const override {
+    const RegionEntry* e = tables_.regions.find(node, id);
+    return e ? e->persistence : Persistence::kNone;
+  }
+
   uint32_t max_op_bytes() const override { return max_op_bytes_; }
 
  private:
+  Status check_new_region(RegionId id) const {
+    if (connected_) {
+      return invalid_argument("register_region(" + std::to_string(id) +
+                              "): regions must be registered before connect()");
+    }
+    for (const Region& r : regions_) {
+      if (r.id == id)
+        return already_exists("region " + std::to_string(id) + " is registered twice");
+    }
+    return Status::ok();
+  }
+
+  // Registers `r`'s memory in every thread's PD.
+  Result<Region> add_region(const Region& r) {
+    std::vector<uint32_t> rkeys;
+    for (auto& ep : endpoints_) {
+      auto rkey = ep->register_region(r.base, r.size);
+      if (!rkey.is_ok()) return rkey.status().with_context("region " + std::to_string(r.id));
+      rkeys.push_back(*rkey);
+    }
+    regions_.push_back(r);
+    region_rkeys_.push_back(std::move(rkeys));
+    tables_.regions.add_local(r.base, r.size);
+    tables_.regions.set(cfg_.node, r.id,
+                        {reinterpret_cast<uint64_t>(r.base), r.size, r.persistence});
+    return r;
+  }
+
   NodeDesc describe() const {
     NodeDesc d;
     d.node = cfg_.node;
@@ -128,7 +152,7 @@ class VerbsFabric final : public Fabric {
     d.recv_buffers = cfg_.recv_buffers;
     for (size_t i = 0; i < regions_.size(); ++i) {
       d.regions.push_back({regions_[i].id, reinterpret_cast<uint64_t>(regions_[i].base),
-                           regions_[i].size, region_rkeys_[i]});
+                           regions_[i].size, region_rkeys_[i], regions_[i].persistence});
     }
     for (const auto& ep : endpoints_) d.thread_descs.push_back(ep->describe());
     return d;
@@ -162,7 +186,7 @@ class VerbsFabric final : public Fabric {
       msg_mtu = std::min(msg_mtu, d->msg_mtu);
       max_op_bytes_ = std::min(max_op_bytes_, d->max_op_bytes);
       for (const RegionDesc& r : d->regions) {
-        if (n != cfg_.node) tables_.regions.set(n, r.id, {r.base, r.size});
+        if (n != cfg_.node) tables_.regions.set(n, r.id, {r.base, r.size, r.persistence});
         for (ThreadId t = 0; t < cfg_.threads; ++t) tables_.rkeys.set(n, r.id, t, r.rkeys[t]);
       }
       nodes.push_back(std::move(d).value());

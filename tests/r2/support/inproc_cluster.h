@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -48,10 +49,12 @@ inline std::string unique_cluster(const std::string& tag) {
 
 struct InProcCluster {
   // Builds `nodes` fabrics with `threads` endpoints each and the given
-  // regions (id, bytes) on every node; `tweak` may change each config.
+  // regions (id, bytes) on every node; `tweak` may change each config;
+  // `more` may register more regions (e.g. file regions) on each node.
   static std::unique_ptr<InProcCluster> make(
       uint16_t nodes, uint16_t threads, std::vector<std::pair<RegionId, size_t>> regions,
-      const std::function<void(FabricConfig&)>& tweak = nullptr) {
+      const std::function<void(FabricConfig&)>& tweak = nullptr,
+      const std::function<Status(NodeId, Fabric&)>& more = nullptr) {
     auto c = std::make_unique<InProcCluster>();
     c->cluster = unique_cluster("c");
     auto hub = std::make_shared<LocalControlHub>(nodes);
@@ -72,6 +75,12 @@ struct InProcCluster {
         auto r = (*f)->register_region(id, bytes);
         if (!r) {
           c->error = r.status();
+          return c;
+        }
+      }
+      if (more) {
+        if (Status s = more(n, **f); !s.is_ok()) {
+          c->error = s;
           return c;
         }
       }

@@ -1,5 +1,8 @@
 // An in-process ControlClient for tests whose nodes are threads of one
 // process: exchange() is an all-gather through shared memory of the process.
+// A node's report_failure() fails every pending and later exchange of the
+// others at once (as the coordinator aborts a cluster), instead of leaving
+// them waiting for the timeout.
 // The real control plane (TCP) is tested in control_*_test.cc and used by
 // the multi-process tests.
 #pragma once
@@ -25,10 +28,17 @@ class LocalControlHub {
     if (r.blobs.empty()) r.blobs.resize(nodes_);
     r.blobs[node] = blob;
     if (++r.arrived == nodes_) cv_.notify_all();
-    if (!cv_.wait_for(lk, timeout, [&] { return r.arrived >= nodes_; })) {
+    if (!cv_.wait_for(lk, timeout, [&] { return r.arrived >= nodes_ || !failure_.empty(); })) {
       return timeout_error("local exchange '" + name + "' timed out");
     }
+    if (r.arrived < nodes_) return unavailable("local exchange '" + name + "': " + failure_);
     return r.blobs;
+  }
+
+  void fail(uint16_t node, const std::string& why) {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (failure_.empty()) failure_ = "node " + std::to_string(node) + " failed: " + why;
+    cv_.notify_all();
   }
 
  private:
@@ -40,6 +50,7 @@ class LocalControlHub {
   std::mutex mu_;
   std::condition_variable cv_;
   std::map<std::string, Round> rounds_;
+  std::string failure_;
 };
 
 class LocalControl final : public ControlClient {
@@ -60,7 +71,7 @@ class LocalControl final : public ControlClient {
     return std::chrono::milliseconds(20000);
   }
   Status publish(const std::string&, const std::string&) override { return Status::ok(); }
-  void report_failure(const std::string&) override {}
+  void report_failure(const std::string& why) override { hub_->fail(node_, why); }
   Status leave() override { return Status::ok(); }
 
  private:
