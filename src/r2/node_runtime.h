@@ -30,6 +30,9 @@ struct NodeRuntimeConfig {
   ControlClientConfig control;  // node, num_nodes, cluster and fingerprint are filled from fabric
   WorkerConfig worker;
   std::vector<std::pair<RegionId, size_t>> regions;
+  // Persistent regions over the caller's file mappings (kept alive by the
+  // caller for the runtime's lifetime; Fabric::register_file_region).
+  std::vector<std::pair<RegionId, FileRegion>> file_regions;
 };
 
 class NodeRuntime {

@@ -3,8 +3,8 @@
 namespace drtmx::txn {
 
 namespace {
-constexpr const char* kNames[] = {"validated",  "log-partial", "logged", "acknowledged",
-                                  "written-back", "committed",  "applied"};
+constexpr const char* kNames[] = {"validated",    "log-partial", "logged", "acknowledged",
+                                  "written-back", "committed",   "applied"};
 static_assert(sizeof(kNames) / sizeof(kNames[0]) == static_cast<size_t>(CrashPoint::kCount));
 }  // namespace
 

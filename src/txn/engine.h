@@ -69,7 +69,6 @@ class CommitObserver {
   virtual void logged(bool committed) = 0;
 };
 
-
 // What a procedure may do. kReadOnly: reads go through the policy's
 // ro_read path and are validated with ro_validate; get_for_update, put,
 // insert and remove return kNotSupported; a transaction that read a single

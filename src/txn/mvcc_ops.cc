@@ -610,8 +610,8 @@ Status one_way_groups(
   for (auto& [node, idx] : groups) {
     req.clear();
     build(idx, &req);
-    DRTMX_RETURN_IF_ERROR(co.send_passive({node, co.thread()}, rpc, req.data(),
-                                          static_cast<uint32_t>(req.size())));
+    DRTMX_RETURN_IF_ERROR(
+        co.send_passive({node, co.thread()}, rpc, req.data(), static_cast<uint32_t>(req.size())));
   }
   return Status::ok();
 }

@@ -33,7 +33,7 @@ std::string encode(const std::vector<uint64_t>& decided, const std::vector<Found
 }
 
 struct FoundDecisions {
-  std::vector<uint64_t> decided;                          // per ring: the highest anywhere
+  std::vector<uint64_t> decided;                           // per ring: the highest anywhere
   std::map<std::pair<uint32_t, uint64_t>, uint32_t> seen;  // (ring, txn) -> entries found
   std::map<std::pair<uint32_t, uint64_t>, uint32_t> targets;
 

@@ -39,15 +39,15 @@
 namespace drtmx::txn {
 
 struct LogRecovery {
-  uint64_t entries = 0;        // complete entries found in this node's rings
-  uint64_t committed = 0;      // of those, entries of committed transactions
-  uint64_t dropped = 0;        // entries of transactions that never completed their log
-  uint64_t records = 0;        // records of committed entries offered to the copies
-  uint64_t replayed = 0;       // ... that changed a copy (the rest were already there)
-  uint64_t scan_ns = 0;        // step 2
-  uint64_t decide_ns = 0;      // step 3 (the exchange)
-  uint64_t replay_ns = 0;      // step 4, persist included
-  uint64_t reset_ns = 0;       // step 5
+  uint64_t entries = 0;    // complete entries found in this node's rings
+  uint64_t committed = 0;  // of those, entries of committed transactions
+  uint64_t dropped = 0;    // entries of transactions that never completed their log
+  uint64_t records = 0;    // records of committed entries offered to the copies
+  uint64_t replayed = 0;   // ... that changed a copy (the rest were already there)
+  uint64_t scan_ns = 0;    // step 2
+  uint64_t decide_ns = 0;  // step 3 (the exchange)
+  uint64_t replay_ns = 0;  // step 4, persist included
+  uint64_t reset_ns = 0;   // step 5
 };
 
 // Steps 2-5 for this node. `log_base`: its log region (layout); `fabric`

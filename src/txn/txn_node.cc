@@ -1,9 +1,12 @@
 #include "txn/txn_node.h"
 
+#include <unistd.h>
+
 #include <mutex>
 #include <sstream>
 #include <thread>
 
+#include "base/hash.h"
 #include "r2/common/clock.h"
 #include "txn/mvcc_ops.h"
 
@@ -22,6 +25,27 @@ dst::MvccConfig mvcc_config(const TxnNodeConfig& cfg) {
 
 store::tables::ScratchPlan scratch_plan(const store::Catalog& c, const TxnNodeConfig& cfg) {
   return {cfg.fabric.threads, cfg.coroutines, store::tables::scratch_per_coroutine(c)};
+}
+
+// Durable regions: every table's and the log's.
+bool durable_region(r2::RegionId id) {
+  return id == kLogRegion || id >= store::tables::kTableRegionBase;
+}
+
+// What decides the contents of a node's pools: the tables, their
+// placement and the regions' sizes.
+uint64_t layout_fingerprint(const store::Catalog& c,
+                            const std::vector<std::pair<r2::RegionId, size_t>>& durable) {
+  uint64_t h = hash_mix(c.nodes(), c.replicas());
+  for (const store::TableSpec& t : c.tables()) {
+    h = hash_mix(h, hash_bytes(t.id, t.name.data(), t.name.size()));
+    h = hash_mix(h, hash_mix(static_cast<uint64_t>(t.kind), t.value_size));
+    h = hash_mix(h, hash_mix(t.capacity, hash_mix(static_cast<uint64_t>(t.scheme), t.partitions)));
+    for (uint64_t b : t.range_bounds) h = hash_mix(h, b);
+    h = hash_mix(h, hash_mix(t.inline_values, t.index_of));
+  }
+  for (const auto& [id, bytes] : durable) h = hash_mix(h, hash_mix(id, bytes));
+  return h;
 }
 
 }  // namespace
@@ -72,12 +96,30 @@ Result<std::unique_ptr<TxnNode>> TxnNode::start(const store::Catalog& catalog,
   rc.worker.coroutines = cfg.coroutines;
   rc.worker.rpc_timeout_ms = cfg.rpc_timeout_ms;
   rc.regions = regions(catalog, cfg);
+  rc.control.fingerprint["durability"] = cfg.durability.enabled ? "pmem" : "off";
+  if (cfg.durability.enabled) {
+    std::vector<std::pair<r2::RegionId, size_t>> durable, rest;
+    for (const auto& r : rc.regions) (durable_region(r.first) ? durable : rest).push_back(r);
+    auto pools = NodePools::open(cfg.durability, cfg.fabric.node, durable,
+                                 layout_fingerprint(catalog, durable));
+    if (!pools.is_ok()) return pools.status();
+    n->pools_ = std::move(*pools);
+    rc.regions = rest;
+    rc.file_regions = n->pools_->file_regions();
+    n->durable_ = true;
+    n->persist_ = n->pools_->persist_ops();
+  }
   auto rt = r2::NodeRuntime::start(rc);
   if (!rt.is_ok()) return rt.status();
   n->rt_ = std::move(rt.value());
-  auto sn = store::tables::StoreNode::create(catalog, n->rt_->fabric());
+  if (n->pools_) DRTMX_RETURN_IF_ERROR(n->agree_on_database());
+  const uint64_t t0 = r2::now_ns();
+  auto sn = cfg.durability.recover
+                ? store::tables::StoreNode::recover(catalog, n->rt_->fabric(), &n->store_recovery_)
+                : store::tables::StoreNode::create(catalog, n->rt_->fabric());
   if (!sn.is_ok()) return sn.status();
   n->store_ = std::move(sn.value());
+  n->rebuild_ns_ = r2::now_ns() - t0;
   store::tables::NodeCacheOptions co = cfg.caches;
   co.threads = cfg.fabric.threads;
   auto caches = store::tables::NodeCaches::create(catalog, co);
@@ -101,6 +143,81 @@ Result<std::unique_ptr<TxnNode>> TxnNode::start(const store::Catalog& catalog,
   n->locs_.resize(workers * cfg.coroutines);
   n->engines_.resize(workers * cfg.coroutines);
   return n;
+}
+
+// Every node's pools must belong to one database: a first start gives all
+// of them node 0's stamp; a restart compares them (and refuses a database
+// whose load never completed).
+Status TxnNode::agree_on_database() {
+  NodeState st = pools_->state();
+  const bool recover = cfg_.durability.recover;
+  if (!recover) {
+    st.stamp = hash_mix(r2::now_ns(), static_cast<uint64_t>(getpid()));
+    st.loaded = 0;
+  }
+  auto all = rt_->control().exchange("txnnode.database",
+                                     std::to_string(st.stamp) + " " + std::to_string(st.loaded));
+  if (!all.is_ok()) return all.status().with_context("agreeing on the database");
+  uint64_t stamp0 = 0;
+  for (size_t i = 0; i < all->size(); ++i) {
+    std::istringstream is((*all)[i]);
+    uint64_t stamp = 0, loaded = 0;
+    if (!(is >> stamp >> loaded)) {
+      return internal_error("node " + std::to_string(i) + " sent a malformed database stamp");
+    }
+    if (i == 0) stamp0 = stamp;
+    if (!recover) continue;
+    if (stamp != stamp0) {
+      return invalid_argument("the pools of node " + std::to_string(i) +
+                              " belong to another "
+                              "database than node 0's (" +
+                              pools_->dir() +
+                              "); recover every node from the same run's pools, or start over "
+                              "with --format");
+    }
+    if (loaded != 1) {
+      return invalid_argument("the pools of node " + std::to_string(i) + " in " + pools_->dir() +
+                              " hold a database whose initial load never completed (a crash "
+                              "while loading?); start over with --format");
+    }
+  }
+  if (!recover) {
+    st.stamp = stamp0;
+    DRTMX_RETURN_IF_ERROR(pools_->save(st));
+  }
+  return Status::ok();
+}
+
+Status TxnNode::persist_loaded() {
+  if (!pools_) return Status::ok();
+  for (const store::TableSpec& t : catalog_.tables()) {
+    const r2::Region* reg = rt_->fabric().region(store::tables::table_region(t.id));
+    for (store::PartitionId p : catalog_.hosted(cfg_.fabric.node, t)) {
+      const store::tables::LocalPartition* part = store_->partition(t.id, p);
+      if (part == nullptr || !part->heap || reg == nullptr) continue;
+      const store::HeapStats hs = part->heap->stats();
+      const uint64_t used = (hs.capacity - hs.never_used) * part->heap->slot_bytes();
+      persist_.flush(reg->base + part->heap->options().range_offset, used);
+    }
+  }
+  persist_.drain();
+  NodeState st = pools_->state();
+  st.loaded = 1;
+  DRTMX_RETURN_IF_ERROR(pools_->save(st));
+  return rt_->control().barrier("txnnode.loaded");
+}
+
+Status TxnNode::recover(LogRecovery* out) {
+  if (!pools_ || !cfg_.durability.recover) {
+    return invalid_argument("txn node: recover() needs durability with recover set");
+  }
+  const r2::Region* log = rt_->fabric().region(kLogRegion);
+  if (log == nullptr) return internal_error("txn node: the log region is not registered");
+  DRTMX_RETURN_IF_ERROR(recover_logs(catalog_, *store_, rt_->fabric(), log->base,
+                                     replication().layout, rt_->control(), persist_, out));
+  NodeState st = pools_->state();
+  ++st.recoveries;
+  return pools_->save(st);
 }
 
 TxnNode::~TxnNode() {
@@ -180,6 +297,7 @@ Status TxnNode::setup_worker(r2::Worker& w, const r2::Region* scratch, const r2:
   DRTMX_RETURN_IF_ERROR(register_index_handlers(w, *store_, range_ts));
   reps_[t] = std::make_unique<Replicator>(w, rc);
   DRTMX_RETURN_IF_ERROR(reps_[t]->attach());
+  if (cfg_.crash_hook) reps_[t]->set_crash_hook(cfg_.crash_hook);
   // Each key's changes are applied in version order (StoreNode::
   // apply_in_order); one that arrives before an earlier change of its key
   // waits in the applier (BackupApplier::TryInstall).
@@ -225,6 +343,7 @@ Status TxnNode::setup_worker(r2::Worker& w, const r2::Region* scratch, const r2:
         }
         return *res;
       }));
+  if (cfg_.crash_hook) apps_[t]->set_crash_hook(cfg_.crash_hook);
   apps_[t]->set_prefetch([this](const RedoRecord& r) {
     if (const store::TableSpec* spec = catalog_.find(r.table)) store_->prefetch(*spec, r.key);
   });
@@ -239,6 +358,7 @@ Status TxnNode::setup_worker(r2::Worker& w, const r2::Region* scratch, const r2:
       locs_[i] = std::make_unique<StoreLocator>(catalog_, *caches_, sc, self);
       engines_[i] = std::make_unique<Engine>(co, *locs_[i], reps_[t].get(), cfg_.policy,
                                              arena->base + i * per_co, per_co, mvcc_.get());
+      if (cfg_.crash_hook) engines_[i]->set_crash_hook(cfg_.crash_hook);
       TxnContext ctx{co, *engines_[i], *locs_[i],
                      static_cast<uint32_t>((uint32_t{self} * threads + t) * cos + c)};
       body_(ctx);

@@ -31,8 +31,10 @@
 #include "store/catalog.h"
 #include "store/tables/store_node.h"
 #include "store/tables/table_client.h"
+#include "txn/durability.h"
 #include "txn/engine.h"
 #include "txn/log/replication.h"
+#include "txn/recovery.h"
 #include "txn/store_locator.h"
 
 namespace drtmx::txn {
@@ -55,6 +57,12 @@ struct TxnNodeConfig {
   // How often worker 0 computes the node's snapshot floor, sends it to
   // the other nodes and collects garbage versions.
   uint32_t floor_every_us = 1000;
+  // Durability (txn/durability.h): tables and logs in pools. Must be the
+  // same on every node (it joins the configuration fingerprint).
+  DurabilityConfig durability;
+  // Tests: called at every CrashPoint of the commit path, on the worker
+  // thread that reaches it (see txn/crash_point.h).
+  CrashHook crash_hook;
 };
 
 // What a transaction coroutine gets.
@@ -92,11 +100,27 @@ class TxnNode {
   // MVCC: this node's version stores (null without MVCC).
   const dst::MvccNode* mvcc() const { return mvcc_.get(); }
 
+  // --- durability -----------------------------------------------------------
+  // The pools (null without durability).
+  const NodePools* pools() const { return pools_.get(); }
+  // A first start: the initial load is complete; makes every record the
+  // loader wrote persistent and records that the database exists.
+  // Collective (a barrier), before run().
+  Status persist_loaded();
+  // A restart (durability.recover): what start() found in the record
+  // slots, then the logs' recovery (txn/recovery.h). Collective, before
+  // run(); the tables serve the recovered state when it returns.
+  Status recover(LogRecovery* out);
+  const store::tables::StoreRecovery& store_recovery() const { return store_recovery_; }
+  // How long start() took to rebuild the tables from their slots.
+  uint64_t rebuild_ns() const { return rebuild_ns_; }
+
  private:
   // The first stopped applier's reason ("" while none stopped).
   std::string corrupt_reason() const;
   TxnNode(const store::Catalog& c, const TxnNodeConfig& cfg) : catalog_(c), cfg_(cfg) {}
   ReplicationConfig replication() const;
+  Status agree_on_database();
   bool confirm_at_primary(const store::TableSpec* spec, const RedoRecord& r,
                           std::vector<uint64_t>& copy);
   Status setup_worker(r2::Worker& w, const r2::Region* scratch, const r2::Region* arena,
@@ -108,6 +132,9 @@ class TxnNode {
   // Durability (--durability=pmem): logs and records in pools.
   bool durable_ = false;
   PersistOps persist_;
+  std::unique_ptr<NodePools> pools_;
+  store::tables::StoreRecovery store_recovery_;
+  uint64_t rebuild_ns_ = 0;
   std::unique_ptr<r2::NodeRuntime> rt_;
   std::unique_ptr<store::tables::StoreNode> store_;
   std::unique_ptr<store::tables::NodeCaches> caches_;

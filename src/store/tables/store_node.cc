@@ -305,8 +305,8 @@ Result<bool> StoreNode::apply_in_order(const TableSpec& t, uint64_t key, Change 
                           "' keeps inline values (no records): transactions cannot write it");
 }
 
-Result<bool> StoreNode::get_local(const TableSpec& t, uint64_t key,
-                                  std::span<uint8_t> value) const {
+Result<bool> StoreNode::get_local(const TableSpec& t, uint64_t key, std::span<uint8_t> value,
+                                  uint64_t* version) const {
   const PartitionId p = catalog_.partition_of(t, key);
   const LocalPartition* part = partition(t.id, p);
   if (part == nullptr) return not_found(where(t, p) + " has no copy on this node");
@@ -315,11 +315,24 @@ Result<bool> StoreNode::get_local(const TableSpec& t, uint64_t key,
   }
   if (part->hash) {
     Result<hash::RecordLoc> r = part->hash->get(key, value);
-    if (r.is_ok()) return true;
+    if (r.is_ok()) {
+      if (version != nullptr) *version = r->version;
+      return true;
+    }
     if (r.status().code() == Code::kNotFound) return false;
     return r.status();
   }
-  if (part->records) return part->records->get(key, value);
+  if (part->records) {
+    RecordAddr a;
+    Result<bool> r = part->records->get(key, value, &a);
+    if (r.is_ok() && *r && version != nullptr) {
+      RecordHeader h{};
+      std::memcpy(&h, part->records->record(a.offset), sizeof h);
+      *version = h.version;
+    }
+    return r;
+  }
+  if (version != nullptr) *version = 0;
   const xstore::XStatus s = part->tree->get(key, value.data());
   if (s == xstore::XStatus::kNotFound) return false;
   DRTMX_RETURN_IF_ERROR(from_xstatus(s, t, key));

@@ -125,8 +125,9 @@ class StoreNode {
                               std::span<const uint8_t> value, const ApplyMvcc* mvcc = nullptr,
                               uint64_t* wrote = nullptr);
   // Owner-side read of the local copy (tests, audits): true + value when
-  // present.
-  Result<bool> get_local(const TableSpec& t, uint64_t key, std::span<uint8_t> value) const;
+  // present; `version` (optional): the record's (0 for inline values).
+  Result<bool> get_local(const TableSpec& t, uint64_t key, std::span<uint8_t> value,
+                         uint64_t* version = nullptr) const;
 
   // The local copy of (table, partition), or nullptr.
   LocalPartition* partition(TableId table, PartitionId p);

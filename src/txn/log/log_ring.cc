@@ -172,8 +172,7 @@ std::vector<LogEntry> scan_ring(const uint8_t* ring, uint32_t ring_bytes, uint64
   return out;
 }
 
-LogReader::At LogReader::probe(uint64_t pos_abs, uint64_t seq, LogEntry* e,
-                               uint64_t* total) const {
+LogReader::At LogReader::probe(uint64_t pos_abs, uint64_t seq, LogEntry* e, uint64_t* total) const {
   const uint64_t pos = pos_abs & (bytes_ - 1);
   const uint64_t to_end = bytes_ - pos;
   if (to_end < kLogMinEntry) {

@@ -1,0 +1,95 @@
+// Durability of one node (--durability=pmem, thesis §6.3): its pool files,
+// which of its regions live in them, how its own stores become persistent,
+// and what it remembers about the database across restarts.
+//
+// Pools (src/rdpma/pool.h), in the directory --pmem-dir:
+//   node<N>.region<R>.pool   one per durable region: every table region
+//                            (hash buckets or XStore leaves, and the record
+//                            heap) and the log region (rings + headers);
+//                            the region is the pool's whole data area.
+//   node<N>.state.pool       the node's state: the database stamp (the same
+//                            on every node of one database), whether the
+//                            initial load completed, how often it recovered.
+// Volatile regions stay in shared memory: client scratch, transaction
+// arenas, MVCC version stores, the GTS oracle, and everything rebuilt at a
+// restart (indexes, location and learned caches). Lock words live in the
+// record slots, so on persistent memory they are written there too (the
+// thesis's hint H8 — locks in DRAM — is not applied: see docs).
+//
+// Every node of a cluster must run with the same durability (the
+// configuration fingerprint says so); the persistence mode (pmem, memfs,
+// msync) depends on each node's directory and is reported per node.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/status.h"
+#include "r2/fabric.h"
+#include "rdpma/pool.h"
+#include "txn/log/replication.h"
+
+namespace drtmx::txn {
+
+struct DurabilityConfig {
+  bool enabled = false;  // --durability=pmem
+  std::string dir;       // --pmem-dir
+  bool format = false;   // --format: replace existing pool files
+  bool recover = false;  // --recover: restart from them
+};
+
+// The node's persistent state (in node<N>.state.pool).
+struct NodeState {
+  uint64_t magic = 0;
+  uint64_t stamp = 0;       // the database's (node 0 draws it at the first start)
+  uint64_t loaded = 0;      // 1 once the initial load is persistent
+  uint64_t recoveries = 0;  // completed restarts
+  uint64_t pad[4] = {};
+};
+static_assert(sizeof(NodeState) == 64);
+
+class NodePools {
+ public:
+  // Creates (a first start; existing files are refused unless cfg.format)
+  // or opens and validates (cfg.recover) the pools of `node` for the
+  // durable `regions` (id, bytes). `layout`: a fingerprint of everything
+  // that decides what the pools hold (catalog, cluster shape, sizes): a
+  // pool of another configuration is refused, naming the file.
+  static Result<std::unique_ptr<NodePools>> open(
+      const DurabilityConfig& cfg, uint16_t node,
+      const std::vector<std::pair<r2::RegionId, size_t>>& regions, uint64_t layout);
+
+  // (id, file region) of every durable region, for the fabric.
+  std::vector<std::pair<r2::RegionId, r2::FileRegion>> file_regions() const;
+  // How this node's own stores into its pools become persistent.
+  r2::Persistence mode() const { return mode_; }
+  PersistOps persist_ops() const;
+
+  const NodeState& state() const { return state_; }
+  // Writes the state and makes it persistent.
+  Status save(const NodeState& s);
+  const std::string& dir() const { return dir_; }
+  uint64_t pool_bytes() const;  // all pools' file sizes
+
+  static std::string region_path(const std::string& dir, uint16_t node, r2::RegionId region);
+  static std::string state_path(const std::string& dir, uint16_t node);
+
+ private:
+  NodePools() = default;
+  std::string dir_;
+  r2::Persistence mode_ = r2::Persistence::kNone;
+  std::vector<std::pair<r2::RegionId, std::unique_ptr<rdpma::PmemPool>>> regions_;
+  std::unique_ptr<rdpma::PmemPool> state_pool_;
+  rdpma::FatPtr state_at_;
+  NodeState state_;
+};
+
+// The persistence of `mode` as PersistOps: cache-line write-back + fence
+// (pmem, memfs), or msync of the flushed pages at drain (msync; the ranges
+// are remembered per thread between flush and drain).
+PersistOps persist_ops_for(r2::Persistence mode);
+
+}  // namespace drtmx::txn
