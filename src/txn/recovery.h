@@ -1,7 +1,7 @@
 // Restart recovery of a durable cluster (--durability=pmem --recover):
 // what happens between the pools being mapped again and the first new
 // transaction. Every node of the cluster runs it (it meets the others at
-// the control plane); see txn/log/durable_log.h for the protocol it relies
+// the control plane); see src/txn/README.md, "Durability", for the protocol it relies
 // on.
 //
 //   1. Records: StoreNode::recover rebuilt every hosted copy from its

@@ -1,5 +1,5 @@
 // Decisions: which of a coordinator thread's transactions are known
-// committed, as one watermark (durable logs, txn/log/durable_log.h).
+// committed, as one watermark (durable logs; src/txn/README.md, "Durability").
 //
 // Every transaction that writes log entries takes the next transaction
 // number (1, 2, ...) just before its entries are built; it completes when

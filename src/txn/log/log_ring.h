@@ -54,7 +54,7 @@
 //    from the future is a protocol bug or a corrupt ring: the reader
 //    refuses it instead of applying it.
 //
-// Durable logs (durability on, see txn/log/durable_log.h for the whole
+// Durable logs (durability on, see src/txn/README.md, "Durability", for the whole
 // protocol). The reader must not change anything — apply an entry, or zero
 // it — before the entry's transaction is known committed, and it must
 // make that knowledge persistent first: recovery decides each transaction

@@ -17,7 +17,7 @@
 // version — zeroes the entry, and reports the freed space to the writer
 // with a one-way message every `reclaim_every` bytes.
 //
-// Durable logs (ReplicationConfig::durable, txn/log/durable_log.h): the
+// Durable logs (ReplicationConfig::durable; the whole protocol: src/txn/README.md, "Durability"): the
 // entries also go to the primaries of the written records (which then
 // only make the write-back persistent), every WRITE is followed by a
 // flushing READ on the same channel (thesis H9: the entry is persistent
