@@ -112,6 +112,7 @@ class MvccNode {
   // GTS, node 0: hosts the oracle in `region` (GtsOracle::kRegionBytes of
   // GtsOracle::kRegion). oracle() is null elsewhere.
   void host_oracle(uint8_t* region) { oracle_ = std::make_unique<GtsOracle>(region); }
+  GtsOracle* oracle_mut() { return oracle_.get(); }
   GtsOracle* oracle() const { return oracle_.get(); }
   // GC of every store with lwm(); versions freed.
   uint64_t gc();

@@ -64,6 +64,13 @@ class GtsOracle {
   // timestamp never issued, already stable, or installed before (a message
   // that is not an INSTALL of this oracle).
   Status install(Timestamp ts);
+  // A restart: the next timestamp issued is above `ts` (the newest commit
+  // timestamp the recovered records carry), and StableTS starts at `ts`.
+  // Only before anything is issued.
+  void start_at(Timestamp ts) {
+    __atomic_store_n(counter_, ts, __ATOMIC_SEQ_CST);
+    __atomic_store_n(stable_, ts, __ATOMIC_SEQ_CST);
+  }
   Timestamp stable() const { return __atomic_load_n(stable_, __ATOMIC_SEQ_CST); }
   Timestamp issued() const { return __atomic_load_n(counter_, __ATOMIC_SEQ_CST); }
   uint64_t installs() const { return installs_.load(std::memory_order_relaxed); }

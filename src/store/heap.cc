@@ -87,6 +87,7 @@ Result<std::unique_ptr<RecordHeap>> RecordHeap::recover(std::span<uint8_t> regio
       ++out->uncommitted;
       continue;
     }
+    out->max_wts = std::max(out->max_wts, hd.wts);
     const LiveSlot ls{hd.key, options.range_offset + i * h.slot_bytes_, hd.incarnation, hd.version};
     auto [it, fresh] = by_key.emplace(hd.key, out->live.size());
     if (!fresh) {

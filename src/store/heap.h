@@ -63,6 +63,7 @@ struct LiveSlot {
 struct HeapRecovery {
   std::vector<LiveSlot> live;  // one per key (its highest version)
   uint64_t max_version = 0;    // over every sealed slot, live or deleted
+  uint64_t max_wts = 0;        // MVCC: the newest commit timestamp a live record carries
   uint64_t deleted = 0;        // sealed, deleted records
   uint64_t uncommitted = 0;    // sealed, live, version 0: a reservation never committed
   uint64_t torn = 0;           // written, seal broken: a write a crash cut short

@@ -215,6 +215,20 @@ Status TxnNode::recover(LogRecovery* out) {
   if (log == nullptr) return internal_error("txn node: the log region is not registered");
   DRTMX_RETURN_IF_ERROR(recover_logs(catalog_, *store_, rt_->fabric(), log->base,
                                      replication().layout, rt_->control(), persist_, out));
+  // MVCC: the recovered records carry the commit timestamps of the run that
+  // crashed; timestamps of the new run must be above them (the version
+  // stores are empty: a snapshot reads the newest version at or below its
+  // timestamp, so it must be able to see every recovered one).
+  auto all = rt_->control().exchange("txnnode.recovered_wts",
+                                     std::to_string(store_recovery_.slots.max_wts));
+  if (!all.is_ok()) return all.status();
+  uint64_t wts = 0;
+  for (const std::string& s : *all)
+    wts = std::max<uint64_t>(wts, std::strtoull(s.c_str(), nullptr, 10));
+  if (mvcc_) {
+    for (uint16_t w = 0; w < cfg_.fabric.threads; ++w) mvcc_->clock(w).observe(wts);
+    if (dst::GtsOracle* o = mvcc_->oracle_mut()) o->start_at(wts);
+  }
   NodeState st = pools_->state();
   ++st.recoveries;
   return pools_->save(st);

@@ -171,6 +171,7 @@ Status StoreNode::build(const TableSpec& t, PartitionId p, r2::Fabric& fabric,
     ++recovering->partitions;
     recovering->records += found.live.size();
     sum.max_version = std::max(sum.max_version, found.max_version);
+    sum.max_wts = std::max(sum.max_wts, found.max_wts);
     sum.deleted += found.deleted;
     sum.uncommitted += found.uncommitted;
     sum.torn += found.torn;
