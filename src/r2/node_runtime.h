@@ -29,7 +29,10 @@ struct NodeRuntimeConfig {
   FabricConfig fabric;
   ControlClientConfig control;  // node, num_nodes, cluster and fingerprint are filled from fabric
   WorkerConfig worker;
-  std::vector<std::pair<RegionId, size_t>> regions;
+  std::vector<std::pair<RegionId, size_t>> regions;  // volatile: register_region
+  // Persistent: register_file_region (e.g. a PmemPool's data_region()); the
+  // mapping must outlive the runtime.
+  std::vector<std::pair<RegionId, FileRegion>> file_regions;
 };
 
 class NodeRuntime {
