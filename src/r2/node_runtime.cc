@@ -31,8 +31,8 @@ Result<std::unique_ptr<NodeRuntime>> NodeRuntime::start(const NodeRuntimeConfig&
     auto r = rt->fabric_->register_region(id, bytes);
     if (!r) return fail(r.status());
   }
-  for (auto& [id, f] : cfg.file_regions) {
-    auto r = rt->fabric_->register_file_region(id, f);
+  for (auto& [id, file] : cfg.file_regions) {
+    auto r = rt->fabric_->register_file_region(id, file);
     if (!r) return fail(r.status());
   }
   if (Status s = rt->fabric_->connect(*rt->control_); !s.is_ok()) return fail(s);

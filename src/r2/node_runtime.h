@@ -29,9 +29,9 @@ struct NodeRuntimeConfig {
   FabricConfig fabric;
   ControlClientConfig control;  // node, num_nodes, cluster and fingerprint are filled from fabric
   WorkerConfig worker;
-  std::vector<std::pair<RegionId, size_t>> regions;
-  // Persistent regions over the caller's file mappings (kept alive by the
-  // caller for the runtime's lifetime; Fabric::register_file_region).
+  std::vector<std::pair<RegionId, size_t>> regions;  // volatile: register_region
+  // Persistent: register_file_region (e.g. a PmemPool's data_region()); the
+  // mapping must outlive the runtime.
   std::vector<std::pair<RegionId, FileRegion>> file_regions;
 };
 

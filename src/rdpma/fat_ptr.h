@@ -15,6 +15,11 @@ namespace drtmx::rdpma {
 constexpr uint64_t kLine = 64;     // H6/H7: small objects, aligned and padded to 64 B
 constexpr uint64_t kXPLine = 256;  // H5: objects of 256 B or more, to 256 B
 
+// Bytes of a pool file before its data area (the header, a page): the
+// data area is what the fabric registers, so an allocation's region offset
+// is its offset - kPoolHeaderBytes.
+constexpr uint64_t kPoolHeaderBytes = 4096;
+
 struct FatPtr {
   uint64_t offset = 0;  // from the start of the pool file
   uint32_t size = 0;    // payload bytes the caller asked for

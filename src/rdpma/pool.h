@@ -82,7 +82,7 @@ struct PoolSpec {
 
 class PmemPool {
  public:
-  static constexpr uint64_t kHeaderBytes = 4096;
+  static constexpr uint64_t kHeaderBytes = kPoolHeaderBytes;
 
   static Result<std::unique_ptr<PmemPool>> open(const PoolSpec& spec);
   ~PmemPool();
