@@ -579,11 +579,12 @@ Status run_bench_node(const BenchOptions& o) {
     jo.ring_bytes = journal_ring_bytes(o.journal_kb, static_cast<uint32_t>(cos));
     jo.format = o.format;
     jo.recover = o.recover;
-    if (o.recover) {  // validated before anything else is touched
-      auto j = Journal::open(jo);
-      if (!j.is_ok()) return j.status();
-      journal = std::move(*j);
-    }
+    // Before the engine's pools: a restart's journal is validated before
+    // anything is touched; a first start's exists before any transaction
+    // (and before any node can crash in its load).
+    auto j = Journal::open(jo);
+    if (!j.is_ok()) return j.status();
+    journal = std::move(*j);
   }
   if (!o.crash_name.empty() && o.crash_name != "load" && o.node == o.crash_node) {
     txn::CrashPoint point = txn::CrashPoint::kCount;
@@ -594,7 +595,15 @@ Status run_bench_node(const BenchOptions& o) {
     };
   }
   auto node = txn::TxnNode::start(*cat, cfg);
-  if (!node.is_ok()) return node.status();
+  if (!node.is_ok()) {
+    if (journal && !o.recover) {  // the journal this refused first start created
+      const std::string file = journal->file();
+      journal.reset();
+      std::error_code ec;
+      std::filesystem::remove(file, ec);
+    }
+    return node.status();
+  }
   txn::TxnNode& n = **node;
   auto fail = [&](const Status& s) {
     n.runtime().control().report_failure(s.message());
@@ -603,9 +612,6 @@ Status run_bench_node(const BenchOptions& o) {
   DurableRun durable;
   txn::LogRecovery logs;
   if (o.durable && !o.recover) {
-    auto j = Journal::open(jo);
-    if (!j.is_ok()) return fail(j.status());
-    journal = std::move(*j);
     if (Status st = journal->set_stamp(n.pools()->state().stamp); !st.is_ok()) return fail(st);
   }
   if (o.recover) {
