@@ -565,6 +565,8 @@ Status run_bench_node(const BenchOptions& o) {
       }
     }
     cfg.durability = {true, o.pmem_dir, o.format, o.recover};
+    // Every node loads, or every node restarts.
+    cfg.control.fingerprint["start"] = o.recover ? "recover" : "load";
     std::vector<int64_t> probe;
     (*wl)->client(first_index, o.seed)->sums(probe);
     nsums = probe.size();

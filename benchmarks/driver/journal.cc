@@ -409,9 +409,9 @@ class Journal::Ring final : public txn::CommitObserver {
 
   void fail(const Status& st) {
     bool expected = false;
-    if (j_.failed_.compare_exchange_strong(expected, true)) {
+    if (j_.failed_.compare_exchange_strong(expected, true)) {  // the first failure only
       j_.error_ = "journal " + j_.file() + ": " + st.message();
-      j_.failed_.store(true, std::memory_order_release);
+      j_.error_set_.store(true, std::memory_order_release);
     }
   }
 
@@ -562,7 +562,7 @@ txn::CommitObserver* Journal::observer(uint32_t co,
 }
 
 std::string Journal::error() const {
-  return failed_.load(std::memory_order_acquire) ? error_ : std::string();
+  return error_set_.load(std::memory_order_acquire) ? error_ : std::string();
 }
 
 Result<JournalScan> Journal::scan() const {

@@ -148,8 +148,9 @@ class Journal {
   uint32_t cos_ = 0, sums_ = 0;
   uint64_t ring_bytes_ = 0;
   std::vector<std::unique_ptr<Ring>> rings_;
-  mutable std::atomic<bool> failed_{false};
-  std::string error_;  // set once, before failed_
+  std::atomic<bool> failed_{false};     // an observer failed: journaling stops
+  std::atomic<bool> error_set_{false};  // error_ is written
+  std::string error_;
   friend class Ring;
 };
 
