@@ -40,7 +40,26 @@ Status ProcessGroup::spawn(const std::string& name, const std::string& exe,
   return Status::ok();
 }
 
-Status ProcessGroup::wait_all(std::chrono::milliseconds timeout) {
+void ProcessGroup::note(Child& c, int st) {
+  c.done = true;
+  if (WIFSIGNALED(st)) c.signal = WTERMSIG(st);
+  if (WIFEXITED(st)) c.exit_code = WEXITSTATUS(st);
+}
+
+std::vector<ProcessGroup::Ended> ProcessGroup::ended() const {
+  std::vector<Ended> out;
+  for (const Child& c : children_) out.push_back({c.name, c.signal, c.exit_code});
+  return out;
+}
+
+void ProcessGroup::signal_all(int sig) {
+  for (const Child& c : children_) {
+    if (!c.done) kill(c.pid, sig);
+  }
+}
+
+Status ProcessGroup::wait_all(std::chrono::milliseconds timeout,
+                              const std::function<void()>& poll) {
   const auto until = std::chrono::steady_clock::now() + timeout;
   Status first;
   auto running = [&] {
@@ -62,6 +81,7 @@ Status ProcessGroup::wait_all(std::chrono::milliseconds timeout) {
       c.done = true;
       reaped = true;
       if (r < 0) continue;
+      note(c, st);
       if (WIFSIGNALED(st) && signaled.empty()) {
         signaled = c.name + " was killed by signal " + std::to_string(WTERMSIG(st));
       } else if (WIFEXITED(st) && WEXITSTATUS(st) != 0 && failed.empty()) {
@@ -79,6 +99,7 @@ Status ProcessGroup::wait_all(std::chrono::milliseconds timeout) {
       return timeout_error("node processes did not finish within " +
                            std::to_string(timeout.count()) + " ms; stopped them");
     }
+    if (poll) poll();
     if (!reaped) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   return first;
@@ -88,7 +109,7 @@ void ProcessGroup::kill_all() {
   bool any = false;
   for (auto& c : children_) {
     if (!c.done) {
-      kill(c.pid, SIGTERM);
+      kill(c.pid, stop_signal_);
       any = true;
     }
   }
@@ -99,12 +120,13 @@ void ProcessGroup::kill_all() {
       int st = 0;
       pid_t r = waitpid(c.pid, &st, WNOHANG);
       if (r != 0) {
+        if (r > 0) note(c, st);
         c.done = true;
         break;
       }
       if (std::chrono::steady_clock::now() > grace) {
         kill(c.pid, SIGKILL);
-        waitpid(c.pid, &st, 0);
+        if (waitpid(c.pid, &st, 0) > 0) note(c, st);
         c.done = true;
         break;
       }

@@ -7,6 +7,8 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <csignal>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -33,17 +35,35 @@ class ProcessGroup {
   // the same time, one killed by a signal before one that exited non-zero
   // (the others' errors are usually about the dead one). On timeout all
   // are killed.
-  Status wait_all(std::chrono::milliseconds timeout);
-  // Stops every child still running.
+  // `poll` (optional) is called about every 5 ms while children run (e.g.
+  // to signal_all() at some moment).
+  Status wait_all(std::chrono::milliseconds timeout, const std::function<void()>& poll = {});
+  // Stops every child still running: the stop signal (SIGTERM by default),
+  // then SIGKILL after a grace period of 2 s.
   void kill_all();
+  // The signal kill_all() sends first (SIGKILL: no grace period).
+  void set_stop_signal(int sig) { stop_signal_ = sig; }
+  // Sends `sig` to every child still running (does not wait).
+  void signal_all(int sig);
+
+  // How each child ended, in spawn order (after wait_all).
+  struct Ended {
+    std::string name;
+    int signal = 0;      // the signal that killed it (0: it exited)
+    int exit_code = -1;  // when it exited; -1 when unknown (killed or not reaped)
+  };
+  std::vector<Ended> ended() const;
 
  private:
   struct Child {
     std::string name;
     pid_t pid;
     bool done;
+    int signal = 0, exit_code = -1;
   };
+  void note(Child& c, int status);
   std::vector<Child> children_;
+  int stop_signal_ = SIGTERM;
 };
 
 }  // namespace drtmx::bench

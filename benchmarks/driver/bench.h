@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -37,6 +38,21 @@ struct BenchOptions {
   uint32_t xstore_refresh_keys = 16;            // XCacheOptions::refresh_keys_per_miss
   double versions_pct = 2;                      // dst::MvccConfig::versions_pct
   std::map<std::string, std::string> workload;  // workload options (--accounts=...)
+  // Durability (README "Durability"): pools and the acknowledgement journal.
+  bool durable = false;  // --durability=pmem
+  std::string pmem_dir;  // --pmem-dir
+  bool format = false;   // --format
+  bool recover = false;  // --recover
+  uint32_t journal_kb = 1024;
+  // Launcher: SIGKILL every node this many seconds into the measured run (0: never).
+  double crash_at = 0;
+  // Tests: node `crash_node` kills itself at the `crash_hit`-th occurrence of
+  // crash point `crash_name` (txn/crash_point.h, or "load": after its load,
+  // before the load is recorded persistent). Empty name: none.
+  std::string crash_name;
+  int crash_node = -1;
+  uint64_t crash_hit = 0;
+  bool crash_requested() const { return crash_at > 0 || !crash_name.empty(); }
   std::vector<std::string> node_args(int node, const std::string& coordinator) const;
 };
 
@@ -54,8 +70,11 @@ Result<std::unique_ptr<Workload>> make_workload(const BenchOptions& o);
 Status run_local_cluster(const BenchOptions& o);
 // One node, joined through o.coordinator; node 0 prints the report.
 Status run_bench_node(const BenchOptions& o);
-// The coordinator of a run, printing the nodes' per-second progress.
-Result<std::unique_ptr<r2::ControlServer>> start_coordinator(const BenchOptions& o,
-                                                             const std::string& listen);
+// The coordinator of a run, printing the nodes' per-second progress;
+// `also` (optional) sees every publication too.
+Result<std::unique_ptr<r2::ControlServer>> start_coordinator(
+    const BenchOptions& o, const std::string& listen,
+    std::function<void(uint16_t node, const std::string& topic, const std::string& blob)> also =
+        {});
 
 }  // namespace drtmx::bench

@@ -3,7 +3,10 @@
 // preset, and a summary table when several presets were asked for.
 #include <unistd.h>
 
+#include <atomic>
+#include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
@@ -36,6 +39,12 @@ double json_number(const std::string& text, const std::string& key) {
   return std::strtod(text.c_str() + at + k.size(), nullptr);
 }
 
+std::string fmt_seconds(double s) {
+  std::ostringstream os;
+  os << std::setprecision(3) << s;
+  return os.str();
+}
+
 std::string read_file(const std::string& path) {
   std::ifstream in(path);
   std::ostringstream os;
@@ -43,17 +52,49 @@ std::string read_file(const std::string& path) {
   return os.str();
 }
 
+// The line a run that crashed on purpose ends with.
+std::string crash_line(const BenchOptions& o, const std::string& what) {
+  return "drtmx-bench: " + what + " — no clean shutdown; the pools in " + o.pmem_dir +
+         " hold what survived. Restart with --recover (same --pmem-dir, nodes, threads, "
+         "coroutines, replicas and workload scale; the cluster name may differ).";
+}
+
 // One run of one preset: the nodes, the coordinator, cleanup.
 Status run_once(const BenchOptions& o) {
   const bool shm = o.fabric.backend == "shm";
   if (shm) r2::remove_shm_segments(o.fabric.cluster);
-  auto server = start_coordinator(o, "127.0.0.1:0");
+  if (o.durable && !o.recover) {
+    std::error_code ec;
+    std::filesystem::create_directories(o.pmem_dir, ec);
+    if (ec) {
+      return io_error("--pmem-dir=" + o.pmem_dir + ": cannot create the directory (" +
+                          ec.message() + "); give a writable directory",
+                      ec.value());
+    }
+  } else if (o.recover && !std::filesystem::is_directory(o.pmem_dir)) {
+    return not_found("--pmem-dir=" + o.pmem_dir +
+                     " is not a directory: nothing to recover (start without --recover to "
+                     "create a database there)");
+  }
+  // --crash-at: when the nodes began measuring (the first "measuring"
+  // publication), by the steady clock.
+  auto measuring = std::make_shared<std::atomic<int64_t>>(0);
+  auto server = start_coordinator(
+      o, "127.0.0.1:0", [measuring](uint16_t, const std::string& topic, const std::string&) {
+        int64_t zero = 0;
+        if (topic == "measuring") {
+          measuring->compare_exchange_strong(
+              zero, std::chrono::steady_clock::now().time_since_epoch().count());
+        }
+      });
   if (!server.is_ok()) return server.status();
   const std::string coord = "127.0.0.1:" + std::to_string((*server)->port());
   const auto limit =
       std::chrono::milliseconds(static_cast<int64_t>((o.seconds + o.warmup) * 1000) + 180000);
   const uint16_t nodes = o.fabric.num_nodes;
   Status result;
+  bool crashed = false;  // we SIGKILLed the nodes (--crash-at)
+  std::string crash_what;
   if (!o.inprocess) {
     const std::string self = self_exe();
     const std::string exe = self.substr(0, self.rfind('/') + 1) + "drtmx-node";
@@ -63,10 +104,53 @@ Status run_once(const BenchOptions& o) {
                          "built beside it (rebuild, or use --inprocess)");
     }
     ProcessGroup group;
+    // A crash is a crash: the others go down at once, not by SIGTERM.
+    if (o.crash_requested()) group.set_stop_signal(SIGKILL);
     for (int n = 0; n < nodes && result.is_ok(); ++n) {
       result = group.spawn("node " + std::to_string(n), exe, o.node_args(n, coord));
     }
-    if (result.is_ok()) result = group.wait_all(limit);
+    std::function<void()> poll;
+    if (o.crash_at > 0) {
+      poll = [&] {
+        const int64_t t = measuring->load();
+        if (crashed || t == 0) return;
+        const auto since = std::chrono::steady_clock::now().time_since_epoch() -
+                           std::chrono::steady_clock::duration(t);
+        if (since < std::chrono::duration<double>(o.crash_at)) return;
+        group.signal_all(SIGKILL);
+        crashed = true;
+      };
+    }
+    if (result.is_ok()) result = group.wait_all(limit, poll);
+    if (crashed) {
+      crash_what = "SIGKILLed all " + std::to_string(nodes) + " node processes " +
+                   fmt_seconds(o.crash_at) + " s into the measured run (--crash-at)";
+      result = Status::ok();
+    } else if (!o.crash_name.empty()) {
+      // The crash node's SIGKILL must be the first failure (not the stop
+      // signal that another node's failure brought).
+      const std::vector<ProcessGroup::Ended> ended = group.ended();
+      const bool hit = !result.is_ok() && o.crash_node < static_cast<int>(ended.size()) &&
+                       ended[o.crash_node].signal == SIGKILL &&
+                       result.message() == "node " + std::to_string(o.crash_node) +
+                                               " was killed by signal " + std::to_string(SIGKILL);
+      if (hit) {
+        crash_what = "node " + std::to_string(o.crash_node) + " killed itself at crash point " +
+                     o.crash_name + " (occurrence " + std::to_string(o.crash_hit) +
+                     ") and the others were SIGKILLed";
+        result = Status::ok();
+        crashed = true;
+      } else if (result.is_ok()) {
+        result = not_found("--crash-point=" + o.crash_name + ":" + std::to_string(o.crash_node) +
+                           ":" + std::to_string(o.crash_hit) +
+                           " was never reached: the run ended normally (lower HIT, or run "
+                           "longer)");
+      }
+    } else if (o.crash_at > 0 && result.is_ok()) {
+      result = internal_error(
+          "--crash-at: the run ended before the crash (no node reported "
+          "its measured run)");
+    }
   } else {
     std::vector<std::thread> ts;
     std::vector<Status> st(nodes);
@@ -85,15 +169,17 @@ Status run_once(const BenchOptions& o) {
         result = st[n].with_context("node " + std::to_string(n));
     }
   }
-  if (result.is_ok()) result = (*server)->wait_done(std::chrono::milliseconds(5000));
+  if (result.is_ok() && !crashed) result = (*server)->wait_done(std::chrono::milliseconds(5000));
   if (shm) r2::remove_shm_segments(o.fabric.cluster);
+  if (crashed) std::cout << crash_line(o, crash_what) << std::endl;
   return result;
 }
 
 }  // namespace
 
-Result<std::unique_ptr<r2::ControlServer>> start_coordinator(const BenchOptions& o,
-                                                             const std::string& listen) {
+Result<std::unique_ptr<r2::ControlServer>> start_coordinator(
+    const BenchOptions& o, const std::string& listen,
+    std::function<void(uint16_t node, const std::string& topic, const std::string& blob)> also) {
   auto progress = std::make_shared<Progress>();
   r2::ControlServerConfig sc;
   sc.listen = listen;
@@ -101,7 +187,9 @@ Result<std::unique_ptr<r2::ControlServer>> start_coordinator(const BenchOptions&
   sc.num_nodes = o.fabric.num_nodes;
   sc.join_timeout = std::chrono::milliseconds(o.join_timeout_ms);
   const int nodes = o.fabric.num_nodes;
-  sc.on_publish = [progress, nodes](uint16_t, const std::string& topic, const std::string& blob) {
+  sc.on_publish = [progress, nodes, also](uint16_t node, const std::string& topic,
+                                          const std::string& blob) {
+    if (also) also(node, topic, blob);
     if (topic != "progress") return;
     std::istringstream is(blob);
     int sec = 0;

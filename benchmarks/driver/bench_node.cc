@@ -3,10 +3,14 @@
 // randomized exponential back-off), measure a window, drain, audit; node 0
 // gathers every node's results, checks the workload's invariants and
 // prints the report (and the JSON file).
+#include <signal.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <iomanip>
 #include <iostream>
 #include <sstream>
@@ -14,8 +18,10 @@
 
 #include "base/histogram.h"
 #include "bench.h"
+#include "journal.h"
 #include "json_writer.h"
 #include "r2/common/clock.h"
+#include "recovery_check.h"
 #include "txn/txn_node.h"
 
 namespace drtmx::bench {
@@ -96,6 +102,7 @@ struct NodeResult {
   uint64_t given_up = 0;
   LatencyHistogram hist;
   std::vector<int64_t> node_audit, client_sums;
+  std::vector<uint64_t> durability;  // DurabilityField (empty without durability)
 
   std::string encode() const {
     std::ostringstream os;
@@ -111,7 +118,7 @@ struct NodeResult {
     for (int64_t v : client_sums) os << ' ' << v;
     os << ' ' << hist.encode();
     const std::vector<uint64_t> vf = versions.fields();
-    for (const auto* v : {&type_aborts, &ro_blocked, &ro_wait_ns, &read_only, &vf}) {
+    for (const auto* v : {&type_aborts, &ro_blocked, &ro_wait_ns, &read_only, &vf, &durability}) {
       os << ' ' << v->size();
       for (uint64_t x : *v) os << ' ' << x;
     }
@@ -141,8 +148,43 @@ struct NodeResult {
     return (is >> r->window_ns >> r->given_up) && vec(r->committed) && vec(r->aborts) &&
            triples(r->by_table) && vec(r->node_audit) && vec(r->client_sums) && (is >> h) &&
            r->hist.decode(h) && vec(r->type_aborts) && vec(r->ro_blocked) && vec(r->ro_wait_ns) &&
-           vec(r->read_only) && vec(vf) && VersionTotals::from(vf, &r->versions);
+           vec(r->read_only) && vec(vf) && VersionTotals::from(vf, &r->versions) &&
+           vec(r->durability);
   }
+};
+
+// NodeResult::durability, by position.
+enum DurabilityField : size_t {
+  kPoolMode,      // r2::Persistence of the engine's pools
+  kJournalMode,   // ... of the journal
+  kPoolBytes,     // the engine's pool files
+  kJournalBytes,  // the journal's ring bytes per coroutine
+  kJournalRecords,
+  kJournalFolds,
+  kRecovered,  // 1: this run restarted from the pools
+  kRebuildNs,
+  kPartitions,
+  kLiveRecords,
+  kDeletedSlots,
+  kTornSlots,
+  kUncommittedSlots,
+  kDuplicateSlots,
+  kLogEntries,
+  kLogCommitted,
+  kLogDropped,
+  kLogRecords,
+  kLogReplayed,
+  kLogScanNs,
+  kLogDecideNs,
+  kLogReplayNs,
+  kLogResetNs,
+  kDurabilityFields
+};
+
+// What a run knows about its durability besides the node results.
+struct DurableRun {
+  bool recovered = false;
+  RecoveryCheck check;  // a --recover run's
 };
 
 std::string fmt(double v, int prec) {
@@ -184,8 +226,132 @@ std::string blamed_tables(const store::Catalog& cat, const std::vector<TableAbor
   return out + ")";
 }
 
+// The durability of a run: the report's lines and its JSON object.
+struct DurabilitySummary {
+  bool on = false, recovered = false;
+  std::vector<std::string> modes;  // per node: "memfs" (journal "memfs")
+  uint64_t pool_bytes = 0, journal_records = 0, journal_folds = 0, journal_ring = 0;
+  uint64_t rebuild_ns = 0, replay_ns = 0, serve_ns = 0;  // the slowest node's
+  uint64_t scan_ns = 0, decide_ns = 0, log_replay_ns = 0, reset_ns = 0;
+  uint64_t partitions = 0, live = 0, scanned = 0, torn = 0, uncommitted = 0;
+  uint64_t entries = 0, committed = 0, dropped = 0, records = 0, replayed = 0;
+
+  static DurabilitySummary of(const std::vector<NodeResult>& rs) {
+    DurabilitySummary d;
+    for (const NodeResult& r : rs) {
+      const std::vector<uint64_t>& f = r.durability;
+      if (f.size() != kDurabilityFields) continue;
+      d.on = true;
+      r2::Persistence pm = r2::Persistence::kNone, jm = r2::Persistence::kNone;
+      (void)r2::persistence_from_code(static_cast<uint8_t>(f[kPoolMode]), &pm);
+      (void)r2::persistence_from_code(static_cast<uint8_t>(f[kJournalMode]), &jm);
+      std::string m = r2::persistence_name(pm);
+      if (jm != pm) m += " (journal " + std::string(r2::persistence_name(jm)) + ")";
+      d.modes.push_back(m);
+      d.pool_bytes += f[kPoolBytes];
+      d.journal_ring = f[kJournalBytes];
+      d.journal_records += f[kJournalRecords];
+      d.journal_folds += f[kJournalFolds];
+      if (!f[kRecovered]) continue;
+      d.recovered = true;
+      const uint64_t logs = f[kLogScanNs] + f[kLogDecideNs] + f[kLogReplayNs] + f[kLogResetNs];
+      d.rebuild_ns = std::max(d.rebuild_ns, f[kRebuildNs]);
+      d.replay_ns = std::max(d.replay_ns, logs);
+      d.serve_ns = std::max(d.serve_ns, f[kRebuildNs] + logs);
+      d.scan_ns = std::max(d.scan_ns, f[kLogScanNs]);
+      d.decide_ns = std::max(d.decide_ns, f[kLogDecideNs]);
+      d.log_replay_ns = std::max(d.log_replay_ns, f[kLogReplayNs]);
+      d.reset_ns = std::max(d.reset_ns, f[kLogResetNs]);
+      d.partitions += f[kPartitions];
+      d.live += f[kLiveRecords];
+      d.scanned += f[kLiveRecords] + f[kDeletedSlots] + f[kTornSlots] + f[kUncommittedSlots] +
+                   f[kDuplicateSlots];
+      d.torn += f[kTornSlots];
+      d.uncommitted += f[kUncommittedSlots];
+      d.entries += f[kLogEntries];
+      d.committed += f[kLogCommitted];
+      d.dropped += f[kLogDropped];
+      d.records += f[kLogRecords];
+      d.replayed += f[kLogReplayed];
+    }
+    return d;
+  }
+};
+
+std::string ms(uint64_t ns) {
+  return fmt(double(ns) / 1e6, 1);
+}
+
+void print_durability(const BenchOptions& o, const DurabilitySummary& d, const DurableRun& run) {
+  if (!d.on) return;
+  std::cout << "  durability: pmem dir=" << o.pmem_dir << " —";
+  for (size_t i = 0; i < d.modes.size(); ++i)
+    std::cout << (i ? ", node" : " node") << i << " " << d.modes[i];
+  std::cout << "; pools " << fmt(double(d.pool_bytes) / 1048576.0, 1) << " MiB; journal "
+            << d.journal_records << " records written (" << d.journal_ring / 1024
+            << " KiB per coroutine, " << d.journal_folds << " folds)\n";
+  if (!d.recovered) return;
+  std::cout << "  recovery: serving again after " << ms(d.serve_ns)
+            << " ms (the slowest node): rebuild " << ms(d.rebuild_ns) << " ms (" << d.scanned
+            << " record slots scanned, " << d.live << " records and " << d.partitions
+            << " partition indexes rebuilt; " << d.torn << " torn, " << d.uncommitted
+            << " uncommitted), log replay " << ms(d.replay_ns) << " ms (scan " << ms(d.scan_ns)
+            << ", decide " << ms(d.decide_ns) << ", replay " << ms(d.log_replay_ns) << ", reset "
+            << ms(d.reset_ns) << " ms); log entries " << d.entries << " found, " << d.committed
+            << " committed, " << d.dropped << " dropped; " << d.replayed << " of " << d.records
+            << " records replayed\n";
+  std::cout << "  " << run.check.line() << " (" << ms(run.check.check_ns) << " ms)\n";
+}
+
+void json_durability(JsonWriter& j, const BenchOptions& o, const DurabilitySummary& d,
+                     const DurableRun& run) {
+  j.key("durability").begin_object();
+  j.key("mode").value(d.on ? "pmem" : "off");
+  if (d.on) {
+    j.key("dir").value(o.pmem_dir);
+    j.key("nodes").begin_array();
+    for (const std::string& m : d.modes) j.value(m);
+    j.end_array();
+    j.key("pool_bytes").value(d.pool_bytes);
+    j.key("journal_records").value(d.journal_records).key("journal_folds").value(d.journal_folds);
+    j.key("journal_bytes_per_coroutine").value(d.journal_ring);
+    j.key("recovered").value(d.recovered);
+  }
+  if (d.recovered) {
+    j.key("recovery").begin_object();
+    j.key("serve_ms").value(double(d.serve_ns) / 1e6, 3);
+    j.key("rebuild_ms").value(double(d.rebuild_ns) / 1e6, 3);
+    j.key("log_replay_ms").value(double(d.replay_ns) / 1e6, 3);
+    j.key("scan_ms").value(double(d.scan_ns) / 1e6, 3);
+    j.key("decide_ms").value(double(d.decide_ns) / 1e6, 3);
+    j.key("replay_ms").value(double(d.log_replay_ns) / 1e6, 3);
+    j.key("reset_ms").value(double(d.reset_ns) / 1e6, 3);
+    j.key("slots_scanned").value(d.scanned).key("records_rebuilt").value(d.live);
+    j.key("indexes_rebuilt").value(d.partitions).key("torn_slots").value(d.torn);
+    j.key("uncommitted_slots").value(d.uncommitted);
+    j.key("log_entries").value(d.entries).key("log_entries_committed").value(d.committed);
+    j.key("log_entries_dropped").value(d.dropped).key("records_offered").value(d.records);
+    j.key("records_replayed").value(d.replayed);
+    j.end_object();
+    const RecoveryCheck& c = run.check;
+    j.key("recovery_check").begin_object();
+    j.key("status").value(c.status.is_ok() ? std::string("ok") : c.status.message());
+    j.key("acknowledged_verified").value(c.acknowledged);
+    j.key("in_flight").value(c.in_flight).key("in_flight_committed").value(c.in_flight_committed);
+    j.key("in_flight_not_committed").value(c.in_flight - c.in_flight_committed);
+    j.key("key_copies_compared").value(c.writes_checked);
+    j.key("absent_unverified").value(c.absent_unverified);
+    j.key("truncated_records").value(c.truncated);
+    j.key("earlier_commits").value(c.commits_before);
+    j.key("check_ms").value(double(c.check_ns) / 1e6, 3);
+    j.end_object();
+  }
+  j.end_object();
+}
+
 Status report(const BenchOptions& o, const Workload& wl, const store::Catalog& cat,
-              const txn::Policy& policy, uint16_t replicas, const std::vector<NodeResult>& rs) {
+              const txn::Policy& policy, uint16_t replicas, const std::vector<NodeResult>& rs,
+              const DurableRun& run) {
   const std::vector<std::string> types = wl.txn_types();
   std::vector<uint64_t> committed(types.size(), 0), aborts(txn::kAbortKinds, 0);
   std::vector<uint64_t> type_aborts(types.size(), 0), ro_blocked(types.size(), 0),
@@ -215,7 +381,10 @@ Status report(const BenchOptions& o, const Workload& wl, const store::Catalog& c
     add_into(node_sums, r.node_audit);
     add_into(client_sums, r.client_sums);
   }
+  // A restarted database: what it held at the restart, plus this run.
+  if (run.recovered) add_into(client_sums, run.check.client_sums);
   const Status check = wl.check(node_sums, client_sums);
+  const DurabilitySummary dur = DurabilitySummary::of(rs);
   uint64_t total_commits = 0, total_aborts = 0;
   for (uint64_t c : committed) total_commits += c;
   for (size_t i = 1; i < aborts.size(); ++i) total_aborts += aborts[i];
@@ -272,6 +441,7 @@ Status report(const BenchOptions& o, const Workload& wl, const store::Catalog& c
   if (given_up)
     std::cout << "  transactions given up after " << kMaxAttempts << " attempts: " << given_up
               << "\n";
+  print_durability(o, dur, run);
   std::cout << "  check: " << (check.is_ok() ? "ok" : check.message()) << "\n";
   if (!o.json.empty()) {
     JsonWriter j;
@@ -320,6 +490,7 @@ Status report(const BenchOptions& o, const Workload& wl, const store::Catalog& c
       j.end_object();
     }
     j.end_object();
+    json_durability(j, o, dur, run);
     j.key("check").value(check.is_ok() ? std::string("ok") : check.message());
     j.key("config").begin_object();
     j.key("bench").value(o.bench).key("fabric").value(o.fabric.backend);
@@ -337,6 +508,18 @@ Status report(const BenchOptions& o, const Workload& wl, const store::Catalog& c
     if (!write_file(o.json, j.str() + "\n", &err)) return io_error(err, errno);
   }
   return check;
+}
+
+// --crash-point: this process dies here, as by a power cut (SIGKILL: no
+// handler, no destructor, no flush). Says so first (one write, no
+// allocation after the string is built).
+[[noreturn]] void crash_now(const BenchOptions& o) {
+  const std::string m = "drtmx-node " + std::to_string(o.node) + ": crash point " + o.crash_name +
+                        " reached (occurrence " + std::to_string(o.crash_hit) +
+                        "): killing this process (SIGKILL)\n";
+  (void)!::write(2, m.data(), m.size());
+  ::raise(SIGKILL);
+  ::_exit(137);  // not reached
 }
 
 }  // namespace
@@ -365,19 +548,110 @@ Status run_bench_node(const BenchOptions& o) {
   cfg.caches.xcache.refresh_keys_per_miss = o.xstore_refresh_keys;
   cfg.mvcc.versions_pct = o.versions_pct;
   cfg.arena_bytes = std::max(cfg.arena_bytes, (*wl)->arena_bytes());
+  const size_t cos = size_t{o.fabric.threads} * o.coroutines;
+  const uint32_t first_index = uint32_t(o.node) * uint32_t(cos);
+  // Durability: the engine's pools and this node's acknowledgement journal.
+  std::unique_ptr<Journal> journal;
+  Journal::Options jo;
+  size_t nsums = 0;
+  if (o.durable) {
+    if (!o.recover) {
+      std::error_code ec;
+      std::filesystem::create_directories(o.pmem_dir, ec);
+      if (ec) {
+        return io_error(
+            "--pmem-dir=" + o.pmem_dir + ": cannot create the directory (" + ec.message() + ")",
+            ec.value());
+      }
+    }
+    cfg.durability = {true, o.pmem_dir, o.format, o.recover};
+    // Every node loads, or every node restarts.
+    cfg.control.fingerprint["start"] = o.recover ? "recover" : "load";
+    std::vector<int64_t> probe;
+    (*wl)->client(first_index, o.seed)->sums(probe);
+    nsums = probe.size();
+    jo.dir = o.pmem_dir;
+    jo.node = static_cast<uint16_t>(o.node);
+    jo.nodes = nodes;
+    jo.threads = o.fabric.threads;
+    jo.coroutines = o.coroutines;
+    jo.replicas = replicas;
+    jo.bench = o.bench;
+    jo.sums = static_cast<uint32_t>(nsums);
+    jo.ring_bytes = journal_ring_bytes(o.journal_kb, static_cast<uint32_t>(cos));
+    jo.format = o.format;
+    jo.recover = o.recover;
+    // Before the engine's pools: a restart's journal is validated before
+    // anything is touched; a first start's exists before any transaction
+    // (and before any node can crash in its load).
+    auto j = Journal::open(jo);
+    if (!j.is_ok()) return j.status();
+    journal = std::move(*j);
+  }
+  if (!o.crash_name.empty() && o.crash_name != "load" && o.node == o.crash_node) {
+    txn::CrashPoint point = txn::CrashPoint::kCount;
+    (void)txn::crash_point_from(o.crash_name, &point);
+    auto hits = std::make_shared<std::atomic<uint64_t>>(0);
+    cfg.crash_hook = [point, hits, &o](txn::CrashPoint p) {
+      if (p == point && hits->fetch_add(1) + 1 == o.crash_hit) crash_now(o);
+    };
+  }
   auto node = txn::TxnNode::start(*cat, cfg);
-  if (!node.is_ok()) return node.status();
+  if (!node.is_ok()) {
+    if (journal && !o.recover) {  // the journal this refused first start created
+      const std::string file = journal->file();
+      journal.reset();
+      std::error_code ec;
+      std::filesystem::remove(file, ec);
+    }
+    return node.status();
+  }
   txn::TxnNode& n = **node;
   auto fail = [&](const Status& s) {
     n.runtime().control().report_failure(s.message());
     return s;
   };
-  if (Status st = (*wl)->load(n.store(), *cat); !st.is_ok())
-    return fail(st.with_context("loading"));
+  DurableRun durable;
+  txn::LogRecovery logs;
+  if (o.durable && !o.recover) {
+    if (Status st = journal->set_stamp(n.pools()->state().stamp); !st.is_ok()) return fail(st);
+  }
+  if (o.recover) {
+    if (journal->stamp() != n.pools()->state().stamp) {
+      return fail(invalid_argument(
+          "journal " + journal->file() +
+          " belongs to another database than the pools beside "
+          "it (stamps " +
+          std::to_string(journal->stamp()) + " and " + std::to_string(n.pools()->state().stamp) +
+          "); restore the run's own journal, or start over with --format"));
+    }
+    if (Status st = n.recover(&logs); !st.is_ok()) return fail(st.with_context("recovering"));
+    auto chk = check_recovery(*journal, **wl, n.store(), *cat, n.runtime().control(), nsums);
+    if (!chk.is_ok()) return fail(chk.status().with_context("recovery check"));
+    durable.recovered = true;
+    durable.check = std::move(*chk);
+    if (!durable.check.status.is_ok()) {
+      if (o.node == 0) {
+        std::cout << durable.check.line() << std::endl;
+        return durable.check.status.with_context("recovery check");
+      }
+      return aborted("the recovery check failed (node 0 says why)");
+    }
+    if (o.node == 0) std::cout << durable.check.line() << std::endl;
+    if (Status st = journal->settle(durable.check.committed_here); !st.is_ok()) return fail(st);
+    if (Status st = (*wl)->recovered(n.store(), *cat); !st.is_ok())
+      return fail(st.with_context("rebuilding the workload's state"));
+  } else {
+    if (Status st = (*wl)->load(n.store(), *cat); !st.is_ok())
+      return fail(st.with_context("loading"));
+    if (o.crash_name == "load" && o.node == o.crash_node) crash_now(o);
+    if (o.durable) {
+      if (Status st = n.persist_loaded(); !st.is_ok()) return fail(st.with_context("loading"));
+    }
+  }
   if (Status st = n.runtime().control().barrier("bench.loaded"); !st.is_ok()) return st;
 
   const size_t types = (*wl)->txn_types().size();
-  const size_t cos = size_t{o.fabric.threads} * o.coroutines;
   std::vector<CoCounters> counters(cos);
   for (auto& c : counters) {
     c.committed.assign(types, 0);
@@ -388,11 +662,15 @@ Status run_bench_node(const BenchOptions& o) {
   }
   std::vector<std::vector<int64_t>> sums(cos);
   Shared sh;
-  const uint32_t first_index = uint32_t(o.node) * uint32_t(cos);
   Status st = n.run([&](txn::TxnContext& ctx) {
     const size_t me = ctx.index - first_index;
     CoCounters& cc = counters[me];
     auto client = (*wl)->client(ctx.index, o.seed);
+    if (journal) {
+      WorkloadClient* c = client.get();
+      ctx.engine.set_observer(journal->observer(
+          static_cast<uint32_t>(me), [c](std::vector<int64_t>& out) { c->pending_sums(out); }));
+    }
     while (sh.phase.load(std::memory_order_relaxed) != 2) {
       TxnDraw d = client->next();
       const uint64_t t0 = r2::now_ns();
@@ -430,6 +708,7 @@ Status run_bench_node(const BenchOptions& o) {
       if (!done) ++cc.given_up;
     }
     client->sums(sums[me]);
+    ctx.engine.set_observer(nullptr);
   });
   if (!st.is_ok()) return fail(st);
   auto total = [&] {
@@ -440,12 +719,23 @@ Status run_bench_node(const BenchOptions& o) {
   auto sleep_s = [](double s) {
     std::this_thread::sleep_for(std::chrono::microseconds(static_cast<int64_t>(s * 1e6)));
   };
+  auto journal_error = [&]() -> Status {
+    const std::string e = journal ? journal->error() : std::string();
+    return e.empty() ? Status::ok()
+                     : io_error(e + " (acknowledgements are no longer recorded)", EIO);
+  };
   sleep_s(o.warmup);
   sh.phase.store(1);
+  (void)n.runtime().control().publish("measuring", "");
   const uint64_t t0 = r2::now_ns();
   uint64_t last = 0;
   for (int sec = 1; double(sec) <= o.seconds + 1e-9; ++sec) {
     sleep_s(1.0);
+    if (Status je = journal_error(); !je.is_ok()) {
+      sh.phase.store(2);
+      (void)n.finish(std::chrono::seconds(10));
+      return fail(je);
+    }
     const uint64_t now = total();
     (void)n.runtime().control().publish("progress",
                                         std::to_string(sec) + " " + std::to_string(now - last));
@@ -456,6 +746,7 @@ Status run_bench_node(const BenchOptions& o) {
   sh.phase.store(2);
   st = n.finish(std::chrono::seconds(60));
   if (!st.is_ok()) return st;
+  if (Status je = journal_error(); !je.is_ok()) return fail(je);
   NodeResult mine;
   mine.window_ns = window;
   mine.committed.assign(types, 0);
@@ -482,6 +773,36 @@ Status run_bench_node(const BenchOptions& o) {
   auto audit = (*wl)->node_audit(n.store(), *cat);
   if (!audit.is_ok()) return fail(audit.status().with_context("audit"));
   mine.node_audit = *audit;
+  if (o.durable) {
+    std::vector<uint64_t>& f = mine.durability;
+    f.assign(kDurabilityFields, 0);
+    f[kPoolMode] = static_cast<uint64_t>(n.pools()->mode());
+    f[kJournalMode] = static_cast<uint64_t>(journal->mode());
+    f[kPoolBytes] = n.pools()->pool_bytes();
+    f[kJournalBytes] = journal->ring_bytes();
+    f[kJournalRecords] = journal->records_written();
+    f[kJournalFolds] = journal->folds();
+    if (o.recover) {
+      const store::tables::StoreRecovery& sr = n.store_recovery();
+      f[kRecovered] = 1;
+      f[kRebuildNs] = n.rebuild_ns();
+      f[kPartitions] = sr.partitions;
+      f[kLiveRecords] = sr.records;
+      f[kDeletedSlots] = sr.slots.deleted;
+      f[kTornSlots] = sr.slots.torn;
+      f[kUncommittedSlots] = sr.slots.uncommitted;
+      f[kDuplicateSlots] = sr.slots.duplicates;
+      f[kLogEntries] = logs.entries;
+      f[kLogCommitted] = logs.committed;
+      f[kLogDropped] = logs.dropped;
+      f[kLogRecords] = logs.records;
+      f[kLogReplayed] = logs.replayed;
+      f[kLogScanNs] = logs.scan_ns;
+      f[kLogDecideNs] = logs.decide_ns;
+      f[kLogReplayNs] = logs.replay_ns;
+      f[kLogResetNs] = logs.reset_ns;
+    }
+  }
   auto all = n.runtime().control().exchange("bench.results", mine.encode());
   if (!all.is_ok()) return all.status();
   Status result;
@@ -492,7 +813,7 @@ Status run_bench_node(const BenchOptions& o) {
         return internal_error("node " + std::to_string(i) + " sent a malformed result");
       }
     }
-    result = report(o, **wl, *cat, *policy, replicas, rs);
+    result = report(o, **wl, *cat, *policy, replicas, rs, durable);
   }
   Status left = n.runtime().control().leave();
   return result.is_ok() ? left : result;

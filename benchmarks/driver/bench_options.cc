@@ -9,6 +9,7 @@
 
 #include "bench.h"
 #include "command_line.h"
+#include "txn/crash_point.h"
 #include "txn/policy.h"
 
 namespace po = boost::program_options;
@@ -39,6 +40,17 @@ std::vector<std::string> BenchOptions::node_args(int n, const std::string& coord
   for (const auto& [k, v] : overrides) a.push_back("--phase=" + k + "=" + v);
   for (const auto& [k, v] : workload) a.push_back("--" + k + "=" + v);
   if (!json.empty() && n == 0) a.push_back("--json=" + json);
+  if (durable) {
+    a.push_back("--durability=pmem");
+    a.push_back("--pmem-dir=" + pmem_dir);
+    a.push_back("--journal-kb=" + std::to_string(journal_kb));
+    if (format) a.push_back("--format");
+    if (recover) a.push_back("--recover");
+    if (!crash_name.empty()) {
+      a.push_back("--crash-point=" + crash_name + ":" + std::to_string(crash_node) + ":" +
+                  std::to_string(crash_hit));
+    }
+  }
   if (!fabric.device.empty()) a.push_back("--device=" + fabric.device);
   return a;
 }
@@ -46,7 +58,7 @@ std::vector<std::string> BenchOptions::node_args(int n, const std::string& coord
 Result<BenchOptions> parse_bench(int argc, char** argv) {
   BenchOptions o;
   uint32_t nodes = 3, threads = 1, coroutines = 8, replicas = 0;
-  std::string fabric = "shm", config, mvcc;
+  std::string fabric = "shm", config, mvcc, durability = "off", crash_point;
   std::vector<std::string> phases;
   po::options_description desc("drtmx-bench: a transactional workload on a local cluster\nOptions");
   desc.add_options()("help,h", "show this help")("config", po::value(&config),
@@ -95,6 +107,31 @@ Result<BenchOptions> parse_bench(int argc, char** argv) {
       "drtmx-node with --node=0: also serve the coordinator at --coordinator")(
       "join-timeout-ms", po::value(&o.join_timeout_ms)->default_value(30000),
       "how long nodes wait for each other at start");
+  po::options_description dur("Durability (README: Durability)");
+  dur.add_options()(
+      "durability", po::value(&durability)->default_value("off"),
+      "off | pmem: tables, logs and an acknowledgement journal in pool files in --pmem-dir; a "
+      "transaction is acknowledged once persistent at every copy")(
+      "pmem-dir", po::value(&o.pmem_dir),
+      "--durability=pmem: the directory of the pool files (persistent memory, /dev/shm or a "
+      "disk); created if missing")(
+      "format", po::bool_switch(&o.format),
+      "replace the pool files of an earlier run (a first start refuses them otherwise)")(
+      "recover", po::bool_switch(&o.recover),
+      "restart from --pmem-dir instead of loading: recover, check the recovered database "
+      "against the journals, then run as usual")(
+      "journal-kb", po::value(&o.journal_kb)->default_value(1024),
+      "acknowledgement journal: KiB of records kept per coroutine (older ones are folded "
+      "into carried sums); a restart uses the journal's own size")(
+      "crash-at", po::value(&o.crash_at)->default_value(0),
+      "drtmx-bench: SIGKILL every node process this many seconds into the measured run (no "
+      "clean shutdown); restart with --recover. Needs --durability=pmem")(
+      "crash-point", po::value(&crash_point),
+      "tests: NAME:NODE:HIT — node NODE kills itself (SIGKILL) at the HIT-th occurrence of "
+      "crash point NAME (validated, log-partial, logged, acknowledged, written-back, "
+      "committed, applied; or load: after its load, before it is recorded), then the "
+      "launcher kills the others. Needs --durability=pmem");
+  desc.add(dur);
   // Every workload's options; a key shared by several workloads is
   // declared once (each workload validates its own values).
   std::map<std::string, std::string> wl_storage;
@@ -161,6 +198,73 @@ Result<BenchOptions> parse_bench(int argc, char** argv) {
     if (o.policies.size() > 1 && o.node >= 0)
       return bad("--policy=" + o.policy + ": a node runs one preset");
     o.policy = o.policies.front();
+  }
+  // Durability.
+  if (durability == "pmem") {
+    o.durable = true;
+  } else if (durability != "off") {
+    return bad("--durability=" + durability + ": expected off or pmem");
+  }
+  const bool crash_at_given = !vm["crash-at"].defaulted();
+  if (!o.durable) {
+    for (const char* k : {"pmem-dir", "format", "recover", "crash-at", "crash-point"}) {
+      const bool given = vm.count(k) && !vm[k].defaulted();
+      if (given) return bad(std::string("--") + k + " needs --durability=pmem");
+    }
+  } else {
+    if (o.pmem_dir.empty())
+      return bad("--durability=pmem needs --pmem-dir=DIR (where the pool files live)");
+    if (o.format && o.recover)
+      return bad(
+          "--format and --recover exclude each other: --format starts a new database "
+          "(loading it), --recover restarts the one in --pmem-dir");
+    if (o.policies.size() > 1)
+      return bad("--durability=pmem runs one preset: --policy=" + o.policy + " lists several");
+  }
+  if (o.journal_kb < 16 || o.journal_kb > (1u << 20))
+    return bad("--journal-kb must be 16..1048576");
+  if (crash_at_given) {
+    if (!(o.crash_at > 0 && o.crash_at < o.seconds))
+      return bad("--crash-at=" + std::to_string(o.crash_at) +
+                 " must lie inside the measured run: (0, --seconds)");
+    if (o.inprocess)
+      return bad("--crash-at kills node processes: not with --inprocess (threads of one process)");
+    if (o.node >= 0)
+      return bad(
+          "--crash-at is drtmx-bench's (it kills the node processes it started); kill "
+          "drtmx-node processes yourself");
+  }
+  if (!crash_point.empty()) {
+    const std::string what = "--crash-point=" + crash_point;
+    const size_t a = crash_point.find(':'), b = crash_point.rfind(':');
+    if (a == std::string::npos || a == b) return bad(what + ": expected NAME:NODE:HIT");
+    o.crash_name = crash_point.substr(0, a);
+    txn::CrashPoint cp;
+    if (o.crash_name != "load" && !txn::crash_point_from(o.crash_name, &cp)) {
+      std::string names;
+      for (size_t i = 0; i < static_cast<size_t>(txn::CrashPoint::kCount); ++i)
+        names += std::string(txn::crash_point_name(static_cast<txn::CrashPoint>(i))) + ", ";
+      return bad(what + ": unknown crash point '" + o.crash_name + "'; known: " + names + "load");
+    }
+    const std::string node_s = crash_point.substr(a + 1, b - a - 1),
+                      hit_s = crash_point.substr(b + 1);
+    char* end = nullptr;
+    const unsigned long cn = std::strtoul(node_s.c_str(), &end, 10);
+    if (node_s.empty() || *end != 0 || cn >= nodes)
+      return bad(what + ": NODE must be a node id below --nodes=" + std::to_string(nodes));
+    const unsigned long long hit = std::strtoull(hit_s.c_str(), &end, 10);
+    if (hit_s.empty() || *end != 0 || hit < 1 || hit > (1ull << 40))
+      return bad(what + ": HIT must be a positive occurrence count");
+    if (o.crash_name == "load" && hit != 1)
+      return bad(what + ": the load happens once (HIT must be 1)");
+    if (o.crash_name == "load" && o.recover) return bad(what + ": a --recover run does not load");
+    o.crash_node = static_cast<int>(cn);
+    o.crash_hit = hit;
+    if (o.inprocess)
+      return bad(
+          "--crash-point kills a node process: not with --inprocess (threads of one "
+          "process)");
+    if (crash_at_given) return bad("give --crash-at or --crash-point, not both");
   }
   DRTMX_RETURN_IF_ERROR(o.fabric.validate());
   // Fail early on a bad policy or workload option, before any node starts.

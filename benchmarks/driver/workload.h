@@ -43,6 +43,14 @@ class WorkloadClient {
   // Values summed over every client of the cluster for check() (e.g. the
   // money the committed transactions added); appended to `out`.
   virtual void sums(std::vector<int64_t>& out) const { (void)out; }
+  // Durability (--durability=pmem): what the transaction drawn last adds to
+  // sums() if it commits, in the same positions (missing ones are 0) —
+  // asked when it is prepared (its procedure has run: Validate succeeded),
+  // before it may commit. The acknowledgement journal keeps it, so a
+  // restart knows the sums of every transaction the database holds, also
+  // of those acknowledged or committed just before a crash, before
+  // committed() was called. Read-only transactions are never asked.
+  virtual void pending_sums(std::vector<int64_t>& out) const { out.clear(); }
 };
 
 class Workload {
@@ -66,6 +74,16 @@ class Workload {
   virtual Status load(store::tables::StoreNode& node, const store::Catalog& c) const = 0;
   // `index`: the coroutine's index in the cluster; `seed`: run seed.
   virtual std::unique_ptr<WorkloadClient> client(uint32_t index, uint64_t seed) const = 0;
+  // A restart (--recover): the database was recovered instead of loaded;
+  // rebuilds what the workload and its clients keep besides the database
+  // (e.g. key sequences, so that a recovered run never inserts a key that
+  // exists) from this node's copies. Called on every node after the
+  // recovery checks, before client().
+  virtual Status recovered(const store::tables::StoreNode& node, const store::Catalog& c) {
+    (void)node;
+    (void)c;
+    return Status::ok();
+  }
   // Per node after the run (logs drained): values summed over nodes
   // (e.g. the balances of the accounts whose primary is here).
   virtual Result<std::vector<int64_t>> node_audit(const store::tables::StoreNode& node,

@@ -1,6 +1,8 @@
 // TPC-C workload glue (tpcc.h): options, tables, loader, clients, oracle.
 #include "tpcc/tpcc.h"
 
+#include <algorithm>
+#include <functional>
 #include <sstream>
 
 #include "tpcc/tpcc_check.h"
@@ -55,7 +57,66 @@ class Tpcc final : public Workload {
     return tpcc::load(node, cat, c_);
   }
   std::unique_ptr<WorkloadClient> client(uint32_t index, uint64_t seed) const override {
-    return make_client(c_, index, seed, deliveries_.get());
+    const uint32_t slot = index + 1;
+    return make_client(c_, index, seed, deliveries_.get(),
+                       slot < history_next_.size() ? history_next_[slot] : 0);
+  }
+
+  // After a restart: each client's next HISTORY sequence number (one above
+  // the highest its slot has in its home warehouse — a Payment that
+  // committed just before the crash included), and the Delivery bounds
+  // (each district's oldest undelivered order). Both from the primaries of
+  // this node, where this node's clients have their homes.
+  Status recovered(const store::tables::StoreNode& node, const store::Catalog& cat) override {
+    const store::TableSpec& wt = *cat.find(kWarehouse);
+    const uint64_t seq_mask = (uint64_t{1} << kHistorySeqBits) - 1;
+    std::vector<uint64_t> keys;
+    std::vector<uint8_t> values;
+    // Visits the keys of ordered table t in [lo, hi] in this node's copy of p.
+    auto keys_of = [&](txn::TableId t, store::PartitionId p, uint64_t lo, uint64_t hi, size_t limit,
+                       const std::function<void(uint64_t)>& fn) -> Status {
+      const store::tables::LocalPartition* lp = node.partition(t, p);
+      if (lp == nullptr || lp->tree == nullptr)
+        return internal_error("tpcc: no local copy of " + cat.find(t)->name + " partition " +
+                              std::to_string(p));
+      size_t seen = 0;
+      for (uint64_t start = lo;;) {
+        const bool end = lp->tree->scan(start, 4096, keys, values);
+        for (uint64_t k : keys) {
+          if (k > hi || seen == limit) return Status::ok();
+          ++seen;
+          fn(k);
+        }
+        if (end || keys.empty() || keys.back() >= hi) return Status::ok();
+        start = keys.back() + 1;
+      }
+    };
+    for (store::PartitionId p : cat.hosted(node.node(), wt)) {
+      if (cat.replicas_of(wt, p, node.node()).primary != node.node()) continue;
+      const uint32_t w = p + 1;
+      DRTMX_RETURN_IF_ERROR(keys_of(kHistory, p, wh(w), wh(w + 1) - 1, ~size_t{0}, [&](uint64_t k) {
+        const uint64_t slot = (k >> kHistorySeqBits) & kMaxHistorySlot;
+        const uint32_t next = static_cast<uint32_t>((k & seq_mask) + 1);
+        if (slot == 0) return;  // the loader's rows
+        if (history_next_.size() <= slot) history_next_.resize(slot + 1, 0);
+        history_next_[slot] = std::max(history_next_[slot], next);
+      }));
+      for (uint32_t d = 1; d <= kDistricts; ++d) {
+        uint32_t oldest = 0;
+        DRTMX_RETURN_IF_ERROR(keys_of(kNewOrder, p, new_order_key(w, d, 0),
+                                      new_order_key(w, d, kMaxOrderId), 1,
+                                      [&](uint64_t k) { oldest = order_id_of(k); }));
+        if (oldest == 0) {  // none undelivered: the next order is the oldest
+          DistrictNextRow next{};
+          auto r = node.get_local(*cat.find(kDistrictNext), district_key(w, d),
+                                  {reinterpret_cast<uint8_t*>(&next), sizeof next});
+          if (!r.is_ok()) return r.status();
+          if (*r) oldest = next.d_next_o_id;
+        }
+        if (oldest > 0) deliveries_->delivered(w, d, oldest);
+      }
+    }
+    return Status::ok();
   }
   Result<std::vector<int64_t>> node_audit(const store::tables::StoreNode& node,
                                           const store::Catalog& cat) const override {
@@ -71,6 +132,8 @@ class Tpcc final : public Workload {
   // Shared by this node's terminals (tpcc_client.h); the clients never
   // outlive the workload.
   std::unique_ptr<Deliveries> deliveries_;
+  // After a restart: per client slot, its next HISTORY sequence number.
+  std::vector<uint32_t> history_next_;
 };
 
 }  // namespace

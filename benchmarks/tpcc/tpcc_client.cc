@@ -15,7 +15,8 @@ using txn::Abort;
 
 class Client final : public WorkloadClient {
  public:
-  Client(const Config& c, uint32_t index, uint64_t seed, Deliveries* deliveries)
+  Client(const Config& c, uint32_t index, uint64_t seed, Deliveries* deliveries,
+         uint32_t history_seq)
       : c_(c),
         dl_(deliveries),
         rng_(seed * 0xD1B54A32D192ED03ull ^ (uint64_t{index} + 1) * 0x9E3779B97F4A7C15ull),
@@ -23,7 +24,8 @@ class Client final : public WorkloadClient {
         home_(home_warehouse(c, index)),
         node_((home_ - 1) % c.nodes),
         slot_(index + 1),
-        terminal_district_(index % kDistricts + 1) {
+        terminal_district_(index % kDistricts + 1),
+        seq_(history_seq) {
     // Deliveries are queued only when the terminal has something else to
     // do meanwhile (a mix of Deliveries alone runs them in every terminal).
     queue_deliveries_ = dl_ != nullptr && c_.mix[kDeliveryTxn] < 100;
@@ -91,6 +93,11 @@ class Client final : public WorkloadClient {
     }
     if (type_ == kPaymentTxn) ++seq_;
     drawn_ = false;  // nothing left to account
+  }
+
+  void pending_sums(std::vector<int64_t>& out) const override {
+    out.assign(kClientSums, 0);
+    if (type_ == kNewOrderTxn) out[kNewOrdersCommitted] = 1;
   }
 
   void sums(std::vector<int64_t>& out) const override {
@@ -204,10 +211,10 @@ class Client final : public WorkloadClient {
   Rng rng_;
   const NURandC C_;
   const uint32_t home_, node_, slot_, terminal_district_;
+  uint32_t seq_ = 0;  // the sequence number of this client's next HISTORY row
   int type_ = 0;
   bool drawn_ = false;
   uint64_t clock_ = 0;
-  uint32_t seq_ = 0;  // HISTORY rows this client added
   int64_t sums_[kClientSums] = {};
   NewOrderInput no_;
   NewOrderOutput no_out_;
@@ -232,8 +239,8 @@ uint32_t home_warehouse(const Config& c, uint32_t index) {
 }
 
 std::unique_ptr<WorkloadClient> make_client(const Config& c, uint32_t index, uint64_t seed,
-                                            Deliveries* deliveries) {
-  return std::make_unique<Client>(c, index, seed, deliveries);
+                                            Deliveries* deliveries, uint32_t history_seq) {
+  return std::make_unique<Client>(c, index, seed, deliveries, history_seq);
 }
 
 }  // namespace drtmx::bench::tpcc

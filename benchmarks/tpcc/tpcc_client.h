@@ -29,8 +29,13 @@ uint32_t home_warehouse(const Config& c, uint32_t index);
 
 // `deliveries` is shared by the clients of a node and must outlive them;
 // null: every terminal runs its Deliveries itself, each searching from
-// order id 0.
+// order id 0. `history_seq`: the sequence number of the client's next
+// HISTORY key (0 after a load; after a restart, one above the highest its
+// slot has in the recovered database).
+//
+// pending_sums(): a New-Order adds one to kNewOrdersCommitted; the other
+// sums count transactions that did not commit.
 std::unique_ptr<WorkloadClient> make_client(const Config& c, uint32_t index, uint64_t seed,
-                                            Deliveries* deliveries);
+                                            Deliveries* deliveries, uint32_t history_seq = 0);
 
 }  // namespace drtmx::bench::tpcc

@@ -40,7 +40,9 @@ class Deliveries {
 
   // A lower bound of district (w, d)'s oldest undelivered order id.
   uint32_t from(uint32_t w, uint32_t d) const;
-  // Order `o_id` of (w, d) was delivered by a committed Delivery.
+  // Order `o_id` of (w, d) was delivered by a committed Delivery — or, after
+  // a restart, is the oldest undelivered one found (a bound all the same):
+  // from() becomes at least o_id.
   void delivered(uint32_t w, uint32_t d, uint32_t o_id);
 
   // Queues a Delivery of warehouse w.
