@@ -359,6 +359,16 @@ Status TxnNode::setup_worker(r2::Worker& w, const r2::Region* scratch, const r2:
       }));
   if (cfg_.crash_hook) apps_[t]->set_crash_hook(cfg_.crash_hook);
   apps_[t]->set_prefetch([this](const RedoRecord& r) {
+    if (r.at_primary != 0) {
+      // Confirmed at its slot: bring the slot, not an index bucket.
+      const store::TableSpec* spec = catalog_.find(r.table);
+      const r2::Region* reg =
+          spec ? rt_->fabric().region(store::tables::table_region(spec->id)) : nullptr;
+      if (reg != nullptr && r.at_primary - 1 < reg->size) {
+        __builtin_prefetch(reg->base + r.at_primary - 1);
+      }
+      return;
+    }
     if (const store::TableSpec* spec = catalog_.find(r.table)) store_->prefetch(*spec, r.key);
   });
   const store::tables::ScratchPlan sp = scratch_plan(catalog_, cfg_);

@@ -129,7 +129,7 @@ namespace {
 // A complete entry (kind known, lengths agree, seal verifies) with a
 // sequence number of at least `min_seq` at ring offset `pos`.
 bool complete_at(const uint8_t* ring, uint32_t ring_bytes, uint64_t pos, uint64_t min_seq,
-                 LogEntry* e, size_t* bytes) {
+                 LogEntry* e, size_t* bytes, bool verified = false) {
   const uint64_t to_end = ring_bytes - pos;
   const uint8_t* at = ring + pos;
   Header h;
@@ -145,7 +145,9 @@ bool complete_at(const uint8_t* ring, uint32_t ring_bytes, uint64_t pos, uint64_
   std::memcpy(&trailer, at + *bytes - kLogTrailerBytes, 8);
   if (trailer != h.len) return false;
   const LogMark m{h.txn, h.decided, static_cast<uint16_t>(h.kind >> 8)};
-  if (log_entry_seal(h.len, h.kind, h.seq, m, at + kLogHeaderBytes) != h.seal) return false;
+  if (!verified && log_entry_seal(h.len, h.kind, h.seq, m, at + kLogHeaderBytes) != h.seal) {
+    return false;
+  }
   e->seq = h.seq;
   e->kind = kind;
   e->mark = m;
@@ -180,7 +182,11 @@ LogReader::At LogReader::probe(uint64_t pos_abs, uint64_t seq, LogEntry* e, uint
     return At::kGap;
   }
   size_t bytes = 0;
-  if (!complete_at(ring_, bytes_, pos, seq, e, &bytes)) return At::kNone;
+  // scan_decided() verified every entry before scan_pos_ (and a complete
+  // entry does not change until it is released): its seal need not be
+  // computed again.
+  const bool verified = pos_abs < scan_pos_ && pos_abs >= cursor_;
+  if (!complete_at(ring_, bytes_, pos, seq, e, &bytes, verified)) return At::kNone;
   if (e->seq != seq) return At::kCorrupt;
   *total = e->kind == kLogWrap ? to_end : bytes;
   return At::kEntry;
@@ -294,25 +300,26 @@ uint64_t LogReader::scan_decided(uint32_t max) {
   return scan_best_;
 }
 
-size_t LogReader::releasable(const std::function<bool(uint64_t)>& done) const {
-  size_t n = 0;
-  while (n < taken_.size() && (taken_[n].tag == 0 || done(taken_[n].tag))) ++n;
-  return n;
+size_t LogReader::releasable(const std::function<bool(uint64_t)>& done) {
+  // An entry once done stays done: the prefix found before is not walked
+  // again (releases are batched, so thousands may wait here).
+  while (ready_ < taken_.size() && (taken_[ready_].tag == 0 || done(taken_[ready_].tag))) {
+    ++ready_;
+  }
+  return ready_;
 }
 
 void LogReader::after_release(size_t n, uint64_t* head, uint64_t* seq) const {
-  *head = head_;
-  *seq = next_seq_;
-  for (size_t i = 0; i < n && i < taken_.size(); ++i) {
-    *head = taken_[i].next;
-    ++*seq;
-  }
+  n = std::min(n, taken_.size());
+  *head = n == 0 ? head_ : taken_[n - 1].next;  // gaps are folded into `next`
+  *seq = next_seq_ + n;                         // one sequence number per entry
 }
 
 bool LogReader::release(size_t n) {
   for (size_t i = 0; i < n && !taken_.empty(); ++i) {
     const Taken t = taken_.front();
     taken_.pop_front();
+    if (ready_ > 0) --ready_;
     std::memset(ring_ + (t.pos & (bytes_ - 1)), 0, t.bytes);
     head_ = t.next;
     ++next_seq_;

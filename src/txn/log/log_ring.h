@@ -218,7 +218,7 @@ class LogReader {
   size_t unreleased() const { return taken_.size(); }
   // How many of the oldest consumed entries may be released: the longest
   // prefix whose tags `done` accepts (wrap entries always may).
-  size_t releasable(const std::function<bool(uint64_t tag)>& done) const;
+  size_t releasable(const std::function<bool(uint64_t tag)>& done);
   // Where head() and next_seq() will be once `n` entries are released.
   void after_release(size_t n, uint64_t* head, uint64_t* seq) const;
   // Zeroes the `n` oldest consumed entries and moves head() past them.
@@ -250,6 +250,7 @@ class LogReader {
     uint64_t tag;    // the caller's (0: a wrap entry)
   };
   std::deque<Taken> taken_;
+  size_t ready_ = 0;  // releasable(): the front entries known done
   uint64_t peeked_next_ = 0, peeked_bytes_ = 0;
   LogEntry peeked_entry_;
   bool peeked_ = false;

@@ -253,6 +253,7 @@ BackupApplier::BackupApplier(r2::Worker& w, const ReplicationConfig& cfg, uint8_
                              TryInstall install)
     : w_(w), cfg_(cfg), install_(std::move(install)) {
   const uint32_t every = cfg.reclaim_every ? cfg.reclaim_every : cfg.layout.ring_bytes / 4;
+  release_every_ = every;
   for (uint16_t n = 0; n < cfg.layout.nodes; ++n) {
     uint64_t head = 0, seq = 1;
     if (cfg.durable) {
@@ -340,12 +341,6 @@ bool BackupApplier::poll_gated(uint16_t n) {
   LogReader& r = readers_[n];
   RingHeader* h = headers_[n];
   const PersistOps& ps = cfg_.persist;
-  known_[n] = std::max(known_[n], r.scan_decided(16));
-  if (known_[n] > h->decided) {
-    // Persistent before anything it covers is applied or released here.
-    h->decided = known_[n];
-    ps.persist(&h->decided, sizeof h->decided);
-  }
   bool work = false;
   for (uint32_t i = 0; i < 32; ++i) {
     LogEntry e;
@@ -360,7 +355,15 @@ bool BackupApplier::poll_gated(uint16_t n) {
       }
       break;
     }
-    if (e.mark.txn > h->decided) break;  // not known committed yet
+    if (e.mark.txn > h->decided) {
+      // Not known committed here yet: learn the watermark from the entries
+      // behind it (and the messages), and make it persistent before
+      // anything it covers is applied or released here.
+      known_[n] = std::max(known_[n], r.scan_decided(16));
+      if (known_[n] <= h->decided || e.mark.txn > known_[n]) break;
+      h->decided = known_[n];
+      ps.persist(&h->decided, sizeof h->decided);
+    }
     if (!decode_redo(e.payload, e.len, &decoded_)) {
       stop_corrupt("the ring written by node " + std::to_string(n) + " thread " +
                    std::to_string(w_.thread()) + ": entry " + std::to_string(e.seq) + " (" +
@@ -373,26 +376,30 @@ bool BackupApplier::poll_gated(uint16_t n) {
     if (crash_) crash_(CrashPoint::kApplied);
     work = true;
   }
+  if (r.unreleased() == 0) return work;
   const size_t done = r.releasable([this](uint64_t tag) {
     for (const auto& w : waiting_) {
       if (w.first + 1 == tag) return false;
     }
     return true;
   });
-  if (done > 0) {
-    // What the entries wrote here was flushed as it was written: fence it,
-    // then persist the new head before the entries are zeroed (a crash in
-    // between finds them again, and applying them twice changes nothing).
-    ps.drain();
-    uint64_t head = 0, seq = 0;
-    r.after_release(done, &head, &seq);
-    h->head = head;
-    h->next_seq = seq;
-    ps.persist(&h->head, 2 * sizeof(uint64_t));
-    if (r.release(done)) {
-      if (w_.post_oneway({n, w_.thread()}, kRpcLogReclaim, &head, sizeof head).is_ok()) {
-        r.reported();
-      }
+  if (done == 0) return work;
+  uint64_t head = 0, seq = 0;
+  r.after_release(done, &head, &seq);
+  // Released in batches of a reclaim report's size (the writer hears of
+  // freed space only that often anyway): each release costs a fence and a
+  // persisted head.
+  if (head - r.head() < release_every_) return work;
+  // What the entries wrote here was flushed as it was written: fence it,
+  // then persist the new head before the entries are zeroed (a crash in
+  // between finds them again, and applying them twice changes nothing).
+  ps.drain();
+  h->head = head;
+  h->next_seq = seq;
+  ps.persist(&h->head, 2 * sizeof(uint64_t));
+  if (r.release(done)) {
+    if (w_.post_oneway({n, w_.thread()}, kRpcLogReclaim, &head, sizeof head).is_ok()) {
+      r.reported();
     }
   }
   return work;

@@ -220,6 +220,7 @@ class BackupApplier {
   // learned (from entries and messages) but maybe not persisted yet.
   std::vector<RingHeader*> headers_;
   std::vector<uint64_t> known_;
+  uint64_t release_every_ = 0;  // bytes (the reclaim report's period)
   std::vector<RedoRecord> decoded_;
   std::atomic<uint64_t> applied_{0};
   void stop_corrupt(std::string reason);
