@@ -11,9 +11,10 @@
 //
 // Life cycle (per node):
 //   1. make the fabric (config), 2. register_region() or
-//      register_file_region() for every region, 3. connect(control) — exchanges descriptors with
-//      every other node over the control plane and maps/connects to them; 4. each worker thread
-//      uses its own endpoint(t). No region can be registered after connect.
+//      register_file_region() for every region, 3. connect(control) —
+//      exchanges descriptors with every other node over the control plane
+//      and maps/connects to them; 4. each worker thread uses its own
+//      endpoint(t). No region can be registered after connect.
 //
 // The RDMA contract every backend keeps, and every upper layer may rely on:
 //   * Ops posted on one channel — (this worker thread, peer node) — are
@@ -53,7 +54,9 @@
 //     peer) flushes them: when the READ completes successfully, every
 //     earlier WRITE of the channel into a persistent region of that peer is
 //     durable. The READ may target any region of the peer and may be tiny.
-//   * CAS/FAA and messages flush nothing.
+//   * CAS/FAA and messages flush nothing, and the effect of a CAS/FAA on
+//     a persistent region is not made durable by this contract (keep
+//     atomic words in volatile memory, hint H8).
 //   * Stores the owner makes with its own CPU into its persistent region
 //     are its own business (rdpma::PmemPool::persist / pwrite).
 // The shm backend models this (see r2/shm/README.md): a WRITE into a

@@ -486,5 +486,64 @@ TEST(RecordHeap, ConcurrentAllocateReleaseKeepsSlotsExclusive) {
   EXPECT_EQ(heap->bad_releases(), 0u);
 }
 
+// A restart: the slots of a durable copy decide what the heap holds.
+TEST(RecordHeapRecover, KeepsSealedCommittedRecordsOncePerKeyAndFreesTheRest) {
+  constexpr uint32_t kValue = 8;
+  const uint64_t slot = record_slot_size(kValue);
+  Mem m(64 * slot);
+  auto write = [&](uint64_t i, uint64_t key, uint64_t version, uint32_t flags, uint64_t lock,
+                   bool torn, uint64_t wts = 0) {
+    uint8_t* rec = m.p + i * slot;
+    RecordHeader h{};
+    h.lock = lock;
+    h.version = version;
+    h.key = key;
+    h.incarnation = 7;
+    h.flags = flags;
+    h.wts = wts;
+    std::memcpy(rec, &h, sizeof h);
+    std::memcpy(rec + kValueOffset, &key, 8);
+    seal(rec, kValue);
+    if (torn) rec[kValueOffset] ^= 1;
+  };
+  write(0, 1, 3, kLive, 0, false);       // superseded by slot 4
+  write(1, 2, 0, kLive, 99, false);      // a reservation never committed
+  write(2, 3, 2, kLive, 0, true);        // torn
+  write(3, 4, 5, kDeleted, 0, false);    // deleted
+  write(4, 1, 4, kLive, 0, false, 900);  // key 1's newest
+  write(5, 6, 1, kLive, 1234, false);    // committed, locked when the crash came
+  HeapRecovery found;
+  auto heap = RecordHeap::recover(m.span(), opts("t/p0", kValue, 0, 64 * slot), &found);
+  ASSERT_TRUE(heap.is_ok()) << heap.status().to_string();
+  ASSERT_EQ(found.live.size(), 2u);
+  std::set<std::pair<uint64_t, uint64_t>> live;
+  for (const LiveSlot& l : found.live) live.insert({l.key, l.offset});
+  EXPECT_EQ(live, (std::set<std::pair<uint64_t, uint64_t>>{{1, 4 * slot}, {6, 5 * slot}}));
+  EXPECT_EQ(found.max_version, 5u);
+  EXPECT_EQ(found.max_wts, 900u);
+  EXPECT_EQ(found.torn, 1u);
+  EXPECT_EQ(found.uncommitted, 1u);
+  EXPECT_EQ(found.deleted, 1u);
+  EXPECT_EQ(found.duplicates, 1u);
+  RecordHeader h6;
+  std::memcpy(&h6, m.p + 5 * slot, sizeof h6);
+  EXPECT_EQ(h6.lock, 0u) << "a kept record stays locked";
+  const HeapStats st = (*heap)->stats();
+  EXPECT_EQ(st.in_use, 2u);
+  EXPECT_EQ(st.never_used, 64u - 6);
+  // The freed slots come back first (lowest first), incarnation bumped.
+  std::set<uint64_t> reused;
+  for (int i = 0; i < 4; ++i) {
+    auto g = (*heap)->allocate();
+    ASSERT_TRUE(g.is_ok());
+    reused.insert(g->offset / slot);
+    if (g->offset / slot != 2) EXPECT_EQ(g->incarnation, 8u);  // (slot 2's header is torn)
+  }
+  EXPECT_EQ(reused, (std::set<uint64_t>{0, 1, 2, 3}));
+  auto fresh = (*heap)->allocate();
+  ASSERT_TRUE(fresh.is_ok());
+  EXPECT_EQ(fresh->offset, 6 * slot);
+}
+
 }  // namespace
 }  // namespace drtmx::store

@@ -220,7 +220,13 @@ LogReader::Polled LogReader::poll(const Apply& apply, uint32_t max) {
 
 bool LogReader::peek(LogEntry* out, bool* corrupt, uint64_t* found_seq) {
   *corrupt = false;
-  peeked_ = false;
+  if (peeked_) {
+    // Verified before and not consumed: a complete entry does not change
+    // until it is released (an applier waiting for its decision peeks it
+    // on every poll; its seal is checked once).
+    *out = peeked_entry_;
+    return true;
+  }
   for (;;) {
     uint64_t total = 0;
     const At a = probe(cursor_, cursor_seq_, out, &total);
@@ -248,6 +254,7 @@ bool LogReader::peek(LogEntry* out, bool* corrupt, uint64_t* found_seq) {
       continue;
     }
     peeked_ = true;
+    peeked_entry_ = *out;
     peeked_bytes_ = image_bytes(kLogData, out->len);
     peeked_next_ = cursor_ + total;
     return true;
@@ -262,23 +269,29 @@ void LogReader::consume(uint64_t tag) {
   peeked_ = false;
 }
 
-uint64_t LogReader::scan_decided(uint32_t max) const {
-  uint64_t pos = cursor_, seq = cursor_seq_, best = 0;
-  for (uint32_t i = 0; i < max;) {
+uint64_t LogReader::scan_decided(uint32_t max) {
+  // Incremental: entries already looked at stay as they were until
+  // released, so the scan goes on from where it stopped (from the cursor
+  // when the cursor overtook it).
+  if (scan_pos_ < cursor_) {
+    scan_pos_ = cursor_;
+    scan_seq_ = cursor_seq_;
+  }
+  for (uint32_t i = 0; i < max && scan_pos_ - head_ < bytes_;) {
     LogEntry e;
     uint64_t total = 0;
-    const At a = probe(pos, seq, &e, &total);
+    const At a = probe(scan_pos_, scan_seq_, &e, &total);
     if (a == At::kGap) {
-      pos += total;
+      scan_pos_ += total;
       continue;
     }
     if (a != At::kEntry) break;
-    if (e.mark.decided > best) best = e.mark.decided;
-    pos += total;
-    ++seq;
+    if (e.mark.decided > scan_best_) scan_best_ = e.mark.decided;
+    scan_pos_ += total;
+    ++scan_seq_;
     ++i;
   }
-  return best;
+  return scan_best_;
 }
 
 size_t LogReader::releasable(const std::function<bool(uint64_t)>& done) const {

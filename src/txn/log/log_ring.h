@@ -211,9 +211,9 @@ class LogReader {
   // stays in the ring until released. `tag` (not 0) is the caller's name
   // for it in releasable().
   void consume(uint64_t tag);
-  // The highest decision watermark of the complete entries from the cursor
-  // on (at most `max` of them looked at), or 0.
-  uint64_t scan_decided(uint32_t max) const;
+  // The highest decision watermark of the complete entries seen so far
+  // (looking at most `max` more entries beyond the last one seen), or 0.
+  uint64_t scan_decided(uint32_t max);
   // Consumed entries not released yet (wrap entries included).
   size_t unreleased() const { return taken_.size(); }
   // How many of the oldest consumed entries may be released: the longest
@@ -251,7 +251,10 @@ class LogReader {
   };
   std::deque<Taken> taken_;
   uint64_t peeked_next_ = 0, peeked_bytes_ = 0;
+  LogEntry peeked_entry_;
   bool peeked_ = false;
+  // scan_decided(): where it stopped, and the best watermark seen.
+  uint64_t scan_pos_ = 0, scan_seq_ = 1, scan_best_ = 0;
 };
 
 // Recovery: the complete data entries of a ring whose sequence number is

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "r2/common/clock.h"
+#include "rdpma/persist_op.h"
 
 namespace drtmx::txn {
 
@@ -221,7 +222,9 @@ Status Replicator::log(r2::Co& co, std::span<const BackupEntry> entries, LogBuff
       off += pl[k].bytes;
     }
     if (cfg_.durable) {
-      to.read({b, cfg_.log_region, pl[*n - 1].offset}, image + stride - 64, 8);
+      // The flushing READ of H9: the WRITEs above are persistent once it completes.
+      rdpma::add_flushing_read(to, {b, cfg_.log_region, pl[*n - 1].offset},
+                               reinterpret_cast<uint64_t*>(image + stride - 64));
       last_txn_[b] = mark.txn;
       told_[b] = std::max(told_[b], mark.decided);
     }

@@ -17,11 +17,10 @@
 // version — zeroes the entry, and reports the freed space to the writer
 // with a one-way message every `reclaim_every` bytes.
 //
-// Durable logs (ReplicationConfig::durable; the whole protocol: src/txn/README.md, "Durability"): the
-// entries also go to the primaries of the written records (which then
-// only make the write-back persistent), every WRITE is followed by a
-// flushing READ on the same channel (thesis H9: the entry is persistent
-// when the READ completes), entries carry the transaction's number and the
+// Durable logs (ReplicationConfig::durable; the whole protocol: src/txn/README.md, "Durability"):
+// the entries also go to the primaries of the written records (which then only make the write-back
+// persistent), every WRITE is followed by a flushing READ on the same channel (thesis H9: the entry
+// is persistent when the READ completes), entries carry the transaction's number and the
 // coordinator's decision watermark (decisions.h), and the applier is
 // gated: nothing of an entry is applied or released before the entry's
 // transaction is known committed and that knowledge is persistent in the
