@@ -152,7 +152,7 @@ TEST_F(DurableBench, SmallBankCrashPoints) {
   for (const auto& [point, extra] : cases) {
     SCOPED_TRACE(point);
     fs::remove_all(dir_);
-    crash(kSmallBank, std::string("--seconds=3 --warmup=0.2 --crash-point=") + point + " " + extra);
+    crash(kSmallBank, std::string("--seconds=8 --warmup=0.2 --crash-point=") + point + " " + extra);
     if (HasFatalFailure()) return;
     const std::string policy =
         std::string(extra).find("drtmx") != std::string::npos ? "--policy=drtmx" : "";
@@ -173,7 +173,7 @@ TEST_F(DurableBench, TpccCrashPointsAndCrashAt) {
   for (const char* c : cases) {
     SCOPED_TRACE(c);
     fs::remove_all(dir_);
-    crash(kTpcc, std::string("--seconds=1.5 --warmup=0.2 ") + c);
+    crash(kTpcc, std::string("--seconds=8 --warmup=0.2 ") + c);
     if (HasFatalFailure()) return;
     const std::string j = recover(kTpcc, "");
     EXPECT_GT(json_number(j, "Payment"), 0) << j;
