@@ -13,10 +13,10 @@
 #include <map>
 #include <mutex>
 #include <sstream>
-#include <thread>
 
 #include "bench.h"
 #include "json_writer.h"
+#include "local_cluster.h"
 #include "process_group.h"
 #include "r2/shm/shm_fabric.h"
 
@@ -152,22 +152,8 @@ Status run_once(const BenchOptions& o) {
           "its measured run)");
     }
   } else {
-    std::vector<std::thread> ts;
-    std::vector<Status> st(nodes);
-    for (uint16_t n = 0; n < nodes; ++n) {
-      ts.emplace_back([&, n] {
-        BenchOptions mine = o;
-        mine.node = n;
-        mine.fabric.node = n;
-        mine.coordinator = coord;
-        st[n] = run_bench_node(mine);
-      });
-    }
-    for (auto& t : ts) t.join();
-    for (uint16_t n = 0; n < nodes; ++n) {
-      if (!st[n].is_ok() && result.is_ok())
-        result = st[n].with_context("node " + std::to_string(n));
-    }
+    result =
+        run_node_threads(nodes, [&](uint16_t n) { return run_bench_node(as_node(o, n, coord)); });
   }
   if (result.is_ok() && !crashed) result = (*server)->wait_done(std::chrono::milliseconds(5000));
   if (shm) r2::remove_shm_segments(o.fabric.cluster);
@@ -181,11 +167,8 @@ Result<std::unique_ptr<r2::ControlServer>> start_coordinator(
     const BenchOptions& o, const std::string& listen,
     std::function<void(uint16_t node, const std::string& topic, const std::string& blob)> also) {
   auto progress = std::make_shared<Progress>();
-  r2::ControlServerConfig sc;
-  sc.listen = listen;
-  sc.cluster = o.fabric.cluster;
-  sc.num_nodes = o.fabric.num_nodes;
-  sc.join_timeout = std::chrono::milliseconds(o.join_timeout_ms);
+  r2::ControlServerConfig sc =
+      coordinator_config(o.fabric, listen, std::chrono::milliseconds(o.join_timeout_ms));
   const int nodes = o.fabric.num_nodes;
   sc.on_publish = [progress, nodes, also](uint16_t node, const std::string& topic,
                                           const std::string& blob) {

@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "bench.h"
+#include "exit_code.h"
 
 int main(int argc, char** argv) {
   using namespace drtmx::bench;
@@ -14,10 +15,5 @@ int main(int argc, char** argv) {
     std::cerr << "drtmx-bench: --node runs one node of a cluster: use drtmx-node for that\n";
     return 2;
   }
-  const drtmx::Status st = run_local_cluster(*o);
-  if (!st.is_ok()) {
-    std::cerr << "drtmx-bench: " << st.to_string() << "\n";
-    return 1;
-  }
-  return 0;
+  return exit_code("drtmx-bench", run_local_cluster(*o));
 }

@@ -4,11 +4,11 @@
 
 #include <boost/program_options.hpp>
 #include <fstream>
-#include <iostream>
 #include <sstream>
 
 #include "bench.h"
 #include "command_line.h"
+#include "exit_code.h"
 #include "txn/crash_point.h"
 #include "txn/policy.h"
 
@@ -281,13 +281,7 @@ std::unique_ptr<BenchOptions> parse_for_main(int argc, char** argv, const char* 
                                              int* exit_code) {
   auto o = parse_bench(argc, argv);
   if (o.is_ok()) return std::make_unique<BenchOptions>(std::move(o.value()));
-  if (o.status().code() == Code::kNotFound) {
-    std::cout << o.status().message() << "\n";
-    *exit_code = 0;
-  } else {
-    std::cerr << program << ": " << o.status().to_string() << "\n";
-    *exit_code = 2;
-  }
+  *exit_code = options_exit_code(program, o.status(), 2);
   return nullptr;
 }
 

@@ -4,13 +4,10 @@
 #include <unistd.h>
 
 #include <boost/program_options.hpp>
-#include <iostream>
 #include <sstream>
-#include <thread>
 
-#include "process_group.h"
-#include "r2/control/control.h"
-#include "r2/shm/shm_fabric.h"
+#include "exit_code.h"
+#include "local_cluster.h"
 #include "r2_bench.h"
 
 namespace po = boost::program_options;
@@ -160,87 +157,35 @@ Result<R2BenchOptions> parse_r2_bench(int argc, char** argv) {
 }
 
 Status run_local_cluster(const R2BenchOptions& o) {
-  const std::string listen = o.coordinator.empty() ? "127.0.0.1:0" : o.coordinator;
-  const bool shm = o.fabric.backend == "shm";
-  if (shm) r2::remove_shm_segments(o.fabric.cluster);
-  r2::ControlServerConfig sc;
-  sc.listen = listen;
-  sc.cluster = o.fabric.cluster;
-  sc.num_nodes = o.fabric.num_nodes;
-  sc.join_timeout = std::chrono::milliseconds(o.join_timeout_ms);
-  auto server = r2::ControlServer::start(sc);
-  if (!server) return server.status();
-  const std::string coord = "127.0.0.1:" + std::to_string((*server)->port());
+  auto cluster =
+      LocalCluster::start(o.fabric, o.coordinator, std::chrono::milliseconds(o.join_timeout_ms));
+  if (!cluster) return cluster.status();
+  const std::string& coord = cluster->coordinator();
   const auto limit = std::chrono::milliseconds(static_cast<int64_t>((o.seconds + o.warmup) * 1000) +
                                                o.join_timeout_ms + 60000);
   Status result;
   if (o.processes) {
-    ProcessGroup group;
-    const std::string exe = self_exe();
-    for (int n = 0; n < o.fabric.num_nodes && result.is_ok(); ++n) {
-      result = group.spawn("node " + std::to_string(n), exe, o.node_args(n, coord));
-    }
-    if (result.is_ok()) result = group.wait_all(limit);
+    result =
+        run_node_processes(o.fabric.num_nodes, limit, [&](int n) { return o.node_args(n, coord); });
   } else {
-    std::vector<std::thread> ts;
-    std::vector<Status> st(o.fabric.num_nodes);
-    for (uint16_t n = 0; n < o.fabric.num_nodes; ++n) {
-      ts.emplace_back([&, n] {
-        R2BenchOptions mine = o;
-        mine.node = n;
-        mine.fabric.node = n;
-        mine.coordinator = coord;
-        st[n] = run_r2_bench_node(mine);
-      });
-    }
-    for (auto& t : ts) t.join();
-    for (uint16_t n = 0; n < o.fabric.num_nodes; ++n) {
-      if (!st[n].is_ok() && result.is_ok())
-        result = st[n].with_context("node " + std::to_string(n));
-    }
+    result = run_node_threads(o.fabric.num_nodes,
+                              [&](uint16_t n) { return run_r2_bench_node(as_node(o, n, coord)); });
   }
-  if (result.is_ok()) result = (*server)->wait_done(std::chrono::milliseconds(5000));
-  if (shm) r2::remove_shm_segments(o.fabric.cluster);
-  return result;
+  return cluster->finish(result);
 }
 
-namespace {
-int fail(const Status& s) {
-  std::cerr << "r2-bench: " << s.to_string() << "\n";
-  return 1;
-}
-}  // namespace
 }  // namespace drtmx::bench
 
 int main(int argc, char** argv) {
   using namespace drtmx::bench;
+  constexpr const char* kProgram = "r2-bench";
   auto o = parse_r2_bench(argc, argv);
-  if (!o) {
-    if (o.status().code() == drtmx::Code::kNotFound) {  // --help
-      std::cout << o.status().message() << "\n";
-      return 0;
-    }
-    return fail(o.status());
-  }
+  if (!o) return options_exit_code(kProgram, o.status());
   if (o->node >= 0) {
-    std::unique_ptr<drtmx::r2::ControlServer> server;
-    if (o->host_coordinator) {
-      drtmx::r2::ControlServerConfig sc;
-      sc.listen = o->coordinator;
-      sc.cluster = o->fabric.cluster;
-      sc.num_nodes = o->fabric.num_nodes;
-      sc.join_timeout = std::chrono::milliseconds(o->join_timeout_ms);
-      auto s = drtmx::r2::ControlServer::start(sc);
-      if (!s) return fail(s.status());
-      server = std::move(s.value());
-    }
-    drtmx::Status st = run_r2_bench_node(*o);
-    if (server) {
-      drtmx::Status d = server->wait_done(std::chrono::milliseconds(5000));
-      if (st.is_ok()) st = d;
-    }
-    return st.is_ok() ? 0 : fail(st);
+    auto host = HostedCoordinator::start(o->host_coordinator, o->fabric, o->coordinator,
+                                         std::chrono::milliseconds(o->join_timeout_ms));
+    if (!host) return exit_code(kProgram, host.status());
+    return exit_code(kProgram, host->finish(run_r2_bench_node(*o)));
   }
-  drtmx::Status st = o->suite.empty() ? run_local_cluster(*o) : run_suite(*o);
-  return st.is_ok() ? 0 : fail(st);
+  return exit_code(kProgram, o->suite.empty() ? run_local_cluster(*o) : run_suite(*o));
 }

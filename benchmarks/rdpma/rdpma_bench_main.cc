@@ -8,15 +8,12 @@
 #include <boost/program_options.hpp>
 #include <cerrno>
 #include <fstream>
-#include <iostream>
 #include <sstream>
-#include <thread>
 
 #include "command_line.h"
+#include "exit_code.h"
 #include "json_writer.h"
-#include "process_group.h"
-#include "r2/control/control.h"
-#include "r2/shm/shm_fabric.h"
+#include "local_cluster.h"
 #include "rdpma/fat_ptr.h"
 #include "rdpma_bench.h"
 
@@ -297,48 +294,24 @@ Status write_document(const RdpmaBenchOptions& o, const std::vector<std::string>
 // One cluster (one delay): a coordinator here, the nodes as threads or
 // child processes.
 Status run_cluster(const RdpmaBenchOptions& o, const std::string& json_part) {
-  const bool shm = o.fabric.backend == "shm";
-  if (shm) r2::remove_shm_segments(o.fabric.cluster);
-  r2::ControlServerConfig sc;
-  sc.listen = o.coordinator.empty() ? "127.0.0.1:0" : o.coordinator;
-  sc.cluster = o.fabric.cluster;
-  sc.num_nodes = o.fabric.num_nodes;
-  sc.join_timeout = std::chrono::milliseconds(o.join_timeout_ms);
-  auto server = r2::ControlServer::start(sc);
-  if (!server) return server.status();
-  const std::string coord = "127.0.0.1:" + std::to_string((*server)->port());
+  auto cluster =
+      LocalCluster::start(o.fabric, o.coordinator, std::chrono::milliseconds(o.join_timeout_ms));
+  if (!cluster) return cluster.status();
+  const std::string& coord = cluster->coordinator();
   const size_t n_exp = o.experiments().size();
   const auto limit = std::chrono::milliseconds(
       static_cast<int64_t>(static_cast<double>(n_exp) * (o.seconds + o.warmup + 1) * 1000) +
       o.join_timeout_ms + 60000);
   Status result;
   if (o.processes) {
-    ProcessGroup group;
-    const std::string exe = self_exe();
-    for (int n = 0; n < o.fabric.num_nodes && result.is_ok(); ++n) {
-      result = group.spawn("node " + std::to_string(n), exe, o.node_args(n, coord, json_part));
-    }
-    if (result.is_ok()) result = group.wait_all(limit);
+    result = run_node_processes(o.fabric.num_nodes, limit,
+                                [&](int n) { return o.node_args(n, coord, json_part); });
   } else {
-    std::vector<std::thread> ts;
-    std::vector<Status> st(o.fabric.num_nodes);
-    for (uint16_t n = 0; n < o.fabric.num_nodes; ++n) {
-      ts.emplace_back([&, n] {
-        RdpmaBenchOptions mine = o;
-        mine.node = n;
-        mine.fabric.node = n;
-        mine.coordinator = coord;
-        st[n] = run_rdpma_node(mine, n == 0 ? json_part : std::string());
-      });
-    }
-    for (auto& t : ts) t.join();
-    for (uint16_t n = 0; n < o.fabric.num_nodes; ++n) {
-      if (!st[n].is_ok() && result.is_ok())
-        result = st[n].with_context("node " + std::to_string(n));
-    }
+    result = run_node_threads(o.fabric.num_nodes, [&](uint16_t n) {
+      return run_rdpma_node(as_node(o, n, coord), n == 0 ? json_part : std::string());
+    });
   }
-  if (result.is_ok()) result = (*server)->wait_done(std::chrono::milliseconds(5000));
-  if (shm) r2::remove_shm_segments(o.fabric.cluster);
+  result = cluster->finish(result);
   if (!o.keep_pools) {
     // A node that failed early may have left its pool behind.
     for (uint16_t n = 0; n < o.fabric.num_nodes; ++n) ::unlink(o.pool_path(n).c_str());
@@ -367,49 +340,23 @@ Status run_rdpma_local(const RdpmaBenchOptions& o) {
   return st;
 }
 
-namespace {
-int fail(const Status& s) {
-  std::cerr << "rdpma-bench: " << s.to_string() << "\n";
-  return 1;
-}
-}  // namespace
 }  // namespace drtmx::bench
 
 int main(int argc, char** argv) {
   using namespace drtmx::bench;
+  constexpr const char* kProgram = "rdpma-bench";
   auto o = parse_rdpma_bench(argc, argv);
-  if (!o) {
-    if (o.status().code() == drtmx::Code::kNotFound) {  // --help
-      std::cout << o.status().message() << "\n";
-      return 0;
-    }
-    return fail(o.status());
-  }
-  if (o->node < 0) {
-    drtmx::Status st = run_rdpma_local(*o);
-    return st.is_ok() ? 0 : fail(st);
-  }
+  if (!o) return options_exit_code(kProgram, o.status());
+  if (o->node < 0) return exit_code(kProgram, run_rdpma_local(*o));
   // One node of a cluster: started by a launcher (--json-part) or by hand.
-  std::unique_ptr<drtmx::r2::ControlServer> server;
-  if (o->host_coordinator) {
-    drtmx::r2::ControlServerConfig sc;
-    sc.listen = o->coordinator;
-    sc.cluster = o->fabric.cluster;
-    sc.num_nodes = o->fabric.num_nodes;
-    sc.join_timeout = std::chrono::milliseconds(o->join_timeout_ms);
-    auto s = drtmx::r2::ControlServer::start(sc);
-    if (!s) return fail(s.status());
-    server = std::move(s.value());
-  }
+  auto host = HostedCoordinator::start(o->host_coordinator, o->fabric, o->coordinator,
+                                       std::chrono::milliseconds(o->join_timeout_ms));
+  if (!host) return exit_code(kProgram, host.status());
   std::string part = o->json_part;
   const bool by_hand = part.empty() && !o->json.empty() && o->node == 0;
   if (by_hand) part = o->json + ".part";
-  drtmx::Status st = run_rdpma_node(*o, part);
-  if (server) {
-    drtmx::Status d = server->wait_done(std::chrono::milliseconds(5000));
-    if (st.is_ok()) st = d;
-  }
+  drtmx::Status st = host->finish(run_rdpma_node(*o, part));
   if (st.is_ok() && by_hand) st = write_document(*o, {part});
   if (by_hand) ::unlink(part.c_str());
-  return st.is_ok() ? 0 : fail(st);
+  return exit_code(kProgram, st);
 }
