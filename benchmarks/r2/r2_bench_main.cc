@@ -8,6 +8,7 @@
 
 #include "exit_code.h"
 #include "local_cluster.h"
+#include "node_options.h"
 #include "r2_bench.h"
 
 namespace po = boost::program_options;
@@ -28,12 +29,8 @@ std::vector<std::string> R2BenchOptions::node_args(int n, const std::string& coo
       "--warmup=" + std::to_string(warmup),
       "--fabric-delay-ns=" + std::to_string(fabric.delay_ns),
       "--region-mb=" + std::to_string(region_mb),
-      "--mtu=" + std::to_string(fabric.mtu),
-      "--join-timeout-ms=" + std::to_string(join_timeout_ms),
-      "--node=" + std::to_string(n),
-      "--coordinator=" + coord,
   };
-  if (!fabric.device.empty()) a.push_back("--device=" + fabric.device);
+  append_node_args(a, fabric, join_timeout_ms, n, coord);
   if (passive_ack) a.push_back("--passive-ack");
   if (!json.empty() && n == 0) a.push_back("--json=" + json);
   return a;
@@ -127,13 +124,7 @@ Result<R2BenchOptions> parse_r2_bench(int argc, char** argv) {
   if (o.op == Op::kRpc && o.payload > (1u << 20)) {
     return bad("--payload=" + std::to_string(o.payload) + ": RPC payloads are limited to 1 MiB");
   }
-  if (o.node >= 0 && o.coordinator.empty()) {
-    return bad("--node needs --coordinator=HOST:PORT (where the cluster's coordinator listens)");
-  }
-  if (o.node >= static_cast<int>(nodes)) {
-    return bad("--node=" + std::to_string(o.node) +
-               ": must be below --nodes=" + std::to_string(nodes));
-  }
+  DRTMX_RETURN_IF_ERROR(check_node_option(o.node, nodes, o.coordinator));
   if (o.host_coordinator && o.node != 0) return bad("--host-coordinator needs --node=0");
   if (!o.suite.empty() && o.suite != "thesis") {
     return bad("--suite=" + o.suite + ": the only suite is 'thesis'");

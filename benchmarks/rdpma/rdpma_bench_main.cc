@@ -14,6 +14,7 @@
 #include "exit_code.h"
 #include "json_writer.h"
 #include "local_cluster.h"
+#include "node_options.h"
 #include "rdpma/fat_ptr.h"
 #include "rdpma_bench.h"
 
@@ -99,12 +100,8 @@ std::vector<std::string> RdpmaBenchOptions::node_args(int n, const std::string& 
       "--pmem-dir=" + pmem_dir,
       "--pool-mb=" + std::to_string(pool_mb),
       "--slots=" + std::to_string(slots),
-      "--mtu=" + std::to_string(fabric.mtu),
-      "--join-timeout-ms=" + std::to_string(join_timeout_ms),
-      "--node=" + std::to_string(n),
-      "--coordinator=" + coord,
   };
-  if (!fabric.device.empty()) a.push_back("--device=" + fabric.device);
+  append_node_args(a, fabric, join_timeout_ms, n, coord);
   if (keep_pools) a.push_back("--keep-pools");
   if (n == 0 && !json_part.empty()) a.push_back("--json-part=" + json_part);
   return a;
@@ -222,12 +219,8 @@ Result<RdpmaBenchOptions> parse_rdpma_bench(int argc, char** argv) {
   if (::access(o.pmem_dir.c_str(), W_OK) != 0) {
     return bad("--pmem-dir=" + o.pmem_dir + ": not writable");
   }
-  if (o.node >= 0 && o.coordinator.empty()) {
-    return bad("--node needs --coordinator=HOST:PORT (where the cluster's coordinator listens)");
-  }
-  if (o.node >= static_cast<int>(nodes)) {
-    return bad("--node=" + std::to_string(o.node) +
-               ": must be below --nodes=" + std::to_string(nodes));
+  if (Status s = check_node_option(o.node, nodes, o.coordinator); !s.is_ok()) {
+    return bad(s.message());
   }
   if (o.node >= 0 && o.delays_ns.size() != 1) {
     return bad("--node runs one cluster: give --fabric-delay-ns one value");
