@@ -9,7 +9,7 @@ namespace drtmx::bench {
 namespace po = boost::program_options;
 
 Status parse_command_line(const po::options_description& desc, int argc, char** argv,
-                          po::variables_map& vm, const char* config_option) {
+                          po::variables_map& vm, const char* config_option, const char* help_hint) {
   try {
     po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
     if (config_option != nullptr && vm.count(config_option)) {
@@ -23,7 +23,7 @@ Status parse_command_line(const po::options_description& desc, int argc, char** 
     }
     po::notify(vm);
   } catch (const po::error& e) {
-    return invalid_argument(std::string(e.what()) + " (see --help)");
+    return invalid_argument(std::string(e.what()) + help_hint);
   }
   if (vm.count("help")) {
     std::ostringstream os;

@@ -4,8 +4,8 @@
 #include <unistd.h>
 
 #include <boost/program_options.hpp>
-#include <sstream>
 
+#include "command_line.h"
 #include "exit_code.h"
 #include "local_cluster.h"
 #include "node_options.h"
@@ -78,19 +78,8 @@ Result<R2BenchOptions> parse_r2_bench(int argc, char** argv) {
       "thesis: run the Fig 2-4 / 2-5 comparisons back to back (--seconds each) and print them "
       "with their ratios");
   po::variables_map vm;
-  try {
-    po::store(po::parse_command_line(argc, argv, desc), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    std::ostringstream os;
-    os << e.what() << "\n(run r2-bench --help for the options)";
-    return invalid_argument(os.str());
-  }
-  if (vm.count("help")) {
-    std::ostringstream os;
-    os << desc;
-    return not_found(os.str());
-  }
+  DRTMX_RETURN_IF_ERROR(
+      parse_command_line(desc, argc, argv, vm, nullptr, "\n(run r2-bench --help for the options)"));
   auto bad = [](const std::string& m) { return invalid_argument(m); };
   if (o.op_name == "read")
     o.op = Op::kRead;
