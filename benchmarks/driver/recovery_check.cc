@@ -40,6 +40,34 @@ class Copies {
     value_.resize(v);
   }
 
+  // Calls visit(w, found, version) for every write w of `r` whose key this
+  // node hosts, with this node's copy of the key (found: present, at
+  // `version`), in the record's order; returns how many copies it compared.
+  // An error reading a copy ends the walk.
+  template <typename Visit>
+  Result<uint64_t> compare(const JournalRecord& r, Visit visit) {
+    uint64_t compared = 0;
+    for (const JournalWrite& w : r.writes) {
+      bool found = false;
+      uint64_t version = 0;
+      auto hosted = read(w, &found, &version);
+      if (!hosted.is_ok()) return hosted.status();
+      if (!*hosted) continue;
+      ++compared;
+      visit(w, found, version);
+    }
+    return compared;
+  }
+
+  std::string describe(const JournalWrite& w, bool found, uint64_t version) const {
+    const store::TableSpec* t = cat_.find(static_cast<store::TableId>(w.table));
+    std::string s = std::string("its ") + op_name(w) + " of " + (t ? t->name : "table ?") +
+                    " key " + std::to_string(w.key) + " (version " + std::to_string(w.version) +
+                    "): node " + std::to_string(store_.node()) + "'s copy ";
+    return s + (found ? "is at version " + std::to_string(version) : std::string("is absent"));
+  }
+
+ private:
   // Reads this node's copy of w's key: false when it hosts none.
   Result<bool> read(const JournalWrite& w, bool* found, uint64_t* version) {
     const store::TableSpec* t = cat_.find(static_cast<store::TableId>(w.table));
@@ -55,15 +83,6 @@ class Copies {
     return true;
   }
 
-  std::string describe(const JournalWrite& w, bool found, uint64_t version) const {
-    const store::TableSpec* t = cat_.find(static_cast<store::TableId>(w.table));
-    std::string s = std::string("its ") + op_name(w) + " of " + (t ? t->name : "table ?") +
-                    " key " + std::to_string(w.key) + " (version " + std::to_string(w.version) +
-                    "): node " + std::to_string(store_.node()) + "'s copy ";
-    return s + (found ? "is at version " + std::to_string(version) : std::string("is absent"));
-  }
-
- private:
   const store::tables::StoreNode& store_;
   const store::Catalog& cat_;
   std::vector<uint8_t> value_;
@@ -165,13 +184,7 @@ Result<RecoveryCheck> check_recovery(const Journal& journal, const Workload& wl,
   for (size_t i = 0; i < flight.size(); ++i) {
     uint64_t yes = 0, no = 0;
     std::string yes_ex, no_ex;
-    for (const JournalWrite& w : flight[i]->writes) {
-      bool found = false;
-      uint64_t version = 0;
-      auto hosted = copies.read(w, &found, &version);
-      if (!hosted.is_ok()) return hosted.status();
-      if (!*hosted) continue;
-      ++compared;
+    auto n = copies.compare(*flight[i], [&](const JournalWrite& w, bool found, uint64_t version) {
       if (applied(w, found, version)) {
         ++yes;
         if (yes_ex.empty()) yes_ex = copies.describe(w, found, version);
@@ -179,7 +192,9 @@ Result<RecoveryCheck> check_recovery(const Journal& journal, const Workload& wl,
         ++no;
         if (no_ex.empty()) no_ex = copies.describe(w, found, version);
       }
-    }
+    });
+    if (!n.is_ok()) return n.status();
+    compared += *n;
     tally << yes << ' ' << no << ' ';
     if (!yes_ex.empty()) examples.push_back(std::to_string(i) + " y " + yes_ex);
     if (!no_ex.empty()) examples.push_back(std::to_string(i) + " n " + no_ex);
@@ -252,20 +267,14 @@ Result<RecoveryCheck> check_recovery(const Journal& journal, const Workload& wl,
   for (const JournalScan& s : scans) {
     for (const JournalRecord& r : s.records) {
       if (r.state != JournalState::kAcknowledged) continue;
-      for (const JournalWrite& w : r.writes) {
-        bool found = false;
-        uint64_t version = 0;
-        auto hosted = copies.read(w, &found, &version);
-        if (!hosted.is_ok()) return hosted.status();
-        if (!*hosted) continue;
-        ++compared;
-        if (applied(w, found, version)) continue;
+      auto n = copies.compare(r, [&](const JournalWrite& w, bool found, uint64_t version) {
+        if (applied(w, found, version)) return;
         if (!found && !is_delete(w)) {
           auto d = deleted.find(key_of(w.table, w.key));
-          if (d != deleted.end() && d->second > w.version) continue;  // deleted later
+          if (d != deleted.end() && d->second > w.version) return;  // deleted later
           if (r.time_ns <= folded_until) {
             ++unverified;
-            continue;
+            return;
           }
         }
         ++lost;
@@ -273,7 +282,9 @@ Result<RecoveryCheck> check_recovery(const Journal& journal, const Workload& wl,
           messages.push_back("an acknowledged commit is lost: " + r.name() + ": " +
                              copies.describe(w, found, version));
         }
-      }
+      });
+      if (!n.is_ok()) return n.status();
+      compared += *n;
     }
   }
   // (c) the workload's check on every copy.
