@@ -4,6 +4,8 @@
 #include <cmath>
 #include <mutex>
 
+#include "xorshift.h"
+
 namespace drtmx::bench {
 
 Result<YcsbMix> ycsb_mix(const std::string& w) {
@@ -118,10 +120,7 @@ YcsbGenerator::YcsbGenerator(const YcsbMix& mix, KeyDist dist, double theta, uin
 }
 
 uint64_t YcsbGenerator::xorshift() {
-  state_ ^= state_ << 13;
-  state_ ^= state_ >> 7;
-  state_ ^= state_ << 17;
-  return state_;
+  return xorshift64(state_);
 }
 
 uint64_t YcsbGenerator::pick_existing() {

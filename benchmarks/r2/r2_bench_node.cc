@@ -12,6 +12,7 @@
 #include "r2/common/clock.h"
 #include "r2/node_runtime.h"
 #include "r2_bench.h"
+#include "xorshift.h"
 
 namespace drtmx::bench {
 namespace {
@@ -45,13 +46,6 @@ struct Shared {
   std::atomic<bool> measuring{false};
 };
 
-uint64_t xorshift(uint64_t& s) {
-  s ^= s << 13;
-  s ^= s >> 7;
-  s ^= s << 17;
-  return s;
-}
-
 uint32_t stride_of(const R2BenchOptions& o) {
   return (std::max<uint32_t>(o.payload, 8) + 7) & ~7u;
 }
@@ -69,14 +63,10 @@ void one_sided_loop(const R2BenchOptions& o, Co& co, uint8_t* local, Shared& sh,
   OpBatch b;
   uint64_t n = 0;
   while (!sh.stop.load(std::memory_order_relaxed)) {
-    NodeId peer = co.node();
-    if (nodes > 1) {
-      peer = static_cast<NodeId>(xorshift(rng) % (nodes - 1));
-      if (peer >= co.node()) ++peer;
-    }
+    const NodeId peer = random_peer(rng, co.node(), nodes);
     b.clear();
     for (uint32_t i = 0; i < o.batch; ++i) {
-      const uint64_t slot = xorshift(rng) % slots;
+      const uint64_t slot = xorshift64(rng) % slots;
       slot_of[i] = slot;
       const RemoteAddr at{peer, kData, slot * stride};
       uint8_t* buf = local + size_t{i} * stride;
@@ -134,11 +124,7 @@ void rpc_loop(const R2BenchOptions& o, Co& co, Shared& sh, ThreadCounters& tc) {
   std::vector<RpcBuffer> replies(o.batch);
   uint64_t n = 0;
   while (!sh.stop.load(std::memory_order_relaxed)) {
-    NodeId peer = co.node();
-    if (nodes > 1) {
-      peer = static_cast<NodeId>(xorshift(rng) % (nodes - 1));
-      if (peer >= co.node()) ++peer;
-    }
+    const NodeId peer = random_peer(rng, co.node(), nodes);
     const Target t{peer, co.thread()};
     const bool sample = (++n % kSampleEvery) == 0 && sh.measuring.load(std::memory_order_relaxed);
     const uint64_t t0 = sample ? r2::now_ns() : 0;

@@ -22,6 +22,7 @@
 #include "rdpma/pool.h"
 #include "rdpma_bench.h"
 #include "rdpma_bench_results.h"
+#include "xorshift.h"
 
 namespace drtmx::bench {
 namespace {
@@ -94,13 +95,6 @@ struct alignas(64) ThreadState {
   Status error;
 };
 
-uint64_t xorshift(uint64_t& s) {
-  s ^= s << 13;
-  s ^= s >> 7;
-  s ^= s << 17;
-  return s;
-}
-
 struct NodeContext {
   const RdpmaBenchOptions& o;
   const std::vector<PmemExperiment>& xs;
@@ -171,12 +165,8 @@ void coroutine(NodeContext& nc, Co& co, std::span<uint8_t> scratch, ThreadState&
     }
     const PmemExperiment& x = nc.xs[ei];
     const size_t pi = nc.payload_index[ei];
-    NodeId peer = co.node();
-    if (nodes > 1) {
-      peer = static_cast<NodeId>(xorshift(rng) % (nodes - 1));
-      if (peer >= co.node()) ++peer;
-    }
-    const auto slot = static_cast<uint32_t>(xorshift(rng) % nc.o.slots);
+    const NodeId peer = random_peer(rng, co.node(), nodes);
+    const auto slot = static_cast<uint32_t>(xorshift64(rng) % nc.o.slots);
     const uint64_t t0 = r2::now_ns();
     Status st;
     if (x.aligned) {
