@@ -77,9 +77,13 @@ class LocalCluster {
 };
 
 // A node started on its own (--node=N) that may also serve its cluster's
-// coordinator (--host-coordinator).
+// coordinator (--host-coordinator): r2-bench, rdpma-bench, drtmx-node.
 class HostedCoordinator {
  public:
+  // Serves `server`, a coordinator started elsewhere (null: nothing).
+  explicit HostedCoordinator(std::unique_ptr<r2::ControlServer> server = nullptr)
+      : server_(std::move(server)) {}
+
   // host false: serves nothing. Otherwise starts the coordinator
   // (coordinator_config) at `listen`; errors are the coordinator's.
   static Result<HostedCoordinator> start(bool host, const r2::FabricConfig& fabric,
@@ -92,8 +96,6 @@ class HostedCoordinator {
   Status finish(Status node_result);
 
  private:
-  explicit HostedCoordinator(std::unique_ptr<r2::ControlServer> server)
-      : server_(std::move(server)) {}
   std::unique_ptr<r2::ControlServer> server_;
 };
 

@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "bench.h"
+#include "local_cluster.h"
 
 int main(int argc, char** argv) {
   using namespace drtmx::bench;
@@ -19,7 +20,7 @@ int main(int argc, char** argv) {
                  "starts a whole local cluster)\n";
     return 2;
   }
-  std::unique_ptr<drtmx::r2::ControlServer> server;
+  HostedCoordinator host;
   if (o->host_coordinator) {
     auto s = start_coordinator(*o, o->coordinator);
     if (!s.is_ok()) {
@@ -27,13 +28,9 @@ int main(int argc, char** argv) {
                 << "\n";
       return 1;
     }
-    server = std::move(s.value());
+    host = HostedCoordinator(std::move(s.value()));
   }
-  drtmx::Status st = run_bench_node(*o);
-  if (server) {
-    drtmx::Status d = server->wait_done(std::chrono::milliseconds(5000));
-    if (st.is_ok()) st = d;
-  }
+  const drtmx::Status st = host.finish(run_bench_node(*o));
   if (!st.is_ok()) {
     std::cerr << "drtmx-node " << o->node << ": " << st.to_string() << "\n";
     return 1;
