@@ -67,12 +67,11 @@ Status ProcessGroup::wait_all(std::chrono::milliseconds timeout,
     for (auto& c : children_) n += !c.done;
     return n;
   };
-  while (running() > 0) {
-    // Reap every child that ended before choosing what to report: a node
-    // killed by a signal is the cause and the others' error exits ("node 1
-    // disconnected") its consequences, whichever the loop meets first.
+  // Reaps every child that ended; remembers the first killed by a signal
+  // and the first that exited with an error. Returns whether any ended.
+  std::string signaled, failed;
+  auto reap = [&] {
     bool reaped = false;
-    std::string signaled, failed;
     for (auto& c : children_) {
       if (c.done) continue;
       int st = 0;
@@ -87,6 +86,23 @@ Status ProcessGroup::wait_all(std::chrono::milliseconds timeout,
       } else if (WIFEXITED(st) && WEXITSTATUS(st) != 0 && failed.empty()) {
         failed = c.name + " exited with status " + std::to_string(WEXITSTATUS(st)) +
                  " (its error is printed above)";
+      }
+    }
+    return reaped;
+  };
+  while (running() > 0) {
+    // Reap every child that ended before choosing what to report: a node
+    // killed by a signal is the cause and the others' error exits ("node 1
+    // disconnected") its consequences, whichever the loop meets first.
+    const bool reaped = reap();
+    if (first.is_ok() && signaled.empty() && !failed.empty()) {
+      // The peers of a killed node may see its connections close (the
+      // kernel closes them while the process is torn down) and exit before
+      // it can be reaped: give the rest a bounded moment to end, so the
+      // cause is the one reported.
+      const auto grace = std::chrono::steady_clock::now() + std::chrono::milliseconds(300);
+      while (signaled.empty() && running() > 0 && std::chrono::steady_clock::now() < grace) {
+        if (!reap()) std::this_thread::sleep_for(std::chrono::milliseconds(2));
       }
     }
     if ((!signaled.empty() || !failed.empty()) && first.is_ok()) {

@@ -60,6 +60,18 @@ TEST(ProcessGroup, AKilledNodeIsNamedBeforeTheNodesThatFailedBecauseOfIt) {
   EXPECT_NE(s.message().find("node 1 was killed by signal 9"), std::string::npos) << s.message();
 }
 
+// The killed node ends a moment after node 0 failed because of it (its
+// peers see its connections close while the kernel tears it down): still
+// the killed node is named, not node 0.
+TEST(ProcessGroup, AKilledNodeThatEndsJustAfterItsPeerFailedIsNamed) {
+  ProcessGroup g;
+  ASSERT_TRUE(g.spawn("node 0", "/bin/sh", {"-c", "exit 1"}).is_ok());
+  ASSERT_TRUE(g.spawn("node 1", "/bin/sh", {"-c", "sleep 0.05; kill -9 $$"}).is_ok());
+  const Status s = g.wait_all(10s);
+  EXPECT_FALSE(s.is_ok());
+  EXPECT_NE(s.message().find("node 1 was killed by signal 9"), std::string::npos) << s.message();
+}
+
 TEST(ProcessGroup, AFailingNodeStopsTheOthersAndIsNamed) {
   ProcessGroup g;
   ASSERT_TRUE(g.spawn("node 0", "/bin/sh", {"-c", "exec sleep 30"}).is_ok());
