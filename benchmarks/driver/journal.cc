@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <deque>
 
 #include "base/hash.h"
 
@@ -183,6 +182,39 @@ uint64_t journal_ring_bytes(uint32_t kb, uint32_t cos) {
   return ring / 64 * 64;
 }
 
+// A FIFO of the live records' places (a deque allocated and freed a chunk
+// every 32 records on the observer's path): a power-of-two circular buffer
+// that only grows.
+class LiveQueue {
+ public:
+  struct Live {
+    uint64_t off, bytes;
+  };
+  size_t size() const { return n_; }
+  const Live& operator[](size_t i) const { return buf_[(first_ + i) & (buf_.size() - 1)]; }
+  void clear() { first_ = n_ = 0; }
+  void push_back(const Live& l) {
+    if (n_ == buf_.size()) grow();
+    buf_[(first_ + n_) & (buf_.size() - 1)] = l;
+    ++n_;
+  }
+  // Drops the oldest n (n <= size()).
+  void pop_front(size_t n) {
+    first_ = n_ == n ? 0 : (first_ + n) & (buf_.size() - 1);
+    n_ -= n;
+  }
+
+ private:
+  void grow() {
+    std::vector<Live> b(std::max<size_t>(64, buf_.size() * 2));
+    for (size_t i = 0; i < n_; ++i) b[i] = (*this)[i];
+    buf_ = std::move(b);
+    first_ = 0;
+  }
+  std::vector<Live> buf_;
+  size_t first_ = 0, n_ = 0;
+};
+
 // One coroutine's ring: its header copies and records. Used by one
 // coroutine (the observer) or, at a restart, by the node's main thread.
 class Journal::Ring final : public txn::CommitObserver {
@@ -340,7 +372,8 @@ class Journal::Ring final : public txn::CommitObserver {
     const uint64_t state =
         static_cast<uint64_t>(committed ? JournalState::kAcknowledged : JournalState::kAborted);
     __atomic_store_n(reinterpret_cast<uint64_t*>(j_.at(off)), state, __ATOMIC_RELEASE);
-    if (Status st = j_.persist(off, 8); !st.is_ok()) fail(st);
+    // The fence is the next persist on this thread (journal.h).
+    if (Status st = j_.flush(off, 8); !st.is_ok()) fail(st);
   }
 
   void set_pending(std::function<void(std::vector<int64_t>&)> p) { pending_ = std::move(p); }
@@ -348,10 +381,6 @@ class Journal::Ring final : public txn::CommitObserver {
   uint64_t folds() const { return folds_.load(std::memory_order_relaxed); }
 
  private:
-  struct Live {
-    uint64_t off, bytes;
-  };
-
   // A whole record with sequence number `seq` at virtual offset v.
   bool valid_at(uint64_t v, uint64_t seq, const uint8_t** rec, uint64_t* bytes) const {
     const uint64_t phys = v % R_;
@@ -403,7 +432,7 @@ class Journal::Ring final : public txn::CommitObserver {
     std::memcpy(j_.at(off), &nh, sizeof nh);
     DRTMX_RETURN_IF_ERROR(j_.persist(off, sizeof nh));
     h_ = nh;
-    live_.erase(live_.begin(), live_.begin() + static_cast<std::ptrdiff_t>(n));
+    live_.pop_front(n);
     return Status::ok();
   }
 
@@ -420,8 +449,8 @@ class Journal::Ring final : public txn::CommitObserver {
   const uint64_t hdr_, ring_, R_;
   uint32_t max_writes_ = 1;
   CoHeader h_{};
-  std::deque<Live> live_;  // records not folded, oldest first
-  uint64_t head_ = 0;      // virtual offset after the newest record
+  LiveQueue live_;     // records not folded, oldest first
+  uint64_t head_ = 0;  // virtual offset after the newest record
   uint64_t next_seq_ = 1;
   uint64_t cur_ = ~uint64_t{0};  // the record of the transaction in flight
   std::vector<int64_t> sums_tmp_;
@@ -437,6 +466,10 @@ Journal::~Journal() = default;
 
 Status Journal::persist(uint64_t off, uint64_t n) const {
   return pool_->persist(data_, off, n);
+}
+
+Status Journal::flush(uint64_t off, uint64_t n) const {
+  return pool_->flush(data_, off, n);
 }
 
 Result<std::unique_ptr<Journal>> Journal::open(const Options& o) {

@@ -10,10 +10,15 @@
 //                     the transaction adds to the client sums if it
 //                     commits, WorkloadClient::pending_sums), made
 //                     persistent before the Log phase starts;
-//   logged(true)      the record's state word becomes "acknowledged",
-//                     persistent before the engine goes on (write-back, the
-//                     result returned to the client, its counters);
-//   logged(false)     "aborted".
+//   logged(true)      the record's state word becomes "acknowledged": it
+//                     is written back at once and durable at the next
+//                     fence of the coroutine's thread — the next record
+//                     any coroutine of the thread persists, or a fold.
+//                     The acknowledgement counts from then: one fence per
+//                     transaction instead of two. Until then a crash may
+//                     leave the record "prepared", i.e. in flight, which
+//                     the restart checks as whole or absent (it is whole);
+//   logged(false)     "aborted" (likewise).
 // A coroutine runs one transaction at a time, so only its newest record can
 // be undecided — in flight at a crash.
 //
@@ -140,6 +145,8 @@ class Journal {
   Journal() = default;
   uint8_t* at(uint64_t off) const { return base_ + off; }
   Status persist(uint64_t off, uint64_t n) const;
+  // Written back without waiting; durable at this thread's next persist.
+  Status flush(uint64_t off, uint64_t n) const;
 
   std::unique_ptr<rdpma::PmemPool> pool_;
   rdpma::FatPtr data_;

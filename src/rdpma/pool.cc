@@ -276,6 +276,18 @@ Status PmemPool::persist(const FatPtr& p, uint64_t at, uint64_t n) {
   return persist_range(base_ + p.offset + at, n);
 }
 
+Status PmemPool::flush(const FatPtr& p, uint64_t at, uint64_t n) {
+  DRTMX_RETURN_IF_ERROR(check(p, at, n, "flush"));
+  if (n == 0) return Status::ok();
+  if (mode_ == r2::Persistence::kMsync) return persist_range(base_ + p.offset + at, n);
+  pmem_flush(base_ + p.offset + at, n);
+  return Status::ok();
+}
+
+void PmemPool::drain() const {
+  if (mode_ != r2::Persistence::kMsync) pmem_drain();
+}
+
 Status PmemPool::persist_mapped(const void* addr, uint64_t n) {
   const auto a = reinterpret_cast<uintptr_t>(addr), b = reinterpret_cast<uintptr_t>(base_);
   if (a < b || a - b > bytes_) {

@@ -112,6 +112,15 @@ class PmemPool {
   // Makes bytes [at, at+n) of p's payload durable — e.g. after write(),
   // or after a peer's one-sided WRITE that this node wants durable itself.
   Status persist(const FatPtr& p, uint64_t at, uint64_t n);
+  // Starts writing bytes [at, at+n) of p's payload back without waiting
+  // (cache-line flushes; kMsync: msync, durable when it returns). Durable
+  // once this thread's next drain() — or persist(), pwrite(), which end
+  // with one — returned: a fence orders every flush its thread issued
+  // before it. For callers that can share one fence among several writes.
+  Status flush(const FatPtr& p, uint64_t at, uint64_t n);
+  // Waits until every flush this thread issued is durable (one fence; a
+  // no-op for kMsync, whose flushes are synchronous).
+  void drain() const;
   // Makes the owner's stores at [addr, addr + n) durable, for code that
   // holds raw pointers into the mapping (records in an allocated heap):
   // the range must lie inside allocated data (after the header, below the

@@ -231,7 +231,11 @@ Status TxnNode::recover(LogRecovery* out) {
   }
   NodeState st = pools_->state();
   ++st.recoveries;
-  return pools_->save(st);
+  DRTMX_RETURN_IF_ERROR(pools_->save(st));
+  // No node serves before node 0's oracle starts at `wts` (GTS): a snapshot
+  // that fetched the zeroed StableTS would find none of the recovered
+  // records (their versions are above it; the version stores are empty).
+  return rt_->control().barrier("txnnode.recovered");
 }
 
 TxnNode::~TxnNode() {

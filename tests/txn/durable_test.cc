@@ -129,6 +129,12 @@ struct NodeOutcome {
   std::vector<uint64_t> version;  // per account
 };
 
+NodeOutcome failed(Status st) {
+  NodeOutcome o;
+  o.status = std::move(st);
+  return o;
+}
+
 NodeOutcome run_node(const store::Catalog& cat, const RunSpec& spec, uint16_t node,
                      const std::string& coord) {
   NodeOutcome out;
@@ -152,23 +158,23 @@ NodeOutcome run_node(const store::Catalog& cat, const RunSpec& spec, uint16_t no
     };
   }
   auto policy = make_policy(spec.policy, {}, true);
-  if (!policy.is_ok()) return {policy.status()};
+  if (!policy.is_ok()) return failed(policy.status());
   cfg.policy = *policy;
   auto started = TxnNode::start(cat, cfg);
-  if (!started.is_ok()) return {started.status()};
+  if (!started.is_ok()) return failed(started.status());
   TxnNode& n = **started;
   const store::TableSpec& t = *cat.find(kAcc);
   if (spec.recover) {
     out.slots = n.store_recovery();
-    if (Status st = n.recover(&out.logs); !st.is_ok()) return {st};
+    if (Status st = n.recover(&out.logs); !st.is_ok()) return failed(st);
   } else {
     for (uint64_t k = 0; k < kAccounts; ++k) {
       if (!cat.hosts(node, t, cat.partition_of(t, k))) continue;
       const Account a{kInitial};
       Status st = n.store().load(t, k, {reinterpret_cast<const uint8_t*>(&a), sizeof a});
-      if (!st.is_ok()) return {st};
+      if (!st.is_ok()) return failed(st);
     }
-    if (Status st = n.persist_loaded(); !st.is_ok()) return {st};
+    if (Status st = n.persist_loaded(); !st.is_ok()) return failed(st);
   }
   std::vector<std::unique_ptr<Journaler>> journalers(kCos);
   std::atomic<uint64_t> audits{0}, bad_audits{0};
@@ -214,7 +220,7 @@ NodeOutcome run_node(const store::Catalog& cat, const RunSpec& spec, uint16_t no
       });
     }
   });
-  if (!st.is_ok()) return {st};
+  if (!st.is_ok()) return failed(st);
   out.status = n.finish(std::chrono::seconds(60));
   out.committed = n.stats().committed;
   out.audits = audits;
