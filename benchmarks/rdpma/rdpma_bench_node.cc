@@ -85,6 +85,9 @@ struct Shared {
   std::atomic<uint64_t> state{kIdle};
   std::atomic<bool> failed{false};
   std::atomic<bool> verified{false};
+  // Some coroutine of this node measured an operation of the current
+  // experiment (reset by the main thread before each measurement).
+  std::atomic<bool> measured_any{false};
   void set(size_t exp, Phase p) {
     state.store((uint64_t{exp} << 8) | p, std::memory_order_release);
   }
@@ -187,6 +190,9 @@ void coroutine(NodeContext& nc, Co& co, std::span<uint8_t> scratch, ThreadState&
     if (phase == kMeasure && nc.sh.state.load(std::memory_order_relaxed) == s) {
       ++ts.exps[ei].ops;
       ts.exps[ei].hist.record(t1 - t0);
+      if (!nc.sh.measured_any.load(std::memory_order_relaxed)) {
+        nc.sh.measured_any.store(true, std::memory_order_relaxed);
+      }
     }
   }
 }
@@ -271,9 +277,17 @@ Status run_node(const RdpmaBenchOptions& o, PmemPool& pool, const Layout& layout
     if (!st.is_ok()) break;
     sh.set(i, kWarm);
     sleep_while_ok(sh, o.warmup);
+    sh.measured_any.store(false, std::memory_order_relaxed);
     const uint64_t t0 = r2::now_ns();
     sh.set(i, kMeasure);
     sleep_while_ok(sh, o.seconds);
+    // A starved worker (a loaded machine, a short --seconds) may not have
+    // completed one operation yet: measure on until it has (bounded), so
+    // that no experiment reports nothing; the rate divides by the time
+    // actually measured.
+    for (int waits = 0; waits < 10000 && !sh.failed && !sh.measured_any.load(); ++waits) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
     measured[i] = r2::now_ns() - t0;
     sh.set(i, kIdle);
   }
