@@ -33,6 +33,8 @@ struct BenchOptions {
   std::string coordinator;        // node mode: where the coordinator listens
   bool host_coordinator = false;  // node 0 also serves the coordinator
   uint32_t join_timeout_ms = 30000;
+  uint32_t timeline_ms = 100;  // the report's timeline resolution (divides 1000)
+  std::string sweep;           // drtmx-bench: KEY=V1,V2,... (empty: one point)
   uint64_t seed = 1;
   uint32_t log_ring_kb = 1024;
   uint32_t xstore_refresh_keys = 16;            // XCacheOptions::refresh_keys_per_miss
@@ -65,6 +67,21 @@ std::unique_ptr<BenchOptions> parse_for_main(int argc, char** argv, const char* 
                                              int* exit_code);
 // Builds the workload named by o.bench from o.workload (errors name the option).
 Result<std::unique_ptr<Workload>> make_workload(const BenchOptions& o);
+// --sweep=KEY=V1,V2,...: the option swept and its values. Refused: an
+// unknown shape, an empty value, a key that names files, nodes or the
+// sweep itself (json, config, node, coordinator, pmem-dir, ...).
+struct Sweep {
+  std::string key;
+  std::vector<std::string> values;
+};
+Result<Sweep> parse_sweep(const std::string& spec);
+// drtmx-bench with --sweep: the options of every point — the command line
+// with --KEY=V in place of any --KEY given, parsed again (all of them
+// before any runs: a bad value is a command-line error).
+Result<std::vector<BenchOptions>> sweep_points(int argc, char** argv, const BenchOptions& o);
+// One run_local_cluster per point, a table of the points, and with --json
+// one file {"sweep": {"key", "values"}, "points": [{"value", "report"}]}.
+Status run_sweep(const BenchOptions& o, std::vector<BenchOptions> points);
 // Launcher: a coordinator here, the nodes as drtmx-node processes (default)
 // or threads; with several policies, one run each, then a summary table.
 Status run_local_cluster(const BenchOptions& o);

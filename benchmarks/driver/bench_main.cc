@@ -15,5 +15,10 @@ int main(int argc, char** argv) {
     std::cerr << "drtmx-bench: --node runs one node of a cluster: use drtmx-node for that\n";
     return 2;
   }
+  if (!o->sweep.empty()) {
+    auto points = sweep_points(argc, argv, *o);
+    if (!points.is_ok()) return options_exit_code("drtmx-bench", points.status(), 2);
+    return exit_code("drtmx-bench", run_sweep(*o, std::move(*points)));
+  }
   return exit_code("drtmx-bench", run_local_cluster(*o));
 }

@@ -103,6 +103,9 @@ struct NodeResult {
   LatencyHistogram hist;
   std::vector<int64_t> node_audit, client_sums;
   std::vector<uint64_t> durability;  // DurabilityField (empty without durability)
+  // Commits of each --timeline-ms interval of the measured window, in order
+  // (whole intervals only).
+  std::vector<uint64_t> timeline;
 
   std::string encode() const {
     std::ostringstream os;
@@ -118,7 +121,8 @@ struct NodeResult {
     for (int64_t v : client_sums) os << ' ' << v;
     os << ' ' << hist.encode();
     const std::vector<uint64_t> vf = versions.fields();
-    for (const auto* v : {&type_aborts, &ro_blocked, &ro_wait_ns, &read_only, &vf, &durability}) {
+    for (const auto* v :
+         {&type_aborts, &ro_blocked, &ro_wait_ns, &read_only, &vf, &durability, &timeline}) {
       os << ' ' << v->size();
       for (uint64_t x : *v) os << ' ' << x;
     }
@@ -127,8 +131,8 @@ struct NodeResult {
   static bool decode(const std::string& s, NodeResult* r) {
     std::istringstream is(s);
     size_t n = 0;
-    auto vec = [&](auto& v) {
-      if (!(is >> n) || n > 1000) return false;
+    auto vec = [&](auto& v, size_t limit = 1000) {
+      if (!(is >> n) || n > limit) return false;
       v.resize(n);
       for (auto& x : v) {
         if (!(is >> x)) return false;
@@ -149,8 +153,10 @@ struct NodeResult {
            triples(r->by_table) && vec(r->node_audit) && vec(r->client_sums) && (is >> h) &&
            r->hist.decode(h) && vec(r->type_aborts) && vec(r->ro_blocked) && vec(r->ro_wait_ns) &&
            vec(r->read_only) && vec(vf) && VersionTotals::from(vf, &r->versions) &&
-           vec(r->durability);
+           vec(r->durability) && vec(r->timeline, kMaxTimeline);
   }
+  // A day at the finest --timeline-ms.
+  static constexpr size_t kMaxTimeline = 86400u * 100;
 };
 
 // NodeResult::durability, by position.
@@ -366,7 +372,10 @@ Status report(const BenchOptions& o, const Workload& wl, const store::Catalog& c
   LatencyHistogram h;
   double tps = 0;
   uint64_t given_up = 0;
+  std::vector<uint64_t> timeline;  // the cluster's commits per interval
   for (const NodeResult& r : rs) {
+    if (r.timeline.size() > timeline.size()) timeline.resize(r.timeline.size(), 0);
+    for (size_t i = 0; i < r.timeline.size(); ++i) timeline[i] += r.timeline[i];
     for (size_t i = 0; i < committed.size() && i < r.committed.size(); ++i) {
       committed[i] += r.committed[i];
       if (r.window_ns > 0) tps += double(r.committed[i]) * 1e9 / double(r.window_ns);
@@ -495,6 +504,12 @@ Status report(const BenchOptions& o, const Workload& wl, const store::Catalog& c
     }
     j.end_object();
     json_durability(j, o, dur, run);
+    // Committed/s of each interval of the measured window (interval i ends
+    // (i + 1) * interval_ms after the window began).
+    j.key("timeline").begin_object().key("interval_ms").value(unsigned{o.timeline_ms});
+    j.key("tps").begin_array();
+    for (uint64_t c : timeline) j.value(double(c) * 1000.0 / double(o.timeline_ms), 0);
+    j.end_array().end_object();
     j.key("check").value(check.is_ok() ? std::string("ok") : check.message());
     j.key("config").begin_object();
     j.key("bench").value(o.bench).key("fabric").value(o.fabric.backend);
@@ -732,20 +747,34 @@ Status run_bench_node(const BenchOptions& o) {
   sh.phase.store(1);
   (void)n.runtime().control().publish("measuring", "");
   const uint64_t t0 = r2::now_ns();
-  uint64_t last = 0;
-  for (int sec = 1; double(sec) <= o.seconds + 1e-9; ++sec) {
-    sleep_s(1.0);
-    if (Status je = journal_error(); !je.is_ok()) {
-      sh.phase.store(2);
-      (void)n.finish(std::chrono::seconds(10));
-      return fail(je);
+  // Samples the commit count every --timeline-ms, on deadlines from t0 (no
+  // drift); every whole second also publishes the progress line.
+  std::vector<uint64_t> timeline;
+  {
+    using Clock = std::chrono::steady_clock;
+    const auto start = Clock::now();
+    const auto tick = std::chrono::milliseconds(o.timeline_ms);
+    const auto end = start + std::chrono::microseconds(static_cast<int64_t>(o.seconds * 1e6));
+    const uint32_t per_second = 1000 / o.timeline_ms;  // parse_bench: timeline_ms divides 1000
+    uint64_t last = 0, last_second = 0;
+    for (uint64_t k = 1; start + k * tick <= end; ++k) {
+      std::this_thread::sleep_until(start + k * tick);
+      if (Status je = journal_error(); !je.is_ok()) {
+        sh.phase.store(2);
+        (void)n.finish(std::chrono::seconds(10));
+        return fail(je);
+      }
+      const uint64_t now = total();
+      timeline.push_back(now - last);
+      last = now;
+      if (k % per_second == 0) {
+        (void)n.runtime().control().publish(
+            "progress", std::to_string(k / per_second) + " " + std::to_string(now - last_second));
+        last_second = now;
+      }
     }
-    const uint64_t now = total();
-    (void)n.runtime().control().publish("progress",
-                                        std::to_string(sec) + " " + std::to_string(now - last));
-    last = now;
+    std::this_thread::sleep_until(end);
   }
-  if (double(int(o.seconds)) < o.seconds) sleep_s(o.seconds - double(int(o.seconds)));
   const uint64_t window = r2::now_ns() - t0;
   sh.phase.store(2);
   st = n.finish(std::chrono::seconds(60));
@@ -753,6 +782,7 @@ Status run_bench_node(const BenchOptions& o) {
   if (Status je = journal_error(); !je.is_ok()) return fail(je);
   NodeResult mine;
   mine.window_ns = window;
+  mine.timeline = std::move(timeline);
   mine.committed.assign(types, 0);
   mine.aborts.assign(txn::kAbortKinds, 0);
   mine.type_aborts.assign(types, 0);

@@ -36,6 +36,7 @@ std::vector<std::string> BenchOptions::node_args(int n, const std::string& coord
       "--node=" + std::to_string(n),
       "--coordinator=" + coord,
       "--join-timeout-ms=" + std::to_string(join_timeout_ms),
+      "--timeline-ms=" + std::to_string(timeline_ms),
   };
   for (const auto& [k, v] : overrides) a.push_back("--phase=" + k + "=" + v);
   for (const auto& [k, v] : workload) a.push_back("--" + k + "=" + v);
@@ -106,7 +107,14 @@ Result<BenchOptions> parse_bench(int argc, char** argv) {
       "host-coordinator", po::bool_switch(&o.host_coordinator),
       "drtmx-node with --node=0: also serve the coordinator at --coordinator")(
       "join-timeout-ms", po::value(&o.join_timeout_ms)->default_value(30000),
-      "how long nodes wait for each other at start");
+      "how long nodes wait for each other at start")(
+      "timeline-ms", po::value(&o.timeline_ms)->default_value(100),
+      "the JSON report's timeline: committed/s of every interval this long (a divisor of "
+      "1000, at least 10)")(
+      "sweep", po::value(&o.sweep),
+      "drtmx-bench: KEY=V1,V2,... runs the experiment once per value of option --KEY (any "
+      "option but the ones naming files or nodes, e.g. coroutines=1,2,4,8 or nodes=2,3,4), "
+      "prints a table, and --json gets every point");
   po::options_description dur("Durability (README: Durability)");
   dur.add_options()(
       "durability", po::value(&durability)->default_value("off"),
@@ -159,6 +167,16 @@ Result<BenchOptions> parse_bench(int argc, char** argv) {
   if (!(o.warmup >= 0 && o.warmup <= 3600)) return bad("--warmup must be in [0, 3600]");
   if (o.log_ring_kb < 16 || o.log_ring_kb > (1u << 20))
     return bad("--log-ring-kb must be 16..1048576");
+  if (o.timeline_ms < 10 || o.timeline_ms > 1000 || 1000 % o.timeline_ms != 0)
+    return bad("--timeline-ms=" + std::to_string(o.timeline_ms) +
+               " must divide 1000 and be at least 10 (10, 20, 25, 40, 50, 100, ..., 1000)");
+  if (!o.sweep.empty()) {
+    auto sw = parse_sweep(o.sweep);
+    if (!sw.is_ok()) return sw.status();
+    if (vm.count("node")) return bad("--sweep is drtmx-bench's; a node runs one point");
+    if (sw->key == "policy" && o.policy.find(',') != std::string::npos)
+      return bad("--sweep=policy=...: give the presets there, not in --policy as well");
+  }
   for (const std::string& p : phases) {
     const size_t eq = p.find('=');
     if (eq == std::string::npos || eq == 0) return bad("--phase=" + p + ": expected KEY=VALUE");

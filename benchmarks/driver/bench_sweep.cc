@@ -1,0 +1,196 @@
+// drtmx-bench --sweep=KEY=V1,V2,...: the same experiment once per value of
+// one option, a table of the points, one JSON file with all of them.
+//
+// Each point is the command line itself with --KEY=V in place of whatever
+// gave --KEY (so any option a run takes can be swept, workload options
+// included), parsed again and run like a run without --sweep. Every point
+// is parsed before the first one runs: a bad value fails at once.
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+
+#include "bench.h"
+#include "json_writer.h"
+
+namespace drtmx::bench {
+namespace {
+
+// Options a sweep may not vary: they name files, nodes or the launcher's
+// own plumbing, or are switches without a value.
+constexpr const char* kNotSweepable[] = {
+    "sweep",       "json",      "config",   "node",      "coordinator", "host-coordinator",
+    "help",        "cluster",   "pmem-dir", "crash-at",  "format",      "recover",
+    "crash-point", "inprocess", "local",    "journal-kb"};
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream os;
+  os << in.rdbuf();
+  return os.str();
+}
+
+// The number after "key": in a JSON text drtmx-bench wrote; NaN if absent.
+double number_in(const std::string& text, const std::string& key) {
+  const std::string k = "\"" + key + "\":";
+  const size_t at = text.find(k);
+  if (at == std::string::npos) return std::nan("");
+  return std::strtod(text.c_str() + at + k.size(), nullptr);
+}
+
+// argv[1..] without any --KEY / --sweep (in either the --K=V or the --K V
+// form), then --KEY=value.
+std::vector<std::string> point_args(int argc, char** argv, const std::string& key,
+                                    const std::string& value) {
+  std::vector<std::string> out;
+  auto names = [](const std::string& a, const std::string& k) {
+    return a == "--" + k || a.rfind("--" + k + "=", 0) == 0;
+  };
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (names(a, key) || names(a, "sweep")) {
+      // "--KEY V": the value is the next argument (unless it is an option).
+      const bool separate = a.find('=') == std::string::npos;
+      if (separate && i + 1 < argc && std::string(argv[i + 1]).rfind("--", 0) != 0) ++i;
+      continue;
+    }
+    out.push_back(a);
+  }
+  out.push_back("--" + key + "=" + value);
+  return out;
+}
+
+Result<BenchOptions> parse_point(int argc, char** argv, const std::string& key,
+                                 const std::string& value) {
+  std::vector<std::string> args = point_args(argc, argv, key, value);
+  std::vector<char*> v;
+  v.push_back(argv[0]);
+  for (std::string& a : args) v.push_back(a.data());
+  auto o = parse_bench(static_cast<int>(v.size()), v.data());
+  if (!o.is_ok()) return o.status().with_context("--sweep point " + key + "=" + value);
+  return o;
+}
+
+}  // namespace
+
+Result<Sweep> parse_sweep(const std::string& spec) {
+  const std::string what = "--sweep=" + spec;
+  const size_t eq = spec.find('=');
+  if (eq == std::string::npos || eq == 0)
+    return invalid_argument(what + ": expected KEY=V1,V2,... (e.g. coroutines=1,2,4,8)");
+  Sweep s;
+  s.key = spec.substr(0, eq);
+  if (s.key.rfind("--", 0) == 0) s.key = s.key.substr(2);
+  for (const char* k : kNotSweepable) {
+    if (s.key == k) {
+      return invalid_argument(what + ": --" + s.key +
+                              " cannot be swept (it names files, nodes or the launcher's own "
+                              "plumbing, or takes no value)");
+    }
+  }
+  std::istringstream is(spec.substr(eq + 1));
+  std::string v;
+  while (std::getline(is, v, ',')) {
+    if (v.empty()) return invalid_argument(what + ": an empty value in the list");
+    s.values.push_back(v);
+  }
+  if (s.values.empty()) return invalid_argument(what + ": no values");
+  if (!spec.empty() && spec.back() == ',')
+    return invalid_argument(what + ": an empty value in the list");
+  if (s.values.size() > 64) return invalid_argument(what + ": at most 64 values");
+  return s;
+}
+
+Result<std::vector<BenchOptions>> sweep_points(int argc, char** argv, const BenchOptions& o) {
+  auto sw = parse_sweep(o.sweep);
+  if (!sw.is_ok()) return sw.status();
+  if (sw->key != "policy" && o.policies.size() > 1) {
+    std::string list;
+    for (const std::string& p : o.policies) list += (list.empty() ? "" : ",") + p;
+    return invalid_argument("--sweep=" + o.sweep + " with --policy=" + list +
+                            ": a sweep runs one preset per point (sweep policy=... to compare "
+                            "presets)");
+  }
+  std::vector<BenchOptions> points;
+  for (const std::string& v : sw->values) {
+    auto p = parse_point(argc, argv, sw->key, v);
+    if (!p.is_ok()) return p.status();
+    if (p->policies.size() > 1) {
+      return invalid_argument("--sweep point policy=" + v + ": one preset per point");
+    }
+    p->sweep.clear();
+    points.push_back(std::move(*p));
+  }
+  return points;
+}
+
+Status run_sweep(const BenchOptions& o, std::vector<BenchOptions> points) {
+  auto sw = parse_sweep(o.sweep);
+  if (!sw.is_ok()) return sw.status();
+  if (points.size() != sw->values.size()) return internal_error("sweep: points and values differ");
+  struct Row {
+    std::string value, json;
+    Status status;
+  };
+  std::vector<Row> rows;
+  for (size_t i = 0; i < points.size(); ++i) {
+    BenchOptions& one = points[i];
+    one.json =
+        "/tmp/drtmx-bench-" + std::to_string(getpid()) + "-sweep-" + std::to_string(i) + ".json";
+    std::cout << "== --sweep point --" << sw->key << "=" << sw->values[i] << std::endl;
+    Row r{sw->values[i], "", run_local_cluster(one)};
+    r.json = slurp(one.json);
+    std::remove(one.json.c_str());
+    if (r.status.is_ok() && r.json.empty()) {
+      r.status = internal_error("the point's run wrote no report");
+    }
+    rows.push_back(std::move(r));
+  }
+  std::ostringstream table;
+  table << std::left << std::setw(16) << sw->key
+        << " committed/s   p50 us   p99 us   abort %   vs first\n";
+  double base = std::nan("");
+  Status first_error;
+  for (const Row& r : rows) {
+    table << std::left << std::setw(16) << r.value;
+    if (!r.status.is_ok()) {
+      table << " failed: " << r.status.message() << "\n";
+      if (first_error.is_ok()) first_error = r.status.with_context("--sweep point " + r.value);
+      continue;
+    }
+    const double tps = number_in(r.json, "tps");
+    if (std::isnan(base)) base = tps;
+    table << std::right << std::fixed << std::setprecision(0) << std::setw(12) << tps
+          << std::setprecision(1) << std::setw(9) << number_in(r.json, "p50_us") << std::setw(9)
+          << number_in(r.json, "p99_us") << std::setprecision(2) << std::setw(10)
+          << 100 * number_in(r.json, "abort_rate") << std::setw(10) << tps / base << "x\n";
+  }
+  std::cout << "\n" << table.str();
+  if (!o.json.empty()) {
+    JsonWriter j;
+    j.begin_object().key("sweep").begin_object().key("key").value(sw->key);
+    j.key("values").begin_array();
+    for (const std::string& v : sw->values) j.value(v);
+    j.end_array().end_object();
+    j.key("points").begin_array();
+    for (const Row& r : rows) {
+      j.begin_object().key("value").value(r.value);
+      if (r.status.is_ok()) {
+        j.key("report").raw(r.json);
+      } else {
+        j.key("error").value(r.status.message());
+      }
+      j.end_object();
+    }
+    j.end_array().end_object();
+    std::string err;
+    if (!write_file(o.json, j.str() + "\n", &err)) return io_error(err, errno);
+  }
+  return first_error;
+}
+
+}  // namespace drtmx::bench

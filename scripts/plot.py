@@ -1,0 +1,210 @@
+#!/usr/bin/python3
+"""Plots drtmx-bench JSON reports as PNG files.
+
+    scripts/plot.py REPORT.json [REPORT2.json ...] [--out DIR]
+
+Understands the three shapes drtmx-bench writes with --json:
+  * one run                   -> <name>-timeline.png (committed/s over the run)
+  * several presets (--policy=a,b or all; {"runs": [...]})
+                              -> <name>-policies.png (throughput, p50/p99 bars)
+                                 <name>-timeline.png (one line per preset)
+  * a sweep (--sweep=KEY=V1,V2,...; {"sweep": ..., "points": [...]})
+                              -> <name>-sweep.png (throughput and p50/p99 vs KEY)
+                                 <name>-timeline.png (one line per point)
+Writes next to each report unless --out is given, and prints every file written.
+Needs matplotlib (Debian: python3-matplotlib; scripts/setup.sh installs it).
+"""
+
+import argparse
+import json
+import os
+import sys
+
+try:
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only, no display
+    import matplotlib.pyplot as plt
+except ImportError:
+    sys.exit(
+        "plot.py: matplotlib is missing: install the Debian package python3-matplotlib "
+        "(scripts/setup.sh does) and run this script with /usr/bin/python3"
+    )
+
+
+class BadReport(Exception):
+    pass
+
+
+def runs_of(report):
+    """(label, run) pairs of a report, and its kind: 'run', 'policies' or 'sweep'."""
+    if "points" in report and "sweep" in report:
+        key = report["sweep"].get("key", "value")
+        out = []
+        for p in report["points"]:
+            if "report" in p:
+                rep = p["report"]
+                # A point that ran several presets would nest them; take each.
+                if "runs" in rep:
+                    for r in rep["runs"]:
+                        out.append(("%s=%s %s" % (key, p["value"], policy_of(r)), r))
+                else:
+                    out.append(("%s=%s" % (key, p["value"]), rep))
+        return "sweep", out
+    if "runs" in report:
+        return "policies", [(policy_of(r), r) for r in report["runs"] if "tps" in r]
+    if "tps" in report:
+        return "run", [(policy_of(report), report)]
+    raise BadReport("not a drtmx-bench report (no tps, runs or points)")
+
+
+def policy_of(run):
+    return run.get("config", {}).get("policy", run.get("policy", "?"))
+
+
+def numeric(values):
+    try:
+        return [float(v) for v in values]
+    except ValueError:
+        return None
+
+
+def plot_timeline(runs, title, path):
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    drawn = 0
+    for label, run in runs:
+        tl = run.get("timeline")
+        if not tl or not tl.get("tps"):
+            continue
+        step = tl["interval_ms"] / 1000.0
+        xs = [step * (i + 1) for i in range(len(tl["tps"]))]
+        ax.plot(xs, tl["tps"], label=label, linewidth=1.2)
+        drawn += 1
+    if drawn == 0:
+        plt.close(fig)
+        return None
+    ax.set_xlabel("seconds into the measured run")
+    ax.set_ylabel("committed / s")
+    ax.set_title(title)
+    ax.set_ylim(bottom=0)
+    ax.grid(alpha=0.3)
+    if drawn > 1:
+        ax.legend(fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def plot_bars(runs, title, path):
+    labels = [label for label, _ in runs]
+    tps = [r["tps"] for _, r in runs]
+    p50 = [r.get("p50_us", 0) for _, r in runs]
+    p99 = [r.get("p99_us", 0) for _, r in runs]
+    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4.5))
+    a.bar(labels, tps, color="tab:blue")
+    a.set_ylabel("committed / s")
+    a.set_title("throughput")
+    for i, t in enumerate(tps):
+        a.annotate("%.2fx" % (t / tps[0] if tps[0] else 0), (i, t), ha="center", va="bottom",
+                   fontsize="small")
+    xs = range(len(labels))
+    b.bar([x - 0.2 for x in xs], p50, width=0.4, label="p50")
+    b.bar([x + 0.2 for x in xs], p99, width=0.4, label="p99")
+    b.set_xticks(list(xs), labels)
+    b.set_yscale("log")
+    b.set_ylabel("latency, us")
+    b.set_title("latency")
+    b.legend()
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def plot_sweep(report, runs, title, path):
+    key = report["sweep"].get("key", "value")
+    labels = [label.split("=", 1)[1] if "=" in label else label for label, _ in runs]
+    xs = numeric(labels)
+    positions = xs if xs is not None else list(range(len(labels)))
+    tps = [r["tps"] for _, r in runs]
+    p50 = [r.get("p50_us", 0) for _, r in runs]
+    p99 = [r.get("p99_us", 0) for _, r in runs]
+    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4.5))
+    a.plot(positions, tps, marker="o")
+    a.set_xlabel(key)
+    a.set_ylabel("committed / s")
+    a.set_ylim(bottom=0)
+    a.set_title("throughput")
+    a.grid(alpha=0.3)
+    b.plot(positions, p50, marker="o", label="p50")
+    b.plot(positions, p99, marker="s", label="p99")
+    b.set_xlabel(key)
+    b.set_ylabel("latency, us")
+    b.set_yscale("log")
+    b.set_title("latency")
+    b.grid(alpha=0.3)
+    b.legend()
+    if xs is None:
+        for ax in (a, b):
+            ax.set_xticks(positions, labels)
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def plot_report(path, out_dir):
+    try:
+        with open(path) as f:
+            report = json.load(f)
+    except OSError as e:
+        raise BadReport("cannot read it: %s" % e.strerror)
+    except json.JSONDecodeError as e:
+        raise BadReport("not JSON (%s)" % e)
+    if not isinstance(report, dict):
+        raise BadReport("not a drtmx-bench report (not a JSON object)")
+    kind, runs = runs_of(report)
+    if not runs:
+        raise BadReport("holds no successful run")
+    base = os.path.splitext(os.path.basename(path))[0]
+    out = out_dir if out_dir else (os.path.dirname(path) or ".")
+    cfg = runs[0][1].get("config", {})
+    title = "%s, %s nodes x %s threads x %s coroutines" % (
+        cfg.get("bench", "?"), cfg.get("nodes", "?"), cfg.get("threads", "?"),
+        cfg.get("coroutines", "?"))
+    if kind == "sweep":
+        title = "%s, --%s swept" % (cfg.get("bench", "?"), report["sweep"].get("key", "?"))
+    written = []
+    if kind == "sweep":
+        written.append(plot_sweep(report, runs, title, os.path.join(out, base + "-sweep.png")))
+    elif kind == "policies":
+        written.append(plot_bars(runs, title, os.path.join(out, base + "-policies.png")))
+    tl = plot_timeline(runs, title, os.path.join(out, base + "-timeline.png"))
+    if tl:
+        written.append(tl)
+    return written
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("reports", nargs="+", help="JSON files written by drtmx-bench --json")
+    ap.add_argument("--out", help="directory for the PNG files (default: beside each report)")
+    a = ap.parse_args()
+    if a.out and not os.path.isdir(a.out):
+        sys.exit("plot.py: --out %s is not a directory" % a.out)
+    failed = False
+    for path in a.reports:
+        try:
+            for w in plot_report(path, a.out):
+                print(w)
+        except BadReport as e:
+            print("plot.py: %s: %s" % (path, e), file=sys.stderr)
+            failed = True
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()

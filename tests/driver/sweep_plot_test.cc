@@ -1,0 +1,176 @@
+// drtmx-bench --sweep and --timeline-ms, and scripts/plot.py on the JSON of
+// a sweep, a several-preset run and a single run: the points run with the
+// swept value, every report carries a timeline whose intervals add up to
+// the run's commits, and the plots come out as non-empty PNG files. Bad
+// sweeps, timelines and reports are refused with the reason.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "support/bench_run.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using drtmx::bench::testing::json_number;
+using drtmx::bench::testing::Outcome;
+using drtmx::bench::testing::run;
+using drtmx::bench::testing::slurp;
+
+const std::string kQuick = " --bench=smallbank --nodes=3 --seconds=1 --warmup=0.2 ";
+
+class SweepPlot : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = (fs::temp_directory_path() /
+            ("drtmx_sweep_test_" + std::to_string(getpid()) + "_" +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name()))
+               .string();
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string path(const std::string& name) const { return dir_ + "/" + name; }
+  std::string dir_;
+};
+
+// Every timeline's committed/s values, in report order.
+std::vector<std::vector<double>> timelines(const std::string& json) {
+  std::vector<std::vector<double>> out;
+  size_t at = 0;
+  while ((at = json.find("\"timeline\"", at)) != std::string::npos) {
+    const size_t open = json.find('[', at), close = json.find(']', open);
+    if (open == std::string::npos || close == std::string::npos) break;
+    std::vector<double> v;
+    const char* p = json.c_str() + open + 1;
+    const char* end = json.c_str() + close;
+    while (p < end) {
+      char* next = nullptr;
+      const double x = std::strtod(p, &next);
+      if (next == p) break;
+      v.push_back(x);
+      p = next;
+      while (p < end && (*p == ',' || *p == ' ')) ++p;
+    }
+    out.push_back(v);
+    at = close;
+  }
+  return out;
+}
+
+// A PNG file of some size.
+void expect_png(const std::string& file) {
+  ASSERT_TRUE(fs::exists(file)) << file;
+  EXPECT_GT(fs::file_size(file), 2000u) << file;
+  EXPECT_EQ(slurp(file).substr(1, 3), "PNG") << file;
+}
+
+Outcome plot(const std::string& args) {
+  return run(DRTMX_PLOT_COMMAND, args, 120);
+}
+
+TEST_F(SweepPlot, ASweepRunsEveryPointWithItsTimelineAndPlots) {
+  const std::string json = path("sweep.json");
+  const Outcome o =
+      run(DRTMX_BENCH_PATH, kQuick + "--sweep=coroutines=1,4 --timeline-ms=50 --json=" + json, 180);
+  ASSERT_EQ(o.exit_code, 0) << o.output;
+  EXPECT_NE(o.output.find("== --sweep point --coroutines=1"), std::string::npos) << o.output;
+  EXPECT_NE(o.output.find("== --sweep point --coroutines=4"), std::string::npos) << o.output;
+  EXPECT_NE(o.output.find("coroutines       committed/s"), std::string::npos) << o.output;
+  const std::string j = slurp(json);
+  EXPECT_NE(j.find("\"sweep\": {\"key\": \"coroutines\", \"values\": [\"1\", \"4\"]}"),
+            std::string::npos)
+      << j;
+  // Each point ran with its value (its own report's config says so).
+  const size_t p1 = j.find("\"coroutines\": 1,"), p4 = j.find("\"coroutines\": 4,");
+  EXPECT_NE(p1, std::string::npos) << j;
+  EXPECT_NE(p4, std::string::npos) << j;
+  EXPECT_LT(p1, p4) << j;
+  EXPECT_EQ(std::string::npos, j.find("\"error\"")) << j;
+  // 1 s at 50 ms: 20 intervals per point, adding up to the point's commits.
+  const std::vector<std::vector<double>> tls = timelines(j);
+  ASSERT_EQ(tls.size(), 2u) << j;
+  size_t from = 0;
+  for (const std::vector<double>& tl : tls) {
+    EXPECT_EQ(tl.size(), 20u) << j;
+    double commits = 0;
+    for (double x : tl) commits += x * 0.05;
+    const std::string key = "\"report\": {\"tps\": ";  // the point's own rate
+    const size_t at = j.find(key, from);
+    ASSERT_NE(at, std::string::npos) << j;
+    const double tps = std::strtod(j.c_str() + at + key.size(), nullptr);
+    from = at + 1;
+    EXPECT_GT(tps, 0) << j;
+    // The timeline covers the measured window; the report's rate is over it.
+    EXPECT_NEAR(commits, tps, 0.05 * tps + 50) << j;
+  }
+  const Outcome p = plot(json + " --out " + dir_);
+  ASSERT_EQ(p.exit_code, 0) << p.output;
+  expect_png(path("sweep-sweep.png"));
+  expect_png(path("sweep-timeline.png"));
+}
+
+TEST_F(SweepPlot, SeveralPresetsAndASingleRunPlot) {
+  const std::string many = path("presets.json"), one = path("one.json");
+  Outcome o = run(DRTMX_BENCH_PATH, kQuick + "--policy=drtmh,farm --json=" + many, 180);
+  ASSERT_EQ(o.exit_code, 0) << o.output;
+  o = run(DRTMX_BENCH_PATH, kQuick + "--timeline-ms=1000 --json=" + one, 120);
+  ASSERT_EQ(o.exit_code, 0) << o.output;
+  EXPECT_EQ(json_number(slurp(one), "interval_ms"), 1000) << slurp(one);
+  ASSERT_EQ(timelines(slurp(one)).size(), 1u);
+  EXPECT_EQ(timelines(slurp(one))[0].size(), 1u) << slurp(one);
+  EXPECT_EQ(timelines(slurp(many)).size(), 2u) << slurp(many);
+  const Outcome p = plot(many + " " + one);  // beside the reports
+  ASSERT_EQ(p.exit_code, 0) << p.output;
+  expect_png(path("presets-policies.png"));
+  expect_png(path("presets-timeline.png"));
+  expect_png(path("one-timeline.png"));
+  EXPECT_FALSE(fs::exists(path("one-policies.png")));
+}
+
+TEST_F(SweepPlot, BadSweepsTimelinesAndReportsAreRefusedWithTheReason) {
+  const std::pair<std::string, std::string> cases[] = {
+      {"--sweep=json=a.json", "--json cannot be swept"},
+      {"--sweep=pmem-dir=/tmp", "--pmem-dir cannot be swept"},
+      {"--sweep=coroutines", "expected KEY=V1,V2"},
+      {"--sweep=coroutines=", "no values"},
+      {"--sweep=coroutines=1,,2", "an empty value"},
+      {"--sweep=coroutines=2,0", "--sweep point coroutines=0: --coroutines must be 1..256"},
+      {"--sweep=nosuch=1", "--sweep point nosuch=1: unrecognised option"},
+      {"--sweep=coroutines=1,2 --policy=drtmh,farm", "a sweep runs one preset per point"},
+      {"--timeline-ms=7", "--timeline-ms=7 must divide 1000"},
+      {"--timeline-ms=5", "must divide 1000 and be at least 10"},
+  };
+  for (const auto& [args, message] : cases) {
+    const Outcome o = run(DRTMX_BENCH_PATH, kQuick + args, 60);
+    EXPECT_EQ(o.exit_code, 2) << args << "\n" << o.output;
+    EXPECT_NE(o.output.find(message), std::string::npos) << args << "\n" << o.output;
+    EXPECT_EQ(o.output.find("committed/s"), std::string::npos) << "it ran: " << args;
+  }
+  // plot.py: reports it cannot plot are named with the reason.
+  std::FILE* f = std::fopen(path("not-a-report.json").c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  std::fputs("{\"hello\": 1}\n", f);
+  std::fclose(f);
+  f = std::fopen(path("broken.json").c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  std::fputs("{\"tps\": ", f);
+  std::fclose(f);
+  const Outcome p = plot(path("not-a-report.json") + " " + path("broken.json") + " " +
+                         path("missing.json") + " --out " + dir_);
+  EXPECT_EQ(p.exit_code, 1) << p.output;
+  EXPECT_NE(p.output.find("not-a-report.json: not a drtmx-bench report"), std::string::npos)
+      << p.output;
+  EXPECT_NE(p.output.find("broken.json: not JSON"), std::string::npos) << p.output;
+  EXPECT_NE(p.output.find("missing.json: cannot read it"), std::string::npos) << p.output;
+  const Outcome q = plot(path("not-a-report.json") + " --out " + path("nowhere"));
+  EXPECT_NE(q.exit_code, 0);
+  EXPECT_NE(q.output.find("is not a directory"), std::string::npos) << q.output;
+}
+
+}  // namespace
