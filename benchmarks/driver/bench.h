@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "hosts.h"
 #include "r2/control/control.h"
 #include "r2/fabric_config.h"
 #include "workload.h"
@@ -35,6 +36,14 @@ struct BenchOptions {
   uint32_t join_timeout_ms = 30000;
   uint32_t timeline_ms = 100;  // the report's timeline resolution (divides 1000)
   std::string sweep;           // drtmx-bench: KEY=V1,V2,... (empty: one point)
+  // drtmx-bench --hosts=FILE (hosts.h): node i on hosts[i], started through
+  // remote_shell as remote_exe; the nodes reach the coordinator at
+  // coordinator_host (default: this machine's host name).
+  std::string hosts_file;
+  std::vector<HostLine> hosts;
+  std::string remote_shell = "ssh -o BatchMode=yes";
+  std::string remote_exe;  // default: the drtmx-node beside drtmx-bench
+  std::string coordinator_host;
   uint64_t seed = 1;
   uint32_t log_ring_kb = 1024;
   uint32_t xstore_refresh_keys = 16;            // XCacheOptions::refresh_keys_per_miss
@@ -85,6 +94,9 @@ Status run_sweep(const BenchOptions& o, std::vector<BenchOptions> points);
 // Launcher: a coordinator here, the nodes as drtmx-node processes (default)
 // or threads; with several policies, one run each, then a summary table.
 Status run_local_cluster(const BenchOptions& o);
+// Whether SIGINT or SIGTERM stopped the launcher's last run (loops over
+// presets and sweep points stop then).
+bool run_interrupted();
 // One node, joined through o.coordinator; node 0 prints the report.
 Status run_bench_node(const BenchOptions& o);
 // The coordinator of a run, printing the nodes' per-second progress;

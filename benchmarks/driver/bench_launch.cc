@@ -6,6 +6,7 @@
 #include <atomic>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
@@ -59,6 +60,44 @@ std::string crash_line(const BenchOptions& o, const std::string& what) {
          "coroutines, replicas and workload scale; the cluster name may differ).";
 }
 
+// SIGINT/SIGTERM while a run's node processes run: the signal number (the
+// handler only stores it; the launcher's wait loop acts on it).
+std::atomic<int> g_interrupted{0};
+
+void on_interrupt(int sig) {
+  g_interrupted.store(sig, std::memory_order_relaxed);
+}
+
+// Installs on_interrupt for SIGINT and SIGTERM while alive; restores the
+// previous actions after.
+class InterruptScope {
+ public:
+  InterruptScope() {
+    g_interrupted.store(0);
+    struct sigaction sa {};
+    sa.sa_handler = on_interrupt;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int_);
+    sigaction(SIGTERM, &sa, &old_term_);
+  }
+  ~InterruptScope() {
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGTERM, &old_term_, nullptr);
+  }
+  InterruptScope(const InterruptScope&) = delete;
+  InterruptScope& operator=(const InterruptScope&) = delete;
+
+ private:
+  struct sigaction old_int_ {};
+  struct sigaction old_term_ {};
+};
+
+std::string this_host() {
+  char name[256] = {};
+  if (gethostname(name, sizeof name - 1) != 0 || name[0] == 0) return "127.0.0.1";
+  return name;
+}
+
 // One run of one preset: the nodes, the coordinator, cleanup.
 Status run_once(const BenchOptions& o) {
   const bool shm = o.fabric.backend == "shm";
@@ -79,16 +118,20 @@ Status run_once(const BenchOptions& o) {
   // --crash-at: when the nodes began measuring (the first "measuring"
   // publication), by the steady clock.
   auto measuring = std::make_shared<std::atomic<int64_t>>(0);
-  auto server = start_coordinator(
-      o, "127.0.0.1:0", [measuring](uint16_t, const std::string& topic, const std::string&) {
-        int64_t zero = 0;
-        if (topic == "measuring") {
-          measuring->compare_exchange_strong(
-              zero, std::chrono::steady_clock::now().time_since_epoch().count());
-        }
-      });
+  const bool remote = !o.hosts.empty();
+  auto server =
+      start_coordinator(o, remote ? "0.0.0.0:0" : "127.0.0.1:0",
+                        [measuring](uint16_t, const std::string& topic, const std::string&) {
+                          int64_t zero = 0;
+                          if (topic == "measuring") {
+                            measuring->compare_exchange_strong(
+                                zero, std::chrono::steady_clock::now().time_since_epoch().count());
+                          }
+                        });
   if (!server.is_ok()) return server.status();
-  const std::string coord = "127.0.0.1:" + std::to_string((*server)->port());
+  const std::string coord =
+      (remote ? (o.coordinator_host.empty() ? this_host() : o.coordinator_host) : "127.0.0.1") +
+      ":" + std::to_string((*server)->port());
   const auto limit =
       std::chrono::milliseconds(static_cast<int64_t>((o.seconds + o.warmup) * 1000) + 180000);
   const uint16_t nodes = o.fabric.num_nodes;
@@ -97,21 +140,34 @@ Status run_once(const BenchOptions& o) {
   std::string crash_what;
   if (!o.inprocess) {
     const std::string self = self_exe();
-    const std::string exe = self.substr(0, self.rfind('/') + 1) + "drtmx-node";
-    if (access(exe.c_str(), X_OK) != 0) {
+    const std::string sibling = self.substr(0, self.rfind('/') + 1) + "drtmx-node";
+    const std::string exe = remote && !o.remote_exe.empty() ? o.remote_exe : sibling;
+    if (exe == sibling && access(exe.c_str(), X_OK) != 0) {
       result = not_found(exe +
                          " is missing: drtmx-bench starts its nodes with the drtmx-node that is "
                          "built beside it (rebuild, or use --inprocess)");
     }
+    InterruptScope interrupts;
+    bool interrupted = false;
     ProcessGroup group;
     // A crash is a crash: the others go down at once, not by SIGTERM.
     if (o.crash_requested()) group.set_stop_signal(SIGKILL);
     for (int n = 0; n < nodes && result.is_ok(); ++n) {
-      result = group.spawn("node " + std::to_string(n), exe, o.node_args(n, coord));
+      if (remote) {
+        result = group.spawn(
+            "node " + std::to_string(n) + " (" + o.hosts[n].host + ")", "/bin/sh",
+            {"-c", remote_start(o.remote_shell, o.hosts[n].host, exe, o.node_args(n, coord))});
+      } else {
+        result = group.spawn("node " + std::to_string(n), exe, o.node_args(n, coord));
+      }
     }
-    std::function<void()> poll;
-    if (o.crash_at > 0) {
-      poll = [&] {
+    std::function<void()> poll = [&] {
+      if (!interrupted && g_interrupted.load(std::memory_order_relaxed) != 0) {
+        interrupted = true;
+        group.kill_all();
+        return;
+      }
+      if (o.crash_at > 0) {
         const int64_t t = measuring->load();
         if (crashed || t == 0) return;
         const auto since = std::chrono::steady_clock::now().time_since_epoch() -
@@ -119,9 +175,19 @@ Status run_once(const BenchOptions& o) {
         if (since < std::chrono::duration<double>(o.crash_at)) return;
         group.signal_all(SIGKILL);
         crashed = true;
-      };
-    }
+      }
+    };
     if (result.is_ok()) result = group.wait_all(limit, poll);
+    if (remote) {
+      // Whatever ended the run, nothing of it stays on the hosts.
+      for (const HostLine& h : o.hosts) {
+        (void)std::system(remote_stop(o.remote_shell, h.host, o.fabric.cluster, 20).c_str());
+      }
+    }
+    if (interrupted) {
+      result = aborted("interrupted by signal " + std::to_string(g_interrupted.load()) +
+                       ": stopped every node");
+    }
     if (crashed) {
       crash_what = "SIGKILLed all " + std::to_string(nodes) + " node processes " +
                    fmt_seconds(o.crash_at) + " s into the measured run (--crash-at)";
@@ -188,6 +254,10 @@ Result<std::unique_ptr<r2::ControlServer>> start_coordinator(
   return r2::ControlServer::start(sc);
 }
 
+bool run_interrupted() {
+  return g_interrupted.load(std::memory_order_relaxed) != 0;
+}
+
 Status run_local_cluster(const BenchOptions& o) {
   if (o.policies.size() <= 1) return run_once(o);
   // Several presets: each run writes its JSON report to a file of ours.
@@ -206,6 +276,7 @@ Status run_local_cluster(const BenchOptions& o) {
     r.json = read_file(one.json);
     std::remove(one.json.c_str());
     rows.push_back(std::move(r));
+    if (run_interrupted()) return rows.back().status;
   }
   std::ostringstream table;
   table << "policy     committed/s   p50 us   p99 us   abort %   vs " << rows[0].policy << "\n";

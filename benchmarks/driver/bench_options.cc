@@ -53,6 +53,14 @@ std::vector<std::string> BenchOptions::node_args(int n, const std::string& coord
     }
   }
   if (!fabric.device.empty()) a.push_back("--device=" + fabric.device);
+  // --hosts: this node's own options replace the same options above.
+  if (n >= 0 && static_cast<size_t>(n) < hosts.size()) {
+    for (const std::string& opt : hosts[n].options) {
+      const std::string key = opt.substr(0, opt.find('='));
+      std::erase_if(a, [&](const std::string& x) { return x.substr(0, x.find('=')) == key; });
+      a.push_back(opt);
+    }
+  }
   return a;
 }
 
@@ -111,6 +119,18 @@ Result<BenchOptions> parse_bench(int argc, char** argv) {
       "timeline-ms", po::value(&o.timeline_ms)->default_value(100),
       "the JSON report's timeline: committed/s of every interval this long (a divisor of "
       "1000, at least 10)")(
+      "hosts", po::value(&o.hosts_file),
+      "drtmx-bench: a multi-host cluster: FILE lists one host per line (node 0 first), each "
+      "optionally followed by --key=value options for that node; drtmx-node is started on "
+      "each through --remote-shell, and stopped on every exit")(
+      "remote-shell", po::value(&o.remote_shell)->default_value("ssh -o BatchMode=yes"),
+      "--hosts: the command that runs a command on a host: <remote-shell> HOST COMMAND")(
+      "remote-exe", po::value(&o.remote_exe),
+      "--hosts: drtmx-node's path on the hosts (default: the drtmx-node beside this "
+      "drtmx-bench)")(
+      "coordinator-host", po::value(&o.coordinator_host),
+      "--hosts: the address at which the hosts reach this machine's coordinator (default: "
+      "its host name)")(
       "sweep", po::value(&o.sweep),
       "drtmx-bench: KEY=V1,V2,... runs the experiment once per value of option --KEY (any "
       "option but the ones naming files or nodes, e.g. coroutines=1,2,4,8 or nodes=2,3,4), "
@@ -170,6 +190,32 @@ Result<BenchOptions> parse_bench(int argc, char** argv) {
   if (o.timeline_ms < 10 || o.timeline_ms > 1000 || 1000 % o.timeline_ms != 0)
     return bad("--timeline-ms=" + std::to_string(o.timeline_ms) +
                " must divide 1000 and be at least 10 (10, 20, 25, 40, 50, 100, ..., 1000)");
+  if (vm.count("hosts")) {
+    auto hs = read_hosts(o.hosts_file);
+    if (!hs.is_ok()) return hs.status();
+    o.hosts = std::move(*hs);
+    if (o.node >= 0) return bad("--hosts is drtmx-bench's; drtmx-node runs one node");
+    if (o.inprocess) return bad("--hosts starts node processes on hosts: not with --inprocess");
+    if (!vm["nodes"].defaulted() && nodes != o.hosts.size()) {
+      return bad("--hosts=" + o.hosts_file + " lists " + std::to_string(o.hosts.size()) +
+                 " hosts but --nodes=" + std::to_string(nodes) +
+                 " (one line per node; or leave --nodes out)");
+    }
+    if (o.hosts.size() > 64) return bad("--hosts=" + o.hosts_file + ": more than 64 hosts");
+    nodes = static_cast<uint32_t>(o.hosts.size());
+    o.fabric.num_nodes = static_cast<uint16_t>(nodes);
+    if (replicas > nodes) {
+      return bad("--replicas=" + std::to_string(replicas) + " needs at most " +
+                 std::to_string(nodes) + " hosts");
+    }
+    if (o.crash_requested() || !crash_point.empty())
+      return bad("--crash-at / --crash-point kill local node processes: not with --hosts");
+    if (o.remote_shell.empty()) return bad("--remote-shell is empty");
+  } else {
+    for (const char* k : {"remote-exe", "coordinator-host"}) {
+      if (vm.count(k)) return bad(std::string("--") + k + " needs --hosts=FILE");
+    }
+  }
   if (!o.sweep.empty()) {
     auto sw = parse_sweep(o.sweep);
     if (!sw.is_ok()) return sw.status();
@@ -292,6 +338,18 @@ Result<BenchOptions> parse_bench(int argc, char** argv) {
   }
   auto w = make_workload(o);
   if (!w.is_ok()) return w.status();
+  // --hosts: each node's command line (with its own options) must parse.
+  for (size_t n = 0; n < o.hosts.size(); ++n) {
+    std::vector<std::string> args = o.node_args(static_cast<int>(n), "127.0.0.1:1");
+    std::vector<char*> v{argv[0]};
+    for (std::string& x : args) v.push_back(x.data());
+    auto node = parse_bench(static_cast<int>(v.size()), v.data());
+    if (!node.is_ok()) {
+      return node.status().with_context("--hosts=" + o.hosts_file + " line " +
+                                        std::to_string(o.hosts[n].line) + " (node " +
+                                        std::to_string(n) + " on " + o.hosts[n].host + ")");
+    }
+  }
   return o;
 }
 

@@ -149,6 +149,7 @@ Status run_sweep(const BenchOptions& o, std::vector<BenchOptions> points) {
       r.status = internal_error("the point's run wrote no report");
     }
     rows.push_back(std::move(r));
+    if (run_interrupted()) return rows.back().status;
   }
   std::ostringstream table;
   table << std::left << std::setw(16) << sw->key
