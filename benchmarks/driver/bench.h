@@ -44,6 +44,10 @@ struct BenchOptions {
   std::string remote_shell = "ssh -o BatchMode=yes";
   std::string remote_exe;  // default: the drtmx-node beside drtmx-bench
   std::string coordinator_host;
+  // The workloads --bench may name (parse_bench's `known`), and the program
+  // the launcher starts as each node ("": the drtmx-node beside it).
+  std::shared_ptr<const std::vector<WorkloadInfo>> known;
+  std::string node_exe;
   uint64_t seed = 1;
   uint32_t log_ring_kb = 1024;
   uint32_t xstore_refresh_keys = 16;            // XCacheOptions::refresh_keys_per_miss
@@ -67,13 +71,26 @@ struct BenchOptions {
   std::vector<std::string> node_args(int node, const std::string& coordinator) const;
 };
 
-// argv -> options; --help gives kNotFound with the usage text.
-Result<BenchOptions> parse_bench(int argc, char** argv);
+// argv -> options; --help gives kNotFound with the usage text. `known`:
+// the workloads --bench may name (with their options).
+Result<BenchOptions> parse_bench(int argc, char** argv,
+                                 const std::vector<WorkloadInfo>& known = workloads());
 // parse_bench for a main(): prints the usage (--help) to stdout or the
 // error, prefixed with `program`, to stderr. Null with *exit_code set
 // (0 after --help, 2 after an error) when the program should stop.
 std::unique_ptr<BenchOptions> parse_for_main(int argc, char** argv, const char* program,
-                                             int* exit_code);
+                                             int* exit_code,
+                                             const std::vector<WorkloadInfo>& known = workloads());
+// A node's main() after its options parsed: serves the coordinator first
+// with --host-coordinator, runs the node, prints an error prefixed with
+// `program` and the node id; the exit code.
+int node_main(const BenchOptions& o, const char* program);
+// main() of a program of your own that runs your workloads (besides the
+// built-in ones) with drtmx-bench's whole command line: without --node it
+// is the launcher and starts copies of itself as the nodes (or threads with
+// --inprocess); with --node it is one node, like drtmx-node. A workload
+// whose name is taken is refused.
+int program_main(int argc, char** argv, const char* program, std::vector<WorkloadInfo> extra);
 // Builds the workload named by o.bench from o.workload (errors name the option).
 Result<std::unique_ptr<Workload>> make_workload(const BenchOptions& o);
 // --sweep=KEY=V1,V2,...: the option swept and its values. Refused: an

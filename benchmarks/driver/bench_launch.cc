@@ -140,7 +140,8 @@ Status run_once(const BenchOptions& o) {
   std::string crash_what;
   if (!o.inprocess) {
     const std::string self = self_exe();
-    const std::string sibling = self.substr(0, self.rfind('/') + 1) + "drtmx-node";
+    const std::string sibling =
+        o.node_exe.empty() ? self.substr(0, self.rfind('/') + 1) + "drtmx-node" : o.node_exe;
     const std::string exe = remote && !o.remote_exe.empty() ? o.remote_exe : sibling;
     if (exe == sibling && access(exe.c_str(), X_OK) != 0) {
       result = not_found(exe +

@@ -64,8 +64,9 @@ std::vector<std::string> BenchOptions::node_args(int n, const std::string& coord
   return a;
 }
 
-Result<BenchOptions> parse_bench(int argc, char** argv) {
+Result<BenchOptions> parse_bench(int argc, char** argv, const std::vector<WorkloadInfo>& known) {
   BenchOptions o;
+  o.known = std::make_shared<const std::vector<WorkloadInfo>>(known);
   uint32_t nodes = 3, threads = 1, coroutines = 8, replicas = 0;
   std::string fabric = "shm", config, mvcc, durability = "off", crash_point;
   std::vector<std::string> phases;
@@ -163,7 +164,7 @@ Result<BenchOptions> parse_bench(int argc, char** argv) {
   // Every workload's options; a key shared by several workloads is
   // declared once (each workload validates its own values).
   std::map<std::string, std::string> wl_storage;
-  for (const WorkloadInfo& w : workloads()) {
+  for (const WorkloadInfo& w : known) {
     po::options_description wl("Options of --bench=" + w.name + " (" + w.summary + ")");
     bool any = false;
     for (const auto& [k, help] : w.options) {
@@ -343,7 +344,7 @@ Result<BenchOptions> parse_bench(int argc, char** argv) {
     std::vector<std::string> args = o.node_args(static_cast<int>(n), "127.0.0.1:1");
     std::vector<char*> v{argv[0]};
     for (std::string& x : args) v.push_back(x.data());
-    auto node = parse_bench(static_cast<int>(v.size()), v.data());
+    auto node = parse_bench(static_cast<int>(v.size()), v.data(), known);
     if (!node.is_ok()) {
       return node.status().with_context("--hosts=" + o.hosts_file + " line " +
                                         std::to_string(o.hosts[n].line) + " (node " +
@@ -354,8 +355,9 @@ Result<BenchOptions> parse_bench(int argc, char** argv) {
 }
 
 std::unique_ptr<BenchOptions> parse_for_main(int argc, char** argv, const char* program,
-                                             int* exit_code) {
-  auto o = parse_bench(argc, argv);
+                                             int* exit_code,
+                                             const std::vector<WorkloadInfo>& known) {
+  auto o = parse_bench(argc, argv, known);
   if (o.is_ok()) return std::make_unique<BenchOptions>(std::move(o.value()));
   *exit_code = options_exit_code(program, o.status(), 2);
   return nullptr;

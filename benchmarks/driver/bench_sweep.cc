@@ -65,12 +65,12 @@ std::vector<std::string> point_args(int argc, char** argv, const std::string& ke
 }
 
 Result<BenchOptions> parse_point(int argc, char** argv, const std::string& key,
-                                 const std::string& value) {
+                                 const std::string& value, const std::vector<WorkloadInfo>& known) {
   std::vector<std::string> args = point_args(argc, argv, key, value);
   std::vector<char*> v;
   v.push_back(argv[0]);
   for (std::string& a : args) v.push_back(a.data());
-  auto o = parse_bench(static_cast<int>(v.size()), v.data());
+  auto o = parse_bench(static_cast<int>(v.size()), v.data(), known);
   if (!o.is_ok()) return o.status().with_context("--sweep point " + key + "=" + value);
   return o;
 }
@@ -117,12 +117,13 @@ Result<std::vector<BenchOptions>> sweep_points(int argc, char** argv, const Benc
   }
   std::vector<BenchOptions> points;
   for (const std::string& v : sw->values) {
-    auto p = parse_point(argc, argv, sw->key, v);
+    auto p = parse_point(argc, argv, sw->key, v, o.known ? *o.known : workloads());
     if (!p.is_ok()) return p.status();
     if (p->policies.size() > 1) {
       return invalid_argument("--sweep point policy=" + v + ": one preset per point");
     }
     p->sweep.clear();
+    p->node_exe = o.node_exe;
     points.push_back(std::move(*p));
   }
   return points;

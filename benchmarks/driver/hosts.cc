@@ -9,7 +9,7 @@ Result<std::vector<HostLine>> read_hosts(const std::string& path) {
   std::ifstream in(path);
   if (!in) {
     return invalid_argument("--hosts=" + path +
-                     ": cannot read the file (one host per line, node 0 first)");
+                            ": cannot read the file (one host per line, node 0 first)");
   }
   std::vector<HostLine> out;
   std::string text;

@@ -8,7 +8,6 @@
 #include <iostream>
 
 #include "bench.h"
-#include "local_cluster.h"
 
 int main(int argc, char** argv) {
   using namespace drtmx::bench;
@@ -20,20 +19,5 @@ int main(int argc, char** argv) {
                  "starts a whole local cluster)\n";
     return 2;
   }
-  HostedCoordinator host;
-  if (o->host_coordinator) {
-    auto s = start_coordinator(*o, o->coordinator);
-    if (!s.is_ok()) {
-      std::cerr << "drtmx-node: coordinator at " << o->coordinator << ": " << s.status().to_string()
-                << "\n";
-      return 1;
-    }
-    host = HostedCoordinator(std::move(s.value()));
-  }
-  const drtmx::Status st = host.finish(run_bench_node(*o));
-  if (!st.is_ok()) {
-    std::cerr << "drtmx-node " << o->node << ": " << st.to_string() << "\n";
-    return 1;
-  }
-  return 0;
+  return node_main(*o, "drtmx-node");
 }

@@ -17,7 +17,7 @@ const std::vector<WorkloadInfo>& workloads() {
 Result<std::unique_ptr<Workload>> make_workload(const BenchOptions& o) {
   const WorkloadInfo* found = nullptr;
   std::string known;
-  for (const WorkloadInfo& w : workloads()) {
+  for (const WorkloadInfo& w : o.known ? *o.known : workloads()) {
     known += (known.empty() ? "" : ", ") + w.name;
     if (w.name == o.bench) found = &w;
   }
