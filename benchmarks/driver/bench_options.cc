@@ -70,10 +70,13 @@ Result<BenchOptions> parse_bench(int argc, char** argv, const std::vector<Worklo
   uint32_t nodes = 3, threads = 1, coroutines = 8, replicas = 0;
   std::string fabric = "shm", config, mvcc, durability = "off", crash_point;
   std::vector<std::string> phases;
-  po::options_description desc("drtmx-bench: a transactional workload on a local cluster\nOptions");
+  std::string names;
+  for (const WorkloadInfo& w : known) names += (names.empty() ? "" : " | ") + w.name;
+  po::options_description desc(
+      "a transactional workload on a cluster (docs/benchmarks.md)\nOptions");
   desc.add_options()("help,h", "show this help")("config", po::value(&config),
                                                  "read options from this file (key = value lines)")(
-      "bench", po::value(&o.bench)->default_value("smallbank"), "smallbank")(
+      "bench", po::value(&o.bench)->default_value("smallbank"), names.c_str())(
       "fabric", po::value(&fabric)->default_value("shm"), "shm | verbs")(
       "nodes", po::value(&nodes)->default_value(3), "nodes in the cluster")(
       "threads", po::value(&threads)->default_value(1), "worker threads per node")(
@@ -136,7 +139,7 @@ Result<BenchOptions> parse_bench(int argc, char** argv, const std::vector<Worklo
       "drtmx-bench: KEY=V1,V2,... runs the experiment once per value of option --KEY (any "
       "option but the ones naming files or nodes, e.g. coroutines=1,2,4,8 or nodes=2,3,4), "
       "prints a table, and --json gets every point");
-  po::options_description dur("Durability (README: Durability)");
+  po::options_description dur("Durability (docs/benchmarks.md: Durability)");
   dur.add_options()(
       "durability", po::value(&durability)->default_value("off"),
       "off | pmem: tables, logs and an acknowledgement journal in pool files in --pmem-dir; a "

@@ -22,10 +22,16 @@ namespace {
 
 // Options a sweep may not vary: they name files, nodes or the launcher's
 // own plumbing, or are switches without a value.
-constexpr const char* kNotSweepable[] = {
-    "sweep",       "json",      "config",   "node",      "coordinator", "host-coordinator",
-    "help",        "cluster",   "pmem-dir", "crash-at",  "format",      "recover",
-    "crash-point", "inprocess", "local",    "journal-kb"};
+constexpr const char* kNotSweepable[] = {"sweep",        "json",
+                                         "config",       "node",
+                                         "coordinator",  "host-coordinator",
+                                         "help",         "cluster",
+                                         "pmem-dir",     "crash-at",
+                                         "format",       "recover",
+                                         "crash-point",  "inprocess",
+                                         "local",        "journal-kb",
+                                         "hosts",        "remote-exe",
+                                         "remote-shell", "coordinator-host"};
 
 std::string slurp(const std::string& path) {
   std::ifstream in(path);
