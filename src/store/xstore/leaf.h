@@ -1,6 +1,6 @@
 // XStore leaf nodes: the only part of the owner's B+tree that clients read
 // with one-sided READs. Shared contract of the owner (XTree) and the client
-// (learned cache). Thesis §3.4.1; ../shared/reference/thesis-spec.md §4.3.
+// (learned cache). Thesis §3.4.1; docs/architecture.md (the store).
 //
 // Leaves live in a registered region as an array of fixed-size slots; a
 // leaf's physical number (ALN) is its slot index:
