@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "bench.h"
+#include "bench_series.h"
 #include "json_writer.h"
 #include "local_cluster.h"
 #include "process_group.h"
@@ -31,25 +32,9 @@ struct Progress {
   std::map<int, std::pair<int, uint64_t>> seconds;  // second -> (nodes reported, commits)
 };
 
-// The number after "key": in a JSON text this program wrote (no general
-// parsing needed); NaN when absent.
-double json_number(const std::string& text, const std::string& key) {
-  const std::string k = "\"" + key + "\":";
-  const size_t at = text.find(k);
-  if (at == std::string::npos) return std::nan("");
-  return std::strtod(text.c_str() + at + k.size(), nullptr);
-}
-
 std::string fmt_seconds(double s) {
   std::ostringstream os;
   os << std::setprecision(3) << s;
-  return os.str();
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::ostringstream os;
-  os << in.rdbuf();
   return os.str();
 }
 
@@ -261,50 +246,28 @@ bool run_interrupted() {
 
 Status run_local_cluster(const BenchOptions& o) {
   if (o.policies.size() <= 1) return run_once(o);
-  // Several presets: each run writes its JSON report to a file of ours.
-  struct Row {
-    std::string policy, json;
-    Status status;
-  };
-  std::vector<Row> rows;
+  // Several presets: one run each, then one table.
+  std::vector<BenchOptions> points;
   for (const std::string& p : o.policies) {
     BenchOptions one = o;
     one.policy = p;
     one.policies = {p};
-    one.json = "/tmp/drtmx-bench-" + std::to_string(getpid()) + "-" + p + ".json";
-    std::cout << "== --policy=" << p << std::endl;
-    Row r{p, "", run_once(one)};
-    r.json = read_file(one.json);
-    std::remove(one.json.c_str());
-    rows.push_back(std::move(r));
-    if (run_interrupted()) return rows.back().status;
+    points.push_back(std::move(one));
   }
-  std::ostringstream table;
-  table << "policy     committed/s   p50 us   p99 us   abort %   vs " << rows[0].policy << "\n";
-  const double base = json_number(rows[0].json, "tps");
-  Status first_error;
-  for (const Row& r : rows) {
-    if (!r.status.is_ok()) {
-      table << std::left << std::setw(10) << r.policy << " failed: " << r.status.message() << "\n";
-      if (first_error.is_ok()) first_error = r.status.with_context("--policy=" + r.policy);
-      continue;
-    }
-    const double tps = json_number(r.json, "tps");
-    table << std::left << std::setw(10) << r.policy << std::right << std::fixed
-          << std::setprecision(0) << std::setw(12) << tps << std::setprecision(1) << std::setw(9)
-          << json_number(r.json, "p50_us") << std::setw(9) << json_number(r.json, "p99_us")
-          << std::setprecision(2) << std::setw(10) << 100 * json_number(r.json, "abort_rate")
-          << std::setw(8) << tps / base << "x\n";
-  }
-  std::cout << "\n" << table.str();
+  const std::vector<SeriesRow> rows = run_series(
+      std::move(points), o.policies, [&](size_t i) { return "--policy=" + o.policies[i]; },
+      run_once);
+  if (run_interrupted()) return rows.back().status;
+  const Status first_error =
+      print_series("policy", rows, [](const std::string& p) { return "--policy=" + p; });
   if (!o.json.empty()) {
     JsonWriter j;
     j.begin_object().key("runs").begin_array();
-    for (const Row& r : rows) {
-      if (r.status.is_ok() && !r.json.empty()) {
+    for (const SeriesRow& r : rows) {
+      if (r.status.is_ok()) {
         j.raw(r.json);
       } else {
-        j.begin_object().key("policy").value(r.policy).key("error").value(r.status.message());
+        j.begin_object().key("policy").value(r.label).key("error").value(r.status.message());
         j.end_object();
       }
     }

@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "bench.h"
+#include "bench_series.h"
 #include "json_writer.h"
 
 namespace drtmx::bench {
@@ -32,21 +33,6 @@ constexpr const char* kNotSweepable[] = {"sweep",        "json",
                                          "local",        "journal-kb",
                                          "hosts",        "remote-exe",
                                          "remote-shell", "coordinator-host"};
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::ostringstream os;
-  os << in.rdbuf();
-  return os.str();
-}
-
-// The number after "key": in a JSON text drtmx-bench wrote; NaN if absent.
-double number_in(const std::string& text, const std::string& key) {
-  const std::string k = "\"" + key + "\":";
-  const size_t at = text.find(k);
-  if (at == std::string::npos) return std::nan("");
-  return std::strtod(text.c_str() + at + k.size(), nullptr);
-}
 
 // argv[1..] without any --KEY / --sweep (in either the --K=V or the --K V
 // form), then --KEY=value.
@@ -139,45 +125,13 @@ Status run_sweep(const BenchOptions& o, std::vector<BenchOptions> points) {
   auto sw = parse_sweep(o.sweep);
   if (!sw.is_ok()) return sw.status();
   if (points.size() != sw->values.size()) return internal_error("sweep: points and values differ");
-  struct Row {
-    std::string value, json;
-    Status status;
-  };
-  std::vector<Row> rows;
-  for (size_t i = 0; i < points.size(); ++i) {
-    BenchOptions& one = points[i];
-    one.json =
-        "/tmp/drtmx-bench-" + std::to_string(getpid()) + "-sweep-" + std::to_string(i) + ".json";
-    std::cout << "== --sweep point --" << sw->key << "=" << sw->values[i] << std::endl;
-    Row r{sw->values[i], "", run_local_cluster(one)};
-    r.json = slurp(one.json);
-    std::remove(one.json.c_str());
-    if (r.status.is_ok() && r.json.empty()) {
-      r.status = internal_error("the point's run wrote no report");
-    }
-    rows.push_back(std::move(r));
-    if (run_interrupted()) return rows.back().status;
-  }
-  std::ostringstream table;
-  table << std::left << std::setw(16) << sw->key
-        << " committed/s   p50 us   p99 us   abort %   vs first\n";
-  double base = std::nan("");
-  Status first_error;
-  for (const Row& r : rows) {
-    table << std::left << std::setw(16) << r.value;
-    if (!r.status.is_ok()) {
-      table << " failed: " << r.status.message() << "\n";
-      if (first_error.is_ok()) first_error = r.status.with_context("--sweep point " + r.value);
-      continue;
-    }
-    const double tps = number_in(r.json, "tps");
-    if (std::isnan(base)) base = tps;
-    table << std::right << std::fixed << std::setprecision(0) << std::setw(12) << tps
-          << std::setprecision(1) << std::setw(9) << number_in(r.json, "p50_us") << std::setw(9)
-          << number_in(r.json, "p99_us") << std::setprecision(2) << std::setw(10)
-          << 100 * number_in(r.json, "abort_rate") << std::setw(10) << tps / base << "x\n";
-  }
-  std::cout << "\n" << table.str();
+  const std::vector<SeriesRow> rows = run_series(
+      std::move(points), sw->values,
+      [&](size_t i) { return "--sweep point --" + sw->key + "=" + sw->values[i]; },
+      run_local_cluster);
+  if (run_interrupted()) return rows.back().status;
+  const Status first_error =
+      print_series(sw->key, rows, [](const std::string& v) { return "--sweep point " + v; });
   if (!o.json.empty()) {
     JsonWriter j;
     j.begin_object().key("sweep").begin_object().key("key").value(sw->key);
@@ -185,8 +139,8 @@ Status run_sweep(const BenchOptions& o, std::vector<BenchOptions> points) {
     for (const std::string& v : sw->values) j.value(v);
     j.end_array().end_object();
     j.key("points").begin_array();
-    for (const Row& r : rows) {
-      j.begin_object().key("value").value(r.value);
+    for (const SeriesRow& r : rows) {
+      j.begin_object().key("value").value(r.label);
       if (r.status.is_ok()) {
         j.key("report").raw(r.json);
       } else {
