@@ -81,7 +81,7 @@ TEST_F(SweepPlot, ASweepRunsEveryPointWithItsTimelineAndPlots) {
   ASSERT_EQ(o.exit_code, 0) << o.output;
   EXPECT_NE(o.output.find("== --sweep point --coroutines=1"), std::string::npos) << o.output;
   EXPECT_NE(o.output.find("== --sweep point --coroutines=4"), std::string::npos) << o.output;
-  EXPECT_NE(o.output.find("coroutines       committed/s"), std::string::npos) << o.output;
+  EXPECT_NE(o.output.find("coroutines  committed/s"), std::string::npos) << o.output;
   const std::string j = slurp(json);
   EXPECT_NE(j.find("\"sweep\": {\"key\": \"coroutines\", \"values\": [\"1\", \"4\"]}"),
             std::string::npos)
