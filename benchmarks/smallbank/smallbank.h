@@ -76,7 +76,7 @@ int64_t initial_checking(uint64_t c);
 // --mix, --audit-pct, --audit-group); errors name the option.
 Result<Config> parse(const WorkloadOptions& o, const WorkloadEnv& env);
 
-// The registry entry (benchmarks/driver/workloads.cc).
+// The registry entry (src/driver/workloads.cc).
 WorkloadInfo info();
 
 std::unique_ptr<Workload> make(const Config& c);

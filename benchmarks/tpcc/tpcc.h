@@ -26,7 +26,7 @@
 
 namespace drtmx::bench::tpcc {
 
-// The registry entry (benchmarks/driver/workloads.cc).
+// The registry entry (src/driver/workloads.cc).
 WorkloadInfo info();
 
 std::unique_ptr<Workload> make(const Config& c);

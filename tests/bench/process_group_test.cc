@@ -1,4 +1,4 @@
-// ProcessGroup (benchmarks/common/process_group.h): which failure it names.
+// ProcessGroup (src/launch/process_group.h): which failure it names.
 #include "process_group.h"
 
 #include <gtest/gtest.h>

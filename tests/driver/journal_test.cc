@@ -1,4 +1,4 @@
-// The acknowledgement journal (benchmarks/driver/journal.h) on its own: a
+// The acknowledgement journal (src/driver/journal.h) on its own: a
 // pool file in /dev/shm written through the engine's CommitObserver calls,
 // reopened as a restart would.
 //
