@@ -453,6 +453,7 @@ TEST(HashClient, TornCopiesAreRetriedThenFallBackToRpc) {
                    HashClientOptions o;
                    o.max_torn_reads = 3;
                    o.busy_retries = 2;
+                   o.busy_wait_us = 0;
                    HashClient c(nullptr, s.scratch(w, 0), o);
                    std::vector<uint8_t> out(kValueSize);
                    bucket[60] ^= 0x04;  // as if a writer stalled mid-rewrite

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "r2/common/clock.h"
 #include "r2/sched/worker.h"
 
 namespace drtmx::store::hash {
@@ -177,6 +178,8 @@ Result<HashReply> HashClient::call(r2::Co& co, const HashRemote& r, uint16_t rpc
   if (!value.empty()) std::memcpy(req_.data() + sizeof h, value.data(), value.size());
   // Any owner thread serves any partition; spread keys over them.
   const r2::ThreadId t = static_cast<r2::ThreadId>(key % co.worker().threads_per_node());
+  uint64_t busy_until = 0;  // set at the first kBusy
+  constexpr uint32_t kMaxBusyRetries = 1u << 20;
   for (uint32_t attempt = 0;; ++attempt) {
     DRTMX_RETURN_IF_ERROR(co.call(r2::Target{r.node, t}, rpc_id, req_.data(),
                                   static_cast<uint32_t>(req_.size()), reply_));
@@ -186,9 +189,13 @@ Result<HashReply> HashClient::call(r2::Co& co, const HashRemote& r, uint16_t rpc
                             " bytes is shorter than its head");
     }
     std::memcpy(&rep, reply_.data(), sizeof rep);
-    if (static_cast<HashStatus>(rep.status) == HashStatus::kBusy && attempt < opts_.busy_retries) {
-      co.yield();
-      continue;
+    if (static_cast<HashStatus>(rep.status) == HashStatus::kBusy && attempt < kMaxBusyRetries) {
+      const uint64_t now = r2::now_ns();
+      if (busy_until == 0) busy_until = now + uint64_t{opts_.busy_wait_us} * 1000;
+      if (attempt < opts_.busy_retries || now < busy_until) {
+        co.yield();
+        continue;
+      }
     }
     if (reply_value != nullptr) reply_value->assign(reply_.begin() + sizeof rep, reply_.end());
     return rep;

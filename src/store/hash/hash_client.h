@@ -55,7 +55,12 @@ struct HashClientOptions {
   MissPath miss_path = MissPath::kBucketWalk;
   uint32_t max_torn_reads = 8;  // torn bucket/record copies per GET before RPC
   uint32_t max_restarts = 4;    // bucket walks restarted after a stale record
-  uint32_t busy_retries = 16;   // RPCs answered kBusy retried (yielding between)
+  // RPCs answered kBusy (the record locked or torn at the owner) are
+  // retried, yielding between, at least busy_retries times and for at
+  // least busy_wait_us (a lock holder that lost its core can hold a record
+  // for a scheduler time slice), at most kMaxBusyRetries times.
+  uint32_t busy_retries = 16;
+  uint32_t busy_wait_us = 10000;
   // Prefetch the location-cache slot and yield once before looking it up,
   // so the other coroutines run while its cache line arrives (a large
   // cache misses in the CPU cache on nearly every lookup).
