@@ -107,6 +107,8 @@ class TxnNode {
   // loader wrote persistent and records that the database exists.
   // Collective (a barrier), before run().
   Status persist_loaded();
+  // Durable nodes: where record lock words live (null: in the slots).
+  const store::tables::LockPlan* lock_plan() const { return locks_.get(); }
   // A restart (durability.recover): what start() found in the record
   // slots, then the logs' recovery (txn/recovery.h). Collective, before
   // run(); the tables serve the recovered state when it returns.
@@ -133,6 +135,9 @@ class TxnNode {
   bool durable_ = false;
   PersistOps persist_;
   std::unique_ptr<NodePools> pools_;
+  // Durable nodes (H8): where record lock words are (store/tables/plan.h,
+  // "Lock regions"); null without durability (in the slots).
+  std::unique_ptr<store::tables::LockPlan> locks_;
   store::tables::StoreRecovery store_recovery_;
   uint64_t rebuild_ns_ = 0;
   std::unique_ptr<r2::NodeRuntime> rt_;
