@@ -33,6 +33,12 @@ bool durable_region(r2::RegionId id) {
   return id == kLogRegion || store::tables::is_table_region(id);
 }
 
+// H8: durable nodes keep record lock words and tuple timestamps apart
+// from the (pooled) slots, in DRAM — unless told not to (measurements).
+bool locks_apart(const TxnNodeConfig& cfg) {
+  return cfg.durability.enabled && cfg.durability.locks_apart;
+}
+
 // What decides the contents of a node's pools: the tables, their
 // placement and the regions' sizes.
 uint64_t layout_fingerprint(const store::Catalog& c,
@@ -68,7 +74,7 @@ std::vector<std::pair<r2::RegionId, size_t>> TxnNode::regions(const store::Catal
                                                               const TxnNodeConfig& cfg) {
   TxnNode probe(catalog, cfg);
   auto out = store::tables::regions_of(catalog, cfg.fabric.node, scratch_plan(catalog, cfg),
-                                       /*lock_regions=*/cfg.durability.enabled);
+                                       /*lock_regions=*/locks_apart(cfg));
   out.emplace_back(kLogRegion, probe.replication().layout.region_bytes());
   out.emplace_back(kArenaRegion,
                    size_t{cfg.fabric.threads} * cfg.coroutines * probe.per_coroutine_arena());
@@ -100,6 +106,10 @@ Result<std::unique_ptr<TxnNode>> TxnNode::start(const store::Catalog& catalog,
   rc.regions = regions(catalog, cfg);
   rc.control.fingerprint["durability"] = cfg.durability.enabled ? "pmem" : "off";
   if (cfg.durability.enabled) {
+    // Every node computes where its peers' lock words are (LockPlan).
+    rc.control.fingerprint["lock-words"] = cfg.durability.locks_apart ? "dram" : "slots";
+  }
+  if (cfg.durability.enabled) {
     std::vector<std::pair<r2::RegionId, size_t>> durable, rest;
     for (const auto& r : rc.regions) (durable_region(r.first) ? durable : rest).push_back(r);
     auto pools = NodePools::open(cfg.durability, cfg.fabric.node, durable,
@@ -118,7 +128,7 @@ Result<std::unique_ptr<TxnNode>> TxnNode::start(const store::Catalog& catalog,
   const uint64_t t0 = r2::now_ns();
   // Durable nodes keep record lock words (and tuple timestamps) apart from
   // the persistent slots, in the volatile lock regions (H8).
-  const bool apart = cfg.durability.enabled;
+  const bool apart = locks_apart(cfg);
   if (apart) {
     n->locks_ = std::make_unique<store::tables::LockPlan>(store::tables::LockPlan::of(catalog));
   }
