@@ -136,7 +136,8 @@ class TxnNode {
   PersistOps persist_;
   std::unique_ptr<NodePools> pools_;
   // Durable nodes (H8): where record lock words are (store/tables/plan.h,
-  // "Lock regions"); null without durability (in the slots).
+  // "Lock regions"); null when they are in the slots (no durability, or
+  // DurabilityConfig::locks_apart off).
   std::unique_ptr<store::tables::LockPlan> locks_;
   store::tables::StoreRecovery store_recovery_;
   uint64_t rebuild_ns_ = 0;
