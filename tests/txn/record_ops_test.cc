@@ -477,6 +477,15 @@ TEST(RecordOps, LocksApartAreTakenInTheLockRegionNotInTheSlot) {
            std::vector<ItemResult> res;
            ASSERT_TRUE(rpc_check(co, std::span<const RecordRef>(&r, 1), 0, &res).is_ok());
            EXPECT_FALSE(res[0].valid) << "the RPC check too";
+           // Held one-sided: another's RPC lock and one-sided lock fail.
+           const uint64_t other = store::lock_word(0, 0, 1, 1);
+           ASSERT_TRUE(rpc_lock(co, std::span<const RecordRef>(&r, 1), other, &res).is_ok());
+           EXPECT_FALSE(res[0].locked) << "an RPC lock of a record held in the lock region";
+           b.clear();
+           add_lock(b, r, plan.lock_of(r.addr), other, old + 1, st);
+           ASSERT_EQ(co.run(b), OpStatus::kOk);
+           EXPECT_EQ(old[1], me) << "a one-sided lock of a record held in the lock region";
+           EXPECT_EQ(entry(5), me);
            uint8_t* image = scratch + 64;
            const int64_t v[2] = {3, 0};
            build_image(image, 1005, 1, 2, v, kValue);
@@ -489,6 +498,13 @@ TEST(RecordOps, LocksApartAreTakenInTheLockRegionNotInTheSlot) {
            r.version = 2;
            ASSERT_TRUE(rpc_lock(co, std::span<const RecordRef>(&r, 1), me, &res).is_ok());
            EXPECT_TRUE(res[0].locked && res[0].valid);
+           // Held by RPC: another's one-sided lock and RPC lock fail.
+           b.clear();
+           add_lock(b, r, plan.lock_of(r.addr), other, old + 1, st);
+           ASSERT_EQ(co.run(b), OpStatus::kOk);
+           EXPECT_EQ(old[1], me) << "a one-sided lock of a record the owner locked";
+           ASSERT_TRUE(rpc_lock(co, std::span<const RecordRef>(&r, 1), other, &res).is_ok());
+           EXPECT_FALSE(res[0].locked);
            EXPECT_EQ(entry(5), me);
            EXPECT_EQ(slot_lock(5), 0u);
            ASSERT_TRUE(rpc_unlock(co, std::span<const RecordRef>(&r, 1), me, false).is_ok());
