@@ -250,7 +250,12 @@ Status TxnNode::recover(LogRecovery* out) {
   }
   NodeState st = pools_->state();
   ++st.recoveries;
-  return pools_->save(st);
+  DRTMX_RETURN_IF_ERROR(pools_->save(st));
+  // GTS: node 0's oracle starts above the recovered timestamps before any
+  // node runs: a node that ran first could otherwise read StableTS 0 (a
+  // snapshot below every recovered version: "record missing") or take a
+  // commit timestamp below them.
+  return rt_->control().barrier("txnnode.recovered");
 }
 
 TxnNode::~TxnNode() {

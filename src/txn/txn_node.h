@@ -111,7 +111,9 @@ class TxnNode {
   const store::tables::LockPlan* lock_plan() const { return locks_.get(); }
   // A restart (durability.recover): what start() found in the record
   // slots, then the logs' recovery (txn/recovery.h). Collective, before
-  // run(); the tables serve the recovered state when it returns.
+  // run(); the tables serve the recovered state when it returns, and every
+  // node's clocks (and the GTS oracle) are above the recovered commit
+  // timestamps (it ends with a barrier).
   Status recover(LogRecovery* out);
   const store::tables::StoreRecovery& store_recovery() const { return store_recovery_; }
   // How long start() took to rebuild the tables from their slots.

@@ -25,8 +25,10 @@ namespace {
 constexpr uint32_t kVs = 16;
 constexpr uint64_t kKey = 42;
 
+// n bytes, 64-byte aligned (aligned_alloc wants a multiple of the alignment).
 struct Mem {
-  explicit Mem(size_t n) : p(static_cast<uint8_t*>(std::aligned_alloc(64, n))), n(n) {
+  explicit Mem(size_t n)
+      : p(static_cast<uint8_t*>(std::aligned_alloc(64, (n + 63) / 64 * 64))), n(n) {
     std::memset(p, 0, n);
   }
   ~Mem() { std::free(p); }

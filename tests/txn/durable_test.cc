@@ -30,6 +30,7 @@
 #include <atomic>
 #include <cstring>
 #include <filesystem>
+#include <mutex>
 #include <random>
 #include <thread>
 
@@ -163,6 +164,7 @@ struct NodeOutcome {
   Probe probe;
   uint64_t committed = 0;
   uint64_t audits = 0, bad_audits = 0;
+  std::string failed_audits;  // the abort reasons of audits that gave up
   LogRecovery logs;
   store::tables::StoreRecovery slots;
   std::vector<int64_t> balance;   // per account, this node's copy
@@ -347,6 +349,8 @@ NodeOutcome run_node(const store::Catalog& cat, const RunSpec& spec, uint16_t no
   const bool mvcc = policy->mvcc != Mvcc::kOff;
   std::vector<std::unique_ptr<Journaler>> journalers(kCos);
   std::atomic<uint64_t> audits{0}, bad_audits{0};
+  std::mutex failed_mu;
+  std::string failed_audits;
   Status st = n.run([&](TxnContext& c) {
     if (spec.probe) {
       if (c.index % kCos == 0) probe(c, cat, mvcc, &out.probe);
@@ -373,7 +377,11 @@ NodeOutcome run_node(const store::Catalog& cat, const RunSpec& spec, uint16_t no
             return Abort::kNone;
           },
           {}, Kind::kReadOnly);
-      if (r != Abort::kNone) continue;
+      if (r != Abort::kNone) {
+        std::lock_guard<std::mutex> g(failed_mu);
+        failed_audits += std::string(" ") + abort_name(r);
+        continue;
+      }
       ++audits;
       if (sum != int64_t{kAccounts} * kInitial) ++bad_audits;
     }
@@ -412,6 +420,7 @@ NodeOutcome run_node(const store::Catalog& cat, const RunSpec& spec, uint16_t no
   out.committed = n.stats().committed;
   out.audits = audits;
   out.bad_audits = bad_audits;
+  out.failed_audits = failed_audits;
   out.balance.assign(kAccounts, -1);
   out.version.assign(kAccounts, 0);
   for (uint64_t k = 0; k < kAccounts; ++k) {
@@ -546,9 +555,13 @@ TEST_P(DurableTest, ACleanRestartFindsEveryCommitAndRunsOn) {
   expect_consistent(third);
   expect_words_apart(third, mvcc, true);
   uint64_t audits = 0;
-  for (const NodeOutcome& o : third) audits += o.audits;
+  std::string why;
+  for (const NodeOutcome& o : third) {
+    audits += o.audits;
+    why += o.failed_audits;
+  }
   if (mvcc) {
-    EXPECT_EQ(audits, uint64_t{kNodes} * kCos * 20) << "a snapshot audit aborted";
+    EXPECT_EQ(audits, uint64_t{kNodes} * kCos * 20) << "a snapshot audit aborted:" << why;
   } else {
     EXPECT_GT(audits, 0u);  // OCC audits of every account may abort 64 times in a row
   }
