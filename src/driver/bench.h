@@ -58,6 +58,9 @@ struct BenchOptions {
   std::string pmem_dir;  // --pmem-dir
   bool format = false;   // --format
   bool recover = false;  // --recover
+  // --lock-words=dram|slots: record lock words and tuple timestamps in
+  // DRAM (H8, the default) or in the pooled slots (measuring H8 only).
+  bool locks_apart = true;
   uint32_t journal_kb = 1024;
   // Launcher: SIGKILL every node this many seconds into the measured run (0: never).
   double crash_at = 0;

@@ -294,7 +294,8 @@ std::string ms(uint64_t ns) {
 
 void print_durability(const BenchOptions& o, const DurabilitySummary& d, const DurableRun& run) {
   if (!d.on) return;
-  std::cout << "  durability: pmem dir=" << o.pmem_dir << " —";
+  std::cout << "  durability: pmem dir=" << o.pmem_dir
+            << (o.locks_apart ? " (lock words in DRAM) —" : " (lock words in the pooled slots) —");
   for (size_t i = 0; i < d.modes.size(); ++i)
     std::cout << (i ? ", node" : " node") << i << " " << d.modes[i];
   std::cout << "; pools " << fmt(double(d.pool_bytes) / 1048576.0, 1) << " MiB; journal "
@@ -319,6 +320,7 @@ void json_durability(JsonWriter& j, const BenchOptions& o, const DurabilitySumma
   j.key("mode").value(d.on ? "pmem" : "off");
   if (d.on) {
     j.key("dir").value(o.pmem_dir);
+    j.key("lock_words").value(o.locks_apart ? "dram" : "slots");
     j.key("nodes").begin_array();
     for (const std::string& m : d.modes) j.value(m);
     j.end_array();
@@ -583,7 +585,7 @@ Status run_bench_node(const BenchOptions& o) {
             ec.value());
       }
     }
-    cfg.durability = {true, o.pmem_dir, o.format, o.recover};
+    cfg.durability = {true, o.pmem_dir, o.format, o.recover, o.locks_apart};
     // Every node loads, or every node restarts.
     cfg.control.fingerprint["start"] = o.recover ? "recover" : "load";
     std::vector<int64_t> probe;

@@ -47,6 +47,7 @@ std::vector<std::string> BenchOptions::node_args(int n, const std::string& coord
     a.push_back("--journal-kb=" + std::to_string(journal_kb));
     if (format) a.push_back("--format");
     if (recover) a.push_back("--recover");
+    if (!locks_apart) a.push_back("--lock-words=slots");
     if (!crash_name.empty()) {
       a.push_back("--crash-point=" + crash_name + ":" + std::to_string(crash_node) + ":" +
                   std::to_string(crash_hit));
@@ -68,7 +69,7 @@ Result<BenchOptions> parse_bench(int argc, char** argv, const std::vector<Worklo
   BenchOptions o;
   o.known = std::make_shared<const std::vector<WorkloadInfo>>(known);
   uint32_t nodes = 3, threads = 1, coroutines = 8, replicas = 0;
-  std::string fabric = "shm", config, mvcc, durability = "off", crash_point;
+  std::string fabric = "shm", config, mvcc, durability = "off", crash_point, lock_words = "dram";
   std::vector<std::string> phases;
   std::string names;
   for (const WorkloadInfo& w : known) names += (names.empty() ? "" : " | ") + w.name;
@@ -152,6 +153,10 @@ Result<BenchOptions> parse_bench(int argc, char** argv, const std::vector<Worklo
       "recover", po::bool_switch(&o.recover),
       "restart from --pmem-dir instead of loading: recover, check the recovered database "
       "against the journals, then run as usual")(
+      "lock-words", po::value(&lock_words)->default_value("dram"),
+      "dram | slots: where the records' lock words and MVCC tuple timestamps live on durable "
+      "nodes — in DRAM beside the pools (hint H8), or in the pooled record slots (only to "
+      "measure what H8 saves)")(
       "journal-kb", po::value(&o.journal_kb)->default_value(1024),
       "acknowledgement journal: KiB of records kept per coroutine (older ones are folded "
       "into carried sums); a restart uses the journal's own size")(
@@ -275,11 +280,15 @@ Result<BenchOptions> parse_bench(int argc, char** argv, const std::vector<Worklo
   }
   const bool crash_at_given = !vm["crash-at"].defaulted();
   if (!o.durable) {
-    for (const char* k : {"pmem-dir", "format", "recover", "crash-at", "crash-point"}) {
+    for (const char* k :
+         {"pmem-dir", "format", "recover", "crash-at", "crash-point", "lock-words"}) {
       const bool given = vm.count(k) && !vm[k].defaulted();
       if (given) return bad(std::string("--") + k + " needs --durability=pmem");
     }
   } else {
+    if (lock_words != "dram" && lock_words != "slots")
+      return bad("--lock-words=" + lock_words + ": expected dram or slots");
+    o.locks_apart = lock_words == "dram";
     if (o.pmem_dir.empty())
       return bad("--durability=pmem needs --pmem-dir=DIR (where the pool files live)");
     if (o.format && o.recover)

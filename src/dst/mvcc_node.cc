@@ -76,6 +76,8 @@ Result<std::unique_ptr<MvccNode>> MvccNode::create(const store::Catalog& c,
       cp.heap_offset = plan->heap.range_offset;
       cp.slot_bytes = store::record_slot_size(t.value_size);
       cp.slots = plan->heap.range_bytes / cp.slot_bytes;
+      // Lock and ts words: in the slots, or apart (durable nodes, H8).
+      if (const store::tables::LocalPartition* lp = store.partition(t.id, p)) cp.words = lp->words;
       const uint64_t versions = versions_for(t, cfg);
       const uint64_t bytes = VersionStore::bytes_for(versions, t.value_size);
       auto vs = VersionStore::create({vr->base + used, bytes}, {t.name + "/p" + std::to_string(p),
@@ -111,7 +113,9 @@ bool MvccNode::resolve(r2::RegionId region, uint64_t offset, uint32_t value_size
     }
     const uint64_t slot = (offset - c.heap_offset) / c.slot_bytes;
     if (slot >= c.slots) return false;
-    *out = {table_base_[t] + offset, c.vs.get(), slot, c.table->id, c.partition};
+    uint8_t* rec = table_base_[t] + offset;
+    const store::SlotRef at = c.words.at(rec, offset);
+    *out = {rec, at.lock, at.ts, c.vs.get(), slot, c.table->id, c.partition};
     return true;
   }
   return false;

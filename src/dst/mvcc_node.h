@@ -75,13 +75,17 @@ class MvccNode {
                                                   store::tables::StoreNode& store,
                                                   r2::Fabric& fabric, const MvccConfig& cfg);
 
-  // A record of a hosted partition copy.
+  // A record of a hosted partition copy: its slot, and its lock and tuple
+  // timestamp words (in the slot, or apart on durable nodes: store/record.h).
   struct Record {
     uint8_t* rec = nullptr;
+    uint64_t* lock = nullptr;
+    uint64_t* ts = nullptr;
     VersionStore* vs = nullptr;
     uint64_t slot = 0;  // index in its heap: the version chain's
     store::TableId table = 0;
     store::PartitionId partition = 0;
+    store::SlotRef at() const { return {rec, lock, ts}; }
   };
   // The record slot at (region, offset) — an address a request names —
   // when it is a whole record slot of a hosted copy's heap.
@@ -127,6 +131,7 @@ class MvccNode {
     store::PartitionId partition = 0;
     uint64_t area_offset = 0, area_end = 0;  // in the table region
     uint64_t heap_offset = 0, slot_bytes = 0, slots = 0;
+    store::SlotWords words;  // the store's (LocalPartition::words)
     std::unique_ptr<VersionStore> vs;
     std::unique_ptr<std::atomic<Timestamp>> range_ts;
   };

@@ -4,6 +4,11 @@
 // Pure functions of the record's words and its partition's VersionStore:
 // the RPC wrappers (txn) resolve addresses and batch items.
 //
+// A record is a store::SlotRef: its slot and its lock and ts words — the
+// slot's own, or apart in DRAM on a durable node (store/record.h, H8). The
+// orders below are between those two words and the slot's version and
+// wts, wherever they live: each access is a sequentially consistent atomic.
+//
 // Ordering (why these are correct; dst/README.md has the protocol):
 //   lock_and_collect   CAS lock, THEN load ts          (store; load)
 //   raise_and_check    raise ts, THEN load lock        (store; load)
@@ -19,6 +24,7 @@
 
 #include "dst/timestamp.h"
 #include "dst/version_store.h"
+#include "store/record_io.h"
 
 namespace drtmx::dst {
 
@@ -36,8 +42,9 @@ struct LockCollect {
 // collected value with the holder (VersionStore::hold at `slot`): the
 // holder will commit above it. Without room the lock is released again and
 // no_room is set.
-LockCollect lock_and_collect(uint8_t* rec, uint64_t lock_word, uint64_t expected_version,
-                             VersionStore* vs, uint64_t slot, Timestamp now);
+LockCollect lock_and_collect(const store::SlotRef& rec, uint64_t lock_word,
+                             uint64_t expected_version, VersionStore* vs, uint64_t slot,
+                             Timestamp now);
 
 // Validate, read set: raises ts to `commit_ts` (RW2 for reads), then valid
 // iff unlocked, still at `expected_version`, and that version's wts is
@@ -50,7 +57,8 @@ enum class Check : uint8_t {
   kBehind,   // unlocked and unchanged, but its version's wts >= commit_ts
              // (the coordinator did not see that wts): check again above it
 };
-Check raise_and_check(uint8_t* rec, Timestamp commit_ts, uint64_t expected_version, Timestamp* wts);
+Check raise_and_check(const store::SlotRef& rec, Timestamp commit_ts, uint64_t expected_version,
+                      Timestamp* wts);
 
 // Commit, one record we hold locked: pushes the version in place (unless
 // it is an insert's reservation, version 0) into `vs` superseded at
@@ -58,12 +66,12 @@ Check raise_and_check(uint8_t* rec, Timestamp commit_ts, uint64_t expected_versi
 // `image` (a full slot image: header with the new version and wts =
 // commit_ts, sealed, and the value) except the lock and ts words, raises
 // ts to commit_ts, and unlocks.
-void install(uint8_t* rec, const uint8_t* image, uint32_t value_size, Timestamp commit_ts,
-             VersionStore* vs, uint64_t slot);
+void install(const store::SlotRef& rec, const uint8_t* image, uint32_t value_size,
+             Timestamp commit_ts, VersionStore* vs, uint64_t slot);
 
 // Abort: releases our lock (CAS lock_word -> 0: only ours) and the room
 // lock_and_collect reserved. False when the lock was not ours.
-bool release(uint8_t* rec, uint64_t lock_word, VersionStore* vs, uint64_t slot);
+bool release(const store::SlotRef& rec, uint64_t lock_word, VersionStore* vs, uint64_t slot);
 
 // DEP_READ of one record at read timestamp `read_ts`.
 enum class ReadAt : uint8_t {
@@ -90,7 +98,7 @@ enum class ReadAt : uint8_t {
 // All wait for a torn image.
 enum class SnapshotMode : uint8_t { kDst, kGts, kDstSkipRaiseUnsafe };
 // `value_out` holds the value size rounded up to 8 bytes.
-ReadAt read_at(uint8_t* rec, uint64_t key, uint32_t incarnation, uint32_t value_size,
+ReadAt read_at(const store::SlotRef& rec, uint64_t key, uint32_t incarnation, uint32_t value_size,
                Timestamp read_ts, SnapshotMode mode, const VersionStore* vs, uint64_t slot,
                uint8_t* value_out, VersionInfo* info);
 

@@ -18,7 +18,7 @@ namespace {
 constexpr uint64_t kPartitionSeed = 0x2545F4914F6CDD1Cull;
 
 // Region ids are derived from table ids (store/tables/plan.h).
-constexpr TableId kMaxTableId = 4096;
+constexpr TableId kMaxTableId = kMaxTables;
 
 const char* scheme_name(PartitionScheme s) {
   switch (s) {

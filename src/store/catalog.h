@@ -79,6 +79,8 @@ struct TableSpec {
 };
 
 constexpr uint32_t kMaxValueSize = 4096;
+// Table ids are below it (region ids are derived from them: tables/plan.h).
+constexpr TableId kMaxTables = 4096;
 
 // The copies of one partition.
 struct PartitionReplicas {

@@ -102,8 +102,12 @@ Result<std::unique_ptr<RecordHeap>> RecordHeap::recover(std::span<uint8_t> regio
     in_use[i] = 1;
   }
   for (const LiveSlot& ls : out->live) {
-    std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(region.data() + ls.offset))
-        .store(0, std::memory_order_relaxed);
+    // Only where set: on persistent memory a store is a media write.
+    uint8_t* rec = region.data() + ls.offset;
+    for (uint64_t* w : {reinterpret_cast<uint64_t*>(rec), ts_word(rec)}) {
+      std::atomic_ref<uint64_t> word(*w);
+      if (word.load(std::memory_order_relaxed) != 0) word.store(0, std::memory_order_relaxed);
+    }
   }
   h.next_fresh_ = written;
   for (uint64_t i = written; i-- > 0;) {

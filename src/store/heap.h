@@ -84,8 +84,10 @@ class RecordHeap final : public RecordSlots {
   // holding a sealed, live, committed (version > 0) record is in use — one
   // per key, the highest version, the others freed —, every other slot up
   // to the last one ever written is free (its incarnation kept, so reuse
-  // bumps it as usual), the rest never used. Lock words of the records
-  // kept are cleared: no transaction survives a restart. `out` receives
+  // bumps it as usual), the rest never used. The lock and ts words of the
+  // records kept are cleared where set (no transaction and no snapshot
+  // survives a restart; a node whose words live apart, record.h, finds
+  // them 0 already and writes nothing). `out` receives
   // the records kept and the counts.
   static Result<std::unique_ptr<RecordHeap>> recover(std::span<uint8_t> region,
                                                      const HeapOptions& options, HeapRecovery* out);

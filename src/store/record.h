@@ -45,6 +45,17 @@
 // Reader protocol: READ the whole slot; verify(). On kTorn re-read (bounded
 // by the caller). Then check identity (key, incarnation, flags) against what
 // was expected: a mismatch means the cached address is stale.
+//
+// Lock words apart (durable nodes, hint H8). With durability on, the slots
+// live in persistent memory, where an atomic is a read-modify-write at the
+// media. The two words that change by atomics only — lock and ts — then
+// live in DRAM instead, in a lock area beside the heap: one entry of
+// kLockEntryBytes per slot, [lock][ts] (tables/plan.h says where; the
+// owner's view is store::SlotWords, record_io.h). The slot's own lock and
+// ts words stay 0. Nothing else changes: the writer protocol above holds
+// with "the lock" meaning the entry's lock word. Locks and tuple
+// timestamps need not survive a crash (recovery clears every lock, and a
+// restart starts every timestamp above the recovered records' wts).
 #pragma once
 
 #include <cstddef>
@@ -86,6 +97,10 @@ inline uint64_t atomic_max_ts(uint64_t* w, uint64_t v) {
   }
   return cur;
 }
+
+// Lock words apart (H8): the bytes of one slot's entry in a lock area,
+// [lock word][ts].
+constexpr size_t kLockEntryBytes = 16;
 
 constexpr uint32_t kLive = 1;
 constexpr uint32_t kDeleted = 2;

@@ -55,8 +55,69 @@ struct ApplyMvcc {
   std::function<bool(uint64_t record_offset, const uint8_t* old_image, bool deleted)> keep_old;
 };
 
+// The lock word in the slot at `rec` (a node whose lock words are in the
+// slots; see SlotWords).
 inline std::atomic_ref<uint64_t> lock_of(uint8_t* rec) {
   return std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(rec));
 }
+
+// A record as owner-side code touches it: its slot, and the two words that
+// change by atomics only — its lock word and its MVCC tuple timestamp.
+// Those are the slot's own words (record.h: +0 and +48), or, on a durable
+// node, its entry in the heap's lock area (record.h, "Lock words apart").
+struct SlotRef {
+  uint8_t* rec = nullptr;
+  uint64_t* lock = nullptr;
+  uint64_t* ts = nullptr;
+  // A record whose lock and ts words are in its slot.
+  static SlotRef in_slot(uint8_t* rec) {
+    return {rec, reinterpret_cast<uint64_t*>(rec), ts_word(rec)};
+  }
+};
+
+// Where the owner finds the lock and ts words of one heap's records: in the
+// slots (default-constructed), or apart, in the heap's lock area (durable
+// nodes, H8). Chosen when the table is built; copyable, read-only after.
+class SlotWords {
+ public:
+  SlotWords() = default;
+  // `area`: the heap's lock area, one kLockEntryBytes entry per slot;
+  // `heap_offset`: the heap's first slot (region-relative, like every
+  // record offset); `slot_bytes`, `slots`: its slot size and capacity.
+  SlotWords(uint64_t* area, uint64_t heap_offset, uint64_t slot_bytes, uint64_t slots)
+      : area_(area), heap_offset_(heap_offset), slot_bytes_(slot_bytes), slots_(slots) {}
+
+  bool apart() const { return area_ != nullptr; }
+  // Whether `offset` is the first byte of one of the heap's slots (apart:
+  // the only offsets an entry exists for; in the slots: any).
+  bool holds(uint64_t offset) const {
+    return area_ == nullptr ||
+           (offset >= heap_offset_ && (offset - heap_offset_) % slot_bytes_ == 0 &&
+            (offset - heap_offset_) / slot_bytes_ < slots_);
+  }
+  // The words of the record at `rec`, region offset `offset` (a slot of
+  // this heap: holds(offset)).
+  uint64_t* lock(uint8_t* rec, uint64_t offset) const {
+    return area_ == nullptr ? reinterpret_cast<uint64_t*>(rec) : entry(offset);
+  }
+  uint64_t* ts(uint8_t* rec, uint64_t offset) const {
+    return area_ == nullptr ? ts_word(rec) : entry(offset) + 1;
+  }
+  SlotRef at(uint8_t* rec, uint64_t offset) const {
+    if (area_ == nullptr) return SlotRef::in_slot(rec);
+    uint64_t* e = entry(offset);
+    return {rec, e, e + 1};
+  }
+
+ private:
+  static_assert(kLockEntryBytes == 16, "an entry is [lock][ts]");
+  uint64_t* entry(uint64_t offset) const {
+    return area_ + (offset - heap_offset_) / slot_bytes_ * (kLockEntryBytes / 8);
+  }
+  uint64_t* area_ = nullptr;
+  uint64_t heap_offset_ = 0;
+  uint64_t slot_bytes_ = 1;
+  uint64_t slots_ = 0;
+};
 
 }  // namespace drtmx::store

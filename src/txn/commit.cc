@@ -45,6 +45,8 @@ void Engine::commit() {
         batch_.write({a.ref.addr.node, a.ref.addr.region, a.ref.addr.offset + 8}, image + 8,
                      static_cast<uint32_t>(sizeof(store::RecordHeader) - 8 + vs));
         refs_.push_back(a.ref);
+      } else if (locks_ != nullptr) {
+        add_commit(batch_, a.ref, locks_->lock_of(a.ref.addr), image, zero, policy_.passive_ack);
       } else {
         add_commit(batch_, a.ref, image, zero, policy_.passive_ack);
       }
@@ -71,7 +73,13 @@ void Engine::commit() {
     if (crash_ && !refs_.empty()) {
       crash_point(CrashPoint::kWrittenBack);
       batch_.clear();
-      for (const RecordRef& r : refs_) add_unlock(batch_, r, zero, false);
+      for (const RecordRef& r : refs_) {
+        if (locks_ != nullptr) {
+          add_unlock(batch_, locks_->lock_of(r.addr), zero, false);
+        } else {
+          add_unlock(batch_, r, zero, false);
+        }
+      }
       (void)co_.run(batch_);
     }
   } else if (!refs_.empty()) {

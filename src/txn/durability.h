@@ -12,9 +12,11 @@
 //                            initial load completed, how often it recovered.
 // Volatile regions stay in shared memory: client scratch, transaction
 // arenas, MVCC version stores, the GTS oracle, and everything rebuilt at a
-// restart (indexes, location and learned caches). Lock words live in the
-// record slots, so on persistent memory they are written there too (the
-// thesis's hint H8 — locks in DRAM — is not applied: see docs).
+// restart (indexes, location and learned caches), and — hint H8 — the
+// records' lock words and MVCC tuple timestamps: each table with records
+// has a volatile lock region beside its pooled table region
+// (store/tables/plan.h "Lock regions"), so no atomic ever lands on a pool
+// (locks_apart; off only to measure what it saves).
 //
 // Every node of a cluster must run with the same durability (the
 // configuration fingerprint says so); the persistence mode (pmem, memfs,
@@ -39,6 +41,13 @@ struct DurabilityConfig {
   std::string dir;       // --pmem-dir
   bool format = false;   // --format: replace existing pool files
   bool recover = false;  // --recover: restart from them
+  // H8: record lock words and tuple timestamps in DRAM (the tables' lock
+  // regions), not in the pooled slots. false (drtmx-bench
+  // --lock-words=slots) keeps them in the slots, as a volatile node does:
+  // for measuring H8 only. The pools are the same either way (the slots'
+  // own words are cleared at a restart), so a database may restart in
+  // either mode; every node of a cluster must use the same.
+  bool locks_apart = true;
 };
 
 // The node's persistent state (in node<N>.state.pool).

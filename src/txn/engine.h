@@ -34,6 +34,7 @@
 #include "dst/mvcc_node.h"
 #include "dst/record_mvcc.h"
 #include "r2/sched/co.h"
+#include "store/tables/plan.h"
 #include "txn/crash_point.h"
 #include "txn/key_index.h"
 #include "txn/locator.h"
@@ -134,6 +135,10 @@ class Engine final : public Txn {
   void set_observer(CommitObserver* o) { observer_ = o; }
   // Tests: called at each CrashPoint of the commit path (may not return).
   void set_crash_hook(CrashHook h) { crash_ = std::move(h); }
+  // Durable nodes (hint H8): record lock words live apart from the slots,
+  // where `locks` says (not owned; null, the default: in the slots).
+  // Validate, Commit and aborts then CAS, READ and WRITE them there.
+  void set_lock_plan(const store::tables::LockPlan* locks) { locks_ = locks; }
 
   Abort get(TableId t, Key k, void* out) override;
   Abort get_for_update(TableId t, Key k, void* out) override;
@@ -296,6 +301,7 @@ class Engine final : public Txn {
   CommitObserver* observer_ = nullptr;
   std::vector<CommitObserver::Write> observed_;
   CrashHook crash_;
+  const store::tables::LockPlan* locks_ = nullptr;  // set_lock_plan()
 };
 
 }  // namespace drtmx::txn

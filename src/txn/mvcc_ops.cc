@@ -264,7 +264,7 @@ void Service::lock(r2::RpcRequest& req) {
   Header h;
   std::vector<LockReply> out;
   if (!walk(req, &h, [&](uint32_t, const Item& it, const dst::MvccNode::Record& r, const uint8_t*) {
-        const dst::LockCollect l = dst::lock_and_collect(r.rec, h.word, it.version, r.vs, r.slot,
+        const dst::LockCollect l = dst::lock_and_collect(r.at(), h.word, it.version, r.vs, r.slot,
                                                          m_.clock(w_.thread()).now());
         out.push_back(
             {(l.locked ? kLocked : 0) | (l.valid ? kValid : 0) | (l.no_room ? kNoRoom : 0), l.ts});
@@ -279,7 +279,7 @@ void Service::check(r2::RpcRequest& req) {
   std::vector<LockReply> out;
   if (!walk(req, &h, [&](uint32_t, const Item& it, const dst::MvccNode::Record& r, const uint8_t*) {
         uint64_t wts = 0;
-        const dst::Check c = dst::raise_and_check(r.rec, h.ts, it.version, &wts);
+        const dst::Check c = dst::raise_and_check(r.at(), h.ts, it.version, &wts);
         out.push_back({static_cast<uint64_t>(c), wts});
       })) {
     return;
@@ -291,7 +291,7 @@ void Service::commit(r2::RpcRequest& req) {
   Header h;
   walk(req, &h,
        [&](uint32_t, const Item& it, const dst::MvccNode::Record& r, const uint8_t* image) {
-         if (image != nullptr) dst::install(r.rec, image, it.value_size, h.ts, r.vs, r.slot);
+         if (image != nullptr) dst::install(r.at(), image, it.value_size, h.ts, r.vs, r.slot);
        });
   m_.note_unlocks();
   if (req.wants_reply()) req.reply(nullptr, 0);
@@ -300,7 +300,7 @@ void Service::commit(r2::RpcRequest& req) {
 void Service::unlock(r2::RpcRequest& req) {
   Header h;
   walk(req, &h, [&](uint32_t, const Item&, const dst::MvccNode::Record& r, const uint8_t*) {
-    dst::release(r.rec, h.word, r.vs, r.slot);
+    dst::release(r.at(), h.word, r.vs, r.slot);
   });
   m_.note_unlocks();
   if (req.wants_reply()) req.reply(nullptr, 0);
@@ -322,8 +322,7 @@ void Service::remove(r2::RpcRequest& req) {
     // We hold its lock: the record is stable. Its versions go to the
     // graveyard (snapshots older than the delete still read it), then the
     // index forgets it.
-    if (__atomic_load_n(reinterpret_cast<uint64_t*>(r.rec), __ATOMIC_ACQUIRE) == h.word &&
-        r.vs != nullptr) {
+    if (__atomic_load_n(r.lock, __ATOMIC_ACQUIRE) == h.word && r.vs != nullptr) {
       std::vector<uint64_t> img(store::record_slot_size(t->value_size) / 8);
       store::load_words(img.data(), r.rec, img.size() * 8);
       (void)r.vs->bury(r.slot, it.key, reinterpret_cast<const uint8_t*>(img.data()), h.ts);
@@ -414,8 +413,8 @@ bool Service::read_key(const store::TableSpec& t, uint64_t key, uint64_t ts, dst
       break;
     }
     dst::VersionInfo info;
-    const dst::ReadAt a =
-        dst::read_at(r->rec, key, inc, t.value_size, ts, mode, r->vs, r->slot, value.data(), &info);
+    const dst::ReadAt a = dst::read_at(r->at(), key, inc, t.value_size, ts, mode, r->vs, r->slot,
+                                       value.data(), &info);
     if (a == dst::ReadAt::kLocked) {
       *locked = true;
       return true;

@@ -46,9 +46,6 @@ uint8_t* resolve(const LocalRegions& lr, const Item& it) {
   return base + it.offset;
 }
 
-uint64_t* lock_of(uint8_t* rec) {
-  return reinterpret_cast<uint64_t*>(rec);
-}
 uint64_t version_of(const uint8_t* rec) {
   return __atomic_load_n(reinterpret_cast<const uint64_t*>(rec + 8), __ATOMIC_ACQUIRE);
 }
@@ -66,9 +63,11 @@ bool parse(r2::RpcRequest& req, ListHeader* h, const uint8_t** items) {
   return true;
 }
 
-// Walks the items of a request, calling f(item, image-or-null). Replies with
-// an error and returns false on a malformed or out-of-range item.
-template <typename F>
+// Walks the items of a request, calling f(index, item, record, its lock
+// word, image-or-null). Replies with an error and returns false on a
+// malformed or out-of-range item. kApart: lock words apart (H8), found by
+// lr.lock_word; else the slot's first word.
+template <bool kApart, typename F>
 bool walk(r2::RpcRequest& req, const LocalRegions& lr, const ListHeader& h, const uint8_t* items,
           F f) {
   const uint8_t* end = req.payload().data() + req.payload().size();
@@ -97,7 +96,16 @@ bool walk(r2::RpcRequest& req, const LocalRegions& lr, const ListHeader& h, cons
                       std::to_string(it.offset) + " is outside the registered memory");
       return false;
     }
-    f(i, it, rec, image);
+    uint64_t* lock = reinterpret_cast<uint64_t*>(rec);
+    if constexpr (kApart) {
+      lock = lr.lock_word(it.region, it.offset, it.value_size);
+      if (lock == nullptr) {
+        req.reply_error("record at region " + std::to_string(it.region) + " offset " +
+                        std::to_string(it.offset) + " is not a record slot of this node");
+        return false;
+      }
+    }
+    f(i, it, rec, lock, image);
   }
   return true;
 }
@@ -187,6 +195,52 @@ void add_release(r2::OpBatch& b, const RecordRef& r, uint64_t lock_word, uint64_
   b.cas(at(r, 0), lock_word, 0, old, !passive);
 }
 
+// Lock words apart (H8).
+
+void add_lock(r2::OpBatch& b, const RecordRef& r, const r2::RemoteAddr& lock, uint64_t lock_word,
+              uint64_t* old, LockState* state) {
+  // The CAS's result says whether we hold the lock; unchanged() then only
+  // needs the version, READ after the CAS (same channel, FIFO): from the
+  // CAS on, no other writer can change it.
+  state->lock = 0;
+  b.cas(lock, 0, lock_word, old, /*signaled=*/false);
+  b.read(at(r, 8), &state->version, 8);
+}
+
+void add_check(r2::OpBatch& b, const RecordRef& r, const r2::RemoteAddr& lock, LockState* state) {
+  // Lock word FIRST, then the version, same channel, one doorbell (FIFO:
+  // the version READ executes after the lock READ). If the lock READ (at
+  // t1) sees 0 and the version READ (at t2 > t1) sees the version Execute
+  // read, then at t1 the record was unlocked AND at that version (versions
+  // only grow, and were that version both before t1 and at t2) — one
+  // instant at which the check holds, as a single READ of both words
+  // gave. t1 is after our write set was locked, so a writer of this record
+  // that locked before our locks were all taken (it serializes before us)
+  // held its lock at t1 — seen — or had written its version by then — seen
+  // at t2. A writer that locks after t1 serializes after us; if it even
+  // commits before t2, we see its version and abort (safe, rare).
+  // The other order would be wrong: version at t1, lock at t2 misses a
+  // writer that held the lock at t1 and wrote and unlocked between t1 and
+  // t2 — it serializes before us, yet we read its predecessor.
+  b.read(lock, &state->lock, 8);
+  b.read(at(r, 8), &state->version, 8);
+}
+
+void add_commit(r2::OpBatch& b, const RecordRef& r, const r2::RemoteAddr& lock,
+                const uint8_t* image, const uint64_t* zero, bool passive) {
+  b.write(at(r, 8), image + 8, static_cast<uint32_t>(image_bytes(r.value_size)), !passive);
+  b.write(lock, zero, 8, !passive);  // after the data (FIFO)
+}
+
+void add_unlock(r2::OpBatch& b, const r2::RemoteAddr& lock, const uint64_t* zero, bool passive) {
+  b.write(lock, zero, 8, !passive);
+}
+
+void add_release(r2::OpBatch& b, const r2::RemoteAddr& lock, uint64_t lock_word, uint64_t* old,
+                 bool passive) {
+  b.cas(lock, lock_word, 0, old, !passive);
+}
+
 void build_image(uint8_t* image, uint64_t key, uint32_t incarnation, uint64_t version,
                  const void* value, uint32_t value_size) {
   RecordHeader h{};
@@ -199,16 +253,20 @@ void build_image(uint8_t* image, uint64_t key, uint32_t incarnation, uint64_t ve
   store::seal(image, value_size);
 }
 
-Status register_record_handlers(r2::Worker& w, LocalRegions lr) {
+namespace {
+
+template <bool kApart>
+Status register_handlers(r2::Worker& w, LocalRegions lr) {
   DRTMX_RETURN_IF_ERROR(w.register_handler(kRpcLock, [lr](r2::RpcRequest& req) {
     ListHeader h;
     const uint8_t* items;
     if (!parse(req, &h, &items) || h.with_images) return;
     std::vector<uint8_t> res(h.count, 0);
-    const bool ok =
-        walk(req, lr, h, items, [&](uint32_t i, const Item& it, uint8_t* rec, const uint8_t*) {
+    const bool ok = walk<kApart>(
+        req, lr, h, items,
+        [&](uint32_t i, const Item& it, uint8_t* rec, uint64_t* lock, const uint8_t*) {
           uint64_t expected = 0;
-          const bool got = __atomic_compare_exchange_n(lock_of(rec), &expected, h.lock_word, false,
+          const bool got = __atomic_compare_exchange_n(lock, &expected, h.lock_word, false,
                                                        __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
           res[i] = (got ? kLocked : 0) | (got && version_of(rec) == it.version ? kValid : 0);
         });
@@ -219,10 +277,12 @@ Status register_record_handlers(r2::Worker& w, LocalRegions lr) {
     const uint8_t* items;
     if (!parse(req, &h, &items) || h.with_images) return;
     std::vector<uint8_t> res(h.count, 0);
-    const bool walked =
-        walk(req, lr, h, items, [&](uint32_t i, const Item& it, uint8_t* rec, const uint8_t*) {
-          const uint64_t lock = __atomic_load_n(lock_of(rec), __ATOMIC_ACQUIRE);
-          const bool ok = (lock == 0 || lock == h.lock_word) && version_of(rec) == it.version;
+    const bool walked = walk<kApart>(
+        req, lr, h, items,
+        [&](uint32_t i, const Item& it, uint8_t* rec, uint64_t* lock, const uint8_t*) {
+          // The lock word, then the version (the order add_check explains).
+          const uint64_t held = __atomic_load_n(lock, __ATOMIC_ACQUIRE);
+          const bool ok = (held == 0 || held == h.lock_word) && version_of(rec) == it.version;
           res[i] = ok ? kValid : 0;
         });
     if (walked) req.reply(res.data(), h.count);
@@ -231,25 +291,36 @@ Status register_record_handlers(r2::Worker& w, LocalRegions lr) {
     ListHeader h;
     const uint8_t* items;
     if (!parse(req, &h, &items) || !h.with_images) return;
-    walk(req, lr, h, items, [&](uint32_t, const Item& it, uint8_t* rec, const uint8_t* image) {
-      // [version .. wts] and the value; the tuple timestamp is not stored
-      // (record.h: it changes by atomic max only).
-      std::memcpy(rec + 8, image, store::kTsOffset - 8);
-      std::memcpy(rec + store::kValueOffset, image + (store::kValueOffset - 8), it.value_size);
-      // The data is in place before the lock is free.
-      __atomic_store_n(lock_of(rec), 0, __ATOMIC_RELEASE);
-    });
+    walk<kApart>(req, lr, h, items,
+                 [&](uint32_t, const Item& it, uint8_t* rec, uint64_t* lock, const uint8_t* image) {
+                   // [version .. wts] and the value; the tuple timestamp is not stored
+                   // (record.h: it changes by atomic max only).
+                   std::memcpy(rec + 8, image, store::kTsOffset - 8);
+                   std::memcpy(rec + store::kValueOffset, image + (store::kValueOffset - 8),
+                               it.value_size);
+                   // The data is in place before the lock is free.
+                   __atomic_store_n(lock, 0, __ATOMIC_RELEASE);
+                 });
   }));
   return w.register_handler(kRpcUnlock, [lr](r2::RpcRequest& req) {
     ListHeader h;
     const uint8_t* items;
     if (!parse(req, &h, &items) || h.with_images) return;
-    walk(req, lr, h, items, [&](uint32_t, const Item&, uint8_t* rec, const uint8_t*) {
-      uint64_t expected = h.lock_word;  // only our own lock
-      __atomic_compare_exchange_n(lock_of(rec), &expected, 0, false, __ATOMIC_RELEASE,
-                                  __ATOMIC_RELAXED);
-    });
+    walk<kApart>(req, lr, h, items,
+                 [&](uint32_t, const Item&, uint8_t*, uint64_t* lock, const uint8_t*) {
+                   uint64_t expected = h.lock_word;  // only our own lock
+                   __atomic_compare_exchange_n(lock, &expected, 0, false, __ATOMIC_RELEASE,
+                                               __ATOMIC_RELAXED);
+                 });
   });
+}
+
+}  // namespace
+
+Status register_record_handlers(r2::Worker& w, LocalRegions lr) {
+  // Chosen once: the volatile engine's handlers never look a lock word up.
+  return lr.lock_word ? register_handlers<true>(w, std::move(lr))
+                      : register_handlers<false>(w, std::move(lr));
 }
 
 Status rpc_lock(r2::Co& co, std::span<const RecordRef> refs, uint64_t lock_word,

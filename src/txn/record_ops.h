@@ -15,11 +15,29 @@
 //           then WRITE 0 to the lock, same channel, one doorbell: the unlock
 //           lands after the data. With passive ACK both are unsignaled.
 //
+// Lock words apart (durable nodes, hint H8: store/record.h). The record's
+// lock word is then not the slot's first word but a word in DRAM whose
+// address the client computes from the record's (store::tables::LockPlan);
+// the one-sided forms take it as `lock`:
+//   lock    CAS(lock: 0 -> lock word) then READ version (8 B), same
+//           channel, one doorbell. As above: the READ runs after the CAS,
+//           and once the CAS succeeded no writer changes the version.
+//   check   READ lock, then READ version, same channel, one doorbell. Two
+//           READs are no longer one atomic copy of both words, so the order
+//           matters; it is lock FIRST (see add_check for why the other
+//           order is wrong).
+//   commit  WRITE [version .. end of value], then WRITE 0 to `lock`, same
+//           channel, one doorbell: FIFO still lands the unlock after the data.
+//   unlock / release   WRITE 0 / CAS(lock word -> 0) on `lock`.
+// The slot's own lock word stays 0 and is never written.
+//
 // RPC forms do the same with the primary's CPU: a lock is a CPU CAS, the
-// check reads the words after it with acquire ordering, the commit stores
-// the image, then releases the lock with a release store. Both forms are
-// interchangeable only where the fabric's atomics are coherent with the
-// CPU's (see policy.h); a policy never mixes them otherwise.
+// check reads the lock word then the version with acquire ordering, the
+// commit stores the image, then releases the lock with a release store.
+// Both forms are interchangeable only where the fabric's atomics are
+// coherent with the CPU's (see policy.h); a policy never mixes them
+// otherwise. With lock words apart, the primary finds a record's lock word
+// through LocalRegions::lock_word.
 //
 // Requests name records by (region, offset) on the primary: the address
 // Execute learned. The primary checks the range against its region before
@@ -77,6 +95,19 @@ void add_unlock(r2::OpBatch& b, const RecordRef& r, const uint64_t* zero, bool p
 void add_release(r2::OpBatch& b, const RecordRef& r, uint64_t lock_word, uint64_t* old,
                  bool passive);
 
+// Lock words apart (H8): the same steps with the record's lock word at
+// `lock` (store::tables::LockPlan::lock_of(r.addr)); `state` is filled the
+// same way (add_lock stores state->lock = 0 itself: the CAS's result says
+// whether we hold the lock).
+void add_lock(r2::OpBatch& b, const RecordRef& r, const r2::RemoteAddr& lock, uint64_t lock_word,
+              uint64_t* old, LockState* state);
+void add_check(r2::OpBatch& b, const RecordRef& r, const r2::RemoteAddr& lock, LockState* state);
+void add_commit(r2::OpBatch& b, const RecordRef& r, const r2::RemoteAddr& lock,
+                const uint8_t* image, const uint64_t* zero, bool passive);
+void add_unlock(r2::OpBatch& b, const r2::RemoteAddr& lock, const uint64_t* zero, bool passive);
+void add_release(r2::OpBatch& b, const r2::RemoteAddr& lock, uint64_t lock_word, uint64_t* old,
+                 bool passive);
+
 // Interpreting what came back.
 inline bool lock_acquired(uint64_t old) {
   return old == 0;
@@ -97,10 +128,15 @@ constexpr uint16_t kRpcCheck = 101;   // check a list of records
 constexpr uint16_t kRpcCommit = 102;  // write back + unlock a list of records
 constexpr uint16_t kRpcUnlock = 103;  // unlock a list of records
 
-// Registers the primary-side handlers on `w`. `region_base(id)` returns the
+// Registers the primary-side handlers on `w`. `lookup(id)` returns the
 // local base of a registered region and its size (0 when absent).
+// `lock_word` (durable nodes, H8; unset: the lock words are in the slots):
+// the lock word of the record slot at (region, offset) holding
+// `value_size` bytes, or nullptr when that is no record slot (the request
+// is refused). Chosen when the handlers are registered.
 struct LocalRegions {
   std::function<std::pair<uint8_t*, size_t>(r2::RegionId)> lookup;
+  std::function<uint64_t*(r2::RegionId, uint64_t offset, uint32_t value_size)> lock_word;
 };
 Status register_record_handlers(r2::Worker& w, LocalRegions regions);
 

@@ -27,9 +27,16 @@ store::tables::ScratchPlan scratch_plan(const store::Catalog& c, const TxnNodeCo
   return {cfg.fabric.threads, cfg.coroutines, store::tables::scratch_per_coroutine(c)};
 }
 
-// Durable regions: every table's and the log's.
+// Durable regions: every table's and the log's. Not the tables' lock
+// regions: lock words and tuple timestamps stay in DRAM (H8).
 bool durable_region(r2::RegionId id) {
-  return id == kLogRegion || id >= store::tables::kTableRegionBase;
+  return id == kLogRegion || store::tables::is_table_region(id);
+}
+
+// H8: durable nodes keep record lock words and tuple timestamps apart
+// from the (pooled) slots, in DRAM — unless told not to (measurements).
+bool locks_apart(const TxnNodeConfig& cfg) {
+  return cfg.durability.enabled && cfg.durability.locks_apart;
 }
 
 // What decides the contents of a node's pools: the tables, their
@@ -66,7 +73,8 @@ size_t TxnNode::per_coroutine_arena() const {
 std::vector<std::pair<r2::RegionId, size_t>> TxnNode::regions(const store::Catalog& catalog,
                                                               const TxnNodeConfig& cfg) {
   TxnNode probe(catalog, cfg);
-  auto out = store::tables::regions_of(catalog, cfg.fabric.node, scratch_plan(catalog, cfg));
+  auto out = store::tables::regions_of(catalog, cfg.fabric.node, scratch_plan(catalog, cfg),
+                                       /*lock_regions=*/locks_apart(cfg));
   out.emplace_back(kLogRegion, probe.replication().layout.region_bytes());
   out.emplace_back(kArenaRegion,
                    size_t{cfg.fabric.threads} * cfg.coroutines * probe.per_coroutine_arena());
@@ -98,6 +106,10 @@ Result<std::unique_ptr<TxnNode>> TxnNode::start(const store::Catalog& catalog,
   rc.regions = regions(catalog, cfg);
   rc.control.fingerprint["durability"] = cfg.durability.enabled ? "pmem" : "off";
   if (cfg.durability.enabled) {
+    // Every node computes where its peers' lock words are (LockPlan).
+    rc.control.fingerprint["lock-words"] = cfg.durability.locks_apart ? "dram" : "slots";
+  }
+  if (cfg.durability.enabled) {
     std::vector<std::pair<r2::RegionId, size_t>> durable, rest;
     for (const auto& r : rc.regions) (durable_region(r.first) ? durable : rest).push_back(r);
     auto pools = NodePools::open(cfg.durability, cfg.fabric.node, durable,
@@ -114,9 +126,16 @@ Result<std::unique_ptr<TxnNode>> TxnNode::start(const store::Catalog& catalog,
   n->rt_ = std::move(rt.value());
   if (n->pools_) DRTMX_RETURN_IF_ERROR(n->agree_on_database());
   const uint64_t t0 = r2::now_ns();
-  auto sn = cfg.durability.recover
-                ? store::tables::StoreNode::recover(catalog, n->rt_->fabric(), &n->store_recovery_)
-                : store::tables::StoreNode::create(catalog, n->rt_->fabric());
+  // Durable nodes keep record lock words (and tuple timestamps) apart from
+  // the persistent slots, in the volatile lock regions (H8).
+  const bool apart = locks_apart(cfg);
+  if (apart) {
+    n->locks_ = std::make_unique<store::tables::LockPlan>(store::tables::LockPlan::of(catalog));
+  }
+  auto sn =
+      cfg.durability.recover
+          ? store::tables::StoreNode::recover(catalog, n->rt_->fabric(), &n->store_recovery_, apart)
+          : store::tables::StoreNode::create(catalog, n->rt_->fabric(), apart);
   if (!sn.is_ok()) return sn.status();
   n->store_ = std::move(sn.value());
   n->rebuild_ns_ = r2::now_ns() - t0;
@@ -232,9 +251,10 @@ Status TxnNode::recover(LogRecovery* out) {
   NodeState st = pools_->state();
   ++st.recoveries;
   DRTMX_RETURN_IF_ERROR(pools_->save(st));
-  // No node serves before node 0's oracle starts at `wts` (GTS): a snapshot
-  // that fetched the zeroed StableTS would find none of the recovered
-  // records (their versions are above it; the version stores are empty).
+  // GTS: node 0's oracle starts above the recovered timestamps before any
+  // node runs: a node that ran first could otherwise read StableTS 0 (a
+  // snapshot below every recovered version: "record missing") or take a
+  // commit timestamp below them.
   return rt_->control().barrier("txnnode.recovered");
 }
 
@@ -268,10 +288,16 @@ Status TxnNode::setup_worker(r2::Worker& w, const r2::Region* scratch, const r2:
   const r2::ThreadId t = w.thread();
   const ReplicationConfig rc = replication();
   DRTMX_RETURN_IF_ERROR(store_->register_handlers(w));
-  LocalRegions lr{[this](r2::RegionId id) -> std::pair<uint8_t*, size_t> {
+  LocalRegions lr;
+  lr.lookup = [this](r2::RegionId id) -> std::pair<uint8_t*, size_t> {
     const r2::Region* r = rt_->fabric().region(id);
     return r ? std::make_pair(r->base, r->size) : std::make_pair(nullptr, size_t{0});
-  }};
+  };
+  if (locks_) {
+    lr.lock_word = [this](r2::RegionId region, uint64_t offset, uint32_t value_size) {
+      return store_->slot_at(region, offset, value_size).lock;
+    };
+  }
   DRTMX_RETURN_IF_ERROR(register_record_handlers(w, lr));
   RangeTs range_ts;
   if (mvcc_) {
@@ -387,6 +413,7 @@ Status TxnNode::setup_worker(r2::Worker& w, const r2::Region* scratch, const r2:
       engines_[i] = std::make_unique<Engine>(co, *locs_[i], reps_[t].get(), cfg_.policy,
                                              arena->base + i * per_co, per_co, mvcc_.get());
       if (cfg_.crash_hook) engines_[i]->set_crash_hook(cfg_.crash_hook);
+      engines_[i]->set_lock_plan(locks_.get());
       TxnContext ctx{co, *engines_[i], *locs_[i],
                      static_cast<uint32_t>((uint32_t{self} * threads + t) * cos + c)};
       body_(ctx);

@@ -107,9 +107,13 @@ class TxnNode {
   // loader wrote persistent and records that the database exists.
   // Collective (a barrier), before run().
   Status persist_loaded();
+  // Durable nodes: where record lock words live (null: in the slots).
+  const store::tables::LockPlan* lock_plan() const { return locks_.get(); }
   // A restart (durability.recover): what start() found in the record
   // slots, then the logs' recovery (txn/recovery.h). Collective, before
-  // run(); the tables serve the recovered state when it returns.
+  // run(); the tables serve the recovered state when it returns, and every
+  // node's clocks (and the GTS oracle) are above the recovered commit
+  // timestamps (it ends with a barrier).
   Status recover(LogRecovery* out);
   const store::tables::StoreRecovery& store_recovery() const { return store_recovery_; }
   // How long start() took to rebuild the tables from their slots.
@@ -133,6 +137,10 @@ class TxnNode {
   bool durable_ = false;
   PersistOps persist_;
   std::unique_ptr<NodePools> pools_;
+  // Durable nodes (H8): where record lock words are (store/tables/plan.h,
+  // "Lock regions"); null when they are in the slots (no durability, or
+  // DurabilityConfig::locks_apart off).
+  std::unique_ptr<store::tables::LockPlan> locks_;
   store::tables::StoreRecovery store_recovery_;
   uint64_t rebuild_ns_ = 0;
   std::unique_ptr<r2::NodeRuntime> rt_;

@@ -59,14 +59,18 @@ Abort Engine::validate() {
         return Abort::kNotSupported;
       }
       *old = ~uint64_t{0};  // "not acquired" unless the CAS ran
-      add_lock(batch_, a.ref, lock_word_, old, st);
+      if (locks_ != nullptr) {
+        add_lock(batch_, a.ref, locks_->lock_of(a.ref.addr), lock_word_, old, st);
+      } else {
+        add_lock(batch_, a.ref, lock_word_, old, st);
+      }
       slots_.push_back({old, st});
     }
     (void)co_.run(batch_);
     size_t i = 0;
     for (Access& a : set_) {
       if (!a.write || a.insert) continue;
-      const size_t op = 2 * i;  // add_lock queues CAS then READ
+      const size_t op = 2 * i;  // add_lock queues CAS then READ (either form)
       auto [old, st] = slots_[i++];
       const bool cas_ok = batch_.status(op) == r2::OpStatus::kOk;
       const bool read_ok = batch_.status(op + 1) == r2::OpStatus::kOk;
@@ -233,7 +237,11 @@ Abort Engine::validate() {
         release(policy_.passive_ack);
         return Abort::kNotSupported;
       }
-      add_check(batch_, a.ref, st);
+      if (locks_ != nullptr) {
+        add_check(batch_, a.ref, locks_->lock_of(a.ref.addr), st);  // two READs, lock first
+      } else {
+        add_check(batch_, a.ref, st);
+      }
       states.push_back(st);
     }
     if (co_.run(batch_) != r2::OpStatus::kOk) {
@@ -338,7 +346,12 @@ void Engine::release(bool passive) {
     batch_.clear();
     size_t i = 0;
     for (Access& a : set_) {
-      if (a.held && !a.insert) add_release(batch_, a.ref, lock_word_, &olds[i++], passive);
+      if (!a.held || a.insert) continue;
+      if (locks_ != nullptr) {
+        add_release(batch_, locks_->lock_of(a.ref.addr), lock_word_, &olds[i++], passive);
+      } else {
+        add_release(batch_, a.ref, lock_word_, &olds[i++], passive);
+      }
     }
     if (!batch_.empty()) (void)co_.run(batch_);
   } else {

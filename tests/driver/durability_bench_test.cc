@@ -270,6 +270,17 @@ TEST_F(DurableBench, InProcessCleanRestart) {
   EXPECT_EQ(json_number(rc, "in_flight"), 0) << rc;  // a clean stop leaves nothing undecided
 }
 
+// H8 on and off: a database run with the lock words in the pooled slots
+// (--lock-words=slots, for measurements) restarts with them in DRAM (the
+// default) and checks out; the report says where they were.
+TEST_F(DurableBench, LockWordsInTheSlotsAndInDramShareThePools) {
+  const Outcome o = bench(kSmallBank + pmem() + "--lock-words=slots --seconds=0.5 --warmup=0.1");
+  ASSERT_EQ(o.exit_code, 0) << o.output;
+  EXPECT_NE(o.output.find("(lock words in the pooled slots)"), std::string::npos) << o.output;
+  const std::string j = recover(kSmallBank, "");
+  EXPECT_NE(j.find("\"lock_words\": \"dram\""), std::string::npos) << j;
+}
+
 TEST_F(DurableBench, BadDurabilityOptionsAreRefusedWithTheReason) {
   const std::pair<std::string, const char*> cases[] = {
       {"--durability=disk", "--durability=disk: expected off or pmem"},
@@ -288,6 +299,8 @@ TEST_F(DurableBench, BadDurabilityOptionsAreRefusedWithTheReason) {
       {pmem() + "--crash-point=logged:0:5 --crash-at=0.5", "not both"},
       {pmem() + "--policy=drtmh,farm", "runs one preset"},
       {pmem() + "--journal-kb=1", "--journal-kb must be"},
+      {"--lock-words=slots", "--lock-words needs --durability=pmem"},
+      {pmem() + "--lock-words=pmem", "--lock-words=pmem: expected dram or slots"},
   };
   for (const auto& [args, msg] : cases) {
     const Outcome o = bench(args);

@@ -25,8 +25,10 @@ namespace {
 constexpr uint32_t kVs = 16;
 constexpr uint64_t kKey = 42;
 
+// n bytes, 64-byte aligned (aligned_alloc wants a multiple of the alignment).
 struct Mem {
-  explicit Mem(size_t n) : p(static_cast<uint8_t*>(std::aligned_alloc(64, n))), n(n) {
+  explicit Mem(size_t n)
+      : p(static_cast<uint8_t*>(std::aligned_alloc(64, (n + 63) / 64 * 64))), n(n) {
     std::memset(p, 0, n);
   }
   ~Mem() { std::free(p); }
@@ -39,34 +41,55 @@ std::vector<uint8_t> image(uint64_t version, Timestamp wts, uint8_t fill) {
   return testing::record_image(kVs, kKey, version, wts, fill);
 }
 
+// One record and its version store. `apart`: its lock and ts words live
+// apart from the slot (a durable node's lock area entry, store/record.h),
+// and the slot's own words must stay 0.
 struct Fixture {
-  Fixture(uint64_t capacity = 16)
-      : rec(store::record_slot_size(kVs)), area(VersionStore::bytes_for(capacity, kVs)) {
+  explicit Fixture(bool apart, uint64_t capacity = 16)
+      : rec(store::record_slot_size(kVs)),
+        area(VersionStore::bytes_for(capacity, kVs)),
+        words(store::kLockEntryBytes),
+        apart(apart) {
     auto s = VersionStore::create({area.p, area.n}, {"t/p0", kVs, 4, capacity});
     vs = std::move(s.value());
     auto i = image(1, 10, 0xA1);
     std::memcpy(rec.p, i.data(), i.size());
   }
+  store::SlotRef at() const {
+    if (!apart) return store::SlotRef::in_slot(rec.p);
+    auto* e = reinterpret_cast<uint64_t*>(words.p);
+    return {rec.p, e, e + 1};
+  }
   ReadAt read(Timestamp ts, uint8_t* v, VersionInfo* info = nullptr,
               SnapshotMode mode = SnapshotMode::kDst) {
     VersionInfo tmp;
-    return read_at(rec.p, kKey, 1, kVs, ts, mode, vs.get(), 0, v, info ? info : &tmp);
+    return read_at(at(), kKey, 1, kVs, ts, mode, vs.get(), 0, v, info ? info : &tmp);
   }
-  uint64_t ts() const { return reinterpret_cast<const store::RecordHeader*>(rec.p)->ts; }
-  Mem rec, area;
+  uint64_t ts() const { return *at().ts; }
+  uint64_t lock() const { return *at().lock; }
+  // Apart: the slot's own lock and ts words were never written.
+  bool slot_words_zero() const {
+    const auto* h = reinterpret_cast<const store::RecordHeader*>(rec.p);
+    return !apart || (h->lock == 0 && h->ts == 0);
+  }
+  Mem rec, area, words;
+  bool apart;
   std::unique_ptr<VersionStore> vs;
 };
 
-TEST(RecordMvcc, CommitKeepsTheReplacedVersionForOlderSnapshots) {
-  Fixture f;
+// Every test runs with the words in the slot and apart.
+class RecordMvcc : public ::testing::TestWithParam<bool> {};
+
+TEST_P(RecordMvcc, CommitKeepsTheReplacedVersionForOlderSnapshots) {
+  Fixture f(GetParam());
   const uint64_t me = store::lock_word(1, 0, 0, 1);
-  LockCollect l = lock_and_collect(f.rec.p, me, 1, f.vs.get(), 0, 0);
+  LockCollect l = lock_and_collect(f.at(), me, 1, f.vs.get(), 0, 0);
   ASSERT_TRUE(l.locked && l.valid);
   EXPECT_EQ(l.ts, 10u);  // the version's wts
   uint8_t v[24];
   EXPECT_EQ(f.read(15, v), ReadAt::kLocked);  // a writer holds it: wait
   EXPECT_EQ(f.ts(), 15u);                     // ... after raising ts
-  install(f.rec.p, image(2, 20, 0xB2).data(), kVs, 20, f.vs.get(), 0);
+  install(f.at(), image(2, 20, 0xB2).data(), kVs, 20, f.vs.get(), 0);
   EXPECT_EQ(f.ts(), 20u);
   VersionInfo info;
   ASSERT_EQ(f.read(19, v, &info), ReadAt::kValue);
@@ -76,14 +99,15 @@ TEST(RecordMvcc, CommitKeepsTheReplacedVersionForOlderSnapshots) {
   EXPECT_EQ(v[0], 0xB2);
   EXPECT_EQ(info.wts, 20u);
   EXPECT_EQ(f.read(5, v), ReadAt::kAbsent);  // before the first version
-  EXPECT_EQ(read_at(f.rec.p, kKey + 1, 1, kVs, 30, SnapshotMode::kDst, f.vs.get(), 0, v, &info),
+  EXPECT_EQ(read_at(f.at(), kKey + 1, 1, kVs, 30, SnapshotMode::kDst, f.vs.get(), 0, v, &info),
             ReadAt::kMoved);
   EXPECT_EQ(f.vs->stats().reserved, 0u);
   EXPECT_EQ(f.vs->stats().in_use, 1u);
+  EXPECT_TRUE(f.slot_words_zero());
 }
 
-TEST(RecordMvcc, ReadsRaiseButNeverLowerTheTupleTimestamp) {
-  Fixture f;
+TEST_P(RecordMvcc, ReadsRaiseButNeverLowerTheTupleTimestamp) {
+  Fixture f(GetParam());
   uint8_t v[24];
   ASSERT_EQ(f.read(100, v), ReadAt::kValue);
   EXPECT_EQ(f.ts(), 100u);
@@ -92,25 +116,26 @@ TEST(RecordMvcc, ReadsRaiseButNeverLowerTheTupleTimestamp) {
   ASSERT_EQ(f.read(500, v, nullptr, SnapshotMode::kGts), ReadAt::kValue);  // GTS
   EXPECT_EQ(f.ts(), 100u);
   // A writer locking it now collects the reader's timestamp (RW1).
-  LockCollect l = lock_and_collect(f.rec.p, store::lock_word(1, 0, 0, 1), 1, f.vs.get(), 0, 0);
+  LockCollect l = lock_and_collect(f.at(), store::lock_word(1, 0, 0, 1), 1, f.vs.get(), 0, 0);
   EXPECT_EQ(l.ts, 100u);
-  EXPECT_TRUE(release(f.rec.p, store::lock_word(1, 0, 0, 1), f.vs.get(), 0));
+  EXPECT_TRUE(release(f.at(), store::lock_word(1, 0, 0, 1), f.vs.get(), 0));
   EXPECT_EQ(f.vs->stats().reserved, 0u);
-  EXPECT_FALSE(release(f.rec.p, store::lock_word(1, 0, 0, 1), f.vs.get(), 0));  // not ours now
+  EXPECT_FALSE(release(f.at(), store::lock_word(1, 0, 0, 1), f.vs.get(), 0));  // not ours now
+  EXPECT_TRUE(f.slot_words_zero());
 }
 
-TEST(RecordMvcc, AFullVersionStoreRefusesTheLockNotTheCommit) {
-  Fixture f(1);
+TEST_P(RecordMvcc, AFullVersionStoreRefusesTheLockNotTheCommit) {
+  Fixture f(GetParam(), 1);
   const uint64_t a = store::lock_word(1, 0, 0, 1), b = store::lock_word(1, 0, 1, 1);
   ASSERT_TRUE(f.vs->reserve(1));  // someone else holds the only room
-  LockCollect l = lock_and_collect(f.rec.p, a, 1, f.vs.get(), 0, 0);
+  LockCollect l = lock_and_collect(f.at(), a, 1, f.vs.get(), 0, 0);
   EXPECT_TRUE(l.no_room);
   EXPECT_FALSE(l.locked);
-  EXPECT_EQ(reinterpret_cast<store::RecordHeader*>(f.rec.p)->lock, 0u);  // released
+  EXPECT_EQ(f.lock(), 0u);  // released
   f.vs->unreserve(1);
-  l = lock_and_collect(f.rec.p, b, 1, f.vs.get(), 0, 0);
+  l = lock_and_collect(f.at(), b, 1, f.vs.get(), 0, 0);
   ASSERT_TRUE(l.valid);
-  install(f.rec.p, image(2, 20, 0xB2).data(), kVs, 20, f.vs.get(), 0);
+  install(f.at(), image(2, 20, 0xB2).data(), kVs, 20, f.vs.get(), 0);
   EXPECT_EQ(f.vs->stats().in_use, 1u);
 }
 
@@ -149,7 +174,7 @@ Race race(Fixture& f, const std::function<bool(Timestamp)>& reader_step) {
       }
       if (i >= rounds.load()) break;
       const uint64_t me = store::lock_word(2, 0, 0, 1 + uint64_t(i));
-      LockCollect l = lock_and_collect(f.rec.p, me, 1, f.vs.get(), 0, /*now=*/0);
+      LockCollect l = lock_and_collect(f.at(), me, 1, f.vs.get(), 0, /*now=*/0);
       w_locked[i] = l.locked;
       w_ts[i] = l.ts;
       done.fetch_add(1);
@@ -168,8 +193,8 @@ Race race(Fixture& f, const std::function<bool(Timestamp)>& reader_step) {
       if (w_locked[i - 1]) f.vs->unreserve(1);
       if (i >= kMin && (r.both >= 100 || std::chrono::steady_clock::now() > until)) break;
     }
-    __atomic_store_n(reinterpret_cast<uint64_t*>(f.rec.p), 0, __ATOMIC_SEQ_CST);
-    __atomic_store_n(store::ts_word(f.rec.p), 0, __ATOMIC_SEQ_CST);
+    __atomic_store_n(f.at().lock, 0, __ATOMIC_SEQ_CST);
+    __atomic_store_n(f.at().ts, 0, __ATOMIC_SEQ_CST);
     go.store(i + 1, std::memory_order_release);
     while (done.load() < 2 * (i + 1)) std::this_thread::yield();
   }
@@ -188,24 +213,25 @@ Race race(Fixture& f, const std::function<bool(Timestamp)>& reader_step) {
 // its ts. Many rounds, both at once: whenever R's check passed and W got
 // the lock, W's collected ts is >= T — the writer will commit above the
 // reader, which is what orders a read before a later overwrite.
-TEST(RecordMvcc, ReadCheckAndWriterLockNeverMissEachOther) {
-  Fixture f;
+TEST_P(RecordMvcc, ReadCheckAndWriterLockNeverMissEachOther) {
+  Fixture f(GetParam());
   const Race r = race(f, [&](Timestamp t) {
     Timestamp w = 0;
-    return raise_and_check(f.rec.p, t, 1, &w) == Check::kValid;
+    return raise_and_check(f.at(), t, 1, &w) == Check::kValid;
   });
   EXPECT_EQ(r.missed, 0) << "of " << r.both << " rounds where both succeeded";
   EXPECT_GT(r.both, 0);
+  EXPECT_TRUE(f.slot_words_zero());
 }
 
 // A holder that locked after the snapshot began (the primary's clock, 50,
 // above the read timestamp 40) is not waited for: it commits above 50, so
 // the snapshot reads the version in place — and the older version once the
 // holder has installed. A snapshot above what the holder collected waits.
-TEST(RecordMvcc, DepReadGoesPastAHolderThatCommitsAboveTheReadTimestamp) {
-  Fixture f;
+TEST_P(RecordMvcc, DepReadGoesPastAHolderThatCommitsAboveTheReadTimestamp) {
+  Fixture f(GetParam());
   const uint64_t me = store::lock_word(1, 0, 0, 7);
-  LockCollect l = lock_and_collect(f.rec.p, me, 1, f.vs.get(), 0, /*now=*/50);
+  LockCollect l = lock_and_collect(f.at(), me, 1, f.vs.get(), 0, /*now=*/50);
   ASSERT_TRUE(l.locked && l.valid);
   EXPECT_EQ(l.ts, 50u);
   EXPECT_EQ(f.vs->holder_ts(0, me), 50u);
@@ -214,7 +240,7 @@ TEST(RecordMvcc, DepReadGoesPastAHolderThatCommitsAboveTheReadTimestamp) {
   ASSERT_EQ(f.read(40, v, &info), ReadAt::kValue);
   EXPECT_EQ(v[0], 0xA1);
   EXPECT_EQ(f.read(60, v), ReadAt::kLocked);  // may commit at or below 60: wait
-  install(f.rec.p, image(2, 61, 0xB2).data(), kVs, 61, f.vs.get(), 0);
+  install(f.at(), image(2, 61, 0xB2).data(), kVs, 61, f.vs.get(), 0);
   EXPECT_EQ(f.vs->holder_ts(0, me), 0u);
   ASSERT_EQ(f.read(40, v, &info), ReadAt::kValue);
   EXPECT_EQ(v[0], 0xA1);
@@ -222,10 +248,11 @@ TEST(RecordMvcc, DepReadGoesPastAHolderThatCommitsAboveTheReadTimestamp) {
   EXPECT_EQ(v[0], 0xB2);
   // An aborted holder's publication goes with its lock.
   const uint64_t other = store::lock_word(1, 0, 0, 8);
-  ASSERT_TRUE(lock_and_collect(f.rec.p, other, 2, f.vs.get(), 0, 70).locked);
+  ASSERT_TRUE(lock_and_collect(f.at(), other, 2, f.vs.get(), 0, 70).locked);
   EXPECT_EQ(f.vs->holder_ts(0, other), 70u);
-  EXPECT_TRUE(release(f.rec.p, other, f.vs.get(), 0));
+  EXPECT_TRUE(release(f.at(), other, f.vs.get(), 0));
   EXPECT_EQ(f.vs->holder_ts(0, other), 0u);
+  EXPECT_TRUE(f.slot_words_zero());
 }
 
 // DEP_READ (raise, then look at the lock and the holder's collected ts)
@@ -234,15 +261,19 @@ TEST(RecordMvcc, DepReadGoesPastAHolderThatCommitsAboveTheReadTimestamp) {
 // the writer collected a ts >= the read timestamp (it commits above the
 // snapshot, which rightly did not see it). Reading past every lock (no
 // holder check) fails this.
-TEST(RecordMvcc, DepReadAndWriterLockNeverMissEachOther) {
-  Fixture f;
+TEST_P(RecordMvcc, DepReadAndWriterLockNeverMissEachOther) {
+  Fixture f(GetParam());
   const Race r = race(f, [&](Timestamp t) {
     uint8_t v[24];
     return f.read(t, v) == ReadAt::kValue;
   });
   EXPECT_EQ(r.missed, 0) << "of " << r.both << " rounds where both succeeded";
   EXPECT_GT(r.both, 0);
+  EXPECT_TRUE(f.slot_words_zero());
 }
+
+INSTANTIATE_TEST_SUITE_P(Words, RecordMvcc, ::testing::Values(false, true),
+                         [](const auto& info) { return info.param ? "Apart" : "InSlot"; });
 
 }  // namespace
 }  // namespace drtmx::dst

@@ -77,15 +77,16 @@ Catalog make_catalog(uint64_t capacity = 20000) {
   return std::move(c.value());
 }
 
+// `apart`: the owners keep record lock words apart (durable nodes, H8).
 struct Fixture {
-  explicit Fixture(Catalog c) : cat(std::move(c)) {
+  explicit Fixture(Catalog c, bool apart = false) : cat(std::move(c)) {
     scratch = ScratchPlan{1, kCos, scratch_per_coroutine(cat)};
-    auto regions = regions_of(cat, 0, scratch);
-    EXPECT_EQ(regions, regions_of(cat, 1, scratch));
+    auto regions = regions_of(cat, 0, scratch, apart);
+    EXPECT_EQ(regions, regions_of(cat, 1, scratch, apart));
     cluster = r2::testing::InProcCluster::make(kNodes, 1, regions);
     EXPECT_TRUE(cluster->error.is_ok()) << cluster->error.to_string();
     for (uint16_t n = 0; n < kNodes; ++n) {
-      auto s = StoreNode::create(cat, cluster->f(n));
+      auto s = StoreNode::create(cat, cluster->f(n), apart);
       EXPECT_TRUE(s.is_ok()) << s.status().to_string();
       nodes.push_back(std::move(s.value()));
       NodeCacheOptions o;
@@ -702,6 +703,144 @@ TEST(Tables, InstallKeepsTheNewestVersion) {
   const TableSpec& inl = f.t(kRangeT);
   EXPECT_EQ(f.nodes[0]->install(inl, 0, 2, val(0, 2), false).status().code(),
             Code::kInvalidArgument);
+}
+
+// The slot of `key` in node n's copy (scanning its heap), or rec == nullptr.
+SlotRef slot_of(const Fixture& f, uint16_t n, const TableSpec& t, uint64_t key) {
+  const LocalPartition* lp = f.nodes[n]->partition(t.id, f.cat.partition_of(t, key));
+  const size_t slot = record_slot_size(t.value_size);
+  for (uint64_t i = 0; lp != nullptr && i < lp->plan.heap_slots(); ++i) {
+    const SlotRef r = f.nodes[n]->slot_at(table_region(t.id), lp->plan.heap.range_offset + i * slot,
+                                          t.value_size);
+    if (r.rec == nullptr || verify(r.rec, t.value_size) != RecordCheck::kOk) continue;
+    RecordHeader h;
+    std::memcpy(&h, r.rec, sizeof h);
+    if (h.key == key) return r;
+  }
+  return {};
+}
+
+uint64_t word(const uint64_t* w) {
+  return __atomic_load_n(w, __ATOMIC_ACQUIRE);
+}
+
+// Lock words apart (durable nodes, H8): every table with records has a lock
+// region and nothing else does; for every slot of every hosted copy, the
+// owner's lock and ts words (slot_at) are exactly where every client
+// computes them (LockPlan), apart from the slot; addresses that are no
+// record slot have none; owner-side writers lock there and never write the
+// slot's own words; a lock held there blocks them.
+TEST(Tables, LockWordsApartAreWhereEveryClientComputesThem) {
+  Fixture f(make_catalog(/*capacity=*/256), /*apart=*/true);
+  const auto regions = regions_of(f.cat, 0, f.scratch, true);
+  auto has = [&](r2::RegionId id) {
+    return std::any_of(regions.begin(), regions.end(),
+                       [&](const auto& r) { return r.first == id; });
+  };
+  EXPECT_TRUE(has(lock_region(kHashT)));
+  EXPECT_TRUE(has(lock_region(kRecT)));
+  EXPECT_FALSE(has(lock_region(kRangeT))) << "inline values keep no records, so no locks";
+  EXPECT_FALSE(is_table_region(lock_region(kHashT)));
+  const LockPlan plan = LockPlan::of(f.cat);
+  const size_t slot = record_slot_size(kValue);
+  for (uint16_t n = 0; n < kNodes; ++n) {
+    for (TableId id : {kHashT, kRecT}) {
+      const TableSpec& t = f.t(id);
+      const std::vector<PartitionId> hosted = f.cat.hosted(n, t);
+      ASSERT_GE(hosted.size(), 2u) << "the test needs several areas per region";
+      uint64_t slots = 0;
+      for (PartitionId p : hosted) {
+        const LocalPartition* lp = f.nodes[n]->partition(id, p);
+        ASSERT_NE(lp, nullptr);
+        const uint64_t heap = lp->plan.heap.range_offset;
+        for (uint64_t i = 0; i < lp->plan.heap_slots(); ++i, ++slots) {
+          const uint64_t off = heap + i * slot;
+          const SlotRef r = f.nodes[n]->slot_at(table_region(id), off, kValue);
+          ASSERT_EQ(r.rec, f.cluster->base(n, table_region(id)) + off);
+          const r2::RemoteAddr la = plan.lock_of({n, table_region(id), off});
+          ASSERT_EQ(la.node, n);
+          ASSERT_EQ(la.region, lock_region(id));
+          ASSERT_EQ(reinterpret_cast<uint8_t*>(r.lock), f.cluster->base(n, la.region) + la.offset)
+              << t.name << " p" << p << " slot " << i << ": owner and client disagree";
+          ASSERT_EQ(r.ts, r.lock + 1);
+          ASSERT_EQ(la.offset % kLockEntryBytes, 0u);
+        }
+        // No record slot there: nothing to lock (requests get refused).
+        for (uint64_t off : {heap + 8, heap - 64, heap + lp->plan.heap_slots() * slot}) {
+          EXPECT_EQ(f.nodes[n]->slot_at(table_region(id), off, kValue).rec, nullptr)
+              << t.name << " offset " << off;
+        }
+        EXPECT_EQ(f.nodes[n]->slot_at(table_region(id), heap, kValue + 8).rec, nullptr)
+            << "another value size";
+      }
+      // Entries are dense, one per slot of every hosted copy.
+      EXPECT_EQ(slots * kLockEntryBytes, [&] {
+        uint64_t b = 0;
+        for (const auto& [rid, bytes] : regions) {
+          if (rid == lock_region(id)) b = bytes;
+        }
+        return b;
+      }()) << t.name;
+      EXPECT_EQ(f.nodes[n]->slot_at(table_region(id), uint64_t{1} << 40, kValue).rec, nullptr);
+      EXPECT_EQ(f.nodes[n]->slot_at(lock_region(id), 0, kValue).rec, nullptr);
+    }
+    EXPECT_EQ(f.nodes[n]->slot_at(table_region(kRangeT), 0, kValue).rec, nullptr);
+  }
+
+  // Owner-side writers.
+  for (TableId id : {kHashT, kRecT}) {
+    const TableSpec& t = f.t(id);
+    const uint64_t key = key_of(id, 7);
+    f.load(id, key, 1);
+    const uint16_t n = f.cat.replicas_of(t, f.cat.partition_of(t, key), 0).primary;
+    StoreNode& owner = *f.nodes[n];
+    SlotRef r = slot_of(f, n, t, key);
+    ASSERT_NE(r.rec, nullptr) << t.name;
+    uint64_t* own_lock = reinterpret_cast<uint64_t*>(r.rec);
+    // A lock held in the lock area blocks the owner's writers.
+    const uint64_t held = lock_word(9, 0, 0, 1);
+    __atomic_store_n(r.lock, held, __ATOMIC_RELEASE);
+    EXPECT_EQ(owner.install(t, key, 5, val(key, 5), false).status().code(), Code::kUnavailable)
+        << t.name;
+    __atomic_store_n(r.lock, 0, __ATOMIC_RELEASE);
+    // A word in the slot's own lock word is no lock.
+    __atomic_store_n(own_lock, held, __ATOMIC_RELEASE);
+    auto in = owner.install(t, key, 5, val(key, 5), false);
+    ASSERT_TRUE(in.is_ok() && *in) << t.name << ": " << in.status().to_string();
+    EXPECT_EQ(word(own_lock), held) << "the owner wrote the slot's own lock word";
+    __atomic_store_n(own_lock, 0, __ATOMIC_RELEASE);
+    // Reserve: the new record is published locked — in the lock area.
+    const uint64_t fresh = key_of(id, 8), me = lock_word(1, 0, 0, 3);
+    const uint16_t fn = f.cat.replicas_of(t, f.cat.partition_of(t, fresh), 0).primary;
+    uint64_t base = 0;
+    Result<RecordAddr> a = f.nodes[fn]->reserve(t, fresh, me, &base);
+    ASSERT_TRUE(a.is_ok()) << a.status().to_string();
+    const SlotRef rr = f.nodes[fn]->slot_at(table_region(id), a->offset, kValue);
+    ASSERT_NE(rr.rec, nullptr);
+    EXPECT_EQ(word(rr.lock), me);
+    EXPECT_EQ(word(reinterpret_cast<uint64_t*>(rr.rec)), 0u);
+    EXPECT_EQ(f.nodes[fn]->remove_held(t, fresh, *a, me + 1).code(), Code::kNotFound)
+        << "not held with that word";
+    ASSERT_TRUE(f.nodes[fn]->remove_held(t, fresh, *a, me).is_ok());
+    EXPECT_EQ(word(rr.lock), 0u) << "a freed slot's lock stays held";
+    // Delete: unlocked after, the slot's own words untouched.
+    in = owner.install(t, key, 6, {}, true);
+    ASSERT_TRUE(in.is_ok() && *in) << in.status().to_string();
+    EXPECT_EQ(word(r.lock), 0u);
+    EXPECT_EQ(word(own_lock), 0u);
+    EXPECT_EQ(word(ts_word(r.rec)), 0u);
+  }
+}
+
+// Lock words apart need the lock regions registered.
+TEST(Tables, LockWordsApartWithoutLockRegionsAreRefused) {
+  const Catalog cat = make_catalog(64);
+  const ScratchPlan scratch{1, 1, scratch_per_coroutine(cat)};
+  auto cluster = r2::testing::InProcCluster::make(1, 1, regions_of(cat, 0, scratch, false));
+  ASSERT_TRUE(cluster->error.is_ok());
+  auto s = StoreNode::create(cat, cluster->f(0), /*locks_apart=*/true);
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_NE(s.status().message().find("lock region"), std::string::npos) << s.status().to_string();
 }
 
 TEST(Tables, ErrorsNameTheProblem) {

@@ -11,6 +11,16 @@
 // Acknowledgements are journaled by a CommitObserver into a shared file
 // mapping that outlives the crashed process (its stores reach the page
 // cache before the process dies).
+//
+// Lock words apart (hint H8): durable nodes keep the records' lock words
+// and MVCC tuple timestamps in DRAM lock regions, never in the pooled
+// slots. After every run each node's pooled slots are inspected: their own
+// lock and ts words must all be 0 (and, under MVCC, the lock regions hold
+// the raised timestamps). A probe holds a lock by hand in a lock region
+// (every preset's write of that record must abort with kLockHeld) and
+// plants a foreign lock word in another record's pooled slot (ignored: its
+// writes commit), and sends record requests naming offsets that are no
+// record slot (refused with an error).
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/mman.h>
@@ -18,12 +28,16 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstring>
 #include <filesystem>
+#include <mutex>
 #include <random>
 #include <thread>
 
 #include "r2/control/control.h"
 #include "r2/shm/shm_fabric.h"
+#include "txn/mvcc_ops.h"
+#include "txn/record_ops.h"
 #include "txn/txn_node.h"
 
 namespace drtmx::txn {
@@ -113,26 +127,158 @@ struct RunSpec {
   std::string dir, cluster;
   std::string policy = "drtmh";
   bool recover = false;
-  int transfers = 0;  // per coroutine
-  int audits = 0;     // per coroutine, read-only, before its transfers
+  bool locks_apart = true;  // DurabilityConfig::locks_apart
+  bool probe = false;       // the lock probe (file comment); needs locks_apart
+  int transfers = 0;        // per coroutine
+  int audits = 0;           // per coroutine, read-only, before its transfers
   Crash crash;
   JournalFile* journal = nullptr;
 };
 
+// What a node's pooled slots and lock regions hold (after a run).
+struct Words {
+  bool apart = true;          // every slot's lock and ts words are apart from it
+  uint64_t slots = 0;         // heap slots inspected
+  uint64_t slot_words = 0;    // pooled slots whose own lock or ts word is not 0
+  uint64_t lock_entries = 0;  // lock-region entries whose lock word is not 0
+  uint64_t ts_entries = 0;    // ... whose tuple timestamp is not 0
+};
+
+// What the probe saw.
+struct Probe {
+  bool ran = false;
+  Abort held = Abort::kNone;   // writing the record locked by hand
+  Abort decoy = Abort::kNone;  // writing the record with a foreign lock in its slot
+  Abort audit = Abort::kNone;  // reading every other account
+  int64_t audit_sum = 0;
+  std::vector<std::string> refused;  // the errors of the requests for no record slot
+};
+
+constexpr Key kHeld = 0, kDecoy = 1;
+// A lock word no transaction of the cluster uses (node 200).
+constexpr uint64_t kForeign = store::lock_word(200, 0, 0, 1);
+
 struct NodeOutcome {
   Status status;
+  Words words;
+  Probe probe;
   uint64_t committed = 0;
   uint64_t audits = 0, bad_audits = 0;
+  std::string failed_audits;  // the abort reasons of audits that gave up
   LogRecovery logs;
   store::tables::StoreRecovery slots;
   std::vector<int64_t> balance;   // per account, this node's copy
   std::vector<uint64_t> version;  // per account
 };
 
-NodeOutcome failed(Status st) {
+NodeOutcome failed(Status why) {
   NodeOutcome o;
-  o.status = std::move(st);
+  o.status = std::move(why);
   return o;
+}
+
+// This node's copy of account `k` (its slot and words), or rec == nullptr.
+store::SlotRef record_of(TxnNode& n, const store::Catalog& cat, Key k) {
+  const store::TableSpec& t = *cat.find(kAcc);
+  const store::tables::LocalPartition* lp = n.store().partition(kAcc, cat.partition_of(t, k));
+  if (lp == nullptr) return {};
+  const size_t slot = store::record_slot_size(t.value_size);
+  for (uint64_t i = 0; i < lp->plan.heap_slots(); ++i) {
+    const store::SlotRef r = n.store().slot_at(store::tables::table_region(kAcc),
+                                               lp->plan.heap.range_offset + i * slot, t.value_size);
+    if (r.rec == nullptr || store::verify(r.rec, t.value_size) != store::RecordCheck::kOk) continue;
+    store::RecordHeader h;
+    std::memcpy(&h, r.rec, sizeof h);
+    if (h.key == k) return r;
+  }
+  return {};
+}
+
+uint64_t load(const uint64_t* w) {
+  return __atomic_load_n(w, __ATOMIC_ACQUIRE);
+}
+
+// Every heap slot of every copy this node hosts: its own words in the pool,
+// and its words in the lock region (the same words when they are not apart).
+Words inspect(TxnNode& n, const store::Catalog& cat, uint16_t node) {
+  const store::TableSpec& t = *cat.find(kAcc);
+  const size_t slot = store::record_slot_size(t.value_size);
+  Words w;
+  for (store::PartitionId p : cat.hosted(node, t)) {
+    const store::tables::LocalPartition* lp = n.store().partition(kAcc, p);
+    for (uint64_t i = 0; lp != nullptr && i < lp->plan.heap_slots(); ++i) {
+      const store::SlotRef r = n.store().slot_at(
+          store::tables::table_region(kAcc), lp->plan.heap.range_offset + i * slot, t.value_size);
+      if (r.rec == nullptr) {
+        w.apart = false;  // slot_at must know every slot of the heap
+        continue;
+      }
+      ++w.slots;
+      uint64_t* own_lock = reinterpret_cast<uint64_t*>(r.rec);
+      uint64_t* own_ts = store::ts_word(r.rec);
+      if (r.lock == own_lock || r.ts == own_ts) w.apart = false;
+      if (load(own_lock) != 0 || load(own_ts) != 0) ++w.slot_words;
+      if (load(r.lock) != 0) ++w.lock_entries;
+      if (load(r.ts) != 0) ++w.ts_entries;
+    }
+  }
+  return w;
+}
+
+// The probe's requests for records that are not record slots, to the
+// primary of partition 0 (its plan says where its heap is): inside a slot,
+// and in the index area before the heap. Each must fail with an error.
+void refuse_bad_requests(TxnContext& c, const store::Catalog& cat, bool mvcc, Probe* out) {
+  const store::TableSpec& t = *cat.find(kAcc);
+  const r2::NodeId target = cat.replicas_of(t, 0, 0).primary;
+  Result<store::tables::PartitionPlan> plan = store::tables::locate(cat, t, 0, target);
+  if (!plan.is_ok()) {
+    out->refused.push_back("no plan: " + plan.status().to_string());
+    return;
+  }
+  for (uint64_t off : {plan->heap.range_offset + 8, plan->heap.range_offset - 64}) {
+    RecordRef r;
+    r.addr = {target, store::tables::table_region(kAcc), off};
+    r.value_size = t.value_size;
+    r.version = 1;
+    std::vector<ItemResult> res;
+    Status s = rpc_lock(c.co, std::span<const RecordRef>(&r, 1), kForeign, &res);
+    out->refused.push_back(s.is_ok() ? "accepted" : s.message());
+    s = rpc_check(c.co, std::span<const RecordRef>(&r, 1), 0, &res);
+    out->refused.push_back(s.is_ok() ? "accepted" : s.message());
+    if (mvcc) {
+      std::vector<MvccLockResult> lr;
+      s = rpc_mvcc_lock(c.co, std::span<const RecordRef>(&r, 1), kForeign, &lr);
+      out->refused.push_back(s.is_ok() ? "accepted" : s.message());
+    }
+  }
+}
+
+// The probe, on one coroutine per node (nothing else runs).
+void probe(TxnContext& c, const store::Catalog& cat, bool mvcc, Probe* out) {
+  auto write = [](Key k) {
+    return [k](Txn& tx) {
+      Account x;
+      if (Abort e = tx.get_for_update(kAcc, k, &x); e != Abort::kNone) return e;
+      return tx.put(kAcc, k, &x);  // the same balance, a new version
+    };
+  };
+  out->held = c.engine.run(write(kHeld));
+  out->decoy = c.engine.run_with_retry(write(kDecoy));
+  out->audit = c.engine.run_with_retry(
+      [&](Txn& tx) {
+        out->audit_sum = 0;
+        for (Key k = 0; k < kAccounts; ++k) {
+          if (k == kHeld) continue;  // a snapshot read would wait for its holder
+          Account x;
+          if (Abort e = tx.get(kAcc, k, &x); e != Abort::kNone) return e;
+          out->audit_sum += x.balance;
+        }
+        return Abort::kNone;
+      },
+      {}, Kind::kReadOnly);
+  refuse_bad_requests(c, cat, mvcc, out);
+  out->ran = true;
 }
 
 NodeOutcome run_node(const store::Catalog& cat, const RunSpec& spec, uint16_t node,
@@ -150,6 +296,7 @@ NodeOutcome run_node(const store::Catalog& cat, const RunSpec& spec, uint16_t no
   cfg.durability.dir = spec.dir;
   cfg.durability.recover = spec.recover;
   cfg.durability.format = !spec.recover;
+  cfg.durability.locks_apart = spec.locks_apart;
   std::atomic<uint64_t> hits{0};
   if (spec.crash.armed && spec.crash.node == node) {
     const Crash c = spec.crash;
@@ -164,6 +311,26 @@ NodeOutcome run_node(const store::Catalog& cat, const RunSpec& spec, uint16_t no
   if (!started.is_ok()) return failed(started.status());
   TxnNode& n = **started;
   const store::TableSpec& t = *cat.find(kAcc);
+  // The probe's planted locks, at the records' primaries: one held in the
+  // lock region, one foreign word in a pooled slot's own lock word —
+  // before persist_loaded(), a barrier: no node runs before they are in.
+  const auto primary_of = [&](Key k) {
+    return cat.replicas_of(t, cat.partition_of(t, k), node).primary;
+  };
+  store::SlotRef held, decoy;
+  const auto plant = [&]() -> Status {
+    if (primary_of(kHeld) == node) {
+      held = record_of(n, cat, kHeld);
+      if (held.rec == nullptr) return internal_error("probe: no record of the held account");
+      __atomic_store_n(held.lock, kForeign, __ATOMIC_RELEASE);
+    }
+    if (primary_of(kDecoy) == node) {
+      decoy = record_of(n, cat, kDecoy);
+      if (decoy.rec == nullptr) return internal_error("probe: no record of the decoy account");
+      __atomic_store_n(reinterpret_cast<uint64_t*>(decoy.rec), kForeign, __ATOMIC_RELEASE);
+    }
+    return Status::ok();
+  };
   if (spec.recover) {
     out.slots = n.store_recovery();
     if (Status st = n.recover(&out.logs); !st.is_ok()) return failed(st);
@@ -174,11 +341,21 @@ NodeOutcome run_node(const store::Catalog& cat, const RunSpec& spec, uint16_t no
       Status st = n.store().load(t, k, {reinterpret_cast<const uint8_t*>(&a), sizeof a});
       if (!st.is_ok()) return failed(st);
     }
+    if (spec.probe) {
+      if (Status st = plant(); !st.is_ok()) return failed(st);
+    }
     if (Status st = n.persist_loaded(); !st.is_ok()) return failed(st);
   }
+  const bool mvcc = policy->mvcc != Mvcc::kOff;
   std::vector<std::unique_ptr<Journaler>> journalers(kCos);
   std::atomic<uint64_t> audits{0}, bad_audits{0};
+  std::mutex failed_mu;
+  std::string failed_audits;
   Status st = n.run([&](TxnContext& c) {
+    if (spec.probe) {
+      if (c.index % kCos == 0) probe(c, cat, mvcc, &out.probe);
+      return;
+    }
     std::unique_ptr<Journaler>& j = journalers[c.index % kCos];
     if (spec.journal != nullptr) {
       j = std::make_unique<Journaler>(spec.journal);
@@ -200,7 +377,11 @@ NodeOutcome run_node(const store::Catalog& cat, const RunSpec& spec, uint16_t no
             return Abort::kNone;
           },
           {}, Kind::kReadOnly);
-      if (r != Abort::kNone) continue;
+      if (r != Abort::kNone) {
+        std::lock_guard<std::mutex> g(failed_mu);
+        failed_audits += std::string(" ") + abort_name(r);
+        continue;
+      }
       ++audits;
       if (sum != int64_t{kAccounts} * kInitial) ++bad_audits;
     }
@@ -222,9 +403,24 @@ NodeOutcome run_node(const store::Catalog& cat, const RunSpec& spec, uint16_t no
   });
   if (!st.is_ok()) return failed(st);
   out.status = n.finish(std::chrono::seconds(60));
+  if (spec.probe) {
+    // The planted words are where they were put (nothing of the engine
+    // touched them): take them away before the inspection.
+    if (held.lock != nullptr && load(held.lock) != kForeign) {
+      out.status = internal_error("probe: the lock held by hand was released by the engine");
+    }
+    if (decoy.rec != nullptr && load(reinterpret_cast<uint64_t*>(decoy.rec)) != kForeign) {
+      out.status = internal_error("probe: the foreign word in a pooled slot was overwritten");
+    }
+    if (held.lock != nullptr) __atomic_store_n(held.lock, 0, __ATOMIC_RELEASE);
+    if (decoy.rec != nullptr)
+      __atomic_store_n(reinterpret_cast<uint64_t*>(decoy.rec), 0, __ATOMIC_RELEASE);
+  }
+  out.words = inspect(n, cat, node);
   out.committed = n.stats().committed;
   out.audits = audits;
   out.bad_audits = bad_audits;
+  out.failed_audits = failed_audits;
   out.balance.assign(kAccounts, -1);
   out.version.assign(kAccounts, 0);
   for (uint64_t k = 0; k < kAccounts; ++k) {
@@ -283,6 +479,33 @@ void expect_consistent(const std::vector<NodeOutcome>& outs) {
   (void)audits;
 }
 
+// Lock words apart: no pooled slot's own lock or ts word was ever set, no
+// lock is left in the lock regions, and under MVCC (`ts_raised`: a run
+// that committed or read snapshots) tuple timestamps went to the lock
+// regions — and only there.
+void expect_words_apart(const std::vector<NodeOutcome>& outs, bool mvcc, bool ts_raised) {
+  uint64_t ts_entries = 0;
+  for (uint16_t n = 0; n < kNodes; ++n) {
+    const Words& w = outs[n].words;
+    EXPECT_TRUE(w.apart) << "node " << n << ": a slot's lock or ts word is not apart from it";
+    EXPECT_GT(w.slots, 0u) << "node " << n;
+    EXPECT_EQ(w.slot_words, 0u) << "node " << n
+                                << ": a pooled slot's own lock or ts word was written";
+    EXPECT_EQ(w.lock_entries, 0u) << "node " << n << ": a lock left held";
+    if (!mvcc) {
+      EXPECT_EQ(w.ts_entries, 0u) << "node " << n << ": a tuple timestamp without MVCC";
+    }
+    ts_entries += w.ts_entries;
+  }
+  if (mvcc && ts_raised) {
+    EXPECT_GT(ts_entries, 0u) << "MVCC raised no tuple timestamp";
+  }
+}
+
+bool is_mvcc(const char* preset) {
+  return make_policy(preset, {}, true)->mvcc != Mvcc::kOff;
+}
+
 class DurableTest : public ::testing::TestWithParam<const char*> {
  protected:
   void SetUp() override {
@@ -305,8 +528,10 @@ TEST_P(DurableTest, ACleanRestartFindsEveryCommitAndRunsOn) {
   const store::Catalog cat = make_catalog();
   RunSpec s = spec("clean");
   s.transfers = 300;
+  const bool mvcc = is_mvcc(GetParam());
   const std::vector<NodeOutcome> first = run_cluster(cat, s);
   expect_consistent(first);
+  expect_words_apart(first, mvcc, true);
   uint64_t committed = 0;
   for (const NodeOutcome& o : first) committed += o.committed;
   EXPECT_GT(committed, 1000u);
@@ -315,6 +540,7 @@ TEST_P(DurableTest, ACleanRestartFindsEveryCommitAndRunsOn) {
   s.transfers = 0;
   const std::vector<NodeOutcome> again = run_cluster(cat, s);
   expect_consistent(again);
+  expect_words_apart(again, mvcc, false);
   for (uint16_t n = 0; n < kNodes; ++n) {
     EXPECT_EQ(again[n].balance, first[n].balance) << "node " << n;
     EXPECT_EQ(again[n].version, first[n].version) << "node " << n;
@@ -327,14 +553,70 @@ TEST_P(DurableTest, ACleanRestartFindsEveryCommitAndRunsOn) {
   s.audits = 20;
   const std::vector<NodeOutcome> third = run_cluster(cat, s);
   expect_consistent(third);
+  expect_words_apart(third, mvcc, true);
   uint64_t audits = 0;
-  for (const NodeOutcome& o : third) audits += o.audits;
-  const bool mvcc = make_policy(GetParam(), {}, true)->mvcc != Mvcc::kOff;
+  std::string why;
+  for (const NodeOutcome& o : third) {
+    audits += o.audits;
+    why += o.failed_audits;
+  }
   if (mvcc) {
-    EXPECT_EQ(audits, uint64_t{kNodes} * kCos * 20) << "a snapshot audit aborted";
+    EXPECT_EQ(audits, uint64_t{kNodes} * kCos * 20) << "a snapshot audit aborted:" << why;
   } else {
     EXPECT_GT(audits, 0u);  // OCC audits of every account may abort 64 times in a row
   }
+}
+
+// The probe (file comment) on every preset: a lock held in the lock region
+// blocks the one-sided, RPC and MVCC locks of every preset; a foreign word
+// in a pooled slot's own lock word blocks nothing; requests for offsets
+// that are no record slot are refused by name. Then the same pools restart
+// with the words in the slots (DurabilityConfig::locks_apart = false) and
+// back: the pools do not depend on where the words live.
+TEST_P(DurableTest, LockWordsAndTupleTimestampsLiveInDramNotInThePools) {
+  const store::Catalog cat = make_catalog();
+  const bool mvcc = is_mvcc(GetParam());
+  RunSpec s = spec("probe");
+  s.probe = true;
+  std::vector<NodeOutcome> outs = run_cluster(cat, s);
+  expect_consistent(outs);
+  if (HasFatalFailure()) return;
+  expect_words_apart(outs, mvcc, true);
+  for (uint16_t n = 0; n < kNodes; ++n) {
+    const Probe& p = outs[n].probe;
+    ASSERT_TRUE(p.ran) << "node " << n;
+    EXPECT_EQ(p.held, Abort::kLockHeld)
+        << "node " << n << ": a write of a record locked in the lock region got "
+        << abort_name(p.held);
+    EXPECT_EQ(p.decoy, Abort::kNone)
+        << "node " << n
+        << ": a foreign word in a pooled slot blocked a write: " << abort_name(p.decoy);
+    EXPECT_EQ(p.audit, Abort::kNone) << "node " << n << ": " << abort_name(p.audit);
+    EXPECT_EQ(p.audit_sum, int64_t{kAccounts - 1} * kInitial) << "node " << n;
+    EXPECT_EQ(p.refused.size(), mvcc ? 6u : 4u) << "node " << n;
+    for (const std::string& why : p.refused) {
+      EXPECT_NE(why.find("not a record slot"), std::string::npos) << "node " << n << ": " << why;
+    }
+  }
+  // Each node's probe wrote the decoy once: three versions above the load.
+  EXPECT_EQ(outs[0].version[kDecoy], outs[0].version[2] + kNodes);
+  EXPECT_EQ(outs[0].version[kHeld], outs[0].version[2]) << "the held record was written";
+
+  s.probe = false;
+  s.recover = true;
+  s.locks_apart = false;
+  s.transfers = 50;
+  outs = run_cluster(cat, s);
+  expect_consistent(outs);
+  for (uint16_t n = 0; n < kNodes; ++n) {
+    EXPECT_FALSE(outs[n].words.apart) << "node " << n;
+    EXPECT_EQ(outs[n].words.lock_entries, 0u) << "node " << n << ": a lock left held";
+  }
+  s.locks_apart = true;
+  s.audits = 5;
+  outs = run_cluster(cat, s);
+  expect_consistent(outs);
+  expect_words_apart(outs, mvcc, true);
 }
 
 // The first start of a directory's database refuses existing pools unless
@@ -380,6 +662,9 @@ void crash_and_recover(const store::Catalog& cat, RunSpec s, CrashPoint point, u
   const std::vector<NodeOutcome> outs = run_cluster(cat, r);
   expect_consistent(outs);
   if (::testing::Test::HasFatalFailure()) return;
+  // The crashed run held locks and raised timestamps: none of it is in the
+  // pools, and the restart's lock regions start empty.
+  expect_words_apart(outs, is_mvcc(s.policy.c_str()), false);
   const uint64_t n = std::min<uint64_t>(j->next.load(), std::size(j->recs));
   uint64_t acked = 0, in_flight = 0;
   for (uint64_t i = 0; i < n; ++i) {
@@ -404,7 +689,9 @@ void crash_and_recover(const store::Catalog& cat, RunSpec s, CrashPoint point, u
   // The recovered cluster runs on and stays consistent.
   r.transfers = 50;
   r.audits = 5;
-  expect_consistent(run_cluster(cat, r));
+  const std::vector<NodeOutcome> on = run_cluster(cat, r);
+  expect_consistent(on);
+  expect_words_apart(on, is_mvcc(s.policy.c_str()), true);
   munmap(j, sizeof(JournalFile));
 }
 
@@ -429,9 +716,11 @@ TEST_P(DurableTest, ACrashAtEveryStepOfTheCommitPathLosesNoAcknowledgedCommit) {
   }
 }
 
-// Every preset: one-sided and RPC commit paths, and MVCC (DST and GTS).
+// Every preset: one-sided and RPC locks and commits, cached one-sided
+// reads, and MVCC (DST and GTS) — all with the lock words apart (H8).
 INSTANTIATE_TEST_SUITE_P(Presets, DurableTest,
-                         ::testing::Values("drtmh", "farm", "fasst", "drtmx", "drtmx-gts"),
+                         ::testing::Values("drtmh", "farm", "drtm-r", "fasst", "drtmx",
+                                           "drtmx-gts"),
                          [](const auto& info) {
                            std::string n = info.param;
                            for (char& ch : n) {

@@ -142,9 +142,11 @@ void run_bank(const std::string& preset) {
     const size_t wi = w.node() * kThreads + w.thread();
     uint8_t* table = c->base(w.node(), kTable);
     LocalRegions lr{[&, n = w.node()](r2::RegionId id) -> std::pair<uint8_t*, size_t> {
-      const r2::Region* r = c->f(n).region(id);
-      return r ? std::make_pair(r->base, r->size) : std::make_pair(nullptr, size_t{0});
-    }};
+                      const r2::Region* r = c->f(n).region(id);
+                      return r ? std::make_pair(r->base, r->size)
+                               : std::make_pair(nullptr, size_t{0});
+                    },
+                    /*lock_word=*/{}};
     ASSERT_TRUE(register_record_handlers(w, lr).is_ok());
     ASSERT_TRUE(w.register_handler(kReadRpc, [table](r2::RpcRequest& r) {
                    Key k;

@@ -1,16 +1,24 @@
 // The OCC record steps under contention: transfers between random records
 // of 3 nodes, locked and validated one-sided (fused CAS+READ), by RPC, or
-// both at once; money is conserved, every commit bumps exactly its
-// records' versions, nothing stays locked, every record still verifies.
+// both at once, while audits read every record and validate the read set
+// (READ checks, or RPC); money is conserved, every commit bumps exactly its
+// records' versions, every validated audit saw a consistent sum, nothing
+// stays locked, every record still verifies. Each also with the lock words
+// apart (durable nodes, H8: a lock region beside the records), where no
+// slot's own lock word is ever written; and the check's two READs on a
+// lock word apart, interleaved with a writer step by step.
 #include "txn/record_ops.h"
 
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <functional>
+#include <map>
 #include <random>
 
 #include "r2/support/worker_cluster.h"
 #include "store/record.h"
+#include "store/tables/plan.h"
 
 namespace drtmx::txn {
 namespace {
@@ -19,16 +27,65 @@ using r2::Co;
 using r2::OpBatch;
 using r2::OpStatus;
 
-constexpr r2::RegionId kData = 1, kScratch = 2;
+constexpr r2::RegionId kData = 1, kScratch = 2, kLocks = 3;
 constexpr uint32_t kValue = 16;  // int64 balance + 8 bytes of padding
 constexpr uint32_t kRecords = 24;
 const size_t kSlot = store::record_slot_size(kValue);
+constexpr size_t kScratchPer = 16384;  // per coroutine
+constexpr size_t kLockBytes = kRecords * store::kLockEntryBytes;
 
 enum class Path { kOneSided, kRpc, kMixed };
 
 struct Totals {
   std::atomic<uint64_t> commits{0}, aborts{0}, bad{0};
+  std::atomic<uint64_t> audits{0}, bad_audits{0};
 };
+
+// Lock words apart: record i of kData has its entry i in kLocks (one area).
+store::tables::LockPlan lock_plan() {
+  store::tables::LockPlan p;
+  p.set(kData, {kLocks, kRecords * kSlot, 0, kSlot, kLockBytes});
+  return p;
+}
+
+// Where a transfer or audit finds the lock words: in the slots (null) or
+// apart.
+struct Locks {
+  const store::tables::LockPlan* plan = nullptr;
+  void lock(OpBatch& b, const RecordRef& r, uint64_t me, uint64_t* old, LockState* st) const {
+    plan ? add_lock(b, r, plan->lock_of(r.addr), me, old, st) : add_lock(b, r, me, old, st);
+  }
+  void check(OpBatch& b, const RecordRef& r, LockState* st) const {
+    plan ? add_check(b, r, plan->lock_of(r.addr), st) : add_check(b, r, st);
+  }
+  void commit(OpBatch& b, const RecordRef& r, const uint8_t* image, const uint64_t* zero) const {
+    plan ? add_commit(b, r, plan->lock_of(r.addr), image, zero, false)
+         : add_commit(b, r, image, zero, false);
+  }
+  void unlock(OpBatch& b, const RecordRef& r, const uint64_t* zero) const {
+    plan ? add_unlock(b, plan->lock_of(r.addr), zero, false) : add_unlock(b, r, zero, false);
+  }
+};
+
+// The primary's side: its regions, and with the lock words apart, where
+// the lock word of (region, offset) is.
+LocalRegions local_regions(r2::testing::InProcCluster& c, r2::NodeId n, bool apart) {
+  LocalRegions lr;
+  lr.lookup = [&c, n](r2::RegionId id) -> std::pair<uint8_t*, size_t> {
+    const r2::Region* r = c.f(n).region(id);
+    return r ? std::make_pair(r->base, r->size) : std::make_pair(nullptr, size_t{0});
+  };
+  if (apart) {
+    lr.lock_word = [&c, n](r2::RegionId region, uint64_t offset, uint32_t vs) -> uint64_t* {
+      if (region != kData || vs != kValue || offset % kSlot != 0 || offset / kSlot >= kRecords) {
+        return nullptr;
+      }
+      return reinterpret_cast<uint64_t*>(c.base(n, kLocks) +
+                                         offset / kSlot * store::kLockEntryBytes);
+    };
+  }
+  return lr;
+}
 
 void init_records(r2::testing::InProcCluster& c, uint16_t nodes) {
   for (uint16_t n = 0; n < nodes; ++n) {
@@ -41,7 +98,8 @@ void init_records(r2::testing::InProcCluster& c, uint16_t nodes) {
 
 // One transfer attempt of 1 from record a to record b. Returns true when it
 // committed.
-bool transfer(Co& co, uint8_t* scratch, RecordRef a, RecordRef b, bool rpc, Totals& t) {
+bool transfer(Co& co, uint8_t* scratch, RecordRef a, RecordRef b, bool rpc, const Locks& locks,
+              Totals& t) {
   const uint64_t me = store::lock_word(co.node(), co.thread(), co.id());
   uint8_t* copy[2] = {scratch, scratch + kSlot};
   RecordRef refs[2] = {a, b};
@@ -69,20 +127,20 @@ bool transfer(Co& co, uint8_t* scratch, RecordRef a, RecordRef b, bool rpc, Tota
     auto* old = reinterpret_cast<uint64_t*>(scratch + 4 * kSlot + 8);
     auto* st = reinterpret_cast<LockState*>(scratch + 4 * kSlot + 32);
     OpBatch lb;
-    for (int k = 0; k < 2; ++k) add_lock(lb, refs[k], me, &old[k], &st[k]);
+    for (int k = 0; k < 2; ++k) locks.lock(lb, refs[k], me, &old[k], &st[k]);
     if (co.run(lb) != OpStatus::kOk) return ++t.bad, false;
     bool ok = true;
     for (int k = 0; k < 2; ++k) ok &= lock_acquired(old[k]) && unchanged(st[k], refs[k], me);
     if (!ok) {
       OpBatch ub;
       for (int k = 0; k < 2; ++k) {
-        if (lock_acquired(old[k])) add_unlock(ub, refs[k], zero, false);
+        if (lock_acquired(old[k])) locks.unlock(ub, refs[k], zero);
       }
       if (co.run(ub) != OpStatus::kOk) ++t.bad;
       return ++t.aborts, false;
     }
     OpBatch cb;
-    for (int k = 0; k < 2; ++k) add_commit(cb, refs[k], image[k], zero, false);
+    for (int k = 0; k < 2; ++k) locks.commit(cb, refs[k], image[k], zero);
     if (co.run(cb) != OpStatus::kOk) return ++t.bad, false;
   } else {
     std::vector<ItemResult> res;
@@ -104,28 +162,82 @@ bool transfer(Co& co, uint8_t* scratch, RecordRef a, RecordRef b, bool rpc, Tota
   return true;
 }
 
-void run_transfers(Path path) {
+// A read-only audit of every record of `nodes` nodes: READ them all, then
+// validate the read set (one-sided checks, or RPC). A validated audit must
+// see the money conserved.
+void audit(Co& co, uint8_t* scratch, uint16_t nodes, bool rpc, const Locks& locks, Totals& t) {
+  const size_t n = size_t{nodes} * kRecords;
+  std::vector<RecordRef> refs(n);
+  OpBatch rb;
+  for (size_t i = 0; i < n; ++i) {
+    refs[i].addr = {static_cast<r2::NodeId>(i / kRecords), kData, (i % kRecords) * kSlot};
+    refs[i].value_size = kValue;
+    rb.read(refs[i].addr, scratch + i * kSlot, static_cast<uint32_t>(kSlot));
+  }
+  if (co.run(rb) != OpStatus::kOk) return void(++t.bad);
+  int64_t sum = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const uint8_t* copy = scratch + i * kSlot;
+    if (store::verify(copy, kValue) != store::RecordCheck::kOk) return;  // torn: not validated
+    store::RecordHeader h;
+    std::memcpy(&h, copy, sizeof h);
+    refs[i].version = h.version;
+    int64_t v;
+    std::memcpy(&v, copy + sizeof h, 8);
+    sum += v;
+  }
+  bool valid = true;
+  if (rpc) {
+    std::vector<ItemResult> res;
+    if (!rpc_check(co, refs, /*my_lock=*/0, &res).is_ok()) return void(++t.bad);
+    for (const ItemResult& r : res) valid &= r.valid;
+  } else {
+    auto* st = reinterpret_cast<LockState*>(scratch + n * kSlot);
+    OpBatch cb;
+    for (size_t i = 0; i < n; ++i) locks.check(cb, refs[i], &st[i]);
+    if (co.run(cb) != OpStatus::kOk) return void(++t.bad);
+    for (size_t i = 0; i < n; ++i) valid &= unchanged(st[i], refs[i], /*my_lock=*/0);
+  }
+  if (!valid) return;
+  ++t.audits;
+  if (sum != 0) ++t.bad_audits;
+}
+
+void run_transfers(Path path, bool apart) {
   constexpr uint16_t kNodes = 3, kThreads = 2, kCos = 4;
-  constexpr int kPerCo = 300;
-  auto c = r2::testing::InProcCluster::make(kNodes, kThreads,
-                                            {{kData, kRecords * kSlot}, {kScratch, 1 << 16}});
+  constexpr int kPerCo = 300, kAuditTries = 2000;
+  static_assert(kNodes * kRecords * (kSlot + sizeof(LockState)) <= kScratchPer);
+  std::vector<std::pair<r2::RegionId, size_t>> regions = {
+      {kData, kRecords * kSlot}, {kScratch, size_t{kThreads} * kCos * kScratchPer}};
+  if (apart) regions.emplace_back(kLocks, kLockBytes);
+  auto c = r2::testing::InProcCluster::make(kNodes, kThreads, regions);
   ASSERT_TRUE(c->error.is_ok()) << c->error.to_string();
   init_records(*c, kNodes);
+  const store::tables::LockPlan plan = lock_plan();
+  const Locks locks{apart ? &plan : nullptr};
   Totals t;
   r2::WorkerConfig wc;
   wc.coroutines = kCos;
   auto run = r2::testing::run_workers(*c, wc, [&](r2::Worker& w) {
-    LocalRegions lr{[&, n = w.node()](r2::RegionId id) -> std::pair<uint8_t*, size_t> {
-      const r2::Region* r = c->f(n).region(id);
-      return r ? std::make_pair(r->base, r->size) : std::make_pair(nullptr, size_t{0});
-    }};
-    ASSERT_TRUE(register_record_handlers(w, lr).is_ok());
+    ASSERT_TRUE(register_record_handlers(w, local_regions(*c, w.node(), apart)).is_ok());
     for (uint16_t k = 0; k < kCos; ++k) {
       ASSERT_TRUE(w.spawn([&](Co& co) {
-                     uint8_t* scratch =
-                         c->base(co.node(), kScratch) + (co.thread() * kCos + co.id()) * 4096;
+                     uint8_t* scratch = c->base(co.node(), kScratch) +
+                                        (co.thread() * kCos + co.id()) * kScratchPer;
                      std::mt19937 rng(co.node() * 100 + co.thread() * 10 + co.id());
                      const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+                     const bool rpc =
+                         path == Path::kRpc || (path == Path::kMixed && (co.thread() % 2 == 1));
+                     if (co.id() == 0) {
+                       // The auditor of this worker: until enough validated, bounded.
+                       for (int i = 0; i < kAuditTries && t.audits.load() < 60 &&
+                                       std::chrono::steady_clock::now() < until;
+                            ++i) {
+                         audit(co, scratch, kNodes, rpc, locks, t);
+                         co.yield();
+                       }
+                       return;
+                     }
                      for (int i = 0; i < kPerCo && std::chrono::steady_clock::now() < until;) {
                        auto pick = [&] {
                          RecordRef r;
@@ -136,9 +248,9 @@ void run_transfers(Path path) {
                        };
                        RecordRef a = pick(), b = pick();
                        if (a.addr.node == b.addr.node && a.addr.offset == b.addr.offset) continue;
-                       const bool rpc =
+                       const bool by_rpc =
                            path == Path::kRpc || (path == Path::kMixed && (co.id() % 2 == 1));
-                       if (transfer(co, scratch, a, b, rpc, t)) ++i;
+                       if (transfer(co, scratch, a, b, by_rpc, locks, t)) ++i;
                        co.yield();
                      }
                    }).is_ok());
@@ -146,8 +258,10 @@ void run_transfers(Path path) {
   });
   ASSERT_FALSE(run.timed_out);
   EXPECT_EQ(t.bad.load(), 0u);
-  EXPECT_EQ(t.commits.load(), uint64_t{kNodes} * kThreads * kCos * kPerCo);
+  EXPECT_EQ(t.commits.load(), uint64_t{kNodes} * kThreads * (kCos - 1) * kPerCo);
   EXPECT_GT(t.aborts.load(), 0u) << "no conflict ever happened: the test proves nothing";
+  EXPECT_GT(t.audits.load(), 0u) << "no audit validated: the test proves nothing";
+  EXPECT_EQ(t.bad_audits.load(), 0u) << "a validated audit saw money in flight";
   int64_t sum = 0;
   uint64_t versions = 0;
   for (uint16_t n = 0; n < kNodes; ++n) {
@@ -156,7 +270,14 @@ void run_transfers(Path path) {
       ASSERT_EQ(store::verify(rec, kValue), store::RecordCheck::kOk);
       store::RecordHeader h;
       std::memcpy(&h, rec, sizeof h);
-      EXPECT_EQ(h.lock, 0u) << "record left locked";
+      EXPECT_EQ(h.lock, 0u) << (apart ? "a slot's own lock word was written"
+                                      : "record left locked");
+      if (apart) {
+        uint64_t entry[2];
+        std::memcpy(entry, c->base(n, kLocks) + i * store::kLockEntryBytes, sizeof entry);
+        EXPECT_EQ(entry[0], 0u) << "record left locked";
+        EXPECT_EQ(entry[1], 0u) << "a tuple timestamp without MVCC";
+      }
       int64_t v;
       std::memcpy(&v, rec + sizeof h, 8);
       sum += v;
@@ -168,45 +289,277 @@ void run_transfers(Path path) {
 }
 
 TEST(RecordOps, OneSidedTransfersConserveMoney) {
-  run_transfers(Path::kOneSided);
+  run_transfers(Path::kOneSided, false);
 }
 TEST(RecordOps, RpcTransfersConserveMoney) {
-  run_transfers(Path::kRpc);
+  run_transfers(Path::kRpc, false);
 }
 TEST(RecordOps, MixedOneSidedAndRpcOnACoherentFabric) {
-  run_transfers(Path::kMixed);
+  run_transfers(Path::kMixed, false);
+}
+TEST(RecordOps, OneSidedTransfersConserveMoneyWithLockWordsApart) {
+  run_transfers(Path::kOneSided, true);
+}
+TEST(RecordOps, RpcTransfersConserveMoneyWithLockWordsApart) {
+  run_transfers(Path::kRpc, true);
+}
+TEST(RecordOps, MixedOneSidedAndRpcWithLockWordsApart) {
+  run_transfers(Path::kMixed, true);
+}
+
+// The ops of `b` executed one by one, in the order queued (what one
+// channel does), on local memory by region; between(i) runs before op i:
+// another node's writer acting between two ops of one doorbell.
+void execute_in_order(const OpBatch& b, const std::map<r2::RegionId, uint8_t*>& mem,
+                      const std::function<void(size_t)>& between) {
+  for (size_t i = 0; i < b.size(); ++i) {
+    between(i);
+    const r2::WorkRequest& op = b.op(i);
+    uint8_t* remote = mem.at(op.remote.region) + op.remote.offset;
+    ASSERT_EQ(op.verb, r2::Verb::kRead);
+    std::memcpy(op.local, remote, op.len);
+  }
+}
+
+// With the lock word apart, a check is two READs: the lock word, then the
+// version. A writer acting between them, step by step: every writer that
+// serializes before the checker (it held the lock when the check began)
+// is caught; one that locks only after the lock READ serializes after the
+// checker and may pass — unless it also committed before the version READ
+// (then caught). The reverse order misses the first case.
+TEST(RecordOps, ACheckOfALockWordApartReadsItBeforeTheVersion) {
+  alignas(64) uint8_t slot[256] = {};
+  alignas(16) uint64_t entry[2] = {0, 0};
+  const int64_t value[2] = {7, 0};
+  build_image(slot, 5, 1, 1, value, kValue);
+  const std::map<r2::RegionId, uint8_t*> mem = {{kData, slot},
+                                                {kLocks, reinterpret_cast<uint8_t*>(entry)}};
+  const store::tables::LockPlan plan = lock_plan();
+  RecordRef r;
+  r.addr = {0, kData, 0};
+  r.value_size = kValue;
+  r.version = 1;  // what Execute read
+  const r2::RemoteAddr lock = plan.lock_of(r.addr);
+  ASSERT_EQ(lock.region, kLocks);
+  ASSERT_EQ(lock.offset, 0u);
+  const uint64_t writer = store::lock_word(1, 0, 0, 1);
+  auto w_lock = [&] { entry[0] = writer; };
+  auto w_commit = [&] {  // write back version 2, then unlock (record.h)
+    const uint64_t v2 = 2;
+    std::memcpy(slot + 8, &v2, 8);
+    entry[0] = 0;
+  };
+  auto reset = [&] {
+    const uint64_t v1 = 1;
+    std::memcpy(slot + 8, &v1, 8);
+    entry[0] = 0;
+  };
+
+  LockState st;
+  OpBatch b;
+  add_check(b, r, lock, &st);
+  ASSERT_EQ(b.size(), 2u);
+  EXPECT_EQ(b.op(0).remote.region, kLocks) << "the lock word first";
+  EXPECT_EQ(b.op(0).local, &st.lock);
+  EXPECT_EQ(b.op(0).len, 8u);
+  EXPECT_EQ(b.op(1).remote.region, kData);
+  EXPECT_EQ(b.op(1).remote.offset, 8u) << "then the version";
+  EXPECT_EQ(b.op(1).local, &st.version);
+  EXPECT_EQ(b.op(1).len, 8u);
+
+  // No writer: valid.
+  reset();
+  execute_in_order(b, mem, [](size_t) {});
+  EXPECT_TRUE(unchanged(st, r, 0));
+  // The writer held the lock when the check began and commits between the
+  // READs (it serializes before us; we read its predecessor): caught.
+  reset();
+  w_lock();
+  execute_in_order(b, mem, [&](size_t i) {
+    if (i == 1) w_commit();
+  });
+  EXPECT_FALSE(unchanged(st, r, 0));
+  // It locks and commits between the READs: caught by the version.
+  reset();
+  execute_in_order(b, mem, [&](size_t i) {
+    if (i == 1) w_lock(), w_commit();
+  });
+  EXPECT_FALSE(unchanged(st, r, 0));
+  // It only locks between them: it serializes after us (it took its lock
+  // after our check began, so after every lock of ours): passes, rightly.
+  reset();
+  execute_in_order(b, mem, [&](size_t i) {
+    if (i == 1) w_lock();
+  });
+  EXPECT_TRUE(unchanged(st, r, 0));
+  // It held the lock and commits while the check runs — a single READ of
+  // both words (in the slot) could only see before or after. The reverse
+  // order (version, then lock word) would miss it:
+  reset();
+  w_lock();
+  OpBatch wrong;
+  wrong.read({0, kData, 8}, &st.version, 8);
+  wrong.read(lock, &st.lock, 8);
+  execute_in_order(wrong, mem, [&](size_t i) {
+    if (i == 1) w_commit();
+  });
+  EXPECT_TRUE(unchanged(st, r, 0)) << "the reverse order misses it (why add_check does not use it)";
+
+  // add_lock: the CAS on the lock word, then the version (8 B).
+  uint64_t old = 0;
+  OpBatch lb;
+  add_lock(lb, r, lock, writer, &old, &st);
+  ASSERT_EQ(lb.size(), 2u);
+  EXPECT_EQ(lb.op(0).verb, r2::Verb::kCas);
+  EXPECT_EQ(lb.op(0).remote.region, kLocks);
+  EXPECT_EQ(lb.op(1).verb, r2::Verb::kRead);
+  EXPECT_EQ(lb.op(1).remote.offset, 8u);
+  EXPECT_EQ(st.lock, 0u) << "add_lock leaves only the version to compare";
+  // add_commit: the body, then the unlock WRITE to the lock word.
+  OpBatch cb;
+  const uint64_t zero = 0;
+  add_commit(cb, r, lock, slot, &zero, false);
+  ASSERT_EQ(cb.size(), 2u);
+  EXPECT_EQ(cb.op(0).remote.region, kData);
+  EXPECT_EQ(cb.op(0).remote.offset, 8u);
+  EXPECT_EQ(cb.op(1).remote.region, kLocks);
+  EXPECT_EQ(cb.op(1).remote.offset, 0u);
+}
+
+// On a fabric: a lock taken one-sided or by RPC is in the lock region, by
+// address, while the slot's own lock word stays 0; another's check sees
+// it; commit and release clear it there.
+TEST(RecordOps, LocksApartAreTakenInTheLockRegionNotInTheSlot) {
+  auto c = r2::testing::InProcCluster::make(
+      2, 1, {{kData, kRecords * kSlot}, {kScratch, kScratchPer}, {kLocks, kLockBytes}});
+  ASSERT_TRUE(c->error.is_ok());
+  init_records(*c, 2);
+  const store::tables::LockPlan plan = lock_plan();
+  std::atomic<int> checks{0};
+  r2::WorkerConfig wc;
+  wc.coroutines = 1;
+  auto run = r2::testing::run_workers(*c, wc, [&](r2::Worker& w) {
+    ASSERT_TRUE(register_record_handlers(w, local_regions(*c, w.node(), true)).is_ok());
+    if (w.node() != 0) return;
+    ASSERT_TRUE(
+        w.spawn([&](Co& co) {
+           uint8_t* scratch = c->base(0, kScratch);
+           auto entry = [&](uint32_t i) {
+             return __atomic_load_n(
+                 reinterpret_cast<uint64_t*>(c->base(1, kLocks) + i * store::kLockEntryBytes),
+                 __ATOMIC_ACQUIRE);
+           };
+           auto slot_lock = [&](uint32_t i) {
+             return __atomic_load_n(reinterpret_cast<uint64_t*>(c->base(1, kData) + i * kSlot),
+                                    __ATOMIC_ACQUIRE);
+           };
+           const uint64_t me = store::lock_word(0, 0, 0, 1);
+           RecordRef r;
+           r.addr = {1, kData, 5 * kSlot};
+           r.value_size = kValue;
+           r.version = 1;
+           auto* old = reinterpret_cast<uint64_t*>(scratch);
+           auto* st = reinterpret_cast<LockState*>(scratch + 16);
+           auto* zero = reinterpret_cast<uint64_t*>(scratch + 32);
+           *zero = 0;
+           // One-sided.
+           OpBatch b;
+           add_lock(b, r, plan.lock_of(r.addr), me, old, st);
+           ASSERT_EQ(co.run(b), OpStatus::kOk);
+           EXPECT_TRUE(lock_acquired(*old));
+           EXPECT_TRUE(unchanged(*st, r, me));
+           EXPECT_EQ(entry(5), me);
+           EXPECT_EQ(slot_lock(5), 0u);
+           b.clear();
+           add_check(b, r, plan.lock_of(r.addr), st);
+           ASSERT_EQ(co.run(b), OpStatus::kOk);
+           EXPECT_FALSE(unchanged(*st, r, 0)) << "another's check must see the lock";
+           std::vector<ItemResult> res;
+           ASSERT_TRUE(rpc_check(co, std::span<const RecordRef>(&r, 1), 0, &res).is_ok());
+           EXPECT_FALSE(res[0].valid) << "the RPC check too";
+           // Held one-sided: another's RPC lock and one-sided lock fail.
+           const uint64_t other = store::lock_word(0, 0, 1, 1);
+           ASSERT_TRUE(rpc_lock(co, std::span<const RecordRef>(&r, 1), other, &res).is_ok());
+           EXPECT_FALSE(res[0].locked) << "an RPC lock of a record held in the lock region";
+           b.clear();
+           add_lock(b, r, plan.lock_of(r.addr), other, old + 1, st);
+           ASSERT_EQ(co.run(b), OpStatus::kOk);
+           EXPECT_EQ(old[1], me) << "a one-sided lock of a record held in the lock region";
+           EXPECT_EQ(entry(5), me);
+           uint8_t* image = scratch + 64;
+           const int64_t v[2] = {3, 0};
+           build_image(image, 1005, 1, 2, v, kValue);
+           b.clear();
+           add_commit(b, r, plan.lock_of(r.addr), image, zero, false);
+           ASSERT_EQ(co.run(b), OpStatus::kOk);
+           EXPECT_EQ(entry(5), 0u);
+           EXPECT_EQ(slot_lock(5), 0u);
+           // By RPC.
+           r.version = 2;
+           ASSERT_TRUE(rpc_lock(co, std::span<const RecordRef>(&r, 1), me, &res).is_ok());
+           EXPECT_TRUE(res[0].locked && res[0].valid);
+           // Held by RPC: another's one-sided lock and RPC lock fail.
+           b.clear();
+           add_lock(b, r, plan.lock_of(r.addr), other, old + 1, st);
+           ASSERT_EQ(co.run(b), OpStatus::kOk);
+           EXPECT_EQ(old[1], me) << "a one-sided lock of a record the owner locked";
+           ASSERT_TRUE(rpc_lock(co, std::span<const RecordRef>(&r, 1), other, &res).is_ok());
+           EXPECT_FALSE(res[0].locked);
+           EXPECT_EQ(entry(5), me);
+           EXPECT_EQ(slot_lock(5), 0u);
+           ASSERT_TRUE(rpc_unlock(co, std::span<const RecordRef>(&r, 1), me, false).is_ok());
+           EXPECT_EQ(entry(5), 0u);
+           // Release by CAS clears only our own lock.
+           b.clear();
+           add_lock(b, r, plan.lock_of(r.addr), me, old, st);
+           add_release(b, plan.lock_of(r.addr), me + 1, old + 1, false);
+           ASSERT_EQ(co.run(b), OpStatus::kOk);
+           EXPECT_EQ(entry(5), me);
+           b.clear();
+           add_release(b, plan.lock_of(r.addr), me, old, false);
+           ASSERT_EQ(co.run(b), OpStatus::kOk);
+           EXPECT_EQ(entry(5), 0u);
+           for (uint32_t i = 0; i < kRecords; ++i) EXPECT_EQ(slot_lock(i), 0u);
+           ++checks;
+         }).is_ok());
+  });
+  EXPECT_FALSE(run.timed_out);
+  EXPECT_EQ(checks.load(), 1);
 }
 
 TEST(RecordOps, MalformedRequestsGetErrorsNotCrashes) {
-  auto c = r2::testing::InProcCluster::make(2, 1, {{kData, kRecords * kSlot}, {kScratch, 4096}});
+  auto c = r2::testing::InProcCluster::make(
+      2, 1, {{kData, kRecords * kSlot}, {kScratch, 4096}, {kLocks, kLockBytes}});
   ASSERT_TRUE(c->error.is_ok());
   init_records(*c, 2);
   std::atomic<int> checks{0};
   r2::WorkerConfig wc;
   wc.coroutines = 1;
   auto run = r2::testing::run_workers(*c, wc, [&](r2::Worker& w) {
-    LocalRegions lr{[&, n = w.node()](r2::RegionId id) -> std::pair<uint8_t*, size_t> {
-      const r2::Region* r = c->f(n).region(id);
-      return r ? std::make_pair(r->base, r->size) : std::make_pair(nullptr, size_t{0});
-    }};
-    ASSERT_TRUE(register_record_handlers(w, lr).is_ok());
+    // Node 1 keeps its lock words apart: a request for an offset that is
+    // inside the region but no record slot is refused too.
+    ASSERT_TRUE(register_record_handlers(w, local_regions(*c, w.node(), w.node() == 1)).is_ok());
     if (w.node() != 0) return;
-    ASSERT_TRUE(w.spawn([&](Co& co) {
-                   r2::RpcBuffer reply;
-                   EXPECT_FALSE(co.call({1, 0}, kRpcLock, "xx", 2, reply).is_ok());
-                   std::vector<ItemResult> res;
-                   RecordRef outside;
-                   outside.addr = {1, kData, kRecords * kSlot};  // one past the end
-                   outside.value_size = kValue;
-                   Status s = rpc_lock(co, std::span<const RecordRef>(&outside, 1), 7, &res);
-                   EXPECT_NE(s.message().find("outside the registered memory"), std::string::npos)
-                       << s.to_string();
-                   RecordRef bad_region = outside;
-                   bad_region.addr = {1, 77, 0};
-                   EXPECT_FALSE(
-                       rpc_check(co, std::span<const RecordRef>(&bad_region, 1), 7, &res).is_ok());
-                   ++checks;
-                 }).is_ok());
+    ASSERT_TRUE(
+        w.spawn([&](Co& co) {
+           r2::RpcBuffer reply;
+           EXPECT_FALSE(co.call({1, 0}, kRpcLock, "xx", 2, reply).is_ok());
+           std::vector<ItemResult> res;
+           RecordRef outside;
+           outside.addr = {1, kData, kRecords * kSlot};  // one past the end
+           outside.value_size = kValue;
+           Status s = rpc_lock(co, std::span<const RecordRef>(&outside, 1), 7, &res);
+           EXPECT_NE(s.message().find("outside the registered memory"), std::string::npos)
+               << s.to_string();
+           RecordRef bad_region = outside;
+           bad_region.addr = {1, 77, 0};
+           EXPECT_FALSE(rpc_check(co, std::span<const RecordRef>(&bad_region, 1), 7, &res).is_ok());
+           RecordRef mid_slot = outside;
+           mid_slot.addr = {1, kData, kSlot + 8};  // registered, but no slot starts there
+           s = rpc_lock(co, std::span<const RecordRef>(&mid_slot, 1), 7, &res);
+           EXPECT_NE(s.message().find("not a record slot"), std::string::npos) << s.to_string();
+           ++checks;
+         }).is_ok());
   });
   EXPECT_FALSE(run.timed_out);
   EXPECT_EQ(checks.load(), 1);

@@ -125,9 +125,11 @@ void run_bank(const std::string& preset) {
     st::StoreNode& sn = *nodes[w.node()];
     ASSERT_TRUE(sn.register_handlers(w).is_ok());
     LocalRegions lr{[&, n = w.node()](r2::RegionId id) -> std::pair<uint8_t*, size_t> {
-      const r2::Region* r = c->f(n).region(id);
-      return r ? std::make_pair(r->base, r->size) : std::make_pair(nullptr, size_t{0});
-    }};
+                      const r2::Region* r = c->f(n).region(id);
+                      return r ? std::make_pair(r->base, r->size)
+                               : std::make_pair(nullptr, size_t{0});
+                    },
+                    /*lock_word=*/{}};
     ASSERT_TRUE(register_record_handlers(w, lr).is_ok());
     reps[wi] = std::make_unique<Replicator>(w, rc);
     ASSERT_TRUE(reps[wi]->attach().is_ok());

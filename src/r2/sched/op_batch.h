@@ -34,6 +34,9 @@ class OpBatch {
   }
 
   size_t size() const { return ops_.size(); }
+  // Op i as queued (tests and diagnostics: what a helper put into a batch,
+  // in which order).
+  const WorkRequest& op(size_t i) const { return ops_[i]; }
   bool empty() const { return ops_.empty(); }
   void clear() {
     ops_.clear();

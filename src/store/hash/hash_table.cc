@@ -53,7 +53,8 @@ void store_bucket(uint8_t* p, Bucket b) {
 
 Result<std::unique_ptr<HashTable>> HashTable::create(std::span<uint8_t> bucket_region,
                                                      std::span<uint8_t> record_region,
-                                                     const HashLayout& layout, RecordSlots& slots) {
+                                                     const HashLayout& layout, RecordSlots& slots,
+                                                     const SlotWords& words) {
   DRTMX_RETURN_IF_ERROR(layout.validate());
   if (layout.bucket_offset + layout.area_bytes() > bucket_region.size()) {
     return out_of_range("hash table: bucket area [" + std::to_string(layout.bucket_offset) + ", " +
@@ -80,7 +81,7 @@ Result<std::unique_ptr<HashTable>> HashTable::create(std::span<uint8_t> bucket_r
     store_words(area + i * kBucketBytes, &empty, kBucketBytes);
   }
   std::atomic_thread_fence(std::memory_order_release);
-  return std::unique_ptr<HashTable>(new HashTable(area, record_region, layout, slots));
+  return std::unique_ptr<HashTable>(new HashTable(area, record_region, layout, slots, words));
 }
 
 void HashTable::lock_chain(uint32_t head) const {
@@ -221,7 +222,7 @@ Result<RecordLoc> HashTable::insert_version(uint64_t key, std::span<const uint8_
     store::seal(img.data(), layout_.value_size);
     // A reservation is locked before it is published (relaxed: the release
     // fence below orders it before the bucket slot).
-    lock_of(rec).store(lock_word, std::memory_order_relaxed);
+    lock_at(grant->offset).store(lock_word, std::memory_order_relaxed);
     img.store_body(rec);
   }
   // Readers that see the slot below (an acquire on their side, or a fabric
@@ -273,7 +274,7 @@ Status HashTable::remove_held(uint64_t key, uint64_t offset, uint32_t incarnatio
   SlotPos pos;
   if (!find_locked(head, key, &pos) || ref_offset(pos.ref) != offset ||
       ref_incarnation(pos.ref) != incarnation ||
-      lock_of(record_ptr(offset)).load(std::memory_order_acquire) != lock_word) {
+      lock_at(offset).load(std::memory_order_acquire) != lock_word) {
     unlock_chain(head);
     return not_found("hash table: key " + std::to_string(key) +
                      " is not the record the caller holds; nothing removed");
@@ -317,7 +318,7 @@ void HashTable::unlink_locked(uint32_t head, const SlotPos& pos, uint64_t versio
   Bucket b = load_bucket(bucket_ptr(pos.bucket));
   b.slots[pos.slot] = {0, 0};
   store_bucket(bucket_ptr(pos.bucket), b);
-  lock_of(rec).store(0, std::memory_order_release);
+  lock_at(offset).store(0, std::memory_order_release);
   keys_.fetch_sub(1, std::memory_order_relaxed);
   unlock_chain(head);
   // 3. Only now may the slot get a new tenant.
@@ -367,7 +368,7 @@ Result<bool> HashTable::apply_in_order(uint64_t key, Change c, uint64_t version,
   const uint64_t off = ref_offset(pos.ref);
   uint8_t* rec = record_ptr(off);
   uint64_t free_word = 0;
-  if (!lock_of(rec).compare_exchange_strong(free_word, kOwnerLockWord, std::memory_order_acquire)) {
+  if (!lock_at(off).compare_exchange_strong(free_word, kOwnerLockWord, std::memory_order_acquire)) {
     unlock_chain(head);
     return unavailable("hash table apply: record of key " + std::to_string(key) +
                        " is locked; backups are not locked by transactions");
@@ -376,7 +377,7 @@ Result<bool> HashTable::apply_in_order(uint64_t key, Change c, uint64_t version,
   img.load(rec);
   RecordHeader* h = img.header();
   if (h->version + 1 != version) {
-    lock_of(rec).store(0, std::memory_order_release);
+    lock_at(off).store(0, std::memory_order_release);
     unlock_chain(head);
     // A newer incarnation holds the key: a change of a skipped one, or of
     // one whose insert is still to come (then wait).
@@ -385,7 +386,7 @@ Result<bool> HashTable::apply_in_order(uint64_t key, Change c, uint64_t version,
   }
   if (mvcc != nullptr && mvcc->keep_old &&
       !mvcc->keep_old(off, static_cast<const uint8_t*>(img.data()), c == Change::kDelete)) {
-    lock_of(rec).store(0, std::memory_order_release);
+    lock_at(off).store(0, std::memory_order_release);
     unlock_chain(head);
     return false;  // no room for the old version yet: retry later
   }
@@ -394,7 +395,7 @@ Result<bool> HashTable::apply_in_order(uint64_t key, Change c, uint64_t version,
   if (wrote != nullptr) *wrote = off;
   if (c == Change::kUpdate) {
     store_live(img, rec, version, value);
-    lock_of(rec).store(0, std::memory_order_release);
+    lock_at(off).store(0, std::memory_order_release);
     unlock_chain(head);
     return true;
   }
@@ -414,7 +415,7 @@ Result<RecordLoc> HashTable::update(uint64_t key, std::span<const uint8_t> value
   const uint64_t off = ref_offset(pos.ref);
   uint8_t* rec = record_ptr(off);
   uint64_t free_word = 0;
-  if (!lock_of(rec).compare_exchange_strong(free_word, kOwnerLockWord, std::memory_order_acquire)) {
+  if (!lock_at(off).compare_exchange_strong(free_word, kOwnerLockWord, std::memory_order_acquire)) {
     unlock_chain(head);
     return unavailable("hash table: record of key " + std::to_string(key) +
                        " is locked by a transaction; retry the update");
@@ -429,7 +430,7 @@ Result<RecordLoc> HashTable::update(uint64_t key, std::span<const uint8_t> value
   store::seal(img.data(), layout_.value_size);
   img.store_body(rec);
   const RecordLoc loc{off, h->incarnation, h->version};
-  lock_of(rec).store(0, std::memory_order_release);
+  lock_at(off).store(0, std::memory_order_release);
   unlock_chain(head);
   return loc;
 }
@@ -448,9 +449,10 @@ Result<bool> HashTable::install(uint64_t key, uint64_t version, std::span<const 
       if (ins.status().code() != Code::kAlreadyExists) return ins.status();
       continue;  // another applier inserted it meanwhile: compare versions
     }
-    uint8_t* rec = record_ptr(ref_offset(pos.ref));
+    const uint64_t off = ref_offset(pos.ref);
+    uint8_t* rec = record_ptr(off);
     uint64_t free_word = 0;
-    if (!lock_of(rec).compare_exchange_strong(free_word, kOwnerLockWord,
+    if (!lock_at(off).compare_exchange_strong(free_word, kOwnerLockWord,
                                               std::memory_order_acquire)) {
       unlock_chain(head);
       return unavailable("hash table install: record of key " + std::to_string(key) +
@@ -461,7 +463,7 @@ Result<bool> HashTable::install(uint64_t key, uint64_t version, std::span<const 
     RecordHeader* h = img.header();
     const bool newer = version > h->version;
     if (newer) store_live(img, rec, version, value);
-    lock_of(rec).store(0, std::memory_order_release);
+    lock_at(off).store(0, std::memory_order_release);
     unlock_chain(head);
     return newer;
   }
@@ -478,9 +480,8 @@ Status HashTable::remove(uint64_t key) {
     return not_found("hash table: key " + std::to_string(key) + " not found; nothing to delete");
   }
   const uint64_t off = ref_offset(pos.ref);
-  uint8_t* rec = record_ptr(off);
   uint64_t free_word = 0;
-  if (!lock_of(rec).compare_exchange_strong(free_word, kOwnerLockWord, std::memory_order_acquire)) {
+  if (!lock_at(off).compare_exchange_strong(free_word, kOwnerLockWord, std::memory_order_acquire)) {
     unlock_chain(head);
     return unavailable("hash table: record of key " + std::to_string(key) +
                        " is locked by a transaction; retry the delete");

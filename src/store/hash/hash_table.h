@@ -77,9 +77,12 @@ class HashTable {
   // layout's regions (the whole region: offsets in the layout and in grants
   // are relative to its start). Formats every bucket of the area. `slots`
   // must outlive the table. Errors name the bad parameter.
+  // `words`: where the records' lock words are (default: in the slots;
+  // durable nodes keep them apart, record.h).
   static Result<std::unique_ptr<HashTable>> create(std::span<uint8_t> bucket_region,
                                                    std::span<uint8_t> record_region,
-                                                   const HashLayout& layout, RecordSlots& slots);
+                                                   const HashLayout& layout, RecordSlots& slots,
+                                                   const SlotWords& words = {});
 
   // Adds `key` with `value` (value.size() <= value_size; the rest is zero).
   // kAlreadyExists if present, kResourceExhausted when out of record slots
@@ -163,11 +166,16 @@ class HashTable {
   }
 
  private:
-  HashTable(uint8_t* buckets, std::span<uint8_t> records, const HashLayout& l, RecordSlots& s)
-      : area_(buckets), records_(records), layout_(l), slots_(s) {}
+  HashTable(uint8_t* buckets, std::span<uint8_t> records, const HashLayout& l, RecordSlots& s,
+            const SlotWords& w)
+      : area_(buckets), records_(records), layout_(l), slots_(s), words_(w) {}
 
   uint8_t* bucket_ptr(uint32_t index) const { return area_ + size_t{index} * kBucketBytes; }
   uint8_t* record_ptr(uint64_t offset) const { return records_.data() + offset; }
+  // The lock word of the record slot at `offset`.
+  std::atomic_ref<uint64_t> lock_at(uint64_t offset) const {
+    return std::atomic_ref<uint64_t>(*words_.lock(record_ptr(offset), offset));
+  }
 
   void lock_chain(uint32_t head) const;
   void unlock_chain(uint32_t head) const;
@@ -202,6 +210,7 @@ class HashTable {
   std::span<uint8_t> records_;
   HashLayout layout_;
   RecordSlots& slots_;
+  SlotWords words_;
   std::atomic<uint32_t> next_overflow_{0};
   std::atomic<uint64_t> keys_{0};
   std::atomic<uint64_t> deleted_high_{0};  // see reserve()

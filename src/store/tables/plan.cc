@@ -48,7 +48,13 @@ PartitionPlan plan_partition(const TableSpec& t, uint64_t offset) {
   p.heap.range_offset = offset + align_up(index_bytes, 64);
   p.heap.range_bytes = has_heap ? RecordHeap::bytes_for(t.capacity, t.value_size) : 0;
   p.area_bytes = align_up(p.heap.range_offset - offset + p.heap.range_bytes, kAreaAlign);
+  p.lock_area_bytes = align_up(p.heap_slots() * kLockEntryBytes, 64);
+  p.lock_offset = offset / p.area_bytes * p.lock_area_bytes;
   return p;
+}
+
+uint64_t PartitionPlan::heap_slots() const {
+  return heap.range_bytes / record_slot_size(heap.value_size);
 }
 
 Result<PartitionPlan> locate(const Catalog& c, const TableSpec& t, PartitionId p, NodeId16 node) {
@@ -83,15 +89,37 @@ ScratchLayout scratch_layout(const Catalog& c) {
 }
 
 std::vector<std::pair<r2::RegionId, size_t>> regions_of(const Catalog& c, NodeId16 node,
-                                                        const ScratchPlan& scratch) {
+                                                        const ScratchPlan& scratch,
+                                                        bool lock_regions) {
   std::vector<std::pair<r2::RegionId, size_t>> out;
   for (const TableSpec& t : c.tables()) {
     const size_t copies = c.hosted(node, t).size();
     if (copies == 0) continue;
-    out.emplace_back(table_region(t.id), plan_partition(t, 0).area_bytes * copies);
+    const PartitionPlan p = plan_partition(t, 0);
+    out.emplace_back(table_region(t.id), p.area_bytes * copies);
+    if (lock_regions && p.lock_area_bytes != 0) {
+      out.emplace_back(lock_region(t.id), p.lock_area_bytes * copies);
+    }
   }
   out.emplace_back(kScratchRegion, std::max<uint64_t>(scratch.bytes(), 64));
   return out;
+}
+
+LockPlan LockPlan::of(const Catalog& c) {
+  LockPlan lp;
+  for (const TableSpec& t : c.tables()) {
+    const PartitionPlan p = plan_partition(t, 0);
+    if (p.lock_area_bytes == 0) continue;
+    lp.set(table_region(t.id), {lock_region(t.id), p.area_bytes, p.heap.range_offset,
+                                record_slot_size(t.value_size), p.lock_area_bytes});
+  }
+  return lp;
+}
+
+void LockPlan::set(r2::RegionId record_region, const Geometry& g) {
+  if (record_region >= by_region_.size()) by_region_.resize(record_region + size_t{1});
+  // A geometry without areas or slots maps nothing (lock_of divides by both).
+  by_region_[record_region] = g.area_bytes == 0 || g.slot_bytes == 0 ? Geometry{} : g;
 }
 
 }  // namespace drtmx::store::tables

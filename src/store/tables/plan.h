@@ -15,6 +15,18 @@
 // Region kScratchRegion holds the per-coroutine scratch buffers clients
 // READ into (ScratchPlan).
 //
+// Lock regions (durable nodes only: hint H8, store/record.h "Lock words
+// apart"). Table t with records also has region lock_region(t.id), in
+// volatile memory, laid out like its table region: the copy in the k-th
+// area of the table region has the k-th lock area, of
+// PartitionPlan::lock_area_bytes (the same for every partition), holding
+// one kLockEntryBytes entry [lock word][ts] per heap slot, in slot order.
+// So the lock word of the record at table-region offset o is at
+//   k = o / area_bytes,  i = (o - k * area_bytes - heap offset in the area)
+//   / slot bytes,  lock offset = k * lock_area_bytes + i * kLockEntryBytes
+// — computed by every client from the record's address (LockPlan) and by
+// the owner (SlotWords). Nodes without durability register no lock region.
+//
 // Sizing: a hash partition gets HashLayout::for_capacity(capacity) buckets;
 // an ordered one enough leaves for `capacity` keys with every leaf only
 // half full (XTree splits leave both halves at least half full and deletes
@@ -32,11 +44,13 @@
 #include "store/catalog.h"
 #include "store/hash/layout.h"
 #include "store/heap.h"
+#include "store/record.h"
 #include "store/xstore/server/xtree.h"
 
 namespace drtmx::store::tables {
 
 constexpr r2::RegionId kTableRegionBase = 1024;
+constexpr r2::RegionId kLockRegionBase = kTableRegionBase + kMaxTables;
 constexpr r2::RegionId kScratchRegion = 1000;
 constexpr uint32_t kSpareLeaves = 64;
 constexpr uint32_t kOrderedFanout = 16;
@@ -55,6 +69,12 @@ static_assert(sizeof(RecordAddr) == 16);
 inline r2::RegionId table_region(TableId id) {
   return static_cast<r2::RegionId>(kTableRegionBase + id);
 }
+inline r2::RegionId lock_region(TableId id) {
+  return static_cast<r2::RegionId>(kLockRegionBase + id);
+}
+inline bool is_table_region(r2::RegionId r) {
+  return r >= kTableRegionBase && r < kLockRegionBase;
+}
 
 // One partition copy on one node.
 struct PartitionPlan {
@@ -68,6 +88,11 @@ struct PartitionPlan {
   // Heap of records (hash tables, ordered tables with records); range_bytes
   // 0 for ordered tables with inline values.
   HeapOptions heap;
+  // Durable nodes: this copy's lock area in lock_region(table) (offset,
+  // and bytes: the same for every partition; 0 without a heap).
+  uint64_t lock_offset = 0;
+  uint64_t lock_area_bytes = 0;
+  uint64_t heap_slots() const;
 };
 
 // Bytes of one partition area of `t` and its plan at area offset `offset`.
@@ -106,8 +131,48 @@ inline uint64_t scratch_per_coroutine(const Catalog& c) {
 }
 
 // The regions `node` registers: every table region it hosts, and the
-// scratch region. For NodeRuntimeConfig::regions.
+// scratch region; with `lock_regions` (durable nodes) also the lock region
+// of every table with records it hosts. For NodeRuntimeConfig::regions.
 std::vector<std::pair<r2::RegionId, size_t>> regions_of(const Catalog& c, NodeId16 node,
-                                                        const ScratchPlan& scratch);
+                                                        const ScratchPlan& scratch,
+                                                        bool lock_regions = false);
+
+// Clients of durable nodes: the lock word of a record, from the record's
+// address (see "Lock regions" above). Immutable once built; shared by the
+// node's coroutines.
+class LockPlan {
+ public:
+  // How the records of one table region map to their lock entries.
+  struct Geometry {
+    r2::RegionId lock_region = 0;
+    uint64_t area_bytes = 0;       // record region: bytes of one copy's area
+    uint64_t heap_offset = 0;      // the first slot's offset inside an area
+    uint64_t slot_bytes = 0;       // 0: the region keeps no records
+    uint64_t lock_area_bytes = 0;  // lock region: bytes of one copy's lock area
+  };
+  LockPlan() = default;
+  // Every table with records of `c`.
+  static LockPlan of(const Catalog& c);
+  // Any layout (tests): the records of `record_region`.
+  void set(r2::RegionId record_region, const Geometry& g);
+
+  // The lock word of the record slot at `rec` — on the same node. An
+  // address outside every planned heap maps to region 0 offset 0 (a fabric
+  // op there fails as a bad region instead of touching another word).
+  r2::RemoteAddr lock_of(const r2::RemoteAddr& rec) const {
+    if (rec.region >= by_region_.size() || by_region_[rec.region].slot_bytes == 0) {
+      return {rec.node, 0, 0};
+    }
+    const Geometry& g = by_region_[rec.region];
+    const uint64_t k = rec.offset / g.area_bytes;
+    const uint64_t in_area = rec.offset - k * g.area_bytes;
+    if (in_area < g.heap_offset) return {rec.node, 0, 0};
+    return {rec.node, g.lock_region,
+            k * g.lock_area_bytes + (in_area - g.heap_offset) / g.slot_bytes * kLockEntryBytes};
+  }
+
+ private:
+  std::vector<Geometry> by_region_;  // by record region id
+};
 
 }  // namespace drtmx::store::tables

@@ -64,7 +64,7 @@ Result<RecordAddr> RecordTree::insert_version(uint64_t key, std::span<const uint
   uint8_t* rec = slot(grant->offset);
   // A free slot's lock word is 0; a reservation is locked before it is
   // published (ordered before the leaf write by the fence below).
-  if (lock_word != 0) lock_of(rec).store(lock_word, std::memory_order_relaxed);
+  if (lock_word != 0) lock_at(grant->offset).store(lock_word, std::memory_order_relaxed);
   img.store_body(rec);
   // The record is complete before the tree publishes its address (the
   // tree's leaf write is a release; clients READ the leaf before the record).
@@ -77,7 +77,7 @@ Result<RecordAddr> RecordTree::insert_version(uint64_t key, std::span<const uint
   h->flags = kDeleted;
   seal(img.data(), value_size_);
   img.store_body(rec);
-  if (lock_word != 0) lock_of(rec).store(0, std::memory_order_release);
+  if (lock_word != 0) lock_at(grant->offset).store(0, std::memory_order_release);
   heap_.release(grant->offset);
   if (s == xstore::XStatus::kAlreadyExists && lock_word != 0) {
     RecordAddr other;
@@ -102,11 +102,12 @@ Result<bool> RecordTree::lock_record(uint64_t key, const RecordAddr& a) {
   int txn_tries = 0;
   for (uint64_t spin = 0; spin < (uint64_t{1} << 24); ++spin) {
     uint64_t expected = 0;
-    if (lock_of(rec).compare_exchange_strong(expected, kOwnerLockWord, std::memory_order_acquire)) {
+    if (lock_at(a.offset).compare_exchange_strong(expected, kOwnerLockWord,
+                                                  std::memory_order_acquire)) {
       RecordHeader h{};
       load_words(&h, rec, sizeof h);
       if (h.key == key && h.incarnation == a.incarnation && h.flags == kLive) return true;
-      lock_of(rec).store(0, std::memory_order_release);
+      lock_at(a.offset).store(0, std::memory_order_release);
       return false;
     }
     if (expected != kOwnerLockWord && ++txn_tries >= kLockTries) break;
@@ -117,7 +118,7 @@ Result<bool> RecordTree::lock_record(uint64_t key, const RecordAddr& a) {
 }
 
 void RecordTree::unlock_record(const RecordAddr& a) {
-  lock_of(slot(a.offset)).store(0, std::memory_order_release);
+  lock_at(a.offset).store(0, std::memory_order_release);
 }
 
 Result<bool> RecordTree::install(uint64_t key, uint64_t version, std::span<const uint8_t> value) {
@@ -253,7 +254,7 @@ Status RecordTree::remove_held(uint64_t key, const RecordAddr& a, uint64_t lock_
   if (a.offset % 64 != 0 || a.offset + slot_bytes() > region_.size() ||
       tree_.get(key, &cur) != xstore::XStatus::kOk || cur.offset != a.offset ||
       cur.incarnation != a.incarnation ||
-      lock_of(rec).load(std::memory_order_acquire) != lock_word) {
+      lock_at(a.offset).load(std::memory_order_acquire) != lock_word) {
     return not_found("record tree: key " + std::to_string(key) +
                      " is not the record the caller holds; nothing removed");
   }

@@ -35,9 +35,12 @@ namespace drtmx::store::tables {
 
 class RecordTree {
  public:
-  // `region`: the owner's mapping of the region holding the heap's slots.
-  RecordTree(xstore::XTree& tree, RecordHeap& heap, std::span<uint8_t> region, uint32_t value_size)
-      : tree_(tree), heap_(heap), region_(region), value_size_(value_size) {}
+  // `region`: the owner's mapping of the region holding the heap's slots;
+  // `words`: where their lock words are (default: in the slots; durable
+  // nodes keep them apart, store/record.h).
+  RecordTree(xstore::XTree& tree, RecordHeap& heap, std::span<uint8_t> region, uint32_t value_size,
+             const SlotWords& words = {})
+      : tree_(tree), heap_(heap), region_(region), value_size_(value_size), words_(words) {}
 
   // kAlreadyExists (unless upsert: then update), kResourceExhausted (heap
   // or leaves full), kOutOfRange (value larger than value_size).
@@ -80,6 +83,10 @@ class RecordTree {
 
  private:
   uint8_t* slot(uint64_t offset) const { return region_.data() + offset; }
+  // The lock word of the record slot at `offset`.
+  std::atomic_ref<uint64_t> lock_at(uint64_t offset) const {
+    return std::atomic_ref<uint64_t>(*words_.lock(slot(offset), offset));
+  }
   size_t slot_bytes() const;
   // Locks the record of entry `a` for `key`; false when it is no longer
   // that key's live record (kNotFound), error when it stays locked.
@@ -100,6 +107,7 @@ class RecordTree {
   SkippedIncarnations skipped_;  // apply_in_order (backups)
   std::span<uint8_t> region_;
   uint32_t value_size_;
+  SlotWords words_;
 };
 
 }  // namespace drtmx::store::tables

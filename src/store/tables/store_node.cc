@@ -34,8 +34,9 @@ Status from_xstatus(xstore::XStatus s, const TableSpec& t, uint64_t key) {
 
 }  // namespace
 
-Result<std::unique_ptr<StoreNode>> StoreNode::create(const Catalog& catalog, r2::Fabric& fabric) {
-  std::unique_ptr<StoreNode> n(new StoreNode(catalog, fabric.info().node));
+Result<std::unique_ptr<StoreNode>> StoreNode::create(const Catalog& catalog, r2::Fabric& fabric,
+                                                     bool locks_apart) {
+  std::unique_ptr<StoreNode> n(new StoreNode(catalog, fabric.info().node, locks_apart));
   for (const TableSpec& t : catalog.tables()) {
     for (PartitionId p : catalog.hosted(n->node_, t)) {
       DRTMX_RETURN_IF_ERROR(n->build(t, p, fabric));
@@ -45,9 +46,9 @@ Result<std::unique_ptr<StoreNode>> StoreNode::create(const Catalog& catalog, r2:
 }
 
 Result<std::unique_ptr<StoreNode>> StoreNode::recover(const Catalog& catalog, r2::Fabric& fabric,
-                                                      StoreRecovery* out) {
+                                                      StoreRecovery* out, bool locks_apart) {
   *out = StoreRecovery{};
-  std::unique_ptr<StoreNode> n(new StoreNode(catalog, fabric.info().node));
+  std::unique_ptr<StoreNode> n(new StoreNode(catalog, fabric.info().node, locks_apart));
   for (const TableSpec& t : catalog.tables()) {
     for (PartitionId p : catalog.hosted(n->node_, t)) {
       DRTMX_RETURN_IF_ERROR(n->build(t, p, fabric, out));
@@ -138,11 +139,25 @@ Status StoreNode::build(const TableSpec& t, PartitionId p, r2::Fabric& fabric,
                                                    : RecordHeap::create(mem, plan->heap);
     if (!heap.is_ok()) return heap.status();
     part->heap = std::move(*heap);
+    if (locks_apart_) {
+      // The lock region is fresh volatile memory: every lock is free, every
+      // tuple timestamp 0 (no transaction and no snapshot survives).
+      const r2::Region* locks = fabric.region(lock_region(t.id));
+      if (locks == nullptr || locks->size < plan->lock_offset + plan->lock_area_bytes) {
+        return invalid_argument(
+            where(t, p) + ": lock region " + std::to_string(lock_region(t.id)) +
+            (locks == nullptr ? " is not registered" : " is smaller than its plan") +
+            "; register the regions of store::tables::regions_of(..., lock_regions = true)");
+      }
+      part->words =
+          SlotWords(reinterpret_cast<uint64_t*>(locks->base + plan->lock_offset),
+                    plan->heap.range_offset, record_slot_size(t.value_size), plan->heap_slots());
+    }
   }
   const uint32_t id = service_id(t.id, p);
   if (t.kind == TableKind::kHash) {
     Result<std::unique_ptr<hash::HashTable>> h =
-        hash::HashTable::create(mem, mem, plan->hash, *part->heap);
+        hash::HashTable::create(mem, mem, plan->hash, *part->heap, part->words);
     if (!h.is_ok()) return h.status();
     part->hash = std::move(*h);
     DRTMX_RETURN_IF_ERROR(hash_service_.add(id, part->hash.get()));
@@ -155,7 +170,8 @@ Status StoreNode::build(const TableSpec& t, PartitionId p, r2::Fabric& fabric,
     part->tree = std::move(*tree);
     DRTMX_RETURN_IF_ERROR(xstore_service_.add_tree(id, part->tree.get()));
     if (!t.inline_values) {
-      part->records = std::make_unique<RecordTree>(*part->tree, *part->heap, mem, t.value_size);
+      part->records =
+          std::make_unique<RecordTree>(*part->tree, *part->heap, mem, t.value_size, part->words);
     }
   }
   if (recovering != nullptr) {
@@ -177,8 +193,32 @@ Status StoreNode::build(const TableSpec& t, PartitionId p, r2::Fabric& fabric,
     sum.torn += found.torn;
     sum.duplicates += found.duplicates;
   }
+  if (areas_.size() <= t.id) {
+    areas_.resize(t.id + size_t{1});
+    region_base_.resize(t.id + size_t{1}, nullptr);
+  }
+  areas_[t.id].push_back(part.get());  // build() runs in ascending partition order
+  region_base_[t.id] = region->base;
   parts_.emplace(part_key(t.id, p), std::move(part));
   return Status::ok();
+}
+
+SlotRef StoreNode::slot_at(r2::RegionId region, uint64_t offset, uint32_t value_size) const {
+  if (!is_table_region(region)) return {};
+  const TableId t = region - kTableRegionBase;
+  if (t >= areas_.size() || areas_[t].empty()) return {};
+  const LocalPartition* part = areas_[t].front();
+  if (!part->heap || part->table->value_size != value_size) return {};
+  const uint64_t k = offset / part->plan.area_bytes;
+  if (k >= areas_[t].size()) return {};
+  part = areas_[t][k];
+  if (!part->words.holds(offset) || offset < part->plan.heap.range_offset ||
+      (offset - part->plan.heap.range_offset) % part->heap->slot_bytes() != 0 ||
+      (offset - part->plan.heap.range_offset) / part->heap->slot_bytes() >=
+          part->plan.heap_slots()) {
+    return {};
+  }
+  return part->words.at(region_base_[t] + offset, offset);
 }
 
 Status StoreNode::register_handlers(r2::Worker& w) {

@@ -53,6 +53,9 @@ struct LocalPartition {
   std::unique_ptr<hash::HashTable> hash;  // kHash
   std::unique_ptr<xstore::XTree> tree;    // kOrdered
   std::unique_ptr<RecordTree> records;    // kOrdered with records
+  // Where its records' lock and ts words are: in the slots, or apart in
+  // the copy's lock area (durable nodes, H8: plan.h "Lock regions").
+  SlotWords words;
 };
 
 // A committed change of a record (log appliers, recovery replay).
@@ -68,10 +71,13 @@ struct StoreRecovery {
 class StoreNode {
  public:
   using Change = tables::Change;
-  // `fabric` must have registered every region of regions_of(catalog, node)
-  // (and outlive this object, as must the catalog). Errors name the table
+  // `fabric` must have registered every region of regions_of(catalog, node,
+  // scratch, locks_apart) (and outlive this object, as must the catalog).
+  // `locks_apart` (durable nodes, H8): the records' lock and ts words live
+  // in the tables' lock regions, not in the slots. Errors name the table
   // and partition whose region is missing or too small.
-  static Result<std::unique_ptr<StoreNode>> create(const Catalog& catalog, r2::Fabric& fabric);
+  static Result<std::unique_ptr<StoreNode>> create(const Catalog& catalog, r2::Fabric& fabric,
+                                                   bool locks_apart = false);
   // As create(), over regions whose record slots survived a restart
   // (durable pools): the heaps are rebuilt from their slots
   // (RecordHeap::recover) and every index (hash buckets, XStore leaves) is
@@ -79,7 +85,7 @@ class StoreNode {
   // crash, the records are (their seals prove them whole). Tables with
   // inline values are refused (they keep no records to rebuild from).
   static Result<std::unique_ptr<StoreNode>> recover(const Catalog& catalog, r2::Fabric& fabric,
-                                                    StoreRecovery* out);
+                                                    StoreRecovery* out, bool locks_apart = false);
   // Restart: installs a committed change found in a log (recovery replay):
   // an update or insert of `key` at `version` unless this copy holds the
   // key at a version >= it (then nothing); a delete of the key if this
@@ -129,6 +135,12 @@ class StoreNode {
   Result<bool> get_local(const TableSpec& t, uint64_t key, std::span<uint8_t> value,
                          uint64_t* version = nullptr) const;
 
+  // The record slot at (region, offset) — an address a request names —
+  // with its lock and ts words, when it is a slot of a hosted copy's heap
+  // whose records hold `value_size` bytes; else rec == nullptr.
+  SlotRef slot_at(r2::RegionId region, uint64_t offset, uint32_t value_size) const;
+  bool locks_apart() const { return locks_apart_; }
+
   // The local copy of (table, partition), or nullptr.
   LocalPartition* partition(TableId table, PartitionId p);
   const LocalPartition* partition(TableId table, PartitionId p) const;
@@ -136,13 +148,18 @@ class StoreNode {
   NodeId16 node() const { return node_; }
 
  private:
-  StoreNode(const Catalog& c, NodeId16 node) : catalog_(c), node_(node) {}
+  StoreNode(const Catalog& c, NodeId16 node, bool locks_apart)
+      : catalog_(c), node_(node), locks_apart_(locks_apart) {}
   Status build(const TableSpec& t, PartitionId p, r2::Fabric& fabric,
                StoreRecovery* recovering = nullptr);
 
   const Catalog& catalog_;
   NodeId16 node_;
+  bool locks_apart_;
   std::unordered_map<uint64_t, std::unique_ptr<LocalPartition>> parts_;  // (table << 32) | p
+  // By table id: the hosted copies in area order (slot_at).
+  std::vector<std::vector<LocalPartition*>> areas_;
+  std::vector<uint8_t*> region_base_;  // by table id: its table region's base
   hash::HashService hash_service_;
   xstore::XStoreService xstore_service_;
 };
