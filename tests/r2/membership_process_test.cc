@@ -112,6 +112,15 @@ struct Cluster {
     coord = "127.0.0.1:" + std::to_string(server->port());
     for (int n = 0; n < nodes; ++n) procs.push_back(spawn_node(coord, name, n, nodes, lease));
   }
+  std::string dump() {
+    std::lock_guard<std::mutex> lk(mu);
+    std::string s;
+    for (size_t n = 0; n < reports.size(); ++n) {
+      for (auto& r : reports[n]) s += "node " + std::to_string(n) + ": " + r + "\n";
+    }
+    for (auto& p : procs) s += "stderr: " + slurp(p.err_path);
+    return s;
+  }
   ~Cluster() {
     for (auto& p : procs) {
       if (p.pid > 0) {
@@ -185,7 +194,8 @@ TEST(MembershipProcess, KilledNodeIsRemovedAndSurvivorsSeeTheNewView) {
               << std::chrono::duration_cast<std::chrono::microseconds>(detect).count() / 1000.0
               << " ms (lease " << c.lease_ms << " ms)\n";
   }
-  ASSERT_TRUE(c.wait_for([&] { return c.has(0, "view 1 0,1") && c.has(1, "view 1 0,1"); }));
+  ASSERT_TRUE(c.wait_for([&] { return c.has(0, "view 1 0,1") && c.has(1, "view 1 0,1"); }))
+      << c.dump();
   EXPECT_EQ(c.server->epoch(), 1u);
   EXPECT_FALSE(c.server->live().test(2));
   for (int n : {0, 1}) kill(c.procs[n].pid, SIGUSR1);
@@ -222,7 +232,7 @@ TEST(MembershipProcess, StoppedNodeIsRemovedLearnsItAndIsFencedOnResume) {
   }
   // Both survivors moved to epoch 1; node 0 reports node 2's word as it
   // was once node 0 had fenced node 2.
-  ASSERT_TRUE(c.wait_for([&] { return c.has(0, "words") && c.has(1, "view 1 0,1"); }));
+  ASSERT_TRUE(c.wait_for([&] { return c.has(0, "words") && c.has(1, "view 1 0,1"); })) << c.dump();
   const uint64_t before = word(c.last(0, "words"), 2);
   ASSERT_NE(before, ~0ull);
   EXPECT_GT(before, 0u) << "node 2 never reached node 0 before it was stopped";

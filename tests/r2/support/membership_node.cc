@@ -9,7 +9,7 @@
 // member, skipping a peer once it is not a member in this node's view (a
 // kFenced completion is counted, never fatal). Its main thread reports to
 // the coordinator (Publish, topic "m"):
-//   "ready"                               once connected and running
+//   "ready"                               once its FAAs reached every peer
 //   "view E L"                            each new epoch E, L = live nodes
 //   "words W0,W1,..."                     after each view: this node's words
 //   "final W0,W1,... fenced F"            at SIGUSR1, after which it leaves
@@ -83,10 +83,11 @@ int main(int argc, char** argv) {
   const uint16_t nodes = cfg.fabric.num_nodes;
   std::atomic<bool> stop{false};
   std::atomic<uint64_t> fenced{0};
+  std::atomic<uint16_t> reached{0};  // peers this node's FAAs reached at least once
   r.launch([&](Worker& w) {
     (void)w.spawn([&](Co& co) {
       auto* old = reinterpret_cast<uint64_t*>(r.fabric().region(kScratch)->base);
-      std::vector<bool> skip(nodes, false);
+      std::vector<bool> skip(nodes, false), hit(nodes, false);
       while (!stop.load(std::memory_order_relaxed)) {
         bool any = false;
         for (NodeId p = 0; p < nodes; ++p) {
@@ -98,6 +99,10 @@ int main(int argc, char** argv) {
           OpBatch b;
           b.faa({p, kWords, 8u * self}, 1, old);
           const OpStatus st = co.run(b);
+          if (st == OpStatus::kOk && !hit[p]) {
+            hit[p] = true;
+            reached.fetch_add(1);
+          }
           if (st == OpStatus::kFenced) {
             fenced.fetch_add(1);
             skip[p] = true;
@@ -112,6 +117,11 @@ int main(int argc, char** argv) {
       }
     });
   });
+  // "ready" once this node's FAAs have landed on every peer (bounded).
+  const auto ready_by = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (reached.load() + 1u < nodes && std::chrono::steady_clock::now() < ready_by) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   (void)r.control().publish("m", "ready");
   uint64_t seen = 0;
   // Bounded: the tests end a run within seconds; 120 s is a hang.
@@ -126,9 +136,11 @@ int main(int argc, char** argv) {
     if (const uint64_t e = r.control().epoch(); e != seen) {
       seen = e;
       std::string live;
-      for (uint16_t n : r.control().changes().back().live) {
-        live += (live.empty() ? "" : ",") + std::to_string(n);
+      const MembershipView::Snapshot v = r.control().view().snapshot();
+      for (uint16_t n = 0; n < nodes; ++n) {
+        if (v.live.test(n)) live += (live.empty() ? "" : ",") + std::to_string(n);
       }
+
       (void)r.control().publish("m", "view " + std::to_string(e) + " " + live);
       (void)r.control().publish("m", "words " + words_of(r, nodes));
     }
