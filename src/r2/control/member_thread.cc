@@ -12,7 +12,24 @@ namespace drtmx::r2::control {
 void MemberClient::run() {
   const auto period = cfg_.lease / 4;
   auto next_heartbeat = Clock::now() + period;
+  // Frames that came with JoinOk in the join's last read (a Failure right
+  // after the join, say) are already buffered: handle them before polling.
+  bool open = true;
+  Status err;
   for (;;) {
+    Envelope e;
+    Status perr;
+    while (reader_.next(&e, &perr)) {
+      if (!dispatch(e)) return;
+    }
+    if (!perr.is_ok()) {
+      (void)fail_locally(internal_error("the coordinator sent a " + perr.message()));
+      return;
+    }
+    if (!open) {
+      (void)fail_locally(unavailable("lost the coordinator: " + err.message()));
+      return;
+    }
     int wait_ms = 50;
     if (cfg_.lease.count() > 0) {
       const auto left =
@@ -22,24 +39,8 @@ void MemberClient::run() {
     pollfd p[2] = {{fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
     poll(p, 2, wait_ms);
     if (stop_.load()) return;
-    if (p[0].revents & (POLLIN | POLLHUP | POLLERR)) {
-      Status err;
-      const bool open = reader_.fill(fd_, &err);
-      Envelope e;
-      Status perr;
-      while (reader_.next(&e, &perr)) {
-        if (!dispatch(e)) return;
-      }
-      if (!perr.is_ok()) {
-        (void)fail_locally(internal_error("the coordinator sent a " + perr.message()));
-        return;
-      }
-      if (!open) {
-        (void)fail_locally(unavailable("lost the coordinator: " + err.message()));
-        return;
-      }
-    }
-    if (cfg_.lease.count() > 0 && Clock::now() >= next_heartbeat) {
+    if (p[0].revents & (POLLIN | POLLHUP | POLLERR)) open = reader_.fill(fd_, &err);
+    if (open && cfg_.lease.count() > 0 && Clock::now() >= next_heartbeat) {
       // Renew: the next one is due a period after this one was sent, not
       // after it was due (a late thread does not send a burst).
       next_heartbeat = Clock::now() + period;
