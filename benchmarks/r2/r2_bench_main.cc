@@ -77,6 +77,7 @@ Result<R2BenchOptions> parse_r2_bench(int argc, char** argv) {
       "suite", po::value(&o.suite),
       "thesis: run the Fig 2-4 / 2-5 comparisons back to back (--seconds each) and print them "
       "with their ratios");
+  add_membership_options(desc, o.fabric);
   po::variables_map vm;
   DRTMX_RETURN_IF_ERROR(
       parse_command_line(desc, argc, argv, vm, nullptr, "\n(run r2-bench --help for the options)"));

@@ -152,6 +152,7 @@ Result<RdpmaBenchOptions> parse_rdpma_bench(int argc, char** argv) {
       "how long nodes wait for each other at start");
   add("json-part", po::value(&o.json_part),
       "(internal, launcher -> node 0) where to write the run");
+  add_membership_options(desc, o.fabric);
   po::variables_map vm;
   DRTMX_RETURN_IF_ERROR(parse_command_line(desc, argc, argv, vm));
   auto bad = [](const std::string& m) { return invalid_argument(m + " (see --help)"); };

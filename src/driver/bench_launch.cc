@@ -208,6 +208,8 @@ Status run_once(const BenchOptions& o) {
         run_node_threads(nodes, [&](uint16_t n) { return run_bench_node(as_node(o, n, coord)); });
   }
   if (result.is_ok() && !crashed) result = (*server)->wait_done(std::chrono::milliseconds(5000));
+  if (o.fabric.survive_failures)
+    std::cout << lease_summary(**server, o.fabric.lease_ms) << std::endl;
   if (shm) r2::remove_shm_segments(o.fabric.cluster);
   if (crashed) std::cout << crash_line(o, crash_what) << std::endl;
   return result;

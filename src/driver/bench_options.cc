@@ -9,6 +9,7 @@
 #include "bench.h"
 #include "command_line.h"
 #include "exit_code.h"
+#include "node_options.h"
 #include "txn/crash_point.h"
 #include "txn/policy.h"
 
@@ -53,6 +54,7 @@ std::vector<std::string> BenchOptions::node_args(int n, const std::string& coord
                   std::to_string(crash_hit));
     }
   }
+  append_membership_args(a, fabric);
   if (!fabric.device.empty()) a.push_back("--device=" + fabric.device);
   // --hosts: this node's own options replace the same options above.
   if (n >= 0 && static_cast<size_t>(n) < hosts.size()) {
@@ -169,6 +171,9 @@ Result<BenchOptions> parse_bench(int argc, char** argv, const std::vector<Worklo
       "committed, applied; or load: after its load, before it is recorded), then the "
       "launcher kills the others. Needs --durability=pmem");
   desc.add(dur);
+  po::options_description membership("Membership (src/r2/control/README.md)");
+  add_membership_options(membership, o.fabric);
+  desc.add(membership);
   // Every workload's options; a key shared by several workloads is
   // declared once (each workload validates its own values).
   std::map<std::string, std::string> wl_storage;

@@ -1,5 +1,7 @@
 #include "local_cluster.h"
 
+#include <cstdio>
+#include <iostream>
 #include <thread>
 
 #include "process_group.h"
@@ -19,6 +21,8 @@ r2::ControlServerConfig coordinator_config(const r2::FabricConfig& fabric,
   sc.cluster = fabric.cluster;
   sc.num_nodes = fabric.num_nodes;
   sc.join_timeout = join_timeout;
+  sc.lease = std::chrono::milliseconds(fabric.lease_ms);
+  sc.survive_failures = fabric.survive_failures;
   return sc;
 }
 
@@ -45,8 +49,28 @@ Status run_node_processes(uint16_t nodes, std::chrono::milliseconds limit,
   return group.wait_all(limit);
 }
 
-LocalCluster::LocalCluster(std::unique_ptr<r2::ControlServer> server, bool shm, std::string cluster)
+std::string lease_summary(const r2::ControlServer& server, uint32_t lease_ms) {
+  const auto stats = server.lease_stats();
+  int64_t max_us = 0;
+  size_t who = 0;
+  for (size_t n = 0; n < stats.size(); ++n) {
+    if (stats[n].max_gap.count() > max_us) {
+      max_us = stats[n].max_gap.count();
+      who = n;
+    }
+  }
+  char gap[32];
+  std::snprintf(gap, sizeof gap, "%.1f", static_cast<double>(max_us) / 1000.0);
+  return "leases: " + std::to_string(stats.size()) + " nodes, lease " + std::to_string(lease_ms) +
+         " ms (renewed every " + std::to_string(lease_ms / 4) + " ms), max gap " + gap +
+         " ms (node " + std::to_string(who) + "), epoch " + std::to_string(server.epoch());
+}
+
+LocalCluster::LocalCluster(std::unique_ptr<r2::ControlServer> server, bool shm, std::string cluster,
+                           uint32_t lease_ms, bool survive)
     : server_(std::move(server)),
+      lease_ms_(lease_ms),
+      survive_(survive),
       shm_(shm),
       cluster_(std::move(cluster)),
       coordinator_("127.0.0.1:" + std::to_string(server_->port())) {}
@@ -58,11 +82,13 @@ Result<LocalCluster> LocalCluster::start(const r2::FabricConfig& fabric, const s
   auto server = r2::ControlServer::start(
       coordinator_config(fabric, listen.empty() ? "127.0.0.1:0" : listen, join_timeout));
   if (!server) return server.status();
-  return LocalCluster(std::move(server.value()), shm, fabric.cluster);
+  return LocalCluster(std::move(server.value()), shm, fabric.cluster, fabric.lease_ms,
+                      fabric.survive_failures);
 }
 
 Status LocalCluster::finish(Status nodes_result) {
   if (nodes_result.is_ok()) nodes_result = server_->wait_done(kLeaveWait);
+  if (survive_) std::cout << lease_summary(*server_, lease_ms_) << std::endl;
   if (shm_) r2::remove_shm_segments(cluster_);
   return nodes_result;
 }

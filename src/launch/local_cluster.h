@@ -26,6 +26,12 @@ r2::ControlServerConfig coordinator_config(const r2::FabricConfig& fabric,
                                            const std::string& listen,
                                            std::chrono::milliseconds join_timeout);
 
+// One line on the nodes' lease renewals as `server` saw them: the lease,
+// the renewal period, the largest gap between two renewals (and whose), the
+// epoch. "leases: 3 nodes, lease 1000 ms (renewed every 250 ms), max gap
+// 262.1 ms (node 1), epoch 0". What --lease-ms is chosen by.
+std::string lease_summary(const r2::ControlServer& server, uint32_t lease_ms);
+
 // Launcher options `o` made into node `n`'s, joining at `coordinator`.
 // Options: a benchmark's options with `node`, `fabric.node` and `coordinator`.
 template <typename Options>
@@ -66,11 +72,15 @@ class LocalCluster {
   // After the nodes ended with `nodes_result`: when it is ok, waits (5 s at
   // most) until every node left the coordinator and returns how that went;
   // otherwise returns `nodes_result`. Removes the shm segments either way.
+  // With --survive-failures, prints lease_summary().
   Status finish(Status nodes_result);
 
  private:
-  LocalCluster(std::unique_ptr<r2::ControlServer> server, bool shm, std::string cluster);
+  LocalCluster(std::unique_ptr<r2::ControlServer> server, bool shm, std::string cluster,
+               uint32_t lease_ms, bool survive);
   std::unique_ptr<r2::ControlServer> server_;
+  uint32_t lease_ms_;
+  bool survive_;
   bool shm_;
   std::string cluster_;
   std::string coordinator_;

@@ -34,6 +34,8 @@ const char* op_status_name(OpStatus s) {
       return "length zero or above the fabric's maximum";
     case OpStatus::kTransportError:
       return "transport error";
+    case OpStatus::kFenced:
+      return "fenced: not a member of the current configuration";
   }
   return "?";
 }

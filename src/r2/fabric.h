@@ -76,6 +76,7 @@
 #include <string>
 
 #include "base/status.h"
+#include "r2/control/membership.h"
 
 namespace drtmx::r2 {
 
@@ -104,6 +105,8 @@ enum class OpStatus : uint8_t {
   kBadLocalBuffer,  // local buffer not inside a locally registered region
   kBadLength,       // zero-length op, or longer than max_op_bytes()
   kTransportError,  // the connection or device failed
+  kFenced,          // membership: the target removed this node, this node
+                    // was removed, or the target is not a member (no effect)
 };
 const char* op_status_name(OpStatus s);
 
@@ -135,6 +138,8 @@ enum class SendResult : uint8_t {
   kNoSpace,   // receiver's ring or credits exhausted: poll_messages(), then retry
   kTooLarge,  // len > mtu(): split it above (the RPC layer does)
   kBadPeer,   // no such node or thread
+  kFenced,    // membership: the destination is not a member, or this node
+              // was removed; the message was dropped (as a lost message)
 };
 
 // A received message. `data` stays valid until the next poll_messages() call
@@ -256,6 +261,24 @@ class Fabric {
   virtual Persistence region_persistence(NodeId node, RegionId id) const = 0;
   // Upper bound on the length of one READ/WRITE.
   virtual uint32_t max_op_bytes() const = 0;
+
+  // Membership fencing (survive-failures mode; r2/README.md "Fencing").
+  // This node learnt configuration `epoch` with members `live` (the node
+  // runtime calls it from the control client's thread, concurrently with
+  // the endpoints; after connect()). Ignored unless epoch is above the last
+  // one applied. From then on, on this node:
+  //   * ops to a non-member complete with kFenced, sends to one return
+  //     kFenced, and messages from one are dropped unread;
+  //   * if this node is not in `live` (it learnt it was removed), every op
+  //     completes with kFenced and every send returns kFenced;
+  // and on its peers:
+  //   * shm: a removed node's ops on this node's memory complete with
+  //     kFenced from the first op its issuing thread checks after the
+  //     update (one load per op, by the issuer; see the README for the one
+  //     op per thread that may be past the check);
+  //   * verbs: this node's QPs to and from the removed nodes are moved to
+  //     the error state, so the RNIC refuses their requests.
+  virtual void apply_membership(uint64_t epoch, const NodeSet& live) = 0;
 };
 
 }  // namespace drtmx::r2

@@ -54,6 +54,12 @@ Status FabricConfig::validate() const {
     return invalid_argument("receive buffers " + std::to_string(recv_buffers) +
                             ": expected at least 16");
   }
+  if (lease_ms < kMinLeaseMs || lease_ms > kMaxLeaseMs) {
+    return invalid_argument("--lease-ms=" + std::to_string(lease_ms) + ": expected " +
+                            std::to_string(kMinLeaseMs) + ".." + std::to_string(kMaxLeaseMs) +
+                            " (a node is declared failed after this long without renewing its "
+                            "lease; renewals go every lease/4)");
+  }
   return Status::ok();
 }
 
@@ -67,6 +73,8 @@ std::map<std::string, std::string> FabricConfig::fingerprint() const {
       {"fabric_delay_ns", std::to_string(delay_ns)},
       {"ring_bytes", std::to_string(ring_bytes)},
       {"recv_buffers", std::to_string(recv_buffers)},
+      {"lease_ms", std::to_string(lease_ms)},
+      {"survive_failures", survive_failures ? "yes" : "no"},
   };
 }
 

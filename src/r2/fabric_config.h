@@ -38,6 +38,20 @@ struct FabricConfig {
   // verbs: receive buffers pre-posted on each UD QP.
   uint32_t recv_buffers = 1024;
 
+  // Membership (r2/control/README.md, "Leases and membership"). Every node
+  // renews a lease of `lease_ms` through the control plane every
+  // lease_ms / 4; with `survive_failures` the coordinator removes a node
+  // whose lease expired or whose connection closed, and the others keep
+  // running (epoch + 1, fabric fences the removed node). Without it (the
+  // default until the engine reconfigures) a node failure ends the run and
+  // leases are only measured. The default lease was chosen from renewal gaps
+  // measured with 3 node processes on 2 busy cores (docs/membership.md).
+  uint32_t lease_ms = kDefaultLeaseMs;
+  bool survive_failures = false;
+  static constexpr uint32_t kDefaultLeaseMs = 1000;
+  static constexpr uint32_t kMinLeaseMs = 20;
+  static constexpr uint32_t kMaxLeaseMs = 600000;
+
   Status validate() const;
   // Settings that must be equal on every node of a cluster; the control
   // plane compares them at join and names the first one that differs.

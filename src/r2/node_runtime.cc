@@ -17,6 +17,22 @@ Result<std::unique_ptr<NodeRuntime>> NodeRuntime::start(const NodeRuntimeConfig&
   cc.num_nodes = cfg.fabric.num_nodes;
   cc.fingerprint = cfg.fabric.fingerprint();
   for (auto& [k, v] : cfg.control.fingerprint) cc.fingerprint[k] = v;
+  cc.lease = std::chrono::milliseconds(cfg.fabric.lease_ms);
+  cc.survive_failures = cfg.fabric.survive_failures;
+  NodeRuntime* self = rt.get();
+  const auto user_on_change = cfg.control.on_change;
+  cc.on_change = [self, user_on_change](const MembershipChange& c) {
+    {
+      std::lock_guard<std::mutex> lk(self->fence_mu_);
+      // Acquire: pairs with the release store once the fabric is connected.
+      if (Fabric* f = self->fenced_fabric_.load(std::memory_order_acquire)) {
+        NodeSet live;
+        for (uint16_t n : c.live) live.set(n);
+        f->apply_membership(c.epoch, live);
+      }
+    }
+    if (user_on_change) user_on_change(c);
+  };
   auto control = ControlClient::join(cc);
   if (!control) return control.status();
   rt->control_ = std::move(control.value());
@@ -36,6 +52,14 @@ Result<std::unique_ptr<NodeRuntime>> NodeRuntime::start(const NodeRuntimeConfig&
     if (!r) return fail(r.status());
   }
   if (Status s = rt->fabric_->connect(*rt->control_); !s.is_ok()) return fail(s);
+  {
+    // From now on the control thread applies changes; the ones it learnt
+    // while the fabric was connecting are applied here.
+    std::lock_guard<std::mutex> lk(rt->fence_mu_);
+    rt->fenced_fabric_.store(rt->fabric_.get(), std::memory_order_release);
+    const MembershipView::Snapshot v = rt->control_->view().snapshot();
+    if (v.epoch > 0) rt->fabric_->apply_membership(v.epoch, v.live);
+  }
   for (ThreadId t = 0; t < cfg.fabric.threads; ++t) {
     rt->workers_.push_back(std::make_unique<Worker>(rt->fabric_->endpoint(t), cfg.fabric.node,
                                                     cfg.fabric.num_nodes, cfg.fabric.threads,

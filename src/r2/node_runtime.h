@@ -8,11 +8,17 @@
 // there first (register handlers, spawn coroutines), then the loop serves
 // until stop(). Workers keep serving after their coroutines finish, so that
 // slower nodes still get answers; stop() after a cluster-wide barrier.
+//
+// Membership (survive-failures mode): every change the control client
+// learns is applied to the fabric (Fabric::apply_membership: fencing) on
+// the client's thread, before control.on_change sees it. A removed node's
+// own fabric refuses everything from then on; health() says why.
 #pragma once
 
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -26,8 +32,13 @@
 namespace drtmx::r2 {
 
 struct NodeRuntimeConfig {
+  // fabric.lease_ms / fabric.survive_failures set the control client's
+  // lease and mode.
   FabricConfig fabric;
-  ControlClientConfig control;  // node, num_nodes, cluster and fingerprint are filled from fabric
+  // node, num_nodes, cluster, fingerprint, lease and mode are filled from
+  // fabric; control.on_change, if set, is called after the runtime applied
+  // the change to the fabric.
+  ControlClientConfig control;
   WorkerConfig worker;
   std::vector<std::pair<RegionId, size_t>> regions;  // volatile: register_region
   // Persistent: register_file_region (e.g. a PmemPool's data_region()); the
@@ -54,6 +65,10 @@ class NodeRuntime {
   void stop();
   // The first failure of any worker (an escaped exception), if any.
   Status failure() const;
+  // ok while this node is a member of a live cluster; otherwise why not
+  // (e.g. "node 2 was removed from the cluster at epoch 1 (lease expired
+  // ...)"). Any thread.
+  Status health() const { return control_->health(); }
 
  private:
   NodeRuntime() = default;
@@ -63,6 +78,10 @@ class NodeRuntime {
   std::vector<std::thread> threads_;
   std::atomic<bool> stop_{false};
   std::atomic<size_t> finished_{0};
+  // Membership changes reach the fabric from the control thread and from
+  // start() (the ones learnt before connect); one at a time.
+  std::mutex fence_mu_;
+  std::atomic<Fabric*> fenced_fabric_{nullptr};  // set once connected
 };
 
 }  // namespace drtmx::r2

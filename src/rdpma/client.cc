@@ -61,6 +61,8 @@ Status Client::op_error(r2::OpStatus st, r2::RemoteAddr to, const char* what) co
       return invalid_argument(m);
     case r2::OpStatus::kTransportError:
       return unavailable(m);
+    case r2::OpStatus::kFenced:
+      return aborted(m);
   }
   return internal_error(m);
 }

@@ -6,12 +6,14 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "r2/control/control.h"
 
@@ -174,6 +176,11 @@ TEST(ProcessCluster, BadCommandLinesAreRefusedClearly) {
       {"--seconds=abc", "seconds"},
       {"--node=5 --nodes=2 --coordinator=127.0.0.1:1", "--node=5"},
       {"--node=1", "--coordinator"},
+      {"--lease-ms=0", "--lease-ms=0: expected 20..600000"},
+      {"--lease-ms=19", "--lease-ms=19: expected 20..600000"},
+      {"--lease-ms=600001", "--lease-ms=600001: expected 20..600000"},
+      {"--lease-ms=abc", "lease-ms"},
+      {"--lease-ms=-5", "lease-ms"},
   };
   for (auto& cs : cases) {
     CmdResult r = sh(kBench + " " + cs.args);
@@ -183,6 +190,39 @@ TEST(ProcessCluster, BadCommandLinesAreRefusedClearly) {
   CmdResult h = sh(kBench + " --help");
   EXPECT_EQ(h.code, 0);
   EXPECT_NE(h.out.find("--fabric-delay-ns"), std::string::npos);
+}
+
+// Survive-failures mode under load: three node processes spinning on two
+// cores, plus two hog threads here, for a few seconds with the default
+// lease. No node may be declared failed; the run reports the largest gap
+// between two lease renewals the coordinator saw.
+TEST(ProcessCluster, SurviveModeUnderLoadHasNoFalseFailure) {
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> hogs;
+  for (int i = 0; i < 2; ++i) {
+    hogs.emplace_back([&] {
+      volatile uint64_t x = 0;
+      while (!stop.load(std::memory_order_relaxed)) x = x + 1;
+    });
+  }
+  const std::string c = cluster("lease");
+  CmdResult r = sh(kBench +
+                   " --processes --nodes=3 --threads=1 --coroutines=4 --op=rpc "
+                   "--survive-failures --seconds=4 --warmup=0.2 --cluster=" +
+                   c);
+  stop.store(true);
+  for (auto& t : hogs) t.join();
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto at = r.out.find("leases: 3 nodes, lease 1000 ms");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("epoch 0", at), std::string::npos) << r.out;
+  double gap = -1;
+  const auto g = r.out.find("max gap ", at);
+  ASSERT_NE(g, std::string::npos) << r.out;
+  ASSERT_EQ(std::sscanf(r.out.c_str() + g, "max gap %lf", &gap), 1) << r.out;
+  EXPECT_LT(gap, 1000.0) << r.out;
+  std::cout << "[ measured ] " << r.out.substr(at, r.out.find('\n', at) - at) << "\n";
+  EXPECT_EQ(segments(c), 0);
 }
 
 TEST(ProcessCluster, ThesisSuiteRunsEveryExperimentAndReportsRatios) {

@@ -318,7 +318,23 @@ TEST(FabricConfig, BadValuesAreRefusedWithTheOptionName) {
   c.backend = "verbs";
   c.delay_ns = 10;
   EXPECT_NE(c.validate().message().find("--fabric-delay-ns"), std::string::npos);
+  for (uint32_t bad : {0u, 19u, 600001u}) {
+    c = FabricConfig();
+    c.lease_ms = bad;
+    EXPECT_NE(
+        c.validate().message().find("--lease-ms=" + std::to_string(bad) + ": expected 20..600000"),
+        std::string::npos)
+        << c.validate().message();
+  }
+  for (uint32_t ok : {20u, 1000u, 600000u}) {
+    c = FabricConfig();
+    c.lease_ms = ok;
+    EXPECT_TRUE(c.validate().is_ok()) << ok;
+  }
   EXPECT_TRUE(FabricConfig().validate().is_ok());
+  // Lease and mode are cluster-wide settings: in the fingerprint.
+  EXPECT_EQ(FabricConfig().fingerprint().at("lease_ms"), "1000");
+  EXPECT_EQ(FabricConfig().fingerprint().at("survive_failures"), "no");
 }
 
 }  // namespace

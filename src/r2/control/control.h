@@ -17,9 +17,38 @@
 //   * exchange/barrier are collective: every node calls them with the same
 //     name in the same order. They complete when all nodes have called them,
 //     or fail when a node fails, disconnects, or the timeout passes.
-//   * A node that disconnects before leave() fails the cluster.
+//   * Default ("fail-stop") mode: a node that disconnects before leave()
+//     fails the cluster.
 //
-// Threading: a ControlClient is used by one thread at a time.
+// "Survive failures" mode (ControlServerConfig::survive_failures, opt-in
+// until the engine can reconfigure; r2/control/README.md, membership.h):
+//   * Leases. After the join, every client renews a lease by a Heartbeat
+//     every lease/4 from its own thread (any frame renews it too). The
+//     coordinator removes a node whose lease expired (no renewal for
+//     `lease`) or whose connection closed before leave(). Each removal
+//     raises the epoch by one; every survivor gets a MembershipChange (new
+//     epoch, live nodes, removed nodes with the reason); the removed node
+//     gets Removed (epoch, reason) — if it is alive to read it, e.g. after
+//     SIGSTOP/SIGCONT — and its connection is closed. From then on every
+//     call on its client returns "removed from the cluster at epoch E
+//     (reason)", and it cannot join again.
+//   * Collectives: one in progress when a removal happens (some survivor
+//     entered it) FAILS on every survivor with kAborted naming the change —
+//     also on a survivor that enters it only later; collectives started
+//     after the change complete when every live node contributed, and hold
+//     "" for the nodes that are not members. Rationale: a caller of an
+//     all-gather expects every node's blob; one that silently lacks one is
+//     worse than an error it can retry under a name of the new epoch.
+//   * The cluster ends ok when every live node left; a failure report
+//     (report_failure), a configuration mismatch or a missing node at join
+//     still fail the whole cluster.
+// With leases on (both modes) the coordinator records every node's largest
+// gap between renewals (lease_stats()), the number to choose --lease-ms by.
+//
+// Threading: a ControlClient's calls are made by one thread at a time;
+// epoch(), view() and the on_change callback are the exceptions (below).
+// The client runs one thread of its own after the join: it reads every
+// frame from the coordinator and sends the heartbeats.
 #pragma once
 
 #include <chrono>
@@ -31,6 +60,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "r2/control/membership.h"
 
 namespace drtmx::r2 {
 
@@ -43,6 +73,24 @@ struct ControlServerConfig {
   // Called on the server's thread for every ControlClient::publish(), in
   // arrival order per node. Must be quick (it holds up the control plane).
   std::function<void(uint16_t node, const std::string& topic, const std::string& blob)> on_publish;
+  // Leases: when above 0, every node must join with this lease (else the
+  // cluster fails at join, naming both values). 0: whatever the nodes
+  // renew (their fingerprint makes them agree) is measured, never enforced.
+  // survive_failures needs a lease.
+  std::chrono::milliseconds lease{0};
+  // false (default): a node that disconnects without leaving fails the
+  // cluster, and leases are only measured. true: such a node, or one whose
+  // lease expired, is removed and the others keep running (see above).
+  bool survive_failures = false;
+  // Called on the server's thread after every membership change (survive
+  // mode), before the survivors are told. Must be quick.
+  std::function<void(const MembershipChange&)> on_membership;
+};
+
+// What the coordinator observed of one node's lease renewals.
+struct LeaseStats {
+  uint64_t renewals = 0;                 // heartbeats and other frames after the join
+  std::chrono::microseconds max_gap{0};  // largest time between two renewals
 };
 
 class ControlServer {
@@ -55,6 +103,11 @@ class ControlServer {
   // Blocks until every node has left cleanly (ok) or the cluster failed
   // (the failure), or `timeout` passed (kTimeout).
   virtual Status wait_done(std::chrono::milliseconds timeout) = 0;
+  // The current epoch (0 until the first removal) and live set. Any thread.
+  virtual uint64_t epoch() const = 0;
+  virtual NodeSet live() const = 0;
+  // Per node, what its lease renewals looked like so far. Any thread.
+  virtual std::vector<LeaseStats> lease_stats() const = 0;
 };
 
 struct ControlClientConfig {
@@ -71,6 +124,17 @@ struct ControlClientConfig {
   std::chrono::milliseconds join_timeout{10000};
   // Default bound for exchange() and barrier().
   std::chrono::milliseconds op_timeout{60000};
+  // The lease this node renews every lease/4 (0: no heartbeats) and the
+  // mode it expects; both must equal the coordinator's.
+  std::chrono::milliseconds lease{0};
+  bool survive_failures = false;
+  // Called on the client's own thread for each membership change this node
+  // learns (survivors), and once when this node learns it was removed
+  // (change.removed names it; change.live does not) — BEFORE view() and
+  // changes() show it, so that whoever sees the new epoch in view() knows
+  // the callback (e.g. the node runtime fencing its fabric) has run. Must be
+  // quick and must not call the client. Set before join().
+  std::function<void(const MembershipChange&)> on_change;
 };
 
 struct Member {
@@ -87,10 +151,23 @@ class ControlClient {
 
   virtual uint16_t node() const = 0;
   virtual uint16_t num_nodes() const = 0;
+  // Who joined (fixed at join; see view() for who is still a member).
   virtual const std::vector<Member>& membership() const = 0;
+  // The membership as this node knows it now. Any thread, lock-free
+  // (MembershipView). Epoch 0 with every node live until a change.
+  virtual const MembershipView& view() const = 0;
+  uint64_t epoch() const { return view().epoch(); }
+  // Every change learnt so far, in order (a copy; takes a lock: not for
+  // hot paths).
+  virtual std::vector<MembershipChange> changes() const = 0;
+  // ok while this node is a member of a live cluster; otherwise why not
+  // ("removed from the cluster at epoch E (...)", "cluster failed: ...").
+  // Any thread.
+  virtual Status health() const = 0;
 
   // All-gather: every node contributes `blob` under `name`; the result holds
-  // every node's blob, indexed by node id.
+  // every node's blob, indexed by node id ("" for a non-member, survive
+  // mode). kAborted when a membership change interrupted it (survive mode).
   virtual Result<std::vector<std::string>> exchange(const std::string& name,
                                                     const std::string& blob,
                                                     std::chrono::milliseconds timeout) = 0;

@@ -1,7 +1,7 @@
-// ControlServer: the coordinator of one cluster. One background thread runs
-// a poll() loop over the listening socket and every node's connection; all
-// state below is touched only by that thread, except `result_`, guarded by
-// `mu_` for wait_done().
+// ControlServer: the coordinator of one cluster (see coordinator.h): the
+// sockets, the join, the collectives and the poll() loop.
+#include "r2/control/coordinator.h"
+
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -9,362 +9,367 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <atomic>
-#include <condition_variable>
+#include <algorithm>
 #include <cstring>
 #include <iostream>
-#include <map>
-#include <mutex>
-#include <thread>
-#include <vector>
-
-#include "r2/control/control.h"
-#include "r2/control/framing.h"
 
 namespace drtmx::r2 {
-namespace {
+namespace control {
 
-using control::Clock;
-using control::Envelope;
-using control::FrameReader;
+Coordinator::Coordinator(const ControlServerConfig& cfg) : cfg_(cfg) {}
 
-struct Conn {
-  int fd = -1;
-  FrameReader reader;
-  int node = -1;  // after a valid Join
-  std::string peer;
-  bool left = false;
-};
+Coordinator::~Coordinator() {
+  stop_.store(true);
+  if (thread_.joinable()) thread_.join();
+  for (auto& c : conns_) close(c.fd);
+  if (listen_fd_ >= 0) close(listen_fd_);
+}
 
-class Coordinator final : public ControlServer {
- public:
-  explicit Coordinator(const ControlServerConfig& cfg) : cfg_(cfg) {}
-  ~Coordinator() override {
-    stop_.store(true);
-    if (thread_.joinable()) thread_.join();
-    for (auto& c : conns_) close(c.fd);
-    if (listen_fd_ >= 0) close(listen_fd_);
+Status Coordinator::listen_on(const std::string& addr) {
+  auto hp = parse_host_port(addr, "--coordinator");
+  if (!hp) return hp.status();
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE;
+  addrinfo* res = nullptr;
+  const std::string host = hp->host == "*" ? "0.0.0.0" : hp->host;
+  if (int e = getaddrinfo(host.c_str(), std::to_string(hp->port).c_str(), &hints, &res); e != 0) {
+    return invalid_argument("cannot resolve coordinator address '" + addr +
+                            "': " + gai_strerror(e));
   }
-
-  Status listen_on(const std::string& addr) {
-    auto hp = control::parse_host_port(addr, "--coordinator");
-    if (!hp) return hp.status();
-    addrinfo hints{};
-    hints.ai_family = AF_INET;
-    hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_PASSIVE;
-    addrinfo* res = nullptr;
-    const std::string host = hp->host == "*" ? "0.0.0.0" : hp->host;
-    if (int e = getaddrinfo(host.c_str(), std::to_string(hp->port).c_str(), &hints, &res); e != 0) {
-      return invalid_argument("cannot resolve coordinator address '" + addr +
-                              "': " + gai_strerror(e));
-    }
-    listen_fd_ = socket(AF_INET, SOCK_STREAM, 0);
-    int one = 1;
-    setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    int rc = bind(listen_fd_, res->ai_addr, res->ai_addrlen);
-    int err = errno;
-    freeaddrinfo(res);
-    if (rc != 0) {
-      return unavailable(
-          "cannot listen on " + addr + ": " + std::strerror(err) +
-          (err == EADDRINUSE ? " (another cluster uses that port? pick another)" : ""));
-    }
-    if (listen(listen_fd_, 128) != 0) return io_error("listen(" + addr + ")", errno);
-    control::tune_socket(listen_fd_);
-    sockaddr_in sa{};
-    socklen_t len = sizeof sa;
-    getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&sa), &len);
-    port_ = ntohs(sa.sin_port);
-    joined_.assign(cfg_.num_nodes, -1);
-    hosts_.assign(cfg_.num_nodes, "");
-    start_ = Clock::now();
-    thread_ = std::thread([this] { loop(); });
-    return Status::ok();
+  listen_fd_ = socket(AF_INET, SOCK_STREAM, 0);
+  int one = 1;
+  setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  int rc = bind(listen_fd_, res->ai_addr, res->ai_addrlen);
+  int err = errno;
+  freeaddrinfo(res);
+  if (rc != 0) {
+    return unavailable(
+        "cannot listen on " + addr + ": " + std::strerror(err) +
+        (err == EADDRINUSE ? " (another cluster uses that port? pick another)" : ""));
   }
+  if (listen(listen_fd_, 128) != 0) return io_error("listen(" + addr + ")", errno);
+  tune_socket(listen_fd_);
+  sockaddr_in sa{};
+  socklen_t len = sizeof sa;
+  getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&sa), &len);
+  port_ = ntohs(sa.sin_port);
+  joined_.assign(cfg_.num_nodes, -1);
+  hosts_.assign(cfg_.num_nodes, "");
+  is_live_.assign(cfg_.num_nodes, true);
+  has_left_.assign(cfg_.num_nodes, false);
+  last_renewal_.assign(cfg_.num_nodes, Clock::time_point{});
+  removed_reason_.assign(cfg_.num_nodes, "");
+  live_count_ = cfg_.num_nodes;
+  for (uint16_t n = 0; n < cfg_.num_nodes; ++n) live_.set(n);
+  stats_.assign(cfg_.num_nodes, LeaseStats{});
+  start_ = Clock::now();
+  thread_ = std::thread([this] { loop(); });
+  return Status::ok();
+}
 
-  uint16_t port() const override { return port_; }
-
-  Status wait_done(std::chrono::milliseconds timeout) override {
-    std::unique_lock<std::mutex> lk(mu_);
-    if (!cv_.wait_for(lk, timeout, [&] { return finished_; })) {
-      return timeout_error("the cluster did not finish within " + std::to_string(timeout.count()) +
-                           " ms");
-    }
-    return result_;
+Status Coordinator::wait_done(std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lk(mu_);
+  if (!cv_.wait_for(lk, timeout, [&] { return finished_; })) {
+    return timeout_error("the cluster did not finish within " + std::to_string(timeout.count()) +
+                         " ms");
   }
+  return result_;
+}
 
- private:
-  void finish(Status s) {
-    std::lock_guard<std::mutex> lk(mu_);
-    if (finished_) return;
-    finished_ = true;
-    result_ = std::move(s);
-    cv_.notify_all();
+void Coordinator::finish(Status s) {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (finished_) return;
+  finished_ = true;
+  result_ = std::move(s);
+  cv_.notify_all();
+}
+
+void Coordinator::send_to(Conn& c, const Envelope& e) {
+  // A node that stopped reading must not stall the coordinator for long.
+  (void)send_frame(c.fd, e, Clock::now() + std::chrono::seconds(2));
+}
+
+void Coordinator::broadcast(const Envelope& e) {
+  for (auto& c : conns_) {
+    if (c.fd >= 0 && !c.left && !c.removed) send_to(c, e);
   }
+}
 
-  void send_to(Conn& c, const Envelope& e) {
-    // A node that stopped reading must not stall the coordinator for long.
-    (void)control::send_frame(c.fd, e, Clock::now() + std::chrono::seconds(2));
+void Coordinator::fail(const std::string& reason) {
+  if (failed_) return;
+  failed_ = true;
+  Envelope e;
+  e.mutable_failure()->set_reason(reason);
+  broadcast(e);
+  finish(aborted(reason));
+}
+
+std::string Coordinator::name_of(const Conn& c) const {
+  return c.node >= 0 ? "node " + std::to_string(c.node) : "a connection from " + c.peer;
+}
+
+Status Coordinator::check_join_settings(const Join& j) const {
+  const std::string who = "node " + std::to_string(j.node());
+  if (j.cluster() != cfg_.cluster) {
+    return aborted(who + " joined cluster '" + j.cluster() + "' but the coordinator serves '" +
+                   cfg_.cluster + "' (check --cluster)");
   }
-
-  void broadcast(const Envelope& e) {
-    for (auto& c : conns_) {
-      if (c.fd >= 0 && !c.left) send_to(c, e);
-    }
+  if (j.num_nodes() != cfg_.num_nodes) {
+    return aborted(who + " expects " + std::to_string(j.num_nodes()) +
+                   " nodes but the cluster has " + std::to_string(cfg_.num_nodes) +
+                   " (check --nodes)");
   }
-
-  // Fails the cluster: every connected node gets the reason.
-  void fail(const std::string& reason) {
-    if (failed_) return;
-    failed_ = true;
-    Envelope e;
-    e.mutable_failure()->set_reason(reason);
-    broadcast(e);
-    finish(aborted(reason));
+  if (j.node() >= cfg_.num_nodes) {
+    return aborted("node id " + std::to_string(j.node()) + " is out of range: the cluster has " +
+                   std::to_string(cfg_.num_nodes) + " nodes (0.." +
+                   std::to_string(cfg_.num_nodes - 1) + ")");
   }
-
-  std::string name_of(const Conn& c) const {
-    return c.node >= 0 ? "node " + std::to_string(c.node) : "a connection from " + c.peer;
+  // A coordinator without a lease of its own (default mode) only measures
+  // the nodes' renewals; the nodes agree with each other by the fingerprint.
+  if (cfg_.lease.count() > 0 && j.lease_ms() != static_cast<uint64_t>(cfg_.lease.count())) {
+    return aborted(who + " renews a lease of " + std::to_string(j.lease_ms()) +
+                   " ms but the coordinator expects " + std::to_string(cfg_.lease.count()) +
+                   " ms (give the coordinator and every node the same --lease-ms)");
   }
+  if (j.survive_failures() != cfg_.survive_failures) {
+    auto mode = [](bool s) { return s ? "survives failures" : "fails on any node failure"; };
+    return aborted(who + " expects a cluster that " + mode(j.survive_failures()) +
+                   " but the coordinator's " + mode(cfg_.survive_failures) +
+                   " (give every node and the launcher the same --survive-failures)");
+  }
+  return Status::ok();
+}
 
-  void on_join(Conn& c, const control::Join& j) {
-    if (c.node >= 0) return fail(name_of(c) + " sent a second join");
-    if (j.cluster() != cfg_.cluster) {
-      return fail("node " + std::to_string(j.node()) + " joined cluster '" + j.cluster() +
-                  "' but the coordinator serves '" + cfg_.cluster + "' (check --cluster)");
+void Coordinator::on_join(Conn& c, const Join& j) {
+  if (c.node >= 0) return fail(name_of(c) + " sent a second join");
+  if (Status s = check_join_settings(j); !s.is_ok()) return fail(s.message());
+  if (j.node() < cfg_.num_nodes && !removed_reason_[j.node()].empty()) {
+    return refuse_removed(c, static_cast<uint16_t>(j.node()));
+  }
+  if (joined_[j.node()] >= 0) {
+    return fail("duplicate node id " + std::to_string(j.node()) + ": already joined from " +
+                hosts_[j.node()] + ", again from " + c.peer + " (give every node its own --node)");
+  }
+  std::map<std::string, std::string> fp(j.fingerprint().begin(), j.fingerprint().end());
+  if (first_node_ < 0) {
+    first_node_ = static_cast<int>(j.node());
+    fingerprint_ = fp;
+  } else if (fp != fingerprint_) {
+    std::string key, a = "(unset)", b = "(unset)";
+    for (auto& [k, v] : fingerprint_) {
+      auto it = fp.find(k);
+      if (it == fp.end() || it->second != v) {
+        key = k;
+        a = v;
+        if (it != fp.end()) b = it->second;
+        break;
+      }
     }
-    if (j.num_nodes() != cfg_.num_nodes) {
-      return fail("node " + std::to_string(j.node()) + " expects " + std::to_string(j.num_nodes()) +
-                  " nodes but the cluster has " + std::to_string(cfg_.num_nodes) +
-                  " (check --nodes)");
-    }
-    if (j.node() >= cfg_.num_nodes) {
-      return fail("node id " + std::to_string(j.node()) + " is out of range: the cluster has " +
-                  std::to_string(cfg_.num_nodes) + " nodes (0.." +
-                  std::to_string(cfg_.num_nodes - 1) + ")");
-    }
-    if (joined_[j.node()] >= 0) {
-      return fail("duplicate node id " + std::to_string(j.node()) + ": already joined from " +
-                  hosts_[j.node()] + ", again from " + c.peer +
-                  " (give every node its own --node)");
-    }
-    std::map<std::string, std::string> fp(j.fingerprint().begin(), j.fingerprint().end());
-    if (first_node_ < 0) {
-      first_node_ = static_cast<int>(j.node());
-      fingerprint_ = fp;
-    } else if (fp != fingerprint_) {
-      std::string key, a = "(unset)", b = "(unset)";
-      for (auto& [k, v] : fingerprint_) {
-        auto it = fp.find(k);
-        if (it == fp.end() || it->second != v) {
+    if (key.empty()) {
+      for (auto& [k, v] : fp) {
+        if (!fingerprint_.count(k)) {
           key = k;
-          a = v;
-          if (it != fp.end()) b = it->second;
+          b = v;
           break;
         }
       }
-      if (key.empty()) {
-        for (auto& [k, v] : fp) {
-          if (!fingerprint_.count(k)) {
-            key = k;
-            b = v;
-            break;
-          }
-        }
-      }
-      return fail("configuration differs between nodes: '" + key + "' is '" + a + "' on node " +
-                  std::to_string(first_node_) + " but '" + b + "' on node " +
-                  std::to_string(j.node()) + "; start every node with the same settings");
     }
-    c.node = static_cast<int>(j.node());
-    joined_[j.node()] = c.fd;
-    hosts_[j.node()] = j.host().empty() ? c.peer : j.host();
-    if (++joined_count_ == cfg_.num_nodes) {
-      Envelope e;
-      for (uint16_t n = 0; n < cfg_.num_nodes; ++n) {
-        auto* m = e.mutable_join_ok()->add_members();
-        m->set_node(n);
-        m->set_host(hosts_[n]);
-      }
-      broadcast(e);
-    }
+    return fail("configuration differs between nodes: '" + key + "' is '" + a + "' on node " +
+                std::to_string(first_node_) + " but '" + b + "' on node " +
+                std::to_string(j.node()) + "; start every node with the same settings");
   }
-
-  void on_exchange(Conn& c, const control::Exchange& x) {
-    if (c.node < 0) return fail(c.peer + " sent an exchange before joining");
-    Round& r = rounds_[x.name()];
-    if (r.blobs.empty()) {
-      r.blobs.resize(cfg_.num_nodes);
-      r.have.assign(cfg_.num_nodes, false);
-    }
-    if (r.have[c.node]) {
-      return fail("node " + std::to_string(c.node) + " entered collective '" + x.name() +
-                  "' twice; nodes must call collectives in the same order");
-    }
-    r.have[c.node] = true;
-    r.blobs[c.node] = x.blob();
-    if (++r.count == cfg_.num_nodes) {
-      Envelope e;
-      e.mutable_exchange_done()->set_name(x.name());
-      for (auto& b : r.blobs) e.mutable_exchange_done()->add_blobs(b);
-      rounds_.erase(x.name());
-      broadcast(e);
-    }
-  }
-
-  void on_frame(Conn& c, const Envelope& e) {
-    switch (e.body_case()) {
-      case Envelope::kJoin:
-        return on_join(c, e.join());
-      case Envelope::kExchange:
-        return on_exchange(c, e.exchange());
-      case Envelope::kLeave:
-        c.left = true;
-        if (c.node >= 0 && ++left_count_ == cfg_.num_nodes) finish(Status::ok());
-        return;
-      case Envelope::kFailure:
-        return fail(name_of(c) + ": " + e.failure().reason());
-      case Envelope::kPublish:
-        if (c.node < 0) return fail(c.peer + " published before joining");
-        if (cfg_.on_publish) {
-          cfg_.on_publish(static_cast<uint16_t>(c.node), e.publish().topic(), e.publish().blob());
-        }
-        return;
-      default:
-        return fail(name_of(c) + " sent a message only the coordinator may send");
-    }
-  }
-
-  void on_readable(Conn& c) {
-    Status err;
-    bool open = c.reader.fill(c.fd, &err);
+  c.node = static_cast<int>(j.node());
+  joined_[j.node()] = c.fd;
+  hosts_[j.node()] = j.host().empty() ? c.peer : j.host();
+  if (++joined_count_ == cfg_.num_nodes) {
     Envelope e;
-    Status perr;
-    while (!failed_ && c.reader.next(&e, &perr)) on_frame(c, e);
-    if (!perr.is_ok()) {
-      if (c.node >= 0) {
-        fail(name_of(c) + " sent a " + perr.message());
-      } else {
-        std::cerr << "coordinator: dropping " << name_of(c) << ": " << perr.message() << "\n";
-      }
-      drop(c);
-      return;
-    }
-    if (!open) {
-      if (c.node >= 0 && !c.left) {
-        fail("node " + std::to_string(c.node) + " disconnected without leaving (" + err.message() +
-             "; did its process die?)");
-      }
-      drop(c);
-    }
-  }
-
-  void drop(Conn& c) {
-    if (c.fd >= 0) close(c.fd);
-    c.fd = -1;
-  }
-
-  void accept_all() {
-    for (;;) {
-      sockaddr_in sa{};
-      socklen_t len = sizeof sa;
-      int fd = accept(listen_fd_, reinterpret_cast<sockaddr*>(&sa), &len);
-      if (fd < 0) return;
-      control::tune_socket(fd);
-      Conn c;
-      c.fd = fd;
-      char ip[INET_ADDRSTRLEN] = "?";
-      inet_ntop(AF_INET, &sa.sin_addr, ip, sizeof ip);
-      c.peer = std::string(ip) + ":" + std::to_string(ntohs(sa.sin_port));
-      if (failed_) {
-        // Latecomers learn why the cluster is gone.
-        Envelope e;
-        e.mutable_failure()->set_reason(result_message());
-        send_to(c, e);
-        close(fd);
-        continue;
-      }
-      conns_.push_back(std::move(c));
-    }
-  }
-
-  std::string result_message() {
-    std::lock_guard<std::mutex> lk(mu_);
-    return result_.message();
-  }
-
-  void check_join_deadline() {
-    if (failed_ || joined_count_ == cfg_.num_nodes) return;
-    if (Clock::now() - start_ < cfg_.join_timeout) return;
-    std::string missing;
-    int n_missing = 0;
     for (uint16_t n = 0; n < cfg_.num_nodes; ++n) {
-      if (joined_[n] >= 0) continue;
-      missing += (missing.empty() ? "" : ", ") + std::to_string(n);
-      ++n_missing;
+      auto* m = e.mutable_join_ok()->add_members();
+      m->set_node(n);
+      m->set_host(hosts_[n]);
     }
-    fail((n_missing == 1 ? "node " : "nodes ") + missing + " did not join within " +
-         std::to_string(cfg_.join_timeout.count()) +
-         " ms (not started, crashed, or given another "
-         "--coordinator?)");
+    broadcast(e);
+    start_leases();
   }
+}
 
-  void loop() {
-    std::vector<pollfd> fds;
-    while (!stop_.load()) {
-      fds.clear();
-      fds.push_back({listen_fd_, POLLIN, 0});
-      for (auto& c : conns_) fds.push_back({c.fd, static_cast<short>(c.fd >= 0 ? POLLIN : 0), 0});
-      poll(fds.data(), fds.size(), 50);
-      if (fds[0].revents & POLLIN) accept_all();
-      for (size_t i = 1; i < fds.size() && i - 1 < conns_.size(); ++i) {
-        if (conns_[i - 1].fd >= 0 && (fds[i].revents & (POLLIN | POLLHUP | POLLERR))) {
-          on_readable(conns_[i - 1]);
-        }
+void Coordinator::on_exchange(Conn& c, const Exchange& x) {
+  if (c.node < 0) return fail(c.peer + " sent an exchange before joining");
+  if (answer_interrupted(c, x.name())) return;
+  Round& r = rounds_[x.name()];
+  if (r.blobs.empty()) {
+    r.blobs.resize(cfg_.num_nodes);
+    r.have.assign(cfg_.num_nodes, false);
+  }
+  if (r.have[c.node]) {
+    return fail("node " + std::to_string(c.node) + " entered collective '" + x.name() +
+                "' twice; nodes must call collectives in the same order");
+  }
+  r.have[c.node] = true;
+  r.blobs[c.node] = x.blob();
+  // Every live node (all of them in the default mode) must contribute.
+  if (++r.count == live_count_) {
+    Envelope e;
+    e.mutable_exchange_done()->set_name(x.name());
+    for (auto& b : r.blobs) e.mutable_exchange_done()->add_blobs(b);
+    rounds_.erase(x.name());
+    broadcast(e);
+  }
+}
+
+void Coordinator::on_leave(Conn& c) {
+  c.left = true;
+  if (c.node < 0) return;
+  has_left_[c.node] = true;
+  maybe_all_left();
+}
+
+void Coordinator::on_frame(Conn& c, const Envelope& e) {
+  if (c.removed) return;  // a removed node's late frames change nothing
+  if (c.node >= 0) renew(static_cast<uint16_t>(c.node));
+  switch (e.body_case()) {
+    case Envelope::kJoin:
+      return on_join(c, e.join());
+    case Envelope::kExchange:
+      return on_exchange(c, e.exchange());
+    case Envelope::kLeave:
+      return on_leave(c);
+    case Envelope::kHeartbeat:
+      return;  // renewed above
+    case Envelope::kFailure:
+      return fail(name_of(c) + ": " + e.failure().reason());
+    case Envelope::kPublish:
+      if (c.node < 0) return fail(c.peer + " published before joining");
+      if (cfg_.on_publish) {
+        cfg_.on_publish(static_cast<uint16_t>(c.node), e.publish().topic(), e.publish().blob());
       }
-      check_join_deadline();
-      // Compact closed connections.
-      std::vector<Conn> keep;
-      for (auto& c : conns_) {
-        if (c.fd >= 0) keep.push_back(std::move(c));
-      }
-      conns_.swap(keep);
+      return;
+    default:
+      return fail(name_of(c) + " sent a message only the coordinator may send");
+  }
+}
+
+void Coordinator::on_readable(Conn& c) {
+  Status err;
+  bool open = c.reader.fill(c.fd, &err);
+  Envelope e;
+  Status perr;
+  while (!failed_ && c.fd >= 0 && c.reader.next(&e, &perr)) on_frame(c, e);
+  if (c.fd < 0) return;  // removed while handling its frames
+  if (!perr.is_ok()) {
+    if (c.node >= 0 && !c.removed) {
+      node_failed(static_cast<uint16_t>(c.node), &c, name_of(c) + " sent a " + perr.message());
+    } else {
+      std::cerr << "coordinator: dropping " << name_of(c) << ": " << perr.message() << "\n";
     }
+    drop(c);
+    return;
   }
+  if (!open) {
+    if (c.node >= 0 && !c.left && !c.removed) {
+      node_failed(static_cast<uint16_t>(c.node), &c,
+                  "node " + std::to_string(c.node) + " disconnected without leaving (" +
+                      err.message() + "; did its process die?)");
+    }
+    drop(c);
+  }
+}
 
-  struct Round {
-    std::vector<std::string> blobs;
-    std::vector<bool> have;
-    uint16_t count = 0;
-  };
+void Coordinator::drop(Conn& c) {
+  if (c.fd >= 0) close(c.fd);
+  c.fd = -1;
+}
 
-  ControlServerConfig cfg_;
-  int listen_fd_ = -1;
-  uint16_t port_ = 0;
-  std::thread thread_;
-  std::atomic<bool> stop_{false};
-  Clock::time_point start_;
-  std::vector<Conn> conns_;
-  std::vector<int> joined_;
-  std::vector<std::string> hosts_;
-  uint16_t joined_count_ = 0, left_count_ = 0;
-  int first_node_ = -1;
-  std::map<std::string, std::string> fingerprint_;
-  std::map<std::string, Round> rounds_;
-  bool failed_ = false;
+void Coordinator::accept_all() {
+  for (;;) {
+    sockaddr_in sa{};
+    socklen_t len = sizeof sa;
+    int fd = accept(listen_fd_, reinterpret_cast<sockaddr*>(&sa), &len);
+    if (fd < 0) return;
+    tune_socket(fd);
+    Conn c;
+    c.fd = fd;
+    char ip[INET_ADDRSTRLEN] = "?";
+    inet_ntop(AF_INET, &sa.sin_addr, ip, sizeof ip);
+    c.peer = std::string(ip) + ":" + std::to_string(ntohs(sa.sin_port));
+    if (failed_) {
+      // Latecomers learn why the cluster is gone.
+      Envelope e;
+      e.mutable_failure()->set_reason(result_message());
+      send_to(c, e);
+      close(fd);
+      continue;
+    }
+    conns_.push_back(std::move(c));
+  }
+}
 
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool finished_ = false;
-  Status result_;
-};
+std::string Coordinator::result_message() {
+  std::lock_guard<std::mutex> lk(mu_);
+  return result_.message();
+}
 
-}  // namespace
+void Coordinator::check_join_deadline() {
+  if (failed_ || joined_count_ == cfg_.num_nodes) return;
+  if (Clock::now() - start_ < cfg_.join_timeout) return;
+  std::string missing;
+  int n_missing = 0;
+  for (uint16_t n = 0; n < cfg_.num_nodes; ++n) {
+    if (joined_[n] >= 0) continue;
+    missing += (missing.empty() ? "" : ", ") + std::to_string(n);
+    ++n_missing;
+  }
+  fail((n_missing == 1 ? "node " : "nodes ") + missing + " did not join within " +
+       std::to_string(cfg_.join_timeout.count()) +
+       " ms (not started, crashed, or given another "
+       "--coordinator?)");
+}
+
+int Coordinator::poll_timeout_ms() const {
+  // Expiry is noticed within an eighth of the lease (and at most 50 ms).
+  if (!cfg_.survive_failures || cfg_.lease.count() == 0) return 50;
+  return static_cast<int>(std::clamp<int64_t>(cfg_.lease.count() / 8, 1, 50));
+}
+
+void Coordinator::loop() {
+  std::vector<pollfd> fds;
+  const int timeout_ms = poll_timeout_ms();
+  while (!stop_.load()) {
+    fds.clear();
+    fds.push_back({listen_fd_, POLLIN, 0});
+    for (auto& c : conns_) fds.push_back({c.fd, static_cast<short>(c.fd >= 0 ? POLLIN : 0), 0});
+    poll(fds.data(), fds.size(), timeout_ms);
+    if (fds[0].revents & POLLIN) accept_all();
+    for (size_t i = 1; i < fds.size() && i - 1 < conns_.size(); ++i) {
+      if (conns_[i - 1].fd >= 0 && (fds[i].revents & (POLLIN | POLLHUP | POLLERR))) {
+        on_readable(conns_[i - 1]);
+      }
+    }
+    check_join_deadline();
+    if (!failed_) check_leases();
+    // Compact closed connections.
+    std::vector<Conn> keep;
+    for (auto& c : conns_) {
+      if (c.fd >= 0) keep.push_back(std::move(c));
+    }
+    conns_.swap(keep);
+  }
+}
+
+}  // namespace control
 
 Result<std::unique_ptr<ControlServer>> ControlServer::start(const ControlServerConfig& cfg) {
   if (cfg.num_nodes == 0) return invalid_argument("a cluster needs at least one node");
-  auto c = std::make_unique<Coordinator>(cfg);
+  if (cfg.num_nodes > kMaxNodes) {
+    return invalid_argument("a cluster has at most " + std::to_string(kMaxNodes) + " nodes");
+  }
+  if (cfg.lease.count() < 0) return invalid_argument("the lease must not be negative");
+  if (cfg.survive_failures && cfg.lease.count() == 0) {
+    return invalid_argument("surviving failures needs leases: give a lease above 0 ms");
+  }
+  auto c = std::make_unique<control::Coordinator>(cfg);
   DRTMX_RETURN_IF_ERROR(c->listen_on(cfg.listen));
   return std::unique_ptr<ControlServer>(std::move(c));
 }

@@ -1,29 +1,26 @@
-// ControlClient: one node's connection to the coordinator. Blocking calls
-// with deadlines; no background thread.
+// ControlClient: one node's connection to the coordinator (see member.h).
+// This file: the join and the calls made by the node's threads.
+#include "r2/control/member.h"
+
 #include <netdb.h>
 #include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <map>
-#include <thread>
-
-#include "r2/control/control.h"
-#include "r2/control/framing.h"
 
 namespace drtmx::r2 {
+namespace control {
 namespace {
-
-using control::Clock;
-using control::Envelope;
 
 // One non-blocking connect attempt, bounded by `deadline`. -1 on failure.
 int try_connect(const addrinfo* ai, Clock::time_point deadline) {
   int fd = socket(ai->ai_family, SOCK_STREAM, 0);
   if (fd < 0) return -1;
-  control::tune_socket(fd);
+  tune_socket(fd);
   if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) return fd;
   if (errno != EINPROGRESS) {
     close(fd);
@@ -41,167 +38,198 @@ int try_connect(const addrinfo* ai, Clock::time_point deadline) {
   return fd;
 }
 
-class MemberClient final : public ControlClient {
- public:
-  explicit MemberClient(const ControlClientConfig& cfg) : cfg_(cfg) {}
-  ~MemberClient() override {
-    if (fd_ >= 0 && failed_.is_ok()) (void)leave();
-    if (fd_ >= 0) close(fd_);
-  }
-
-  Status join() {
-    auto hp = control::parse_host_port(cfg_.coordinator, "--coordinator");
-    if (!hp) return hp.status();
-    if (hp->port == 0) return invalid_argument("--coordinator=" + cfg_.coordinator + ": port 0");
-    addrinfo hints{};
-    hints.ai_family = AF_INET;
-    hints.ai_socktype = SOCK_STREAM;
-    addrinfo* res = nullptr;
-    if (int e = getaddrinfo(hp->host.c_str(), std::to_string(hp->port).c_str(), &hints, &res);
-        e != 0) {
-      return invalid_argument("cannot resolve --coordinator=" + cfg_.coordinator + ": " +
-                              gai_strerror(e));
-    }
-    const auto deadline = Clock::now() + cfg_.join_timeout;
-    while (fd_ < 0 && Clock::now() < deadline) {
-      fd_ = try_connect(res, deadline);
-      if (fd_ < 0) std::this_thread::sleep_for(std::chrono::milliseconds(25));
-    }
-    freeaddrinfo(res);
-    if (fd_ < 0) {
-      return unavailable("cannot reach the coordinator at " + cfg_.coordinator + " within " +
-                         std::to_string(cfg_.join_timeout.count()) +
-                         " ms (is it started, and is --coordinator right?)");
-    }
-    Envelope e;
-    auto* j = e.mutable_join();
-    j->set_cluster(cfg_.cluster);
-    j->set_node(cfg_.node);
-    j->set_num_nodes(cfg_.num_nodes);
-    j->set_host(cfg_.host);
-    for (auto& [k, v] : cfg_.fingerprint) (*j->mutable_fingerprint())[k] = v;
-    DRTMX_RETURN_IF_ERROR(send(e, deadline));
-    // The coordinator itself gives up at its own join timeout and tells us
-    // why; allow it a margin to do so.
-    Envelope r;
-    DRTMX_RETURN_IF_ERROR(receive(&r, deadline + std::chrono::seconds(3), "joining"));
-    if (r.body_case() != Envelope::kJoinOk) {
-      return fail_locally(internal_error("the coordinator answered the join with something else"));
-    }
-    for (auto& m : r.join_ok().members()) {
-      members_.push_back({static_cast<uint16_t>(m.node()), m.host()});
-    }
-    return Status::ok();
-  }
-
-  uint16_t node() const override { return cfg_.node; }
-  uint16_t num_nodes() const override { return cfg_.num_nodes; }
-  const std::vector<Member>& membership() const override { return members_; }
-  std::chrono::milliseconds default_timeout() const override { return cfg_.op_timeout; }
-
-  Result<std::vector<std::string>> exchange(const std::string& name, const std::string& blob,
-                                            std::chrono::milliseconds timeout) override {
-    if (!failed_.is_ok()) return failed_;
-    if (fd_ < 0) return unavailable("exchange '" + name + "' after leave()");
-    const auto deadline = Clock::now() + timeout;
-    Envelope e;
-    e.mutable_exchange()->set_name(name);
-    e.mutable_exchange()->set_blob(blob);
-    DRTMX_RETURN_IF_ERROR(send(e, deadline));
-    for (;;) {
-      if (auto it = done_.find(name); it != done_.end()) {
-        std::vector<std::string> out = std::move(it->second);
-        done_.erase(it);
-        return out;
-      }
-      Envelope r;
-      Status s = receive(&r, deadline, "collective '" + name + "'");
-      if (!s.is_ok()) return s;
-      if (r.body_case() != Envelope::kExchangeDone) {
-        return fail_locally(
-            internal_error("unexpected message from the coordinator during '" + name + "'"));
-      }
-      const auto& d = r.exchange_done();
-      if (d.blobs_size() != cfg_.num_nodes) {
-        return fail_locally(internal_error("collective '" + d.name() + "' returned " +
-                                           std::to_string(d.blobs_size()) + " blobs"));
-      }
-      done_[d.name()] = std::vector<std::string>(d.blobs().begin(), d.blobs().end());
-    }
-  }
-
-  Status publish(const std::string& topic, const std::string& blob) override {
-    if (!failed_.is_ok()) return failed_;
-    if (fd_ < 0) return unavailable("publish '" + topic + "' after leave()");
-    Envelope e;
-    e.mutable_publish()->set_topic(topic);
-    e.mutable_publish()->set_blob(blob);
-    return send(e, Clock::now() + std::chrono::seconds(2));
-  }
-
-  void report_failure(const std::string& why) override {
-    if (fd_ < 0 || !failed_.is_ok()) return;
-    Envelope e;
-    e.mutable_failure()->set_reason(why);
-    (void)send(e, Clock::now() + std::chrono::seconds(2));
-    failed_ = aborted("node " + std::to_string(cfg_.node) + ": " + why);
-  }
-
-  Status leave() override {
-    if (fd_ < 0) return Status::ok();
-    Envelope e;
-    e.mutable_leave();
-    Status s = send(e, Clock::now() + std::chrono::seconds(2));
-    close(fd_);
-    fd_ = -1;
-    return s;
-  }
-
- private:
-  Status send(const Envelope& e, Clock::time_point deadline) {
-    Status s = control::send_frame(fd_, e, deadline);
-    if (!s.is_ok()) return fail_locally(s.with_context("talking to the coordinator"));
-    return s;
-  }
-
-  // Waits for the next message; a Failure from the coordinator ends the
-  // cluster for this node with the coordinator's reason.
-  Status receive(Envelope* out, Clock::time_point deadline, const std::string& doing) {
-    Status s = control::recv_frame(fd_, reader_, out, deadline);
-    if (s.code() == Code::kTimeout) {
-      Status t = timeout_error(doing +
-                               " did not complete within the timeout (a node is stuck or "
-                               "was not started)");
-      report_failure(t.message());
-      return failed_;
-    }
-    if (!s.is_ok()) {
-      return fail_locally(unavailable("lost the coordinator while " + doing + ": " + s.message()));
-    }
-    if (out->body_case() == Envelope::kFailure) {
-      failed_ = aborted("cluster failed: " + out->failure().reason());
-      return failed_;
-    }
-    return Status::ok();
-  }
-
-  Status fail_locally(Status s) {
-    if (failed_.is_ok()) failed_ = s;
-    return failed_;
-  }
-
-  ControlClientConfig cfg_;
-  int fd_ = -1;
-  control::FrameReader reader_;
-  std::vector<Member> members_;
-  std::map<std::string, std::vector<std::string>> done_;
-  Status failed_;
-};
-
 }  // namespace
 
+MemberClient::MemberClient(const ControlClientConfig& cfg) : cfg_(cfg), view_(cfg.num_nodes) {}
+
+MemberClient::~MemberClient() {
+  if (fd_ >= 0 && health().is_ok()) (void)leave();
+  stop_thread();
+  if (fd_ >= 0) close(fd_);
+  if (wake_fd_ >= 0) close(wake_fd_);
+}
+
+void MemberClient::stop_thread() {
+  if (!thread_.joinable()) return;
+  stop_.store(true);
+  const uint64_t one = 1;
+  (void)!write(wake_fd_, &one, sizeof one);
+  thread_.join();
+}
+
+Status MemberClient::join() {
+  auto hp = parse_host_port(cfg_.coordinator, "--coordinator");
+  if (!hp) return hp.status();
+  if (hp->port == 0) return invalid_argument("--coordinator=" + cfg_.coordinator + ": port 0");
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  if (int e = getaddrinfo(hp->host.c_str(), std::to_string(hp->port).c_str(), &hints, &res);
+      e != 0) {
+    return invalid_argument("cannot resolve --coordinator=" + cfg_.coordinator + ": " +
+                            gai_strerror(e));
+  }
+  const auto deadline = Clock::now() + cfg_.join_timeout;
+  while (fd_ < 0 && Clock::now() < deadline) {
+    fd_ = try_connect(res, deadline);
+    if (fd_ < 0) std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  freeaddrinfo(res);
+  if (fd_ < 0) {
+    return unavailable("cannot reach the coordinator at " + cfg_.coordinator + " within " +
+                       std::to_string(cfg_.join_timeout.count()) +
+                       " ms (is it started, and is --coordinator right?)");
+  }
+  Envelope e;
+  auto* j = e.mutable_join();
+  j->set_cluster(cfg_.cluster);
+  j->set_node(cfg_.node);
+  j->set_num_nodes(cfg_.num_nodes);
+  j->set_host(cfg_.host);
+  j->set_lease_ms(static_cast<uint32_t>(cfg_.lease.count()));
+  j->set_survive_failures(cfg_.survive_failures);
+  for (auto& [k, v] : cfg_.fingerprint) (*j->mutable_fingerprint())[k] = v;
+  DRTMX_RETURN_IF_ERROR(send(e, deadline));
+  // The coordinator itself gives up at its own join timeout and tells us
+  // why; allow it a margin to do so.
+  Envelope r;
+  DRTMX_RETURN_IF_ERROR(receive_join_reply(&r, deadline + std::chrono::seconds(3)));
+  if (r.body_case() != Envelope::kJoinOk) {
+    return fail_locally(internal_error("the coordinator answered the join with something else"));
+  }
+  for (auto& m : r.join_ok().members()) {
+    members_.push_back({static_cast<uint16_t>(m.node()), m.host()});
+  }
+  wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (wake_fd_ < 0) return fail_locally(io_error("eventfd for the control client", errno));
+  thread_ = std::thread([this] { run(); });
+  return Status::ok();
+}
+
+Status MemberClient::receive_join_reply(Envelope* out, Clock::time_point deadline) {
+  Status s = recv_frame(fd_, reader_, out, deadline);
+  if (s.code() == Code::kTimeout) {
+    Status t = timeout_error(
+        "joining did not complete within the timeout (a node is stuck or was not started)");
+    report_failure(t.message());
+    return health();
+  }
+  if (!s.is_ok()) {
+    return fail_locally(unavailable("lost the coordinator while joining: " + s.message()));
+  }
+  if (out->body_case() == Envelope::kFailure) {
+    return fail_locally(aborted("cluster failed: " + out->failure().reason()));
+  }
+  if (out->body_case() == Envelope::kRemoved) {
+    return fail_locally(
+        aborted("node " + std::to_string(cfg_.node) + " was removed from the cluster at epoch " +
+                std::to_string(out->removed().epoch()) + " (" + out->removed().reason() + ")"));
+  }
+  return Status::ok();
+}
+
+std::vector<r2::MembershipChange> MemberClient::changes() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return changes_;
+}
+
+Status MemberClient::health() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return failed_;
+}
+
+Status MemberClient::fail_locally(Status s) {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (failed_.is_ok()) failed_ = std::move(s);
+  cv_.notify_all();
+  return failed_;
+}
+
+Status MemberClient::send(const Envelope& e, Clock::time_point deadline) {
+  Status s;
+  {
+    std::lock_guard<std::mutex> lk(send_mu_);
+    s = send_frame(fd_, e, deadline);
+  }
+  if (!s.is_ok()) return fail_locally(s.with_context("talking to the coordinator"));
+  return s;
+}
+
+Result<std::vector<std::string>> MemberClient::exchange(const std::string& name,
+                                                        const std::string& blob,
+                                                        std::chrono::milliseconds timeout) {
+  if (Status h = health(); !h.is_ok()) return h;
+  if (fd_ < 0) return unavailable("exchange '" + name + "' after leave()");
+  const auto deadline = Clock::now() + timeout;
+  Envelope e;
+  e.mutable_exchange()->set_name(name);
+  e.mutable_exchange()->set_blob(blob);
+  DRTMX_RETURN_IF_ERROR(send(e, deadline));
+  std::unique_lock<std::mutex> lk(mu_);
+  const bool answered = cv_.wait_until(lk, deadline, [&] {
+    return done_.count(name) || interrupted_.count(name) || !failed_.is_ok();
+  });
+  if (auto it = done_.find(name); it != done_.end()) {
+    std::vector<std::string> out = std::move(it->second);
+    done_.erase(it);
+    return out;
+  }
+  if (auto it = interrupted_.find(name); it != interrupted_.end()) {
+    Status s = aborted(it->second);
+    interrupted_.erase(it);
+    return s;
+  }
+  if (!failed_.is_ok()) return failed_;
+  lk.unlock();
+  (void)answered;
+  report_failure("collective '" + name +
+                 "' did not complete within the timeout (a node is stuck or was not started)");
+  return health();
+}
+
+Status MemberClient::publish(const std::string& topic, const std::string& blob) {
+  if (Status h = health(); !h.is_ok()) return h;
+  if (fd_ < 0) return unavailable("publish '" + topic + "' after leave()");
+  Envelope e;
+  e.mutable_publish()->set_topic(topic);
+  e.mutable_publish()->set_blob(blob);
+  return send(e, Clock::now() + std::chrono::seconds(2));
+}
+
+void MemberClient::report_failure(const std::string& why) {
+  if (fd_ < 0 || !health().is_ok()) return;
+  Envelope e;
+  e.mutable_failure()->set_reason(why);
+  {
+    std::lock_guard<std::mutex> lk(send_mu_);
+    (void)send_frame(fd_, e, Clock::now() + std::chrono::seconds(2));
+  }
+  (void)fail_locally(aborted("node " + std::to_string(cfg_.node) + ": " + why));
+}
+
+Status MemberClient::leave() {
+  if (fd_ < 0) return Status::ok();
+  // The thread goes first: after Leave the coordinator expects no renewals,
+  // and nothing may read the socket once it is closed.
+  stop_thread();
+  Envelope e;
+  e.mutable_leave();
+  Status s;
+  {
+    std::lock_guard<std::mutex> lk(send_mu_);
+    s = send_frame(fd_, e, Clock::now() + std::chrono::seconds(2));
+  }
+  close(fd_);
+  fd_ = -1;
+  return s;
+}
+
+}  // namespace control
+
 Result<std::unique_ptr<ControlClient>> ControlClient::join(const ControlClientConfig& cfg) {
-  auto m = std::make_unique<MemberClient>(cfg);
+  if (cfg.lease.count() < 0) return invalid_argument("the lease must not be negative");
+  auto m = std::make_unique<control::MemberClient>(cfg);
   DRTMX_RETURN_IF_ERROR(m->join());
   return std::unique_ptr<ControlClient>(std::move(m));
 }

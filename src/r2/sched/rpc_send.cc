@@ -38,6 +38,9 @@ void Worker::send_fragment(uint32_t dest, const uint8_t* msg, uint32_t len) {
       ++stats_.messages_out;
       return;
     }
+    // A non-member (or this node, removed): dropped like a lost message;
+    // the caller's RPC times out.
+    if (r == SendResult::kFenced) return;
     if (r != SendResult::kNoSpace) {
       // Targets were checked and fragments fit the MTU: a broken invariant.
       if (failure_.is_ok()) failure_ = internal_error("fabric refused an RPC fragment");
@@ -59,10 +62,10 @@ bool Worker::drain_backlog() {
       const SendResult r =
           ep_->send(static_cast<NodeId>(dest / threads_), static_cast<ThreadId>(dest % threads_),
                     m.data(), static_cast<uint32_t>(m.size()));
-      if (r != SendResult::kOk) break;
+      if (r != SendResult::kOk && r != SendResult::kFenced) break;
       q.pop_front();
       --backlog_count_;
-      ++stats_.messages_out;
+      if (r == SendResult::kOk) ++stats_.messages_out;
       sent = true;
     }
   }

@@ -35,6 +35,7 @@ ShmEndpoint::ShmEndpoint(const FabricConfig& cfg, ThreadId thread, const RegionT
   for (uint16_t n = 0; n < nodes_; ++n) channels_.emplace_back(depth_);
   cq_.resize(static_cast<size_t>(nodes_) * depth_);
   pending_per_peer_.assign(nodes_, 0);
+  read_from_.assign(nodes_, 1);
 }
 
 void ShmEndpoint::attach_rings(const std::vector<uint8_t*>& msg_segments) {
@@ -175,6 +176,17 @@ void ShmEndpoint::doorbell(NodeId peer) {
   std::atomic_thread_fence(std::memory_order_acquire);
   const uint64_t visible = delay_ns_ != 0 ? now_ns() + delay_ns_ : 0;
   for (const Queued& q : ch.queued) {
+    // Membership, checked for every op just before it touches the target:
+    // a node removed meanwhile (in either view) gets kFenced, nothing done.
+    if (!fence_.allowed(peer)) {
+      const Completion fenced{q.wr.wr_id, OpStatus::kFenced, q.wr.verb, peer};
+      if (q.signal) {
+        push_cqe({fenced, visible, false});
+      } else {
+        errors_.push_back(fenced);
+      }
+      continue;
+    }
     if (q.wr.verb == Verb::kRead) {
       // The flushing READ: the channel's earlier WRITEs into persistent
       // regions become durable before this READ can complete.
@@ -237,6 +249,7 @@ uint32_t ShmEndpoint::outstanding(NodeId peer) const {
 SendResult ShmEndpoint::send(NodeId node, ThreadId thread, const void* msg, uint32_t len) {
   if (node >= nodes_ || thread >= threads_) return SendResult::kBadPeer;
   if (len > mtu_) return SendResult::kTooLarge;
+  if (!fence_.allowed(node)) return SendResult::kFenced;
   const uint32_t w = static_cast<uint32_t>(node) * threads_ + thread;
   RingWriter& rw = writers_[w];
   const bool was_dirty = rw.dirty();
@@ -255,11 +268,20 @@ int ShmEndpoint::poll_messages(Message* out, int max) {
   for (uint32_t r : touched_readers_) readers_[r].release();
   touched_readers_.clear();
   const uint64_t now = delay_ns_ != 0 ? now_ns() : 0;
+  if (const uint64_t e = fence_.own_epoch(); e != msg_epoch_) {
+    // A membership change: stop reading the rings of non-members (and all
+    // of them if this node was removed). What they hold is dropped unread.
+    msg_epoch_ = e;
+    for (NodeId n = 0; n < nodes_; ++n) {
+      read_from_[n] = fence_.member(self_) && fence_.member(n) ? 1 : 0;
+    }
+  }
   const uint32_t rings = static_cast<uint32_t>(readers_.size());
   int n = 0;
   for (uint32_t i = 0; i < rings && n < max; ++i) {
     uint32_t r = next_reader_ + i;
     if (r >= rings) r -= rings;
+    if (!read_from_[r / threads_]) continue;
     RingReader& rr = readers_[r];
     bool touched = false;
     while (n < max) {

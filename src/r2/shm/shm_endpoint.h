@@ -39,10 +39,18 @@
 // destination's segment; one RingReader per source (node, thread), in this
 // node's segment. send() appends, flush_sends() publishes (the doorbell),
 // poll_messages() reads in place and releases at the next call.
+//
+// Fencing (Fabric::apply_membership; r2/README.md "Fencing"): every node's
+// FenceWord sits at the start of its message segment. doorbell() checks,
+// for every op just before executing it, that this node is still a member
+// in its own view and in the target's (FenceCheck: two cached loads);
+// otherwise the op touches nothing and completes with kFenced. send()
+// checks the same; poll_messages() skips the rings of non-members.
 #pragma once
 
 #include <vector>
 
+#include "r2/common/fence.h"
 #include "r2/common/region_table.h"
 #include "r2/common/send_queue.h"
 #include "r2/fabric.h"
@@ -59,6 +67,8 @@ class ShmEndpoint final : public Endpoint {
   // Wires the rings once every node's message segment is mapped:
   // msg_segments[n] is node n's message segment.
   void attach_rings(const std::vector<uint8_t*>& msg_segments);
+  // Sets the membership check once every node's FenceWord is mapped.
+  void attach_fence(FenceCheck fence) { fence_ = std::move(fence); }
 
   ThreadId thread() const override { return thread_; }
   PostResult post(const WorkRequest& wr) override;
@@ -156,6 +166,12 @@ class ShmEndpoint final : public Endpoint {
   std::vector<uint32_t> touched_readers_;
   uint32_t next_reader_ = 0;
   PersistStats pstats_;
+
+  FenceCheck fence_;
+  // poll_messages(): rings of these source nodes are read (recomputed when
+  // this node's epoch moves).
+  uint64_t msg_epoch_ = 0;
+  std::vector<uint8_t> read_from_;  // [node]
 };
 
 }  // namespace drtmx::r2::shm

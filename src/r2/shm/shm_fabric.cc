@@ -1,5 +1,6 @@
 #include "r2/shm/shm_fabric.h"
 
+#include <new>
 #include <sstream>
 
 #include "r2/common/file_region.h"
@@ -13,6 +14,10 @@ namespace shm {
 namespace {
 
 constexpr uint32_t kMaxOpBytes = 1u << 30;
+// A message segment starts with this node's FenceWord (one page, so the
+// rings stay page aligned); the rings follow.
+constexpr size_t kFenceBytes = 4096;
+static_assert(sizeof(FenceWord) <= kFenceBytes);
 
 // What a node tells its peers at connect: one line per segment or file,
 //   "msg <bytes>"
@@ -104,10 +109,13 @@ class ShmFabric final : public Fabric {
   Status init() {
     remove_segments(cfg_.cluster, cfg_.node);  // stale ones of a crashed run
     const size_t rings = static_cast<size_t>(cfg_.threads) * cfg_.num_nodes * cfg_.threads;
-    msg_bytes_ = page_round(rings * ring_stride(cfg_.ring_bytes));
+    msg_bytes_ = kFenceBytes + page_round(rings * ring_stride(cfg_.ring_bytes));
     auto seg = Segment::create(segment_name(cfg_.cluster, cfg_.node, "msg"), msg_bytes_);
     if (!seg) return seg.status();
     msg_ = std::move(seg.value());
+    // Peers map the segment only at connect: nobody reads the word yet.
+    new (msg_.data()) FenceWord();
+    fence_word(msg_.data())->init(cfg_.num_nodes);
     for (ThreadId t = 0; t < cfg_.threads; ++t) {
       endpoints_.push_back(std::make_unique<ShmEndpoint>(cfg_, t, &table_, kMaxOpBytes));
     }
@@ -161,16 +169,19 @@ class ShmFabric final : public Fabric {
                             " descriptors for " + std::to_string(cfg_.num_nodes) + " nodes");
     }
     std::vector<uint8_t*> msg_bases(cfg_.num_nodes, nullptr);
+    std::vector<const FenceWord*> words(cfg_.num_nodes, nullptr);
     for (NodeId n = 0; n < cfg_.num_nodes; ++n) {
       auto d = decode((*all)[n], n);
       if (!d) return d.status();
       if (n == cfg_.node) {
-        msg_bases[n] = msg_.data();
+        msg_bases[n] = msg_.data() + kFenceBytes;
+        words[n] = fence_word(msg_.data());
         continue;
       }
       auto m = Segment::open(segment_name(cfg_.cluster, n, "msg"), d->msg_bytes);
       if (!m) return m.status();
-      msg_bases[n] = m->data();
+      msg_bases[n] = m->data() + kFenceBytes;
+      words[n] = fence_word(m->data());
       peers_.push_back(std::move(m.value()));
       for (auto& [id, bytes] : d->regions) {
         auto s = Segment::open(segment_name(cfg_.cluster, n, "r" + std::to_string(id)),
@@ -186,7 +197,10 @@ class ShmFabric final : public Fabric {
         peer_files_.push_back(std::move(m.value()));
       }
     }
-    for (auto& ep : endpoints_) ep->attach_rings(msg_bases);
+    for (auto& ep : endpoints_) {
+      ep->attach_rings(msg_bases);
+      ep->attach_fence(FenceCheck(cfg_.node, fence_word(msg_.data()), words));
+    }
     // Nobody may leave (and unlink) before everybody has mapped everything.
     DRTMX_RETURN_IF_ERROR(control.barrier("r2.shm.mapped").with_context("shm connect"));
     connected_ = true;
@@ -216,7 +230,17 @@ class ShmFabric final : public Fabric {
 
   uint32_t max_op_bytes() const override { return kMaxOpBytes; }
 
+  // Publishes the configuration in this node's FenceWord, which this
+  // node's endpoints and every peer's check (see shm_endpoint.h).
+  void apply_membership(uint64_t epoch, const NodeSet& live) override {
+    fence_word(msg_.data())->publish(epoch, live);
+  }
+
  private:
+  static FenceWord* fence_word(uint8_t* msg_segment) {
+    return reinterpret_cast<FenceWord*>(msg_segment);
+  }
+
   Status check_new_region(RegionId id) const {
     if (connected_) {
       return invalid_argument("region " + std::to_string(id) +

@@ -192,6 +192,7 @@ Status VerbsEndpoint::connect(const std::vector<NodeDesc>& nodes, uint32_t msg_m
 
 PostResult VerbsEndpoint::post(const WorkRequest& wr) {
   OpStatus st = tables_->regions.check(wr, tables_->max_op_bytes);
+  if (st == OpStatus::kOk && !fence_.allowed(wr.remote.node)) st = OpStatus::kFenced;
   if (st == OpStatus::kOk) {
     ChannelTables t{&tables_->regions, &tables_->rkeys, &lkeys_, thread_, rc_max_inline_};
     PostOutcome o = channels_[wr.remote.node].post(wr, t);
@@ -308,6 +309,7 @@ SendResult VerbsEndpoint::send(NodeId node, ThreadId thread, const void* msg, ui
   if (node >= num_nodes_ || thread >= threads_) return SendResult::kBadPeer;
   if (len > msg_mtu_) return SendResult::kTooLarge;
   if (!connected_) return SendResult::kNoSpace;
+  if (!fence_.allowed(node)) return SendResult::kFenced;
   if (!ud_sq_.has_room()) reap_ud_sends();
   if (!ud_sq_.has_room() || ud_chain_.full()) return SendResult::kNoSpace;
   const uint32_t peer = peer_index(node, thread);
@@ -430,6 +432,10 @@ int VerbsEndpoint::poll_messages(Message* out, int max) {
         recv_->on_received(idx, false, 0);
         continue;
       }
+      if (!fence_.member(h.src_node) || !fence_.member(node_)) {
+        recv_->on_received(idx, false, 0);  // a non-member's (or we were removed): dropped
+        continue;
+      }
       const uint32_t peer = peer_index(h.src_node, h.src_thread);
       if (h.credits != 0) credits_.on_returned(peer, h.credits);
       if (h.type == MsgType::kCredit) {
@@ -445,6 +451,15 @@ int VerbsEndpoint::poll_messages(Message* out, int max) {
   post_receives();  // buffers of credit-only and dropped messages
   if (!credit_due_.empty()) return_credits();
   return n;
+}
+
+void VerbsEndpoint::fence_qps(const NodeSet& live) {
+  for (NodeId n = 0; n < num_nodes_ && n < rc_qps_.size(); ++n) {
+    if (live.test(n) || n == node_ || !rc_qps_[n]) continue;
+    ibv_qp_attr a{};
+    a.qp_state = IBV_QPS_ERR;
+    (void)ibv_modify_qp(rc_qps_[n].get(), &a, IBV_QP_STATE);
+  }
 }
 
 }  // namespace drtmx::r2::verbs

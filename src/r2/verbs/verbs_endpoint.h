@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "r2/common/fence.h"
 #include "r2/common/region_table.h"
 #include "r2/common/send_queue.h"
 #include "r2/fabric.h"
@@ -82,6 +83,14 @@ class VerbsEndpoint final : public Endpoint {
   void flush_sends() override;
   int poll_messages(Message* out, int max) override;
   bool is_registered(const void* p, size_t len) const override;
+
+  // --- membership (any thread; see Fabric::apply_membership) --------------
+  // Sets the check of this node's own view (before the worker starts).
+  void attach_fence(FenceCheck fence) { fence_ = std::move(fence); }
+  // Moves the RC QPs to the nodes not in `live` to the error state: the
+  // RNIC refuses their requests and flushes ours. Thread-safe in
+  // rdma-core (ibv_modify_qp may run beside the worker's ibv_post_send).
+  void fence_qps(const NodeSet& live);
 
  private:
   VerbsEndpoint(ThreadId t, const FabricConfig& cfg, const CreditPlan& plan,
@@ -149,6 +158,7 @@ class VerbsEndpoint final : public Endpoint {
   std::vector<uint32_t> credit_due_;
   std::vector<uint8_t> credit_due_flag_;  // [peer index]
   bool connected_ = false;
+  FenceCheck fence_;
 };
 
 }  // namespace drtmx::r2::verbs

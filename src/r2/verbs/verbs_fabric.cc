@@ -48,6 +48,7 @@ class VerbsFabric final : public Fabric {
     info_.atomics_coherent_with_cpu = false;
     tables_.regions.reset(cfg.num_nodes);
     tables_.rkeys.reset(cfg.num_nodes, cfg.threads);
+    fence_word_.init(cfg.num_nodes);
   }
 
   Status open(const std::string& device, const CreditPlan& plan) {
@@ -112,6 +113,16 @@ class VerbsFabric final : public Fabric {
   }
 
   uint32_t max_op_bytes() const override { return max_op_bytes_; }
+
+  // This node's view goes to its FenceWord (its endpoints check it before
+  // posting); the peers that left get their QPs moved to the error state,
+  // which is what fences their one-sided ops on this node's memory.
+  void apply_membership(uint64_t epoch, const NodeSet& live) override {
+    if (epoch <= fence_word_.epoch.load(std::memory_order_relaxed)) return;
+    fence_word_.publish(epoch, live);
+    if (!connected_) return;
+    for (auto& ep : endpoints_) ep->fence_qps(live.test(cfg_.node) ? live : NodeSet());
+  }
 
  private:
   Status check_new_region(RegionId id) const {
@@ -193,6 +204,8 @@ class VerbsFabric final : public Fabric {
     }
     tables_.max_op_bytes = max_op_bytes_;
     for (auto& ep : endpoints_) {
+      ep->attach_fence(
+          FenceCheck(cfg_.node, &fence_word_, std::vector<const FenceWord*>(cfg_.num_nodes)));
       Status st = ep->connect(nodes, msg_mtu);
       if (!st.is_ok()) return st.with_context("thread " + std::to_string(ep->thread()));
     }
@@ -213,6 +226,7 @@ class VerbsFabric final : public Fabric {
   std::vector<std::unique_ptr<VerbsEndpoint>> endpoints_;
   uint32_t max_op_bytes_ = kMaxOpBytes;
   bool connected_ = false;
+  FenceWord fence_word_;  // this node's view (endpoints check it)
 };
 
 }  // namespace

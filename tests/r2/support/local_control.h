@@ -56,12 +56,15 @@ class LocalControlHub {
 class LocalControl final : public ControlClient {
  public:
   LocalControl(std::shared_ptr<LocalControlHub> hub, uint16_t node, uint16_t nodes)
-      : hub_(std::move(hub)), node_(node), nodes_(nodes) {
+      : hub_(std::move(hub)), node_(node), nodes_(nodes), view_(nodes) {
     for (uint16_t i = 0; i < nodes; ++i) members_.push_back({i, "127.0.0.1"});
   }
   uint16_t node() const override { return node_; }
   uint16_t num_nodes() const override { return nodes_; }
   const std::vector<Member>& membership() const override { return members_; }
+  const MembershipView& view() const override { return view_; }
+  std::vector<MembershipChange> changes() const override { return {}; }
+  Status health() const override { return Status::ok(); }
   using ControlClient::exchange;
   Result<std::vector<std::string>> exchange(const std::string& name, const std::string& blob,
                                             std::chrono::milliseconds timeout) override {
@@ -78,6 +81,7 @@ class LocalControl final : public ControlClient {
   std::shared_ptr<LocalControlHub> hub_;
   uint16_t node_, nodes_;
   std::vector<Member> members_;
+  MembershipView view_;
 };
 
 }  // namespace drtmx::r2::testing

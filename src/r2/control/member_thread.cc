@@ -1,0 +1,137 @@
+// ControlClient: the client's own thread (see member.h). It reads every
+// frame from the coordinator and renews the lease.
+#include <poll.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "r2/control/member.h"
+
+namespace drtmx::r2::control {
+
+void MemberClient::run() {
+  const auto period = cfg_.lease / 4;
+  auto next_heartbeat = Clock::now() + period;
+  // Frames that came with JoinOk in the join's last read (a Failure right
+  // after the join, say) are already buffered: handle them before polling.
+  bool open = true;
+  Status err;
+  for (;;) {
+    Envelope e;
+    Status perr;
+    while (reader_.next(&e, &perr)) {
+      if (!dispatch(e)) return;
+    }
+    if (!perr.is_ok()) {
+      (void)fail_locally(internal_error("the coordinator sent a " + perr.message()));
+      return;
+    }
+    if (!open) {
+      (void)fail_locally(unavailable("lost the coordinator: " + err.message()));
+      return;
+    }
+    int wait_ms = 50;
+    if (cfg_.lease.count() > 0) {
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(next_heartbeat - Clock::now());
+      wait_ms = static_cast<int>(std::clamp<int64_t>(left.count(), 0, 50));
+    }
+    pollfd p[2] = {{fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
+    poll(p, 2, wait_ms);
+    if (stop_.load()) return;
+    if (p[0].revents & (POLLIN | POLLHUP | POLLERR)) open = reader_.fill(fd_, &err);
+    if (open && cfg_.lease.count() > 0 && Clock::now() >= next_heartbeat) {
+      // Renew: the next one is due a period after this one was sent, not
+      // after it was due (a late thread does not send a burst).
+      next_heartbeat = Clock::now() + period;
+      Envelope hb;
+      hb.mutable_heartbeat();
+      if (!send(hb, Clock::now() + period).is_ok()) return;
+    }
+  }
+}
+
+bool MemberClient::dispatch(const Envelope& e) {
+  switch (e.body_case()) {
+    case Envelope::kExchangeDone: {
+      const auto& d = e.exchange_done();
+      if (d.blobs_size() != cfg_.num_nodes) {
+        (void)fail_locally(internal_error("collective '" + d.name() + "' returned " +
+                                          std::to_string(d.blobs_size()) + " blobs"));
+        return false;
+      }
+      std::lock_guard<std::mutex> lk(mu_);
+      done_[d.name()] = std::vector<std::string>(d.blobs().begin(), d.blobs().end());
+      cv_.notify_all();
+      return true;
+    }
+    case Envelope::kExchangeFailed: {
+      std::lock_guard<std::mutex> lk(mu_);
+      interrupted_[e.exchange_failed().name()] = e.exchange_failed().reason();
+      cv_.notify_all();
+      return true;
+    }
+    case Envelope::kMembershipChange:
+      on_membership_change(e.membership_change());
+      return true;
+    case Envelope::kRemoved:
+      on_removed(e.removed().epoch(), e.removed().reason());
+      return false;
+    case Envelope::kFailure:
+      (void)fail_locally(aborted("cluster failed: " + e.failure().reason()));
+      return false;
+    default:
+      (void)fail_locally(internal_error("unexpected message from the coordinator"));
+      return false;
+  }
+}
+
+void MemberClient::on_membership_change(const MembershipChange& m) {
+  r2::MembershipChange c;
+  c.epoch = m.epoch();
+  NodeSet live;
+  for (uint32_t n : m.live()) {
+    if (n < cfg_.num_nodes) {
+      live.set(n);
+      c.live.push_back(static_cast<uint16_t>(n));
+    }
+  }
+  for (const auto& r : m.removed()) {
+    c.removed.push_back({static_cast<uint16_t>(r.node()), r.reason()});
+  }
+  if (c.epoch <= view_.epoch()) return;  // not newer: ignore
+  // The callback first (the node runtime fences the fabric there), then the
+  // view: whoever sees the new epoch in view() knows the fabric is fenced.
+  if (cfg_.on_change) cfg_.on_change(c);
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    changes_.push_back(c);
+    cv_.notify_all();
+  }
+  (void)view_.apply(c.epoch, live);
+}
+
+void MemberClient::on_removed(uint64_t epoch, const std::string& reason) {
+  const std::string why = "node " + std::to_string(cfg_.node) +
+                          " was removed from the cluster at epoch " + std::to_string(epoch) + " (" +
+                          reason + ")";
+  r2::MembershipChange c;
+  c.epoch = epoch;
+  NodeSet live = view_.snapshot().live;
+  live.reset(cfg_.node);
+  for (uint16_t n = 0; n < cfg_.num_nodes; ++n) {
+    if (live.test(n)) c.live.push_back(n);
+  }
+  c.removed.push_back({cfg_.node, reason});
+  // This node's own view: it is no longer a member (workers that look at
+  // view().is_member(node()) stop issuing).
+  (void)view_.apply(std::max(epoch, view_.epoch() + 1), live);
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    changes_.push_back(c);
+  }
+  (void)fail_locally(aborted(why));
+  if (cfg_.on_change) cfg_.on_change(c);
+}
+
+}  // namespace drtmx::r2::control
