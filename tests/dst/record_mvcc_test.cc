@@ -154,7 +154,7 @@ Race race(Fixture& f, const std::function<bool(Timestamp)>& reader_step) {
   // succeed: on a loaded machine one thread may win every round for a while.
   constexpr int kMin = 30000, kMax = 300000;
   auto t = [](int i) { return 1000 + 10 * uint64_t(i); };
-  std::atomic<int> go{0}, done{0}, rounds{kMax};
+  std::atomic<int> go{0}, done{0}, rounds{kMax}, reader_done{0};
   std::vector<uint8_t> r_ok(kMax), w_locked(kMax);
   std::vector<uint64_t> w_ts(kMax);
   std::thread reader([&] {
@@ -164,6 +164,7 @@ Race race(Fixture& f, const std::function<bool(Timestamp)>& reader_step) {
       }
       if (i >= rounds.load()) break;
       r_ok[i] = reader_step(t(i));
+      reader_done.store(i + 1, std::memory_order_release);
       done.fetch_add(1);
     }
   });
@@ -173,6 +174,12 @@ Race race(Fixture& f, const std::function<bool(Timestamp)>& reader_step) {
         std::this_thread::yield();
       }
       if (i >= rounds.load()) break;
+      // Every 8th round the writer goes second (after the reader's step):
+      // both then succeed whatever the scheduler does, so a loaded machine
+      // on which one thread wins every race still checks the invariant.
+      if (i % 8 == 0) {
+        while (reader_done.load(std::memory_order_acquire) <= i) std::this_thread::yield();
+      }
       const uint64_t me = store::lock_word(2, 0, 0, 1 + uint64_t(i));
       LockCollect l = lock_and_collect(f.at(), me, 1, f.vs.get(), 0, /*now=*/0);
       w_locked[i] = l.locked;

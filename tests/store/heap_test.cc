@@ -537,7 +537,9 @@ TEST(RecordHeapRecover, KeepsSealedCommittedRecordsOncePerKeyAndFreesTheRest) {
     auto g = (*heap)->allocate();
     ASSERT_TRUE(g.is_ok());
     reused.insert(g->offset / slot);
-    if (g->offset / slot != 2) EXPECT_EQ(g->incarnation, 8u);  // (slot 2's header is torn)
+    if (g->offset / slot != 2) {
+      EXPECT_EQ(g->incarnation, 8u);  // (slot 2's header is torn)
+    }
   }
   EXPECT_EQ(reused, (std::set<uint64_t>{0, 1, 2, 3}));
   auto fresh = (*heap)->allocate();

@@ -83,7 +83,7 @@ bool write_record(uint8_t* data, size_t slot, uint64_t lock_value) {
   if (!lock.compare_exchange_strong(free, lock_value, std::memory_order_acquire)) return false;
   uint64_t img[kImageWords];
   const uint64_t version = std::atomic_ref<uint64_t>(*word(data, slot, 1)).load() + 1;
-  RecordHeader h{0, version, key_of(slot), kIncarnation, kLive, 0};
+  RecordHeader h{0, version, key_of(slot), kIncarnation, kLive, 0, 0, 0};
   std::memcpy(img, &h, sizeof h);
   make_value(h.key, h.version, img + sizeof h / 8);
   seal(img, kValueSize);

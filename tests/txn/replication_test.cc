@@ -45,56 +45,62 @@ TEST(Replication, BackupsEndWithTheLastVersionOfEveryRecord) {
   const uint64_t per_node = uint64_t{kThreads} * kCos * kTxns * (kNodes - 1);
   r2::WorkerConfig wc;
   wc.coroutines = kCos + 1;
-  auto run = r2::testing::run_workers(*c, wc, [&](r2::Worker& w) {
-    const size_t wi = w.node() * kThreads + w.thread();
-    reps[wi] = std::make_unique<Replicator>(w, cfg);
-    ASSERT_TRUE(reps[wi]->attach().is_ok());
-    apps[wi] = std::make_unique<BackupApplier>(
-        w, cfg, c->base(w.node(), kLog), [&backup, wi](const RedoRecord& r) {
-          Value& v = backup[wi][{r.table, r.key}];
-          if (r.version > v.version) v = {r.version, {r.value.begin(), r.value.end()}};
-        });
-    for (uint16_t k = 0; k < kCos; ++k) {
-      ASSERT_TRUE(w.spawn([&, wi, k](Co& co) {
-                     LogBuffers buf;
-                     buf.images = c->base(co.node(), kScratch) + (co.thread() * kCos + k) * img;
-                     Copy& mine = logged[wi * kCos + k];
-                     std::mt19937 rng(static_cast<uint32_t>(wi * 17 + k));
-                     std::vector<r2::NodeId> backups;
-                     for (r2::NodeId n = 0; n < kNodes; ++n) {
-                       if (n != co.node()) backups.push_back(n);
-                     }
-                     for (int t = 0; t < kTxns; ++t) {
-                       std::vector<RedoRecord> recs(1 + rng() % 3);
-                       std::vector<std::vector<uint8_t>> vals(recs.size());
-                       for (size_t i = 0; i < recs.size(); ++i) {
-                         // Keys private to this coroutine; versions grow.
-                         recs[i].table = static_cast<uint16_t>(rng() % 2);
-                         recs[i].key = (uint64_t{wi * kCos + k} << 32) | (rng() % 16);
-                         Value& v = mine[{recs[i].table, recs[i].key}];
-                         recs[i].version = ++v.version;
-                         vals[i].assign(8 + rng() % 200, static_cast<uint8_t>(rng()));
-                         v.bytes = vals[i];
-                         recs[i].value = vals[i];
-                       }
-                       if (!reps[wi]->log(co, backups, recs, buf).is_ok()) ++failures;
-                     }
-                   }).is_ok());
-    }
-    // Keep the node alive until its applier has seen every entry for it.
-    ASSERT_TRUE(w.spawn([&, wi](Co& co) {
-                   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-                   const uint16_t node = static_cast<uint16_t>(wi / kThreads);
-                   auto total = [&] {
-                     uint64_t s = 0;
-                     for (uint16_t t = 0; t < kThreads; ++t)
-                       s += apps[node * kThreads + t]->applied();
-                     return s;
-                   };
-                   while (total() < per_node && std::chrono::steady_clock::now() < until)
-                     co.yield();
-                 }).is_ok());
-  });
+  auto run = r2::testing::run_workers(
+      *c, wc,
+      [&](r2::Worker& w) {
+        const size_t wi = w.node() * kThreads + w.thread();
+        reps[wi] = std::make_unique<Replicator>(w, cfg);
+        ASSERT_TRUE(reps[wi]->attach().is_ok());
+        apps[wi] = std::make_unique<BackupApplier>(
+            w, cfg, c->base(w.node(), kLog), [&backup, wi](const RedoRecord& r) {
+              Value& v = backup[wi][{r.table, r.key}];
+              if (r.version > v.version) v = {r.version, {r.value.begin(), r.value.end()}};
+            });
+        for (uint16_t k = 0; k < kCos; ++k) {
+          ASSERT_TRUE(w.spawn([&, wi, k](Co& co) {
+                         LogBuffers buf;
+                         buf.images = c->base(co.node(), kScratch) + (co.thread() * kCos + k) * img;
+                         Copy& mine = logged[wi * kCos + k];
+                         std::mt19937 rng(static_cast<uint32_t>(wi * 17 + k));
+                         std::vector<r2::NodeId> backups;
+                         for (r2::NodeId n = 0; n < kNodes; ++n) {
+                           if (n != co.node()) backups.push_back(n);
+                         }
+                         for (int t = 0; t < kTxns; ++t) {
+                           std::vector<RedoRecord> recs(1 + rng() % 3);
+                           std::vector<std::vector<uint8_t>> vals(recs.size());
+                           for (size_t i = 0; i < recs.size(); ++i) {
+                             // Keys private to this coroutine; versions grow.
+                             recs[i].table = static_cast<uint16_t>(rng() % 2);
+                             recs[i].key = (uint64_t{wi * kCos + k} << 32) | (rng() % 16);
+                             Value& v = mine[{recs[i].table, recs[i].key}];
+                             recs[i].version = ++v.version;
+                             vals[i].assign(8 + rng() % 200, static_cast<uint8_t>(rng()));
+                             v.bytes = vals[i];
+                             recs[i].value = vals[i];
+                           }
+                           if (!reps[wi]->log(co, backups, recs, buf).is_ok()) ++failures;
+                         }
+                       }).is_ok());
+        }
+        // Keep the node alive until its applier has seen every entry for it.
+        ASSERT_TRUE(w.spawn([&, wi](Co& co) {
+                       // Bounded, and generous: 6 workers on 2 loaded cores under
+                       // ASan took more than 30 s.
+                       const auto until =
+                           std::chrono::steady_clock::now() + std::chrono::seconds(150);
+                       const uint16_t node = static_cast<uint16_t>(wi / kThreads);
+                       auto total = [&] {
+                         uint64_t s = 0;
+                         for (uint16_t t = 0; t < kThreads; ++t)
+                           s += apps[node * kThreads + t]->applied();
+                         return s;
+                       };
+                       while (total() < per_node && std::chrono::steady_clock::now() < until)
+                         co.yield();
+                     }).is_ok());
+      },
+      std::chrono::seconds(180));
   if (run.timed_out) {
     for (size_t i = 0; i < reps.size(); ++i) {
       ADD_FAILURE() << "worker " << i << ": logged " << reps[i]->entries() << " waits "
