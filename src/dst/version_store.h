@@ -1,5 +1,5 @@
 // VersionStore: the older versions of the records of one partition copy
-// (primary or backup) under MVCC (thesis chapter 5; DESIGN.md §4). The
+// (primary or backup) under MVCC (thesis chapter 5; docs/architecture.md). The
 // newest version of a record stays in place in its record slot
 // (store/record.h, with its commit timestamp `wts`); every commit that
 // replaces it first pushes the replaced version here, linked in front of

@@ -1,6 +1,6 @@
 // Catalog: the tables of a deployment — what each one holds, how its keys
 // are partitioned, and which nodes keep each partition's primary and backup
-// copies (DESIGN.md §3). Every node builds the same catalog from the same
+// copies (docs/architecture.md). Every node builds the same catalog from the same
 // specs (the benchmark or the user's program defines them), so placement
 // and partition functions need no exchange: they are pure functions of the
 // specs, the node count and the replica count.

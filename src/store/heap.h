@@ -1,5 +1,5 @@
 // RecordHeap: the record slots of one table partition, carved out of a byte
-// range of a node's registered region (DESIGN.md §3). Implements
+// range of a node's registered region (docs/architecture.md). Implements
 // RecordSlots for the indexes (hash/hash_table.h, the ordered tables'
 // records) — they write the records; the heap only hands out and takes back
 // slot offsets.

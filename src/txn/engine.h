@@ -1,5 +1,5 @@
 // Engine: runs stored procedures as serializable OCC transactions on one
-// coroutine (thesis §4.1, DESIGN.md §4):
+// coroutine (thesis §4.1; docs/architecture.md):
 //   Execute   the procedure runs; reads go through the Locator with the
 //             policy's read path and are remembered with their versions;
 //             writes are buffered (execute.cc);

@@ -1,6 +1,6 @@
 // DrTM-KV buckets: the part of a hash table partition that clients read with
 // one-sided READs. Shared contract of the owner (hash_table.h) and the client
-// (hash_client.h). thesis-spec §5.2 ([IMPL drtmh] cluster chaining), DESIGN §3.
+// (hash_client.h). thesis-spec §5.2 ([IMPL drtmh] cluster chaining).
 //
 // A partition's bucket area is one contiguous range of a registered region:
 //   [bucket_offset, bucket_offset + (buckets + overflow) * kBucketBytes)

@@ -1,7 +1,7 @@
 // HashClient: GET of a key from a remote (or local) DrTM-KV partition with
 // one-sided READs and the node's location cache, with RPC fallback; and the
 // dynamic operations (insert / update / delete), which go to the owner by
-// RPC (thesis-spec §5.2, §7.1; DESIGN §3).
+// RPC (thesis §5.2, §7.1).
 //
 // GET paths, in order:
 //   (a) location cache hit: ONE READ of the record at the cached address;
@@ -46,7 +46,7 @@ struct HashRemote {
 
 // What a GET does when the location cache cannot answer (miss or stale):
 // READ the bucket chain itself (about 2 READs, no owner CPU), or ask the
-// owner by RPC (one round trip, owner CPU; DESIGN §4's "on a miss an RPC
+// owner by RPC (one round trip, owner CPU; docs/architecture.md: "on a miss an RPC
 // returns the record and its address"). Both fill the cache.
 enum class MissPath : uint8_t { kBucketWalk, kRpc };
 

@@ -1,6 +1,6 @@
 // LocationCache: one node's map (table, key) -> remote record address +
 // incarnation, so that a hash GET is one one-sided READ of the record
-// (DrTM's location-based cache; thesis-spec §5.2, DESIGN §3).
+// (DrTM's location-based cache; thesis §5.2).
 //
 // Entries are hints: a client READs the record at the cached address and
 // checks its identity (store/record.h verify with key and incarnation); a

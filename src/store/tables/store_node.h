@@ -1,7 +1,7 @@
 // StoreNode: the owner side of the storage layer on one node — every
 // partition copy (primary or backup) the catalog places here, built in the
 // regions regions_of() planned, and the RPC services that let other nodes
-// change them and look them up (DESIGN.md §3).
+// change them and look them up (docs/architecture.md).
 //
 // What it builds per hosted partition copy of a table:
 //   kHash                 RecordHeap + hash::HashTable, served by HashService

@@ -1,6 +1,6 @@
 // TableClient: what one coroutine uses to reach any table of the catalog —
 // it routes a key to its partition's primary (catalog placement) and runs
-// the operation over the fastest path the table kind offers (DESIGN.md §3):
+// the operation over the fastest path the table kind offers (docs/architecture.md):
 //
 //   kHash            GET: location cache -> one READ of the record (miss:
 //                    bucket walk or RPC, hash_client.h); writes: owner RPC.

@@ -1,6 +1,6 @@
 // Replication log rings: how a coordinator makes its redo log durable-in-
 // memory on a backup with one-sided WRITEs, and how the backup applies and
-// reclaims it. Thesis §4.3.4 / DESIGN.md §4 (Log phase).
+// reclaims it. Thesis §4.3.4; docs/architecture.md (the Log phase).
 //
 // Every backup node holds one ring per remote coordinator (node, thread) in
 // a registered region (the log region). A ring is `ring_bytes` (a power of
