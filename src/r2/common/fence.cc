@@ -13,13 +13,8 @@ void FenceWord::init(uint16_t nodes) {
 
 void FenceWord::publish(uint64_t e, const NodeSet& set) {
   if (e <= epoch.load(std::memory_order_relaxed)) return;
-  for (uint16_t w = 0; w < kMaxNodes / 64; ++w) {
-    uint64_t bits = 0;
-    for (uint16_t b = 0; b < 64; ++b) {
-      if (set.test(w * 64 + b)) bits |= uint64_t{1} << b;
-    }
-    live[w].store(bits, std::memory_order_relaxed);
-  }
+  for (uint16_t w = 0; w < kMaxNodes / 64; ++w)
+    live[w].store(node_word(set, w), std::memory_order_relaxed);
   // Release: whoever acquires the new epoch sees the live words above.
   epoch.store(e, std::memory_order_release);
 }

@@ -35,13 +35,8 @@ bool MembershipView::apply(uint64_t epoch, const NodeSet& live) {
   // Odd sequence first; the release fence keeps the live-word stores after it.
   seq_.store(seq_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_release);
-  for (uint16_t w = 0; w < kMaxNodes / 64; ++w) {
-    uint64_t bits = 0;
-    for (uint16_t b = 0; b < 64; ++b) {
-      if (live.test(w * 64 + b)) bits |= uint64_t{1} << b;
-    }
-    live_[w].store(bits, std::memory_order_relaxed);
-  }
+  for (uint16_t w = 0; w < kMaxNodes / 64; ++w)
+    live_[w].store(node_word(live, w), std::memory_order_relaxed);
   // Release: a reader that acquires the new epoch (or the even sequence)
   // sees every live word above.
   epoch_.store(epoch, std::memory_order_release);

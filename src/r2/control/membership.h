@@ -21,6 +21,16 @@ constexpr uint16_t kMaxNodes = 256;
 
 using NodeSet = std::bitset<kMaxNodes>;
 
+// Nodes 64w .. 64w+63 of `set` as one word (bit b = node 64w + b): how
+// live sets are kept in atomics (MembershipView, FenceWord).
+inline uint64_t node_word(const NodeSet& set, uint16_t w) {
+  uint64_t bits = 0;
+  for (uint16_t b = 0; b < 64; ++b) {
+    if (set.test(w * 64 + b)) bits |= uint64_t{1} << b;
+  }
+  return bits;
+}
+
 struct Removal {
   uint16_t node = 0;
   std::string reason;  // "lease expired: no renewal for 1234 ms", "disconnected ..."
