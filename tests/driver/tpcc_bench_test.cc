@@ -92,7 +92,7 @@ TEST(TpccBench, DeliveriesBesideNewOrdersDoNotAbortOnTheirOwnRows) {
   const std::string json = tmp("delno.json");
   const Outcome o =
       run("--bench=tpcc --nodes=1 --replicas=1 --coroutines=2 --items=2000 --customers=60 "
-          "--order-room=3000 --seconds=1 --warmup=0.3 --mix=90,0,0,10,0 --json=" +
+          "--seconds=1 --warmup=0.3 --mix=90,0,0,10,0 --json=" +
           json);
   ASSERT_EQ(o.exit_code, 0) << o.output;
   EXPECT_NE(o.output.find("check: ok"), std::string::npos) << o.output;
