@@ -245,6 +245,9 @@ class Endpoint {
   }
   // Completes the READs execute_local() left to finish.
   virtual void finish_local() {}
+  // True when execute_local() runs ops (it may still refuse one that must
+  // queue behind others); false when it never does.
+  virtual bool executes_local() const { return false; }
 };
 
 struct FabricInfo {

@@ -407,6 +407,7 @@ TEST(Worker, OpsOnTheOwnNodeRunAtOnceWithTheSameResults) {
         ASSERT_TRUE(w.spawn([&, wp](Co& co) {
                        uint8_t* buf = scratch(*c, co, kCos);
                        const NodeId self = co.node();
+                       if (co.direct(self) != direct || co.direct((self + 1) % kNodes)) ++bad;
                        if (co.id() == 0) {
                          // FIFO in one batch on the own node.
                          const uint64_t off = 4096 + 64 * self;

@@ -15,6 +15,10 @@ ThreadId Co::thread() const {
   return worker_->thread();
 }
 
+bool Co::direct(NodeId n) const {
+  return n == worker_->node() && worker_->direct_local_;
+}
+
 OpStatus Co::run(OpBatch& batch) {
   return worker_->run_batch(worker_->current(), batch);
 }

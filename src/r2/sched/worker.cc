@@ -47,6 +47,7 @@ Worker::Worker(Endpoint* ep, NodeId self, uint16_t num_nodes, uint16_t threads_p
   comps_.resize(64);
   msgs_.resize(64);
   scratch_.resize(ep_->mtu());
+  direct_local_ = cfg_.direct_local_ops && ep_->executes_local();
 }
 
 Worker::~Worker() {

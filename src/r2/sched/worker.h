@@ -245,6 +245,8 @@ class Worker {
   // Inline calls since this worker's coroutines last suspended: after
   // kInlineStreak of them a call yields, so pollers and messages still run.
   uint32_t inline_streak_ = 0;
+  // cfg_.direct_local_ops and the endpoint executes local ops (Co::direct).
+  bool direct_local_ = false;
   static constexpr uint32_t kInlineStreak = 64;
 };
 

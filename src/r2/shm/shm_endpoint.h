@@ -92,6 +92,7 @@ class ShmEndpoint final : public Endpoint {
   int poll_messages(Message* out, int max) override;
   bool execute_local(const WorkRequest& wr, OpStatus* st) override;
   void finish_local() override;
+  bool executes_local() const override { return true; }
 
   bool is_registered(const void* p, size_t len) const override { return table_->is_local(p, len); }
 
