@@ -88,8 +88,8 @@ Abort broker_volume(txn::Txn& tx, const BrokerVolumeInput& in, BrokerVolumeOutpu
   txn::Txn::Rows rows;
   std::vector<std::pair<size_t, uint64_t>> hits;  // (broker position, TRADE_REQUEST key)
   for (uint32_t u = 0; u < in.units; ++u) {
-    TPCE_TRY(tx.scan(kTradeRequestBySector, tr_by_sector_key(u, in.sector, 0, 0),
-                     tr_by_sector_key(u, in.sector, 15, kTNumMask), 100000, &rows));
+    const uint64_t lo = tr_by_sector_key(u, in.sector, 0, 0);
+    TPCE_TRY(tx.scan(kTradeRequestBySector, lo, lo | ((uint64_t{1} << 42) - 1), 100000, &rows));
     for (size_t i = 0; i < rows.keys.size(); ++i) {
       const uint32_t b = u * kBrokersPerUnit + static_cast<uint32_t>((rows.keys[i] >> 38) & 15);
       auto it = std::find(in.brokers.begin(), in.brokers.end(), b);
