@@ -18,13 +18,13 @@ int64_t wall_ms() {
 
 class Client final : public WorkloadClient {
  public:
-  Client(const Config& c, uint32_t index, uint64_t seed, Market* market)
+  Client(const Config& c, uint32_t index, uint64_t seed, Market* market, uint32_t seq)
       : c_(c),
         market_(market),
         rng_(mix64(seed, index + 1)),
         node_(client_node(c, index)),
         slot_(index + 1),
-        seq_(c.initial_trades()),
+        seq_(std::max(seq, c.initial_trades())),
         quota_(trade_quota(c)) {
     const uint32_t per_node = uint32_t{c.threads} * c.coroutines;
     dm_owner_ = index == 0;
@@ -323,8 +323,8 @@ uint32_t trade_quota(const Config& c) {
 }
 
 std::unique_ptr<WorkloadClient> make_client(const Config& c, uint32_t index, uint64_t seed,
-                                            Market* market) {
-  return std::make_unique<Client>(c, index, seed, market);
+                                            Market* market, uint32_t seq) {
+  return std::make_unique<Client>(c, index, seed, market, seq);
 }
 
 }  // namespace drtmx::bench::tpce

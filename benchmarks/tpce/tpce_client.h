@@ -38,8 +38,10 @@ uint32_t client_node(const Config& c, uint32_t index);
 // Trades one client may add (its share of its node's --trade-room).
 uint32_t trade_quota(const Config& c);
 
-// `market` is shared by the clients of a node and outlives them.
+// `market` is shared by the clients of a node and outlives them. `seq`:
+// the sequence number of the client's first trade (0: after a load, the
+// first above the loader's; after a restart, one above its slot's highest).
 std::unique_ptr<WorkloadClient> make_client(const Config& c, uint32_t index, uint64_t seed,
-                                            Market* market);
+                                            Market* market, uint32_t seq = 0);
 
 }  // namespace drtmx::bench::tpce
