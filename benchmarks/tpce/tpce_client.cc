@@ -71,7 +71,7 @@ class Client final : public WorkloadClient {
                                     static_cast<uint32_t>(rng_.uniform(0, 1000))};
         return ro([this](txn::Txn& tx) { return customer_position(tx, cp_, &cp_out_); });
       case kMarketFeed:
-        mf_.ticks = market_->ticker(rng_, now, 20);
+        mf_.ticks = market_->ticker(rng_, now, 20, node_, c_.nodes);
         mf_.now = now;
         return rw([this](txn::Txn& tx) { return market_feed(tx, mf_, &mf_out_); });
       case kMarketWatch:

@@ -30,16 +30,24 @@ void Market::completed(const Submitted& t) {
   if (tape_.size() < 10000) tape_.push_back(Tick{t.s, t.price, t.qty});
 }
 
-std::vector<Tick> Market::ticker(Rng& r, int64_t now_ms, size_t n) {
+std::vector<Tick> Market::ticker(Rng& r, int64_t now_ms, size_t n, uint32_t node, uint32_t nodes) {
+  auto local = [&](uint32_t s) { return s / kSecuritiesPerUnit % nodes == node; };
   std::vector<Tick> out;
   {
     std::lock_guard<std::mutex> g(mu_);
     while (out.size() < n && !tape_.empty()) {
-      out.push_back(tape_.front());
+      if (local(tape_.front().s)) out.push_back(tape_.front());
       tape_.pop_front();
     }
   }
-  while (out.size() < n) out.push_back(Tick{static_cast<uint32_t>(r.uniform(0, securities_ - 1)), 0, 100});
+  const uint32_t units = securities_ / kSecuritiesPerUnit;
+  const uint32_t mine = units / nodes + (node < units % nodes ? 1 : 0);
+  while (out.size() < n && mine > 0) {
+    const auto u = node + static_cast<uint32_t>(r.uniform(0, mine - 1)) * nodes;
+    out.push_back(Tick{u * kSecuritiesPerUnit +
+                           static_cast<uint32_t>(r.uniform(0, kSecuritiesPerUnit - 1)),
+                       0, 100});
+  }
   // One tick per security (a feed reports each symbol once), at the
   // current price.
   std::vector<Tick> unique;

@@ -37,9 +37,13 @@ class Market {
   bool take(Submitted* out);
   // A Trade-Result committed: the trade goes onto the ticker tape.
   void completed(const Submitted& t);
-  // Up to `n` ticks for a Market-Feed: the tape's oldest entries, then
-  // random securities, at the prices of `now_ms`.
-  std::vector<Tick> ticker(Rng& r, int64_t now_ms, size_t n);
+  // Up to `n` ticks for a Market-Feed on `node` of `nodes`: the tape's
+  // oldest entries of the securities of units whose primary is `node`,
+  // then random securities of those units, at the prices of `now_ms`. Each
+  // node's feed reports its own units' securities (as exchanges list
+  // disjoint symbols), so the feeds of different nodes never write the same
+  // LAST_TRADE rows and a feed's writes to them are local.
+  std::vector<Tick> ticker(Rng& r, int64_t now_ms, size_t n, uint32_t node, uint32_t nodes);
   size_t waiting() const;
 
  private:
