@@ -100,24 +100,47 @@ Abort market_watch(txn::Txn& tx, const MarketWatchInput& in, MarketWatchOutput* 
 
 Abort security_detail(txn::Txn& tx, const SecurityDetailInput& in, SecurityDetailOutput* out) {
   *out = SecurityDetailOutput{};
+  // Independent reads go in one round each (prefetch): the security; its
+  // company, exchange and last trade; the competitors; the addresses and
+  // the competitors' companies and industries; then the scans.
   SecurityRow sec;
   TPCE_TRY(tx.get(kSecurity, security_key(in.s), &sec));
+  const uint32_t co_id = sec.s_co_id;
+  const txn::TableKey second[] = {{kCompany, company_key(co_id)},
+                                  {kExchange, exchange_key(sec.s_ex_id)},
+                                  {kLastTrade, security_key(in.s)}};
+  TPCE_TRY(tx.prefetch(second, false));
   CompanyRow co;
-  TPCE_TRY(tx.get(kCompany, company_key(sec.s_co_id), &co));
-  AddressRow ad;
-  TPCE_TRY(tx.get(kAddress, co.co_ad_id, &ad));
-  ZipCodeRow zc;
-  TPCE_TRY(tx.get(kZipCode, ad.ad_zc, &zc));
+  TPCE_TRY(tx.get(kCompany, company_key(co_id), &co));
   ExchangeRow ex;
   TPCE_TRY(tx.get(kExchange, exchange_key(sec.s_ex_id), &ex));
-  AddressRow ex_ad;
-  TPCE_TRY(tx.get(kAddress, ex.ex_ad_id, &ex_ad));
+  LastTradeRow lt;
+  TPCE_TRY(tx.get(kLastTrade, security_key(in.s), &lt));
+  out->last_price = lt.lt_price;
   txn::Txn::Rows rows;
-  const uint32_t co_id = sec.s_co_id;
   TPCE_TRY(tx.scan(kCompanyCompetitor, company_competitor_key(co_id, 0),
                    company_competitor_key(co_id, 3), 3, &rows));
+  std::vector<txn::TableKey> keys = {{kAddress, co.co_ad_id}, {kAddress, ex.ex_ad_id}};
+  std::vector<CompanyCompetitorRow> comps;
   for (size_t i = 0; i < rows.keys.size(); ++i) {
-    const auto cp = row_at<CompanyCompetitorRow>(rows, i);
+    comps.push_back(row_at<CompanyCompetitorRow>(rows, i));
+    keys.push_back({kCompany, company_key(comps.back().cp_comp_co_id)});
+    keys.push_back({kIndustry, comps.back().cp_in_id});
+  }
+  std::sort(keys.begin(), keys.end(), [](auto& a, auto& b) {
+    return a.table != b.table ? a.table < b.table : a.key < b.key;
+  });
+  keys.erase(std::unique(keys.begin(), keys.end(),
+                         [](auto& a, auto& b) { return a.table == b.table && a.key == b.key; }),
+             keys.end());
+  TPCE_TRY(tx.prefetch(keys, false));
+  AddressRow ad;
+  TPCE_TRY(tx.get(kAddress, co.co_ad_id, &ad));
+  AddressRow ex_ad;
+  TPCE_TRY(tx.get(kAddress, ex.ex_ad_id, &ex_ad));
+  ZipCodeRow zc;
+  TPCE_TRY(tx.get(kZipCode, ad.ad_zc, &zc));
+  for (const CompanyCompetitorRow& cp : comps) {
     CompanyRow comp;
     TPCE_TRY(tx.get(kCompany, company_key(cp.cp_comp_co_id), &comp));
     IndustryRow ind;
@@ -129,9 +152,6 @@ Abort security_detail(txn::Txn& tx, const SecurityDetailInput& in, SecurityDetai
   TPCE_TRY(tx.scan(kDailyMarket, daily_market_key(in.s, in.day), daily_market_key(in.s, 0xffff),
                    in.max_rows, &rows));
   out->days = static_cast<uint32_t>(rows.keys.size());
-  LastTradeRow lt;
-  TPCE_TRY(tx.get(kLastTrade, security_key(in.s), &lt));
-  out->last_price = lt.lt_price;
   TPCE_TRY(tx.scan(kNewsItem, news_key(co_id, 0), news_key(co_id, 15), 2, &rows));
   out->news = static_cast<uint32_t>(rows.keys.size());
   return Abort::kNone;

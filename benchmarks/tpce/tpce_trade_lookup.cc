@@ -61,9 +61,19 @@ Abort trade_lookup(txn::Txn& tx, const TradeLookupInput& in, TradeLookupOutput* 
   std::vector<txn::TableKey> keys;
   for (uint64_t trade : out->trades) keys.push_back({kTrade, trade});
   TPCE_TRY(tx.prefetch(keys, false));
-  for (uint64_t trade : out->trades) {
-    TradeRow t;
-    TPCE_TRY(tx.get(kTrade, trade, &t));
+  // The settlements and cash transactions of the completed ones in one round.
+  std::vector<TradeRow> ts(out->trades.size());
+  keys.clear();
+  for (size_t i = 0; i < out->trades.size(); ++i) {
+    TPCE_TRY(tx.get(kTrade, out->trades[i], &ts[i]));
+    if (ts[i].t_st_id != kCmpt) continue;
+    keys.push_back({kSettlement, out->trades[i]});
+    if (ts[i].t_is_cash) keys.push_back({kCashTransaction, out->trades[i]});
+  }
+  TPCE_TRY(tx.prefetch(keys, false));
+  for (size_t i = 0; i < out->trades.size(); ++i) {
+    const uint64_t trade = out->trades[i];
+    const TradeRow& t = ts[i];
     if (t.t_st_id == kCmpt) {
       SettlementRow se;
       TPCE_TRY(tx.get(kSettlement, trade, &se));
@@ -126,7 +136,12 @@ Abort trade_status(txn::Txn& tx, const TradeStatusInput& in, TradeStatusOutput* 
                    trade_by_account_key(in.ca, 0), 50, &rows));
   std::vector<txn::TableKey> keys;
   for (size_t i = 0; i < rows.keys.size(); ++i) keys.push_back({kTrade, row_at<IndexRow>(rows, i).key});
+  // The status and trade type names (replicated) in the same round.
+  const size_t trades = keys.size();
+  for (uint8_t i = 0; i < kStatusTypes; ++i) keys.push_back({kStatusType, i});
+  for (uint8_t i = 0; i < kTradeTypes; ++i) keys.push_back({kTradeType, i});
   TPCE_TRY(tx.prefetch(keys, false));
+  keys.resize(trades);
   std::vector<uint32_t> secs;
   for (const txn::TableKey& k : keys) {
     TradeRow t;
@@ -143,6 +158,8 @@ Abort trade_status(txn::Txn& tx, const TradeStatusInput& in, TradeStatusOutput* 
   secs.erase(std::unique(secs.begin(), secs.end()), secs.end());
   keys.clear();
   for (uint32_t s : secs) keys.push_back({kSecurity, security_key(s)});
+  keys.push_back({kCustomerAccount, account_key(in.ca)});
+  for (uint32_t ex = 0; ex < kExchanges; ++ex) keys.push_back({kExchange, exchange_key(ex)});
   TPCE_TRY(tx.prefetch(keys, false));
   for (uint32_t s : secs) {
     SecurityRow sec;
@@ -153,6 +170,9 @@ Abort trade_status(txn::Txn& tx, const TradeStatusInput& in, TradeStatusOutput* 
   // Frame 2: the customer and the broker.
   CustomerAccountRow ca;
   TPCE_TRY(tx.get(kCustomerAccount, account_key(in.ca), &ca));
+  const txn::TableKey people[] = {{kCustomer, customer_key(ca.ca_c_id)},
+                                  {kBroker, broker_key(ca.ca_b_id)}};
+  TPCE_TRY(tx.prefetch(people, false));
   CustomerRow cu;
   TPCE_TRY(tx.get(kCustomer, customer_key(ca.ca_c_id), &cu));
   BrokerRow b;
