@@ -16,24 +16,27 @@ namespace {
 
 class Tpce final : public Workload {
  public:
-  explicit Tpce(const Config& c) : c_(c), market_(std::make_unique<Market>(c.seed, c.securities())) {}
+  explicit Tpce(const Config& c)
+      : c_(c), market_(std::make_unique<Market>(c.seed, c.securities())) {}
 
   std::string name() const override { return "tpce"; }
   std::vector<std::string> txn_types() const override {
-    return {"BrokerVolume", "CustomerPosition", "MarketFeed",     "MarketWatch",
-            "SecurityDetail", "TradeLookup",    "TradeOrder",     "TradeResult",
-            "TradeStatus",  "TradeUpdate",      "DataMaintenance", "TradeCleanup"};
+    return {"BrokerVolume",   "CustomerPosition", "MarketFeed",      "MarketWatch",
+            "SecurityDetail", "TradeLookup",      "TradeOrder",      "TradeResult",
+            "TradeStatus",    "TradeUpdate",      "DataMaintenance", "TradeCleanup"};
   }
   std::vector<store::TableSpec> tables() const override { return table_specs(c_); }
   std::string describe() const override {
     std::ostringstream os;
-    os << "customers=" << c_.customers() << " (" << c_.customers_per_node << "/node, "
-       << c_.units() << " load units) mix=";
-    for (int i = 0; i < kMixTypes; ++i) os << (i ? "," : "") << c_.mix[i] / 10 << "." << c_.mix[i] % 10;
+    os << "customers=" << c_.customers() << " (" << c_.customers_per_node << "/node, " << c_.units()
+       << " load units) mix=";
+    for (int i = 0; i < kMixTypes; ++i)
+      os << (i ? "," : "") << c_.mix[i] / 10 << "." << c_.mix[i] % 10;
     os << " (read-only " << std::fixed << std::setprecision(1) << c_.read_only_pct() << "%)"
        << " dm_interval_ms=" << c_.dm_interval_ms << " tc_interval_ms=" << c_.tc_interval_ms
-       << " trade_room=" << c_.trade_room << " SCALED-DOWN: initial_trade_days="
-       << std::setprecision(3) << c_.initial_trade_days << " (" << c_.initial_trades()
+       << " trade_room=" << c_.trade_room
+       << " SCALED-DOWN: initial_trade_days=" << std::setprecision(3) << c_.initial_trade_days
+       << " (" << c_.initial_trades()
        << " trades per unit; spec 300 days) market_days=" << c_.market_days << " (spec 1305)";
     return os.str();
   }
@@ -130,8 +133,9 @@ WorkloadInfo info() {
        "percentages of BrokerVolume,CustomerPosition,MarketFeed,MarketWatch,SecurityDetail,"
        "TradeLookup,TradeOrder,TradeResult,TradeStatus,TradeUpdate (one decimal; default the "
        "specification's 4.9,13,1,18,14,8,10.1,10,19,2)"},
-      {"dm-interval-ms", "Data-Maintenance period, one client of the cluster (default 1000; spec "
-                         "60000)"},
+      {"dm-interval-ms",
+       "Data-Maintenance period, one client of the cluster (default 1000; spec "
+       "60000)"},
       {"tc-interval-ms", "Trade-Cleanup period on each node (default 2000)"},
       {"trade-room", "trades each load unit may add during the run (default 60000)"},
   };

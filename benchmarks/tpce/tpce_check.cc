@@ -40,9 +40,9 @@ bool legal_history(uint32_t mask, uint8_t* last) {
     uint32_t mask;
     uint8_t last;
   };
-  static const Path kPaths[] = {{P, kPndg},         {S, kSbmt},         {P | S, kSbmt},
-                                {S | C, kCmpt},     {P | S | C, kCmpt}, {P | X, kCncl},
-                                {S | X, kCncl},     {P | S | X, kCncl}};
+  static const Path kPaths[] = {{P, kPndg},     {S, kSbmt},         {P | S, kSbmt},
+                                {S | C, kCmpt}, {P | S | C, kCmpt}, {P | X, kCncl},
+                                {S | X, kCncl}, {P | S | X, kCncl}};
   for (const Path& p : kPaths) {
     if (p.mask == mask) {
       *last = p.last;
@@ -145,11 +145,11 @@ class Checker {
       DRTMX_RETURN_IF_ERROR(get(kCashTransaction, k, &ct, &have_ct));
       const bool done = t.st == kCmpt;
       if (have_se != done || have_ct != (done && t.cash) || (have_ct && ct.ct_amt != se.se_amt)) {
-        return violated("C2 (settlement and cash rows match completed trades)",
-                        "trade " + std::to_string(k),
-                        std::string("status ") + std::to_string(t.st) + ", cash " +
-                            std::to_string(t.cash) + ", SETTLEMENT " + (have_se ? "present" : "absent") +
-                            ", CASH_TRANSACTION " + (have_ct ? "present" : "absent"));
+        return violated(
+            "C2 (settlement and cash rows match completed trades)", "trade " + std::to_string(k),
+            std::string("status ") + std::to_string(t.st) + ", cash " + std::to_string(t.cash) +
+                ", SETTLEMENT " + (have_se ? "present" : "absent") + ", CASH_TRANSACTION " +
+                (have_ct ? "present" : "absent"));
       }
       if (have_ct) cash_[t.ca] += ct.ct_amt;
     }
@@ -210,7 +210,7 @@ class Checker {
   }
 
   Status holdings() {
-    std::map<uint64_t, int64_t> sum;  // HS key -> sum(H_QTY)
+    std::map<uint64_t, int64_t> sum;       // HS key -> sum(H_QTY)
     std::map<uint64_t, int32_t> by_trade;  // H_T_ID -> H_QTY
     DRTMX_RETURN_IF_ERROR(scan<HoldingRow>(
         kHolding, unit_bits(u_), unit_bits(u_ + 1) - 1, [&](uint64_t k, const HoldingRow& h) {
@@ -227,10 +227,10 @@ class Checker {
           auto it = sum.find(k);
           const int64_t have = it == sum.end() ? 0 : it->second;
           if (hs.hs_qty == 0 || have != hs.hs_qty) {
-            return violated("C5 (holding summaries equal the sum of holdings)",
-                            "holding summary " + std::to_string(k),
-                            "HS_QTY " + std::to_string(hs.hs_qty) + " vs sum(H_QTY) " +
-                                std::to_string(have));
+            return violated(
+                "C5 (holding summaries equal the sum of holdings)",
+                "holding summary " + std::to_string(k),
+                "HS_QTY " + std::to_string(hs.hs_qty) + " vs sum(H_QTY) " + std::to_string(have));
           }
           if (it != sum.end()) sum.erase(it);
           return Status();
@@ -241,20 +241,22 @@ class Checker {
                       "holdings without a HOLDING_SUMMARY row");
     }
     std::map<uint64_t, int64_t> net;  // H_T_ID -> sum of changes
-    DRTMX_RETURN_IF_ERROR(scan<HoldingHistoryRow>(
-        kHoldingHistory, unit_bits(u_), unit_bits(u_ + 1) - 1,
-        [&](uint64_t, const HoldingHistoryRow& hh) {
-          net[hh.hh_h_t_id] += int64_t{hh.hh_after_qty} - hh.hh_before_qty;
-          return Status();
-        }));
+    DRTMX_RETURN_IF_ERROR(
+        scan<HoldingHistoryRow>(kHoldingHistory, unit_bits(u_), unit_bits(u_ + 1) - 1,
+                                [&](uint64_t, const HoldingHistoryRow& hh) {
+                                  net[hh.hh_h_t_id] += int64_t{hh.hh_after_qty} - hh.hh_before_qty;
+                                  return Status();
+                                }));
     for (const auto& [t, q] : by_trade) {
       if (net[t] != q)
-        return violated("C6 (holding history matches holdings)", "holding of trade " + std::to_string(t),
+        return violated("C6 (holding history matches holdings)",
+                        "holding of trade " + std::to_string(t),
                         "H_QTY " + std::to_string(q) + " vs history " + std::to_string(net[t]));
     }
     for (const auto& [t, q] : net) {
       if (q != 0 && by_trade.count(t) == 0)
-        return violated("C6 (holding history matches holdings)", "holding of trade " + std::to_string(t),
+        return violated("C6 (holding history matches holdings)",
+                        "holding of trade " + std::to_string(t),
                         "closed, but its history adds up to " + std::to_string(q));
     }
     return Status();
@@ -265,15 +267,15 @@ class Checker {
     DRTMX_RETURN_IF_ERROR(scan<IndexRow>(
         kTradeByAccount, unit_bits(u_), unit_bits(u_ + 1) - 1, [&](uint64_t k, const IndexRow& ix) {
           auto it = trades_.find(ix.key);
-          if (it == trades_.end() ||
-              trade_by_account_key(it->second.ca, trade_num(ix.key)) != k)
+          if (it == trades_.end() || trade_by_account_key(it->second.ca, trade_num(ix.key)) != k)
             return violated("C7 (trade indexes)", "TRADE_BY_ACCOUNT entry " + std::to_string(k),
                             "no trade of that account");
           ++by_account;
           return Status();
         }));
     DRTMX_RETURN_IF_ERROR(scan<IndexRow>(
-        kTradeBySecurity, unit_bits(u_), unit_bits(u_ + 1) - 1, [&](uint64_t k, const IndexRow& ix) {
+        kTradeBySecurity, unit_bits(u_), unit_bits(u_ + 1) - 1,
+        [&](uint64_t k, const IndexRow& ix) {
           auto it = trades_.find(ix.key);
           if (it == trades_.end() ||
               trade_by_security_key(u_, it->second.s, trade_num(ix.key)) != k)
@@ -282,20 +284,20 @@ class Checker {
           ++by_security;
           return Status();
         }));
-    DRTMX_RETURN_IF_ERROR(scan<IndexRow>(
-        kTradeRequestBySector, unit_bits(u_), unit_bits(u_ + 1) - 1,
-        [&](uint64_t k, const IndexRow& ix) {
-          const uint64_t trade = trade_of_request_key(ix.key);
-          auto it = trades_.find(trade);
-          if (it == trades_.end() || it->second.st != kPndg ||
-              ix.key != trade_request_key(it->second.s, trade) ||
-              trade_num(trade) != (k & kTNumMask))
-            return violated("C7 (trade indexes)",
-                            "TRADE_REQUEST_BY_SECTOR entry " + std::to_string(k),
-                            "not a pending trade of this unit");
-          ++by_sector;
-          return Status();
-        }));
+    DRTMX_RETURN_IF_ERROR(
+        scan<IndexRow>(kTradeRequestBySector, unit_bits(u_), unit_bits(u_ + 1) - 1,
+                       [&](uint64_t k, const IndexRow& ix) {
+                         const uint64_t trade = trade_of_request_key(ix.key);
+                         auto it = trades_.find(trade);
+                         if (it == trades_.end() || it->second.st != kPndg ||
+                             ix.key != trade_request_key(it->second.s, trade) ||
+                             trade_num(trade) != (k & kTNumMask))
+                           return violated("C7 (trade indexes)",
+                                           "TRADE_REQUEST_BY_SECTOR entry " + std::to_string(k),
+                                           "not a pending trade of this unit");
+                         ++by_sector;
+                         return Status();
+                       }));
     if (by_account != trades_.size() || by_security != trades_.size() ||
         by_sector != static_cast<uint64_t>(sums_.pending)) {
       return violated("C7 (trade indexes)", "unit " + std::to_string(u_),
@@ -323,16 +325,16 @@ class Checker {
       AddressRow ad;
       DRTMX_RETURN_IF_ERROR(need(kAddress, company_address_key(co), &ad));
     }
-    DRTMX_RETURN_IF_ERROR(scan<DailyMarketRow>(kDailyMarket, uint64_t{s0} << 16,
-                                               (uint64_t{s1} << 16) - 1,
-                                               [](uint64_t, const DailyMarketRow&) { return Status(); }));
-    DRTMX_RETURN_IF_ERROR(scan<FinancialRow>(
-        kFinancial, financial_key(u_ * kCompaniesPerUnit, 0),
-        financial_key((u_ + 1) * kCompaniesPerUnit, 0) - 1,
-        [](uint64_t, const FinancialRow&) { return Status(); }));
-    DRTMX_RETURN_IF_ERROR(scan<NewsItemRow>(
-        kNewsItem, news_key(u_ * kCompaniesPerUnit, 0), news_key((u_ + 1) * kCompaniesPerUnit, 0) - 1,
-        [](uint64_t, const NewsItemRow&) { return Status(); }));
+    DRTMX_RETURN_IF_ERROR(
+        scan<DailyMarketRow>(kDailyMarket, uint64_t{s0} << 16, (uint64_t{s1} << 16) - 1,
+                             [](uint64_t, const DailyMarketRow&) { return Status(); }));
+    DRTMX_RETURN_IF_ERROR(
+        scan<FinancialRow>(kFinancial, financial_key(u_ * kCompaniesPerUnit, 0),
+                           financial_key((u_ + 1) * kCompaniesPerUnit, 0) - 1,
+                           [](uint64_t, const FinancialRow&) { return Status(); }));
+    DRTMX_RETURN_IF_ERROR(scan<NewsItemRow>(kNewsItem, news_key(u_ * kCompaniesPerUnit, 0),
+                                            news_key((u_ + 1) * kCompaniesPerUnit, 0) - 1,
+                                            [](uint64_t, const NewsItemRow&) { return Status(); }));
     return scan<TradeRequestRow>(
         kTradeRequest, uint64_t{s0} << 46, (uint64_t{s1} << 46) - 1,
         [&](uint64_t k, const TradeRequestRow& tr) -> Status {
@@ -351,8 +353,8 @@ class Checker {
   // The remaining partitioned tables, for the digests.
   Status rest() {
     auto any = [](uint64_t, const auto&) { return Status(); };
-    DRTMX_RETURN_IF_ERROR(scan<AccountPermissionRow>(kAccountPermission, unit_bits(u_),
-                                                     unit_bits(u_ + 1) - 1, any));
+    DRTMX_RETURN_IF_ERROR(
+        scan<AccountPermissionRow>(kAccountPermission, unit_bits(u_), unit_bits(u_ + 1) - 1, any));
     DRTMX_RETURN_IF_ERROR(
         scan<WatchItemRow>(kWatchItem, unit_bits(u_), unit_bits(u_ + 1) - 1, any));
     if (u_ == 0) {
@@ -491,7 +493,8 @@ Result<std::vector<int64_t>> audit_node(const StoreNode& node, const store::Cata
     const bool primary = cat.replicas_of(ct, p, node.node()).primary == node.node();
     int64_t* mine = &out[size_t{p} * kPerUnit];
     int64_t* tables = &out[size_t{U} * kPerUnit + size_t{p} * 2 * kTableCount];
-    for (size_t t = 0; t < kTableCount; ++t) tables[2 * t + (primary ? 0 : 1)] += s->table_digest[t];
+    for (size_t t = 0; t < kTableCount; ++t)
+      tables[2 * t + (primary ? 0 : 1)] += s->table_digest[t];
     if (primary) {
       mine[0] += s->pending;
       mine[1] += s->pending_hash;
@@ -520,11 +523,10 @@ Status check_sums(const Config& c, const std::vector<int64_t>& node_sums,
   if (node_sums.size() != sums_size(c) || client_sums.size() != kClientSums)
     return internal_error("tpce: audit vectors of unexpected size");
   if (client_sums[kRoomFull] > 0) {
-    return exhausted("tpce: " + std::to_string(client_sums[kRoomFull]) +
-                     " Trade-Orders found their client's trade room used up (" +
-                     std::to_string(trade_quota(c)) +
-                     " trades per client): raise --trade-room (now " +
-                     std::to_string(c.trade_room) + ")");
+    return exhausted(
+        "tpce: " + std::to_string(client_sums[kRoomFull]) +
+        " Trade-Orders found their client's trade room used up (" + std::to_string(trade_quota(c)) +
+        " trades per client): raise --trade-room (now " + std::to_string(c.trade_room) + ")");
   }
   int64_t added = 0, completed = 0, canceled = 0;
   for (uint32_t u = 0; u < U; ++u) {

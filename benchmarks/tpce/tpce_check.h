@@ -42,7 +42,7 @@ namespace drtmx::bench::tpce {
 
 // What one unit copy contributes to the cluster sums.
 struct UnitSums {
-  int64_t pending = 0, pending_hash = 0;  // pending trades of the unit (C8)
+  int64_t pending = 0, pending_hash = 0;    // pending trades of the unit (C8)
   int64_t requests = 0, requests_hash = 0;  // TRADE_REQUEST rows of this security partition, by
                                             // the unit of their trade: [unit]
   std::vector<int64_t> requests_by_unit, requests_hash_by_unit;

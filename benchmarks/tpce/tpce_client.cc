@@ -168,8 +168,8 @@ class Client final : public WorkloadClient {
   }
   uint64_t account() {
     const uint64_t cu = customer();
-    return account_of(cu, static_cast<uint32_t>(
-                              rng_.uniform(0, customer_accounts(c_.seed, cu) - 1)));
+    return account_of(cu,
+                      static_cast<uint32_t>(rng_.uniform(0, customer_accounts(c_.seed, cu) - 1)));
   }
   uint32_t security() { return static_cast<uint32_t>(rng_.uniform(0, c_.securities() - 1)); }
   // A trade number bound: some time within the initial trades or after.
@@ -213,7 +213,10 @@ class Client final : public WorkloadClient {
     tl_ = TradeLookupInput{};
     const uint64_t r = rng_.uniform(1, 100);
     tl_.frame = update ? static_cast<uint8_t>(rng_.uniform(1, 3))
-                       : static_cast<uint8_t>(r <= 30 ? 1 : r <= 60 ? 2 : r <= 90 ? 3 : 4);
+                       : static_cast<uint8_t>(r <= 30   ? 1
+                                              : r <= 60 ? 2
+                                              : r <= 90 ? 3
+                                                        : 4);
     tl_.max_trades = 20;
     tl_.units = c_.units();
     switch (tl_.frame) {

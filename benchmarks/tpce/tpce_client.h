@@ -25,11 +25,11 @@
 namespace drtmx::bench::tpce {
 
 enum ClientSum : int {
-  kOrdersCommitted,   // Trade-Orders committed (trades added)
-  kResultsCommitted,  // Trade-Results committed (trades completed)
-  kCanceledByCleanup, // trades Trade-Cleanup canceled
-  kRoomFull,          // Trade-Orders not run: the client's trade room was used up
-  kRollbacks,         // Trade-Orders rolled back (frame 5)
+  kOrdersCommitted,    // Trade-Orders committed (trades added)
+  kResultsCommitted,   // Trade-Results committed (trades completed)
+  kCanceledByCleanup,  // trades Trade-Cleanup canceled
+  kRoomFull,           // Trade-Orders not run: the client's trade room was used up
+  kRollbacks,          // Trade-Orders rolled back (frame 5)
   kClientSums
 };
 

@@ -93,9 +93,8 @@ Result<Config> parse(const WorkloadOptions& o, const WorkloadEnv& env) {
   c.trade_room = *room;
   if (c.units() > kMaxUnits) {
     return invalid_argument("--customers=" + std::to_string(*customers) + " on " +
-                            std::to_string(c.nodes) + " nodes makes " +
-                            std::to_string(c.units()) + " load units; at most " +
-                            std::to_string(kMaxUnits));
+                            std::to_string(c.nodes) + " nodes makes " + std::to_string(c.units()) +
+                            " load units; at most " + std::to_string(kMaxUnits));
   }
   if (auto it = o.find("initial-trade-days"); it != o.end()) {
     char* end = nullptr;
@@ -109,8 +108,9 @@ Result<Config> parse(const WorkloadOptions& o, const WorkloadEnv& env) {
     c.initial_trade_days = d;
   }
   if (uint64_t{c.initial_trades()} + c.trade_room >= (uint64_t{1} << 26)) {
-    return invalid_argument("--initial-trade-days and --trade-room: at most 67108863 trades per "
-                            "load unit (trade ids have 26 sequence bits)");
+    return invalid_argument(
+        "--initial-trade-days and --trade-room: at most 67108863 trades per "
+        "load unit (trade ids have 26 sequence bits)");
   }
   if (auto it = o.find("mix"); it != o.end()) {
     auto m = parse_mix(it->second);

@@ -95,8 +95,8 @@ Status put(const Sink& sink, txn::TableId t, uint64_t key, const Row& row) {
 }
 
 void word(Rng& r, char* dst, size_t size, size_t lo, size_t hi) {
-  static const char* kSyl[] = {"BAR", "OUGHT", "ABLE", "PRI", "PRES", "ESE", "ANTI", "CALLY",
-                               "ATION", "EING", "KON", "DU", "MER", "SAL", "TIN", "VOR"};
+  static const char* kSyl[] = {"BAR",   "OUGHT", "ABLE", "PRI", "PRES", "ESE", "ANTI", "CALLY",
+                               "ATION", "EING",  "KON",  "DU",  "MER",  "SAL", "TIN",  "VOR"};
   std::string s;
   const size_t n = r.uniform(lo, hi);
   while (s.size() < n) s += kSyl[r.uniform(0, 15)];
@@ -251,7 +251,8 @@ Status generate_unit(const Config& c, uint32_t u, const Sink& sink) {
       ExchangeRow e{};
       set_text(e.ex_name, sizeof e.ex_name, kEx[ex]);
       e.ex_num_symb = 0;
-      for (uint32_t s = 0; s < c.securities(); ++s) e.ex_num_symb += security_exchange(seed, s) == ex;
+      for (uint32_t s = 0; s < c.securities(); ++s)
+        e.ex_num_symb += security_exchange(seed, s) == ex;
       e.ex_open = 930;
       e.ex_close = 1600;
       word(r, e.ex_desc, sizeof e.ex_desc, 20, 150);
@@ -335,8 +336,8 @@ Status generate_unit(const Config& c, uint32_t u, const Sink& sink) {
     for (uint32_t d = 0; d < c.market_days; ++d) {
       DailyMarketRow dm{};
       dm.dm_date = kLoadTime - int64_t{c.market_days - d} * 86400000;
-      close = std::clamp<int64_t>(close + static_cast<int64_t>(r.uniform(0, 40)) - 20, 100,
-                                  1000000);
+      close =
+          std::clamp<int64_t>(close + static_cast<int64_t>(r.uniform(0, 40)) - 20, 100, 1000000);
       dm.dm_close = close;
       dm.dm_high = close + static_cast<int64_t>(r.uniform(0, 50));
       dm.dm_low = std::max<int64_t>(1, close - static_cast<int64_t>(r.uniform(0, 50)));
@@ -362,7 +363,8 @@ Status generate_unit(const Config& c, uint32_t u, const Sink& sink) {
     row.c_tier = customer_tier(seed, cu);
     row.c_dob = kLoadTime - static_cast<int64_t>(r.uniform(18 * 365, 90 * 365)) * 86400000;
     row.c_ad_id = customer_address_key(cu);
-    for (auto& ph : row.c_phone) set_text(ph, sizeof ph, std::to_string(r.uniform(1000000, 9999999)));
+    for (auto& ph : row.c_phone)
+      set_text(ph, sizeof ph, std::to_string(r.uniform(1000000, 9999999)));
     set_text(row.c_email_1, sizeof row.c_email_1, text(row.c_f_name, 20) + "@a.com");
     set_text(row.c_email_2, sizeof row.c_email_2, text(row.c_l_name, 25) + "@b.com");
     row.c_accounts = static_cast<uint8_t>(customer_accounts(seed, cu));
@@ -371,8 +373,8 @@ Status generate_unit(const Config& c, uint32_t u, const Sink& sink) {
     address(r, &a);
     DRTMX_RETURN_IF_ERROR(put(sink, kAddress, customer_address_key(cu), a));
     uint32_t tax[2];
-    tax[0] = static_cast<uint32_t>(r.uniform(0, kTaxrates / 2 - 1));            // national
-    tax[1] = static_cast<uint32_t>(r.uniform(kTaxrates / 2, kTaxrates - 1));    // local
+    tax[0] = static_cast<uint32_t>(r.uniform(0, kTaxrates / 2 - 1));          // national
+    tax[1] = static_cast<uint32_t>(r.uniform(kTaxrates / 2, kTaxrates - 1));  // local
     for (uint32_t k = 0; k < 2; ++k) {
       DRTMX_RETURN_IF_ERROR(
           put(sink, kCustomerTaxrate, customer_taxrate_key(cu, k), CustomerTaxrateRow{tax[k]}));
@@ -544,10 +546,12 @@ Status generate_unit(const Config& c, uint32_t u, const Sink& sink) {
     DRTMX_RETURN_IF_ERROR(put(sink, kTradeBySecurity, trade_by_security_key(u, s, trade_num(trade)),
                               IndexRow{trade}));
   }
-  for (const BrokerRow& b : brokers) DRTMX_RETURN_IF_ERROR(put(sink, kBroker, broker_key(b.b_id), b));
+  for (const BrokerRow& b : brokers)
+    DRTMX_RETURN_IF_ERROR(put(sink, kBroker, broker_key(b.b_id), b));
   for (size_t i = 0; i < accounts.size(); ++i) {
     account_rows[i].ca_bal = accounts[i].bal;
-    DRTMX_RETURN_IF_ERROR(put(sink, kCustomerAccount, account_key(accounts[i].ca), account_rows[i]));
+    DRTMX_RETURN_IF_ERROR(
+        put(sink, kCustomerAccount, account_key(accounts[i].ca), account_rows[i]));
   }
   for (const auto& [key, h] : holdings) {
     if (h.qty == 0) continue;  // no summary row without a position

@@ -63,14 +63,14 @@ constexpr int64_t kTradeSpacingMs = 500;      // between initial trades of a uni
 // Pure functions of the seed that the loader, the clients and the checks
 // share.
 uint64_t mix64(uint64_t a, uint64_t b);
-uint32_t company_industry(uint64_t seed, uint32_t co);            // 0 .. 101
-uint32_t industry_sector(uint32_t in);                            // 0 .. 11
-uint32_t security_exchange(uint64_t seed, uint32_t s);            // 0 .. 3
-int64_t security_base_price(uint64_t seed, uint32_t s);           // cents, 10.00 .. 100.00
-int64_t account_base_balance(uint64_t seed, uint64_t ca);         // CA_BAL before any trade
-uint8_t customer_tier(uint64_t seed, uint64_t c);                 // 1, 2, 3: 20 / 60 / 20 %
-uint32_t customer_accounts(uint64_t seed, uint64_t c);            // by tier: 1..4, 2..8, 5..10
-int32_t taxrate_of(uint32_t tx);                                  // TX_RATE at load, 1/100000
+uint32_t company_industry(uint64_t seed, uint32_t co);     // 0 .. 101
+uint32_t industry_sector(uint32_t in);                     // 0 .. 11
+uint32_t security_exchange(uint64_t seed, uint32_t s);     // 0 .. 3
+int64_t security_base_price(uint64_t seed, uint32_t s);    // cents, 10.00 .. 100.00
+int64_t account_base_balance(uint64_t seed, uint64_t ca);  // CA_BAL before any trade
+uint8_t customer_tier(uint64_t seed, uint64_t c);          // 1, 2, 3: 20 / 60 / 20 %
+uint32_t customer_accounts(uint64_t seed, uint64_t c);     // by tier: 1..4, 2..8, 5..10
+int32_t taxrate_of(uint32_t tx);                           // TX_RATE at load, 1/100000
 std::vector<uint32_t> account_basket(uint64_t seed, uint64_t ca, uint32_t securities);
 // The commission of a trade at `rate` (COMMISSION_RATE, percent x 100).
 constexpr int64_t commission(int32_t rate, int32_t qty, int64_t price) {

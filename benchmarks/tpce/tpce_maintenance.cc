@@ -48,8 +48,8 @@ Abort data_maintenance(txn::Txn& tx, const DataMaintenanceInput& in, DataMainten
     case 4:  // CUSTOMER_TAXRATE: the local rate moves to another local one
       TPCE_TRY(update<CustomerTaxrateRow>(
           tx, kCustomerTaxrate, customer_taxrate_key(in.c, 1), [&](CustomerTaxrateRow& r) {
-            r.cx_tx_id = kTaxrates / 2 + (r.cx_tx_id - kTaxrates / 2 + 1 + in.tx_id % 10) %
-                                             (kTaxrates / 2);
+            r.cx_tx_id =
+                kTaxrates / 2 + (r.cx_tx_id - kTaxrates / 2 + 1 + in.tx_id % 10) % (kTaxrates / 2);
           }));
       break;
     case 5:  // DAILY_MARKET: the volume of a day

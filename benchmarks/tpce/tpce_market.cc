@@ -6,9 +6,9 @@ namespace drtmx::bench::tpce {
 int64_t Market::price(uint64_t seed, uint32_t s, int64_t now_ms) {
   constexpr int64_t kPeriod = 20000;
   const int64_t phase = static_cast<int64_t>(mix64(seed ^ 0x99, s) % kPeriod);
-  const int64_t x = (now_ms + phase) % kPeriod;                    // 0 .. period
-  const int64_t tri = x < kPeriod / 2 ? x : kPeriod - x;           // 0 .. period / 2
-  const int64_t permille = 900 + tri * 200 / (kPeriod / 2);        // 900 .. 1100
+  const int64_t x = (now_ms + phase) % kPeriod;              // 0 .. period
+  const int64_t tri = x < kPeriod / 2 ? x : kPeriod - x;     // 0 .. period / 2
+  const int64_t permille = 900 + tri * 200 / (kPeriod / 2);  // 900 .. 1100
   return security_base_price(seed, s) * permille / 1000;
 }
 
@@ -44,9 +44,9 @@ std::vector<Tick> Market::ticker(Rng& r, int64_t now_ms, size_t n, uint32_t node
   const uint32_t mine = units / nodes + (node < units % nodes ? 1 : 0);
   while (out.size() < n && mine > 0) {
     const auto u = node + static_cast<uint32_t>(r.uniform(0, mine - 1)) * nodes;
-    out.push_back(Tick{u * kSecuritiesPerUnit +
-                           static_cast<uint32_t>(r.uniform(0, kSecuritiesPerUnit - 1)),
-                       0, 100});
+    out.push_back(
+        Tick{u * kSecuritiesPerUnit + static_cast<uint32_t>(r.uniform(0, kSecuritiesPerUnit - 1)),
+             0, 100});
   }
   // One tick per security (a feed reports each symbol once), at the
   // current price.

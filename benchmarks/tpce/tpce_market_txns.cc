@@ -60,7 +60,8 @@ Abort market_watch(txn::Txn& tx, const MarketWatchInput& in, MarketWatchOutput* 
     case MarketWatchInput::kWatchList:
       TPCE_TRY(tx.scan(kWatchItem, watch_item_key(in.c, 0), watch_item_key(in.c, (1u << 18) - 1),
                        1000, &rows));
-      for (size_t i = 0; i < rows.keys.size(); ++i) secs.push_back(row_at<WatchItemRow>(rows, i).wi_s);
+      for (size_t i = 0; i < rows.keys.size(); ++i)
+        secs.push_back(row_at<WatchItemRow>(rows, i).wi_s);
       break;
     case MarketWatchInput::kAccount:
       TPCE_TRY(tx.scan(kHoldingSummary, holding_summary_key(in.ca, 0),
@@ -72,7 +73,8 @@ Abort market_watch(txn::Txn& tx, const MarketWatchInput& in, MarketWatchOutput* 
                        company_by_industry_key(in.industry, in.co_to), 1000, &rows));
       for (uint64_t k : rows.keys) {
         const auto co = static_cast<uint32_t>(k & 0xffffffffu);
-        for (uint32_t i = 0; i < company_securities(co); ++i) secs.push_back(company_security(co, i));
+        for (uint32_t i = 0; i < company_securities(co); ++i)
+          secs.push_back(company_security(co, i));
       }
       break;
   }

@@ -78,8 +78,8 @@ std::vector<store::TableSpec> table_specs(const Config& c) {
   by_range(kCompany, "company", H, sizeof(CompanyRow), kCompaniesPerUnit, kCompaniesPerUnit, 0);
   by_range(kFinancial, "financial", O, sizeof(FinancialRow), 20 * kCompaniesPerUnit,
            kCompaniesPerUnit, 8);
-  by_range(kNewsItem, "news_item", O, sizeof(NewsItemRow), 2 * kCompaniesPerUnit,
-           kCompaniesPerUnit, 4);
+  by_range(kNewsItem, "news_item", O, sizeof(NewsItemRow), 2 * kCompaniesPerUnit, kCompaniesPerUnit,
+           4);
   replicated(kStatusType, "status_type", H, sizeof(StatusTypeRow), kStatusTypes);
   replicated(kTradeType, "trade_type", H, sizeof(TradeTypeRow), kTradeTypes);
   replicated(kSector, "sector", H, sizeof(SectorRow), kSectors);

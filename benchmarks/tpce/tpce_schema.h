@@ -260,8 +260,8 @@ struct CompanyRow {
 struct FinancialRow {
   int16_t fi_year;
   uint8_t fi_qtr;
-  int64_t fi_revenue, fi_net_earn, fi_basic_eps, fi_dilut_eps, fi_margin, fi_inventory,
-      fi_assets, fi_liability, fi_out_basic, fi_out_dilut;
+  int64_t fi_revenue, fi_net_earn, fi_basic_eps, fi_dilut_eps, fi_margin, fi_inventory, fi_assets,
+      fi_liability, fi_out_basic, fi_out_dilut;
 };
 struct NewsItemRow {
   char ni_headline[80];

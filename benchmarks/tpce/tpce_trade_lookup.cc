@@ -20,7 +20,8 @@ Abort find_trades(txn::Txn& tx, const TradeLookupInput& in, std::vector<uint64_t
     case 4:
       TPCE_TRY(tx.scan(kTradeByAccount, trade_by_account_key(in.ca, in.tn),
                        trade_by_account_key(in.ca, 0), in.frame == 4 ? 1 : in.max_trades, &rows));
-      for (size_t i = 0; i < rows.keys.size(); ++i) trades->push_back(row_at<IndexRow>(rows, i).key);
+      for (size_t i = 0; i < rows.keys.size(); ++i)
+        trades->push_back(row_at<IndexRow>(rows, i).key);
       return Abort::kNone;
     case 3: {
       // Every unit's trades of the security from tn on; the first
@@ -34,7 +35,8 @@ Abort find_trades(txn::Txn& tx, const TradeLookupInput& in, std::vector<uint64_t
         }
       }
       std::sort(found.begin(), found.end());
-      for (size_t i = 0; i < found.size() && i < in.max_trades; ++i) trades->push_back(found[i].second);
+      for (size_t i = 0; i < found.size() && i < in.max_trades; ++i)
+        trades->push_back(found[i].second);
       return Abort::kNone;
     }
     default:
@@ -135,7 +137,8 @@ Abort trade_status(txn::Txn& tx, const TradeStatusInput& in, TradeStatusOutput* 
   TPCE_TRY(tx.scan(kTradeByAccount, trade_by_account_key(in.ca, kTNumMask),
                    trade_by_account_key(in.ca, 0), 50, &rows));
   std::vector<txn::TableKey> keys;
-  for (size_t i = 0; i < rows.keys.size(); ++i) keys.push_back({kTrade, row_at<IndexRow>(rows, i).key});
+  for (size_t i = 0; i < rows.keys.size(); ++i)
+    keys.push_back({kTrade, row_at<IndexRow>(rows, i).key});
   // The status and trade type names (replicated) in the same round.
   const size_t trades = keys.size();
   for (uint8_t i = 0; i < kStatusTypes; ++i) keys.push_back({kStatusType, i});

@@ -7,8 +7,8 @@
 
 #include "txn/txn.h"
 
-#define TPCE_TRY(expr)                                       \
-  do {                                                       \
+#define TPCE_TRY(expr)                                                                \
+  do {                                                                                \
     if (::drtmx::txn::Abort r_ = (expr); r_ != ::drtmx::txn::Abort::kNone) return r_; \
   } while (0)
 

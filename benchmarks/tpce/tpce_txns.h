@@ -83,8 +83,8 @@ constexpr bool triggered(uint8_t tt, int64_t bid, int64_t price) {
 // securities (of companies in a range).
 struct MarketWatchInput {
   enum By : uint8_t { kWatchList, kAccount, kIndustry } by = kWatchList;
-  uint64_t c = 0;   // kWatchList
-  uint64_t ca = 0;  // kAccount
+  uint64_t c = 0;                                 // kWatchList
+  uint64_t ca = 0;                                // kAccount
   uint32_t industry = 0, co_from = 0, co_to = 0;  // kIndustry
   uint32_t day = 0;                               // DAILY_MARKET day index
 };
@@ -104,8 +104,7 @@ struct SecurityDetailOutput {
   uint32_t competitors = 0, financials = 0, days = 0, news = 0;
   int64_t last_price = 0;
 };
-txn::Abort security_detail(txn::Txn& tx, const SecurityDetailInput& in,
-                           SecurityDetailOutput* out);
+txn::Abort security_detail(txn::Txn& tx, const SecurityDetailInput& in, SecurityDetailOutput* out);
 
 // Trade-Lookup (clause 3.3.6) and Trade-Update (3.3.9): frame 1 given
 // trades; 2 an account's trades at or before a trade number (newest

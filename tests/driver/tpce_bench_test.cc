@@ -21,10 +21,10 @@ Outcome run(const std::string& args, int limit_s = 300) {
   return drtmx::bench::testing::run(DRTMX_BENCH_PATH, args, limit_s);
 }
 
-const char* const kTypes[] = {"BrokerVolume", "CustomerPosition", "MarketFeed",  "MarketWatch",
-                              "SecurityDetail", "TradeLookup",    "TradeOrder",  "TradeResult",
-                              "TradeStatus",  "TradeUpdate",      "DataMaintenance",
-                              "TradeCleanup"};
+const char* const kTypes[] = {"BrokerVolume", "CustomerPosition", "MarketFeed",
+                              "MarketWatch",  "SecurityDetail",   "TradeLookup",
+                              "TradeOrder",   "TradeResult",      "TradeStatus",
+                              "TradeUpdate",  "DataMaintenance",  "TradeCleanup"};
 
 std::string scaled() {
   return "--bench=tpce --replicas=3 --coroutines=4 --initial-trade-days=0.02 --market-days=20 "

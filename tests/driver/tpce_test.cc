@@ -39,8 +39,8 @@ WorkloadEnv env(uint16_t nodes) {
 
 // One node, one load unit, a small number of initial trades.
 Config small(const std::string& days = "0.02") {
-  auto c = parse({{"initial-trade-days", days}, {"market-days", "10"}, {"trade-room", "2000"}},
-                 env(1));
+  auto c =
+      parse({{"initial-trade-days", days}, {"market-days", "10"}, {"trade-room", "2000"}}, env(1));
   EXPECT_TRUE(c.is_ok()) << c.status().to_string();
   return *c;
 }
@@ -90,8 +90,9 @@ RowMap generate(const Config& c, uint32_t units) {
   RowMap rows;
   const Sink sink = [&](txn::TableId t, uint64_t k, const void* row, size_t n) -> Status {
     auto [it, fresh] = rows.try_emplace({t, k});
-    if (!fresh) return internal_error("duplicate key " + std::to_string(k) + " in table " +
-                                      std::to_string(t));
+    if (!fresh)
+      return internal_error("duplicate key " + std::to_string(k) + " in table " +
+                            std::to_string(t));
     it->second.assign(static_cast<const uint8_t*>(row), static_cast<const uint8_t*>(row) + n);
     return Status();
   };
@@ -239,8 +240,8 @@ class ModelTxn : public txn::Txn {
   Abort scan(txn::TableId t, txn::Key from, txn::Key to, size_t limit, Rows* out) override {
     out->keys.clear();
     out->values.clear();
-    for (auto it = rows.lower_bound({t, from});
-         it != rows.end() && it->first.first == t && it->first.second <= to && out->keys.size() < limit;
+    for (auto it = rows.lower_bound({t, from}); it != rows.end() && it->first.first == t &&
+                                                it->first.second <= to && out->keys.size() < limit;
          ++it) {
       out->keys.push_back(it->first.second);
       out->values.insert(out->values.end(), it->second.begin(), it->second.end());
@@ -266,7 +267,8 @@ ModelTxn model(const Config& c) {
 void expect_invariants(ModelTxn& m, const Config& c) {
   std::map<uint64_t, int64_t> cash;
   each<TradeRow>(m.rows, kTrade, [&](uint64_t k, const TradeRow& t) {
-    const bool se = m.rows.count({kSettlement, k}) > 0, ct = m.rows.count({kCashTransaction, k}) > 0;
+    const bool se = m.rows.count({kSettlement, k}) > 0,
+               ct = m.rows.count({kCashTransaction, k}) > 0;
     EXPECT_EQ(se, t.t_st_id == kCmpt) << k;
     EXPECT_EQ(ct, t.t_st_id == kCmpt && t.t_is_cash) << k;
     if (ct) cash[t.t_ca_id] += m.at<CashTransactionRow>(kCashTransaction, k).ct_amt;
@@ -277,13 +279,15 @@ void expect_invariants(ModelTxn& m, const Config& c) {
   std::map<std::pair<uint64_t, uint32_t>, int64_t> held;
   each<HoldingRow>(m.rows, kHolding, [&](uint64_t k, const HoldingRow& h) {
     const uint64_t local = (k >> 42) & 0x3fff;
-    const uint64_t ca = account_of(unit_of(k) * uint64_t{kCustomersPerUnit} + local / 16, local % 16);
+    const uint64_t ca =
+        account_of(unit_of(k) * uint64_t{kCustomersPerUnit} + local / 16, local % 16);
     held[{ca, static_cast<uint32_t>((k >> 24) & 0x3ffff)}] += h.h_qty;
   });
   size_t summaries = 0;
   each<HoldingSummaryRow>(m.rows, kHoldingSummary, [&](uint64_t k, const HoldingSummaryRow& hs) {
     const uint64_t local = (k >> 18) & 0x3fff;
-    const uint64_t ca = account_of(unit_of(k) * uint64_t{kCustomersPerUnit} + local / 16, local % 16);
+    const uint64_t ca =
+        account_of(unit_of(k) * uint64_t{kCustomersPerUnit} + local / 16, local % 16);
     const std::pair<uint64_t, uint32_t> key{ca, static_cast<uint32_t>(k & 0x3ffff)};
     EXPECT_EQ(hs.hs_qty, held[key]) << k;
     ++summaries;
@@ -573,7 +577,8 @@ struct Db {
     EXPECT_TRUE(cat.is_ok()) << cat.status().to_string();
     catalog = std::move(cat.value());
     const store::tables::ScratchPlan scratch{1, 1, store::tables::scratch_per_coroutine(catalog)};
-    cluster = r2::testing::InProcCluster::make(1, 1, store::tables::regions_of(catalog, 0, scratch));
+    cluster =
+        r2::testing::InProcCluster::make(1, 1, store::tables::regions_of(catalog, 0, scratch));
     EXPECT_TRUE(cluster->error.is_ok()) << cluster->error.to_string();
     auto s = StoreNode::create(catalog, cluster->f(0));
     EXPECT_TRUE(s.is_ok()) << s.status().to_string();
