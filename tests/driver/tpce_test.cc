@@ -455,8 +455,12 @@ TEST(TpceModel, LimitOrdersWaitForMarketFeedAndBrokerVolumeSeesThem) {
     BrokerVolumeOutput bo;
     ASSERT_EQ(broker_volume(m, bv, &bo), Abort::kNone);
     EXPECT_EQ(bo.volume, want) << sector;
+    const auto sec = m.at<SecurityRow>(kSecurity, security_key(s));
+    const auto co = m.at<CompanyRow>(kCompany, company_key(sec.s_co_id));
+    if (m.at<IndustryRow>(kIndustry, co.co_in_id).in_sc_id == sector) {
+      EXPECT_GE(bo.volume[broker], int64_t{200} * 2000);  // the new order counts for its broker
+    }
   }
-  (void)broker;
   // A price above the limit triggers nothing; at the limit the order is submitted.
   MarketFeedOutput mf;
   ASSERT_EQ(market_feed(m, {{{s, 2001, 100}}, now + 10}, &mf), Abort::kNone);
