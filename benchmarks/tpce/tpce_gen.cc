@@ -231,7 +231,9 @@ Status generate_fixed(const Config& c, const Sink& sink) {
         other = static_cast<uint32_t>(cr.uniform(0, C - 1));
       } while (other == co || std::count(picked, picked + k, other) > 0);
       picked[k] = other;
-      CompanyCompetitorRow row{other, static_cast<uint8_t>(company_industry(c.seed, other))};
+      CompanyCompetitorRow row{.cp_comp_co_id = other,
+                               .cp_in_id = static_cast<uint8_t>(company_industry(c.seed, other)),
+                               .pad_0 = {}};
       DRTMX_RETURN_IF_ERROR(put(sink, kCompanyCompetitor, company_competitor_key(co, k), row));
     }
     DRTMX_RETURN_IF_ERROR(put(sink, kCompanyByIndustry,
@@ -424,8 +426,9 @@ Status generate_unit(const Config& c, uint32_t u, const Sink& sink) {
       const auto s = static_cast<uint32_t>(r.uniform(0, c.securities() - 1));
       if (std::find(watched.begin(), watched.end(), s) == watched.end()) watched.push_back(s);
     }
-    DRTMX_RETURN_IF_ERROR(put(sink, kWatchList, watch_list_key(cu),
-                              WatchListRow{cu, static_cast<uint16_t>(watched.size())}));
+    DRTMX_RETURN_IF_ERROR(put(
+        sink, kWatchList, watch_list_key(cu),
+        WatchListRow{.wl_c_id = cu, .items = static_cast<uint16_t>(watched.size()), .pad_0 = {}}));
     for (uint32_t s : watched) {
       DRTMX_RETURN_IF_ERROR(put(sink, kWatchItem, watch_item_key(cu, s), WatchItemRow{s}));
     }
@@ -489,7 +492,14 @@ Status generate_unit(const Config& c, uint32_t u, const Sink& sink) {
       t.t_st_id = market ? kSbmt : kPndg;
       if (market) DRTMX_RETURN_IF_ERROR(history(kSbmt, dts));
       if (!market) {
-        TradeRequestRow tr{trade, tt, s, qty, price, a.broker, dts};
+        TradeRequestRow tr{.tr_t_id = trade,
+                           .tr_bid_price = price,
+                           .tr_dts = dts,
+                           .tr_s = s,
+                           .tr_qty = qty,
+                           .tr_b_id = a.broker,
+                           .tr_tt_id = tt,
+                           .pad_0 = {}};
         DRTMX_RETURN_IF_ERROR(put(sink, kTradeRequest, trade_request_key(s, trade), tr));
         const uint32_t sector = industry_sector(company_industry(seed, security_company(s)));
         DRTMX_RETURN_IF_ERROR(put(sink, kTradeRequestBySector,
@@ -560,8 +570,10 @@ Status generate_unit(const Config& c, uint32_t u, const Sink& sink) {
     const uint32_t s = static_cast<uint32_t>(key & 0x3ffff);
     DRTMX_RETURN_IF_ERROR(put(sink, kHoldingSummary, key, HoldingSummaryRow{h.qty, h.next}));
     for (const Hold& o : h.open) {
-      DRTMX_RETURN_IF_ERROR(put(sink, kHolding, holding_key(ca, s, o.seq),
-                                HoldingRow{o.trade, o.dts, o.price, o.qty}));
+      DRTMX_RETURN_IF_ERROR(put(
+          sink, kHolding, holding_key(ca, s, o.seq),
+          HoldingRow{
+              .h_t_id = o.trade, .h_dts = o.dts, .h_price = o.price, .h_qty = o.qty, .pad_0 = {}}));
     }
   }
   return Status();

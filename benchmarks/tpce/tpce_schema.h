@@ -35,6 +35,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "store/catalog.h"
@@ -100,9 +101,9 @@ constexpr bool type_is_market(uint8_t tt) {
 constexpr uint32_t kExchanges = 4, kSectors = 12, kIndustries = 102, kZipCodes = 14741,
                    kTaxrates = 320, kMaxAccountsPerCustomer = 10;
 
-// Rows are packed: no padding bytes, so every copy of a row is the same
-// bytes (the checks compare copies by digest).
-#pragma pack(push, 1)
+// Rows have no implicit padding (explicit pad_ members, zero in every
+// value- or aggregate-initialized row; static_asserts below), so every
+// copy of a row is the same bytes (the checks compare copies by digest).
 struct CustomerRow {
   uint64_t c_id;  // customer number
   char c_tax_id[20];
@@ -112,20 +113,24 @@ struct CustomerRow {
   char c_m_name;
   char c_gndr;
   uint8_t c_tier;  // 1, 2, 3
+  uint8_t pad_0[3];
   int64_t c_dob;
   uint64_t c_ad_id;  // ADDRESS key
   char c_phone[3][16];
   char c_email_1[50];
   char c_email_2[50];
   uint8_t c_accounts;  // CUSTOMER_ACCOUNT rows (accounts c*16 .. c*16 + n - 1)
+  uint8_t pad_1[3];
 };
 struct CustomerAccountRow {
   uint64_t ca_id;
   uint32_t ca_b_id;  // broker number
+  uint8_t pad_0[4];
   uint64_t ca_c_id;
   char ca_name[50];
   uint8_t ca_tax_st;  // 0, 1, 2
-  int64_t ca_bal;     // cents
+  uint8_t pad_1[5];
+  int64_t ca_bal;  // cents
 };
 struct AccountPermissionRow {
   uint64_t ap_ca_id;
@@ -133,6 +138,7 @@ struct AccountPermissionRow {
   char ap_tax_id[20];
   char ap_l_name[25];
   char ap_f_name[20];
+  uint8_t pad_0[3];
 };
 struct CustomerTaxrateRow {
   uint32_t cx_tx_id;  // TAXRATE number
@@ -140,6 +146,7 @@ struct CustomerTaxrateRow {
 struct WatchListRow {
   uint64_t wl_c_id;
   uint16_t items;
+  uint8_t pad_0[6];
 };
 struct WatchItemRow {
   uint32_t wi_s;  // security number
@@ -148,6 +155,7 @@ struct BrokerRow {
   uint32_t b_id;
   uint8_t b_st_id;
   char b_name[49];
+  uint8_t pad_0[2];
   int64_t b_num_trades;
   int64_t b_comm_total;  // cents
 };
@@ -160,9 +168,11 @@ struct TradeRow {
   uint8_t t_lifo;
   uint32_t t_s;  // security number
   int32_t t_qty;
+  uint8_t pad_0[4];
   int64_t t_bid_price;
   uint64_t t_ca_id;
   char t_exec_name[49];
+  uint8_t pad_1[7];
   int64_t t_trade_price;  // 0 until completed
   int64_t t_chrg;
   int64_t t_comm;
@@ -180,12 +190,14 @@ struct CashTransactionRow {
   int64_t ct_dts;
   int64_t ct_amt;
   char ct_name[100];
+  uint8_t pad_0[4];
 };
 struct HoldingRow {
   uint64_t h_t_id;  // the trade that opened it
   int64_t h_dts;
   int64_t h_price;
   int32_t h_qty;  // negative: short
+  uint8_t pad_0[4];
 };
 struct HoldingSummaryRow {
   int32_t hs_qty;
@@ -207,6 +219,7 @@ struct ExchangeRow {
   uint32_t ex_num_symb;
   uint16_t ex_open, ex_close;
   char ex_desc[150];
+  uint8_t pad_0[6];
   uint64_t ex_ad_id;
 };
 struct IndexRow {
@@ -214,12 +227,13 @@ struct IndexRow {
 };
 struct TradeRequestRow {
   uint64_t tr_t_id;  // trade key
-  uint8_t tr_tt_id;
+  int64_t tr_bid_price;
+  int64_t tr_dts;  // when it was placed (Trade-Cleanup ages)
   uint32_t tr_s;
   int32_t tr_qty;
-  int64_t tr_bid_price;
   uint32_t tr_b_id;
-  int64_t tr_dts;  // when it was placed (Trade-Cleanup ages)
+  uint8_t tr_tt_id;
+  uint8_t pad_0[3];
 };
 struct SecurityRow {
   uint32_t s_num;
@@ -228,6 +242,7 @@ struct SecurityRow {
   uint8_t s_st_id;
   char s_name[70];
   uint8_t s_ex_id;
+  uint8_t pad_0[3];
   uint32_t s_co_id;  // company number
   int64_t s_num_out;
   int64_t s_start_date, s_exch_date;
@@ -253,13 +268,16 @@ struct CompanyRow {
   uint8_t co_in_id;  // industry number
   char co_sp_rate[4];
   char co_ceo[46];
+  uint8_t pad_0[4];
   uint64_t co_ad_id;
   char co_desc[150];
+  uint8_t pad_1[2];
   int64_t co_open_date;
 };
 struct FinancialRow {
   int16_t fi_year;
   uint8_t fi_qtr;
+  uint8_t pad_0[5];
   int64_t fi_revenue, fi_net_earn, fi_basic_eps, fi_dilut_eps, fi_margin, fi_inventory, fi_assets,
       fi_liability, fi_out_basic, fi_out_dilut;
 };
@@ -267,9 +285,11 @@ struct NewsItemRow {
   char ni_headline[80];
   char ni_summary[255];
   char ni_item[512];  // the specification's is up to 100 000 bytes (a BLOB)
+  uint8_t pad_0[1];
   int64_t ni_dts;
   char ni_source[30];
   char ni_author[30];
+  uint8_t pad_1[4];
 };
 struct StatusTypeRow {
   char st_name[10];
@@ -293,6 +313,7 @@ struct CommissionRateRow {
 };
 struct TaxrateRow {
   char tx_name[50];
+  uint8_t pad_0[2];
   int32_t tx_rate;  // 1/100000
 };
 struct ZipCodeRow {
@@ -302,8 +323,43 @@ struct ZipCodeRow {
 struct CompanyCompetitorRow {
   uint32_t cp_comp_co_id;
   uint8_t cp_in_id;
+  uint8_t pad_0[3];
 };
-#pragma pack(pop)
+
+// No padding bits anywhere (every byte of a row is a member).
+static_assert(std::has_unique_object_representations_v<CustomerRow>);
+static_assert(std::has_unique_object_representations_v<CustomerAccountRow>);
+static_assert(std::has_unique_object_representations_v<AccountPermissionRow>);
+static_assert(std::has_unique_object_representations_v<CustomerTaxrateRow>);
+static_assert(std::has_unique_object_representations_v<WatchListRow>);
+static_assert(std::has_unique_object_representations_v<WatchItemRow>);
+static_assert(std::has_unique_object_representations_v<BrokerRow>);
+static_assert(std::has_unique_object_representations_v<TradeRow>);
+static_assert(std::has_unique_object_representations_v<TradeHistoryRow>);
+static_assert(std::has_unique_object_representations_v<SettlementRow>);
+static_assert(std::has_unique_object_representations_v<CashTransactionRow>);
+static_assert(std::has_unique_object_representations_v<HoldingRow>);
+static_assert(std::has_unique_object_representations_v<HoldingSummaryRow>);
+static_assert(std::has_unique_object_representations_v<HoldingHistoryRow>);
+static_assert(std::has_unique_object_representations_v<AddressRow>);
+static_assert(std::has_unique_object_representations_v<ExchangeRow>);
+static_assert(std::has_unique_object_representations_v<IndexRow>);
+static_assert(std::has_unique_object_representations_v<TradeRequestRow>);
+static_assert(std::has_unique_object_representations_v<SecurityRow>);
+static_assert(std::has_unique_object_representations_v<LastTradeRow>);
+static_assert(std::has_unique_object_representations_v<DailyMarketRow>);
+static_assert(std::has_unique_object_representations_v<CompanyRow>);
+static_assert(std::has_unique_object_representations_v<FinancialRow>);
+static_assert(std::has_unique_object_representations_v<NewsItemRow>);
+static_assert(std::has_unique_object_representations_v<StatusTypeRow>);
+static_assert(std::has_unique_object_representations_v<TradeTypeRow>);
+static_assert(std::has_unique_object_representations_v<SectorRow>);
+static_assert(std::has_unique_object_representations_v<IndustryRow>);
+static_assert(std::has_unique_object_representations_v<ChargeRow>);
+static_assert(std::has_unique_object_representations_v<CommissionRateRow>);
+static_assert(std::has_unique_object_representations_v<TaxrateRow>);
+static_assert(std::has_unique_object_representations_v<ZipCodeRow>);
+static_assert(std::has_unique_object_representations_v<CompanyCompetitorRow>);
 
 // Key encodings. Customer-partitioned keys carry the unit in bits 56..63.
 // A trade number (t_num, 38 bits) is seq << 12 | slot: slot 0 is the

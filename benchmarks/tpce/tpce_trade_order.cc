@@ -91,7 +91,14 @@ Abort trade_order(txn::Txn& tx, const TradeOrderInput& in, TradeOrderOutput* out
   if (!market) {
     IndustryRow ind;
     TPCE_TRY(tx.get(kIndustry, co.co_in_id, &ind));
-    const TradeRequestRow tr{in.trade, in.tt, in.s, in.qty, requested, ca.ca_b_id, in.now};
+    const TradeRequestRow tr{.tr_t_id = in.trade,
+                             .tr_bid_price = requested,
+                             .tr_dts = in.now,
+                             .tr_s = in.s,
+                             .tr_qty = in.qty,
+                             .tr_b_id = ca.ca_b_id,
+                             .tr_tt_id = in.tt,
+                             .pad_0 = {}};
     const uint64_t trk = trade_request_key(in.s, in.trade);
     TPCE_TRY(tx.insert(kTradeRequest, trk, &tr));
     const IndexRow by_sector{trk};

@@ -67,7 +67,11 @@ Abort trade_result(txn::Txn& tx, const TradeResultInput& in, TradeResultOutput* 
     }
   }
   if (needed > 0) {  // opens a holding (long for a buy, short for a sell)
-    const HoldingRow h{trade, in.now, price, sell ? -needed : needed};
+    const HoldingRow h{.h_t_id = trade,
+                       .h_dts = in.now,
+                       .h_price = price,
+                       .h_qty = sell ? -needed : needed,
+                       .pad_0 = {}};
     TPCE_TRY(history(trade, 0, h.h_qty));
     TPCE_TRY(tx.insert(kHolding, holding_key(ca_id, s, hs.hs_next), &h));
     ++hs.hs_next;
