@@ -78,7 +78,7 @@ class SmallBank final : public Workload {
     const store::TableSpec& sav = *cat.find(kSavings);
     const store::TableSpec& chk = *cat.find(kChecking);
     for (store::PartitionId p : cat.hosted(node.node(), sav)) {
-      const bool primary = cat.replicas_of(sav, p, node.node()).primary == node.node();
+      const bool primary = node.is_primary(sav, p);
       int64_t sum = 0, dig = 0;
       for (uint64_t c = uint64_t{p} * c_.accounts; c < uint64_t{p + 1} * c_.accounts; ++c) {
         int64_t s = 0, k = 0;

@@ -71,6 +71,16 @@ struct BenchOptions {
   int crash_node = -1;
   uint64_t crash_hit = 0;
   bool crash_requested() const { return crash_at > 0 || !crash_name.empty(); }
+  // --kill-node=N@S: the launcher SIGKILLs node N's process S seconds into
+  // the measured run and the survivors go on (failover; implies
+  // --survive-failures). -1: none.
+  int kill_node = -1;
+  double kill_at = 0;
+  // Where a --kill-node run keeps the nodes' acknowledgement journals (the
+  // survivors read the killed node's to check its acknowledged commits)
+  // and the kill's time: a directory of memory (/dev/shm) named by the
+  // cluster.
+  std::string kill_dir() const;
   std::vector<std::string> node_args(int node, const std::string& coordinator) const;
 };
 
@@ -121,9 +131,12 @@ bool run_interrupted();
 Status run_bench_node(const BenchOptions& o);
 // The coordinator of a run, printing the nodes' per-second progress;
 // `also` (optional) sees every publication too.
+// `removed` (optional) is called at every membership change (the
+// coordinator's thread): the epoch, the removed nodes and why.
 Result<std::unique_ptr<r2::ControlServer>> start_coordinator(
     const BenchOptions& o, const std::string& listen,
     std::function<void(uint16_t node, const std::string& topic, const std::string& blob)> also =
-        {});
+        {},
+    std::function<void(const r2::MembershipChange&)> removed = {});
 
 }  // namespace drtmx::bench

@@ -20,6 +20,7 @@
 #include "json_writer.h"
 #include "local_cluster.h"
 #include "process_group.h"
+#include "r2/common/clock.h"
 #include "r2/shm/shm_fabric.h"
 
 namespace drtmx::bench {
@@ -29,7 +30,8 @@ namespace {
 // line is printed when all nodes reported that second.
 struct Progress {
   std::mutex mu;
-  std::map<int, std::pair<int, uint64_t>> seconds;  // second -> (nodes reported, commits)
+  std::map<int, std::pair<std::vector<bool>, uint64_t>> seconds;  // second -> (reported, commits)
+  std::vector<bool> live;  // members (survive-failures: removed nodes report no more)
 };
 
 std::string fmt_seconds(double s) {
@@ -104,15 +106,42 @@ Status run_once(const BenchOptions& o) {
   // publication), by the steady clock.
   auto measuring = std::make_shared<std::atomic<int64_t>>(0);
   const bool remote = !o.hosts.empty();
-  auto server =
-      start_coordinator(o, remote ? "0.0.0.0:0" : "127.0.0.1:0",
-                        [measuring](uint16_t, const std::string& topic, const std::string&) {
-                          int64_t zero = 0;
-                          if (topic == "measuring") {
-                            measuring->compare_exchange_strong(
-                                zero, std::chrono::steady_clock::now().time_since_epoch().count());
-                          }
-                        });
+  // --kill-node: when the coordinator removed nodes (r2::now_ns), and why.
+  struct Removal {
+    uint64_t at_ns = 0;
+    uint64_t epoch = 0;
+    std::string what;
+  };
+  auto removals = std::make_shared<std::pair<std::mutex, std::vector<Removal>>>();
+  if (o.kill_node >= 0) {
+    std::error_code ec;
+    std::filesystem::remove_all(o.kill_dir(), ec);
+    std::filesystem::create_directories(o.kill_dir(), ec);
+    if (ec) {
+      return io_error(o.kill_dir() + ": cannot create the directory of the failover journals (" +
+                          ec.message() + ")",
+                      ec.value());
+    }
+  }
+  auto server = start_coordinator(
+      o, remote ? "0.0.0.0:0" : "127.0.0.1:0",
+      [measuring](uint16_t, const std::string& topic, const std::string&) {
+        int64_t zero = 0;
+        if (topic == "measuring") {
+          measuring->compare_exchange_strong(
+              zero, std::chrono::steady_clock::now().time_since_epoch().count());
+        }
+      },
+      [removals](const r2::MembershipChange& c) {
+        Removal r;
+        r.at_ns = r2::now_ns();
+        r.epoch = c.epoch;
+        for (const r2::Removal& x : c.removed) {
+          r.what += (r.what.empty() ? "" : "; ") + x.reason;
+        }
+        std::lock_guard<std::mutex> g(removals->first);
+        removals->second.push_back(std::move(r));
+      });
   if (!server.is_ok()) return server.status();
   const std::string coord =
       (remote ? (o.coordinator_host.empty() ? this_host() : o.coordinator_host) : "127.0.0.1") +
@@ -122,6 +151,7 @@ Status run_once(const BenchOptions& o) {
   const uint16_t nodes = o.fabric.num_nodes;
   Status result;
   bool crashed = false;  // we SIGKILLed the nodes (--crash-at)
+  uint64_t killed_ns = 0;  // --kill-node: when (r2::now_ns)
   std::string crash_what;
   if (!o.inprocess) {
     const std::string self = self_exe();
@@ -151,6 +181,18 @@ Status run_once(const BenchOptions& o) {
       if (!interrupted && g_interrupted.load(std::memory_order_relaxed) != 0) {
         interrupted = true;
         group.kill_all();
+        return;
+      }
+      if (o.kill_node >= 0 && killed_ns == 0) {
+        const int64_t t = measuring->load();
+        if (t == 0) return;
+        const auto since = std::chrono::steady_clock::now().time_since_epoch() -
+                           std::chrono::steady_clock::duration(t);
+        if (since < std::chrono::duration<double>(o.kill_at)) return;
+        // The time first (the survivors' report measures from it), then the kill.
+        killed_ns = r2::now_ns();
+        std::ofstream(o.kill_dir() + "/killed_ns") << killed_ns << "\n";
+        if (!group.kill_one(static_cast<size_t>(o.kill_node), SIGKILL)) killed_ns = 1;
         return;
       }
       if (o.crash_at > 0) {
@@ -198,6 +240,10 @@ Status run_once(const BenchOptions& o) {
                            " was never reached: the run ended normally (lower HIT, or run "
                            "longer)");
       }
+    } else if (o.kill_node >= 0 && result.is_ok() && killed_ns <= 1) {
+      result = internal_error("--kill-node: node " + std::to_string(o.kill_node) +
+                              (killed_ns == 0 ? " was not killed: the run ended before"
+                                              : " had already ended when it was to be killed"));
     } else if (o.crash_at > 0 && result.is_ok()) {
       result = internal_error(
           "--crash-at: the run ended before the crash (no node reported "
@@ -210,6 +256,18 @@ Status run_once(const BenchOptions& o) {
   if (result.is_ok() && !crashed) result = (*server)->wait_done(std::chrono::milliseconds(5000));
   if (o.fabric.survive_failures)
     std::cout << lease_summary(**server, o.fabric.lease_ms) << std::endl;
+  if (o.kill_node >= 0 && killed_ns > 1) {
+    std::lock_guard<std::mutex> g(removals->first);
+    for (const Removal& r : removals->second) {
+      std::cout << "failover: epoch " << r.epoch << " removal by the coordinator "
+                << fmt_seconds(double(r.at_ns - killed_ns) / 1e6) << " ms after the SIGKILL of node "
+                << o.kill_node << " (" << r.what << ")" << std::endl;
+    }
+  }
+  if (o.kill_node >= 0) {
+    std::error_code ec;
+    std::filesystem::remove_all(o.kill_dir(), ec);
+  }
   if (shm) r2::remove_shm_segments(o.fabric.cluster);
   if (crashed) std::cout << crash_line(o, crash_what) << std::endl;
   return result;
@@ -219,26 +277,50 @@ Status run_once(const BenchOptions& o) {
 
 Result<std::unique_ptr<r2::ControlServer>> start_coordinator(
     const BenchOptions& o, const std::string& listen,
-    std::function<void(uint16_t node, const std::string& topic, const std::string& blob)> also) {
+    std::function<void(uint16_t node, const std::string& topic, const std::string& blob)> also,
+    std::function<void(const r2::MembershipChange&)> removed) {
   auto progress = std::make_shared<Progress>();
   r2::ControlServerConfig sc =
       coordinator_config(o.fabric, listen, std::chrono::milliseconds(o.join_timeout_ms));
   const int nodes = o.fabric.num_nodes;
-  sc.on_publish = [progress, nodes, also](uint16_t node, const std::string& topic,
-                                          const std::string& blob) {
+  progress->live.assign(nodes, true);
+  // A second's line is printed once every live node reported it.
+  auto print_ready = [progress, nodes] {
+    for (auto it = progress->seconds.begin(); it != progress->seconds.end();) {
+      bool all = true;
+      for (int n = 0; n < nodes; ++n) all = all && (!progress->live[n] || it->second.first[n]);
+      if (!all) return;
+      std::cout << "  [" << it->first << " s] " << it->second.second << " committed/s"
+                << std::endl;
+      it = progress->seconds.erase(it);
+    }
+  };
+  sc.on_publish = [progress, nodes, also, print_ready](uint16_t node, const std::string& topic,
+                                                       const std::string& blob) {
     if (also) also(node, topic, blob);
-    if (topic != "progress") return;
+    if (topic != "progress" || node >= nodes) return;
     std::istringstream is(blob);
     int sec = 0;
     uint64_t n = 0;
     if (!(is >> sec >> n)) return;
     std::lock_guard<std::mutex> g(progress->mu);
     auto& p = progress->seconds[sec];
-    p.first += 1;
+    if (p.first.empty()) p.first.assign(nodes, false);
+    p.first[node] = true;
     p.second += n;
-    if (p.first == nodes)
-      std::cout << "  [" << sec << " s] " << p.second << " committed/s" << std::endl;
+    print_ready();
   };
+  if (o.fabric.survive_failures) {
+    sc.on_membership = [progress, nodes, removed, print_ready](const r2::MembershipChange& c) {
+      if (removed) removed(c);
+      std::lock_guard<std::mutex> g(progress->mu);
+      progress->live.assign(nodes, false);
+      for (uint16_t n : c.live) {
+        if (n < nodes) progress->live[n] = true;
+      }
+      print_ready();
+    };
+  }
   return r2::ControlServer::start(sc);
 }
 

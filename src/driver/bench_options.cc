@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <boost/program_options.hpp>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -54,6 +55,11 @@ std::vector<std::string> BenchOptions::node_args(int n, const std::string& coord
                   std::to_string(crash_hit));
     }
   }
+  if (kill_node >= 0) {
+    std::ostringstream k;
+    k << kill_node << '@' << kill_at;
+    a.push_back("--kill-node=" + k.str());
+  }
   append_membership_args(a, fabric);
   if (!fabric.device.empty()) a.push_back("--device=" + fabric.device);
   // --hosts: this node's own options replace the same options above.
@@ -72,6 +78,7 @@ Result<BenchOptions> parse_bench(int argc, char** argv, const std::vector<Worklo
   o.known = std::make_shared<const std::vector<WorkloadInfo>>(known);
   uint32_t nodes = 3, threads = 1, coroutines = 8, replicas = 0;
   std::string fabric = "shm", config, mvcc, durability = "off", crash_point, lock_words = "dram";
+  std::string kill_node;
   std::vector<std::string> phases;
   std::string names;
   for (const WorkloadInfo& w : known) names += (names.empty() ? "" : " | ") + w.name;
@@ -165,6 +172,10 @@ Result<BenchOptions> parse_bench(int argc, char** argv, const std::vector<Worklo
       "crash-at", po::value(&o.crash_at)->default_value(0),
       "drtmx-bench: SIGKILL every node process this many seconds into the measured run (no "
       "clean shutdown); restart with --recover. Needs --durability=pmem")(
+      "kill-node", po::value(&kill_node),
+      "N@S: SIGKILL node N's process S seconds into the measured run; the others detect it, "
+      "promote backups, resolve its transactions and go on (implies --survive-failures); the "
+      "report gives the failover times and the check runs on the survivors")(
       "crash-point", po::value(&crash_point),
       "tests: NAME:NODE:HIT — node NODE kills itself (SIGKILL) at the HIT-th occurrence of "
       "crash point NAME (validated, log-partial, logged, acknowledged, written-back, "
@@ -348,6 +359,30 @@ Result<BenchOptions> parse_bench(int argc, char** argv, const std::vector<Worklo
           "process)");
     if (crash_at_given) return bad("give --crash-at or --crash-point, not both");
   }
+  if (!kill_node.empty()) {
+    const std::string what = "--kill-node=" + kill_node;
+    const size_t at = kill_node.find('@');
+    if (at == std::string::npos) return bad(what + ": expected N@S (node N, S seconds)");
+    const std::string n_s = kill_node.substr(0, at), s_s = kill_node.substr(at + 1);
+    char* end = nullptr;
+    const unsigned long kn = std::strtoul(n_s.c_str(), &end, 10);
+    if (n_s.empty() || *end != 0 || kn >= nodes)
+      return bad(what + ": N must be a node id below --nodes=" + std::to_string(nodes));
+    const double ks = std::strtod(s_s.c_str(), &end);
+    if (s_s.empty() || *end != 0 || !(ks > 0 && ks < o.seconds))
+      return bad(what + ": S must lie inside the measured run: (0, --seconds)");
+    if (o.inprocess)
+      return bad(what + " kills a node process: not with --inprocess (threads of one process)");
+    if (!o.hosts.empty()) return bad(what + " kills a local node process: not with --hosts");
+    if (o.durable)
+      return bad(what + ": failover with --durability=pmem is not implemented (a crashed "
+                        "durable cluster restarts with --recover)");
+    if (o.crash_requested()) return bad(what + ": not with --crash-at or --crash-point");
+    if (o.policies.size() > 1) return bad(what + " runs one preset: --policy lists several");
+    o.kill_node = static_cast<int>(kn);
+    o.kill_at = ks;
+    o.fabric.survive_failures = true;
+  }
   DRTMX_RETURN_IF_ERROR(o.fabric.validate());
   // Fail early on a bad policy or workload option, before any node starts.
   for (const std::string& p : o.policies) {
@@ -378,6 +413,13 @@ std::unique_ptr<BenchOptions> parse_for_main(int argc, char** argv, const char* 
   if (o.is_ok()) return std::make_unique<BenchOptions>(std::move(o.value()));
   *exit_code = options_exit_code(program, o.status(), 2);
   return nullptr;
+}
+
+std::string BenchOptions::kill_dir() const {
+  const std::string base = std::filesystem::is_directory("/dev/shm")
+                               ? std::string("/dev/shm")
+                               : std::filesystem::temp_directory_path().string();
+  return base + "/drtmx-" + fabric.cluster + ".failover";
 }
 
 }  // namespace drtmx::bench

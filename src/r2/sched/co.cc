@@ -197,6 +197,15 @@ Status Worker::call(CoState& c, std::span<const Target> targets, uint16_t rpc_id
                               " threads)");
     }
   }
+  if (view_ != nullptr) {
+    for (const Target& t : targets) {
+      if (!view_->is_member(t.node)) {
+        return aborted("node " + std::to_string(t.node) +
+                       " was removed from the cluster at epoch " + std::to_string(view_->epoch()) +
+                       " (no reply will come)");
+      }
+    }
+  }
   ++c.rpc_seq;
   c.got.assign(targets.size(), 0);
   c.targets = targets;
@@ -234,6 +243,10 @@ Status Worker::send_passive(CoState& c, Target t, uint16_t rpc_id, const void* m
     return invalid_argument("passive RPC target node " + std::to_string(t.node) + " thread " +
                             std::to_string(t.thread) + " is outside the cluster");
   }
+  if (view_ != nullptr && !view_->is_member(t.node)) {
+    return aborted("passive RPC target node " + std::to_string(t.node) +
+                   " was removed from the cluster at epoch " + std::to_string(view_->epoch()));
+  }
   const uint32_t dest = dest_index(t.node, t.thread);
   while (passive_unacked_[dest] >= cfg_.passive_window) {
     c.wait = Wait::kPassiveWindow;
@@ -242,6 +255,10 @@ Status Worker::send_passive(CoState& c, Target t, uint16_t rpc_id, const void* m
     ++waiting_;
     suspend();
     c.wait = Wait::kNone;
+  }
+  if (view_ != nullptr && !view_->is_member(t.node)) {
+    return aborted("passive RPC target node " + std::to_string(t.node) +
+                   " was removed from the cluster at epoch " + std::to_string(view_->epoch()));
   }
   RpcHeader h;
   h.type = static_cast<uint8_t>(RpcType::kOneWay);
@@ -262,6 +279,10 @@ Status Worker::post_oneway(Target t, uint16_t rpc_id, const void* msg, uint32_t 
   if (t.node >= nodes_ || t.thread >= threads_) {
     return invalid_argument("one-way RPC target node " + std::to_string(t.node) + " thread " +
                             std::to_string(t.thread) + " is outside the cluster");
+  }
+  if (view_ != nullptr && !view_->is_member(t.node)) {
+    return aborted("one-way RPC target node " + std::to_string(t.node) +
+                   " was removed from the cluster at epoch " + std::to_string(view_->epoch()));
   }
   RpcHeader h;
   h.type = static_cast<uint8_t>(RpcType::kOneWay);

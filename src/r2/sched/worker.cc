@@ -182,9 +182,47 @@ void Worker::check_deadlines(uint64_t now) {
   }
 }
 
+void Worker::on_membership() {
+  const MembershipView::Snapshot v = view_->snapshot();
+  seen_epoch_ = v.epoch;
+  auto removed = [&](NodeId n) { return !v.live.test(n); };
+  const std::string why = " was removed from the cluster at epoch " + std::to_string(v.epoch);
+  for (uint32_t dest = 0; dest < passive_unacked_.size(); ++dest) {
+    if (!removed(static_cast<NodeId>(dest / threads_))) continue;
+    passive_unacked_total_ -= passive_unacked_[dest];
+    passive_unacked_[dest] = 0;
+    acks_owed_total_ -= acks_owed_[dest];
+    acks_owed_[dest] = 0;
+    backlog_count_ -= backlog_[dest].size();
+    backlog_[dest].clear();
+    partial_[dest].active = false;
+  }
+  for (auto& cp : cos_) {
+    CoState& c = *cp;
+    if (c.state != State::kWaiting) continue;
+    if (c.wait == Wait::kRpc) {
+      std::string gone;
+      for (size_t i = 0; i < c.targets.size(); ++i) {
+        if (c.got[i] || !removed(c.targets[i].node)) continue;
+        gone = "node " + std::to_string(c.targets[i].node);
+        break;
+      }
+      if (gone.empty()) continue;
+      c.rpc_status = aborted(gone + why + " (no reply will come)");
+      --rpc_waiters_;
+      make_runnable(c);
+    } else if ((c.wait == Wait::kPassiveWindow &&
+                passive_unacked_[c.wait_dest] < cfg_.passive_window) ||
+               (c.wait == Wait::kAllAcks && passive_unacked_total_ == 0)) {
+      make_runnable(c);
+    }
+  }
+}
+
 void Worker::run_until(const std::function<bool()>& done) {
   while (!done()) {
     ++iteration_;
+    if (view_ != nullptr && view_->epoch() != seen_epoch_) on_membership();
     bool work = poll_completions();
     work |= poll_messages();
     for (auto& p : pollers_) work |= p();

@@ -209,6 +209,7 @@ LogReader::Polled LogReader::poll(const Apply& apply, uint32_t max) {
       break;
     }
     if (e.kind == kLogData) {
+      last_mark_ = e.mark;
       apply(e.seq, e.payload, e.len);
       ++r.applied;
     }
