@@ -83,10 +83,7 @@ r2::NodeId TableClient::primary(const TableSpec& t, PartitionId p, r2::NodeId se
 
 Result<const hash::HashRemote*> TableClient::hash_route(r2::Co& co, const TableSpec& t,
                                                         PartitionId p) {
-  if (const uint64_t g = caches_.generation(); g != routes_generation_) {
-    hash_routes_.clear();  // the primaries moved (NodeCaches::reset)
-    routes_generation_ = g;
-  }
+  check_generation();
   if (hash_routes_.size() <= t.id) hash_routes_.resize(t.id + 1);
   std::vector<hash::HashRemote>& routes = hash_routes_[t.id];
   if (routes.empty()) {
@@ -103,7 +100,19 @@ Result<const hash::HashRemote*> TableClient::hash_route(r2::Co& co, const TableS
   return &routes[p];
 }
 
+void TableClient::check_generation() {
+  const uint64_t g = caches_.generation();
+  if (g == routes_generation_) return;
+  // The primaries moved and the learned caches were dropped
+  // (NodeCaches::reset): every route and ordered client is rebuilt.
+  hash_routes_.clear();
+  ordered_.clear();
+  ordered_index_.clear();
+  routes_generation_ = g;
+}
+
 Result<TableClient::Ordered*> TableClient::ordered(r2::Co& co, const TableSpec& t, PartitionId p) {
+  check_generation();
   if (t.id < ordered_index_.size() && p < ordered_index_[t.id].size() &&
       ordered_index_[t.id][p] != nullptr) {
     return ordered_index_[t.id][p];

@@ -219,6 +219,7 @@ class TableClient {
   std::vector<std::vector<Ordered*>> ordered_index_;        // [table id][partition] into ordered_
   std::vector<std::vector<hash::HashRemote>> hash_routes_;  // [table id][partition]
   uint64_t routes_generation_ = 0;                           // NodeCaches::generation()
+  void check_generation();
   OrderedRpc rpc_;
   TableClientStats stats_;
   std::vector<uint64_t> part_keys_;  // one partition's scan result
