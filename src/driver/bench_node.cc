@@ -881,7 +881,7 @@ Status run_bench_node(const BenchOptions& o) {
       for (uint16_t d = 0; d < nodes; ++d) {
         if (view.live.test(d)) continue;
         ++fo.live;
-        if (Status s = add_removed_node(o, d, probe.size(), n.store(), *cat, &fo); !s.is_ok()) {
+        if (Status s = add_removed_node(o, d, probe.size(), &fo); !s.is_ok()) {
           return fail(s);
         }
       }

@@ -39,10 +39,9 @@ struct FailoverRun {
 
 // Reads the journal of removed node `node` (in o.kill_dir()) and adds what
 // its clients committed into `fo`: every journal record acknowledged, and
-// each one in flight whose writes this node's copies show installed.
-Status add_removed_node(const BenchOptions& o, uint16_t node, size_t sums,
-                        const store::tables::StoreNode& store, const store::Catalog& cat,
-                        FailoverRun* fo);
+// each one in flight whose writes the failover decided committed
+// (fo->reports must be set).
+Status add_removed_node(const BenchOptions& o, uint16_t node, size_t sums, FailoverRun* fo);
 
 // When the launcher killed the node (0 when the file is missing).
 uint64_t read_killed_ns(const BenchOptions& o);

@@ -420,6 +420,10 @@ Status Failover::reconfigure(const r2::MembershipView::Snapshot& v, FailoverRepo
       committed = false;
     }
     (committed ? rep->committed : rep->aborted) += 1;
+    if (committed) {
+      for (const LoggedRecord& r : s.records)
+        rep->committed_writes.emplace_back(r.table, r.key, r.version);
+    }
     for (const LoggedRecord& r : s.records) {
       const RecKey k{r.table, r.key};
       if (!committed) {
@@ -437,6 +441,10 @@ Status Failover::reconfigure(const r2::MembershipView::Snapshot& v, FailoverRepo
   for (const RecKey& k : held_keys) {
     if (wanted.count(k) == 0) wanted[k] = Wanted{true, 0, true};  // locked, nothing logged
   }
+  std::sort(rep->committed_writes.begin(), rep->committed_writes.end());
+  rep->committed_writes.erase(
+      std::unique(rep->committed_writes.begin(), rep->committed_writes.end()),
+      rep->committed_writes.end());
 
   // 5. Repair: report this node's copies of those records, then set them.
   auto hosted = [&](const store::TableSpec* spec, uint64_t key) {

@@ -41,6 +41,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "base/status.h"
@@ -102,6 +103,11 @@ struct FailoverReport {
   uint64_t locks_released = 0;
   uint64_t records_repaired = 0;
   uint16_t min_copies = 0;  // fewest live copies of any partition afterwards
+  // The writes (table, key, version installed) of the removed coordinators'
+  // transactions decided committed, sorted: whoever kept a record of a
+  // transaction in flight at the failure (the driver's journal) learns its
+  // outcome here.
+  std::vector<std::tuple<uint16_t, uint64_t, uint64_t>> committed_writes;
 };
 
 class Failover {

@@ -197,15 +197,6 @@ Status Worker::call(CoState& c, std::span<const Target> targets, uint16_t rpc_id
                               " threads)");
     }
   }
-  if (view_ != nullptr) {
-    for (const Target& t : targets) {
-      if (!view_->is_member(t.node)) {
-        return aborted("node " + std::to_string(t.node) +
-                       " was removed from the cluster at epoch " + std::to_string(view_->epoch()) +
-                       " (no reply will come)");
-      }
-    }
-  }
   ++c.rpc_seq;
   c.got.assign(targets.size(), 0);
   c.targets = targets;
@@ -219,8 +210,26 @@ Status Worker::call(CoState& c, std::span<const Target> targets, uint16_t rpc_id
   h.cor = c.co.id_;
   h.seq = c.rpc_seq;
   for (size_t i = 0; i < targets.size(); ++i) {
+    if (view_ != nullptr && !view_->is_member(targets[i].node)) {
+      // Removed: not sent; the call fails, once the members answered (a
+      // caller that releases after a failed call must find them handled).
+      c.got[i] = 1;
+      --c.pending;
+      if (c.rpc_status.is_ok()) {
+        c.rpc_status = aborted("node " + std::to_string(targets[i].node) +
+                               " was removed from the cluster at epoch " +
+                               std::to_string(view_->epoch()) + " (no reply will come)");
+      }
+      continue;
+    }
     send_logical(targets[i].node, targets[i].thread, h, bodies[i].data(),
                  static_cast<uint32_t>(bodies[i].size()));
+  }
+  if (c.pending == 0) {
+    c.wait = Wait::kNone;
+    c.targets = {};
+    c.replies = {};
+    return std::move(c.rpc_status);
   }
   c.deadline_ns = cfg_.rpc_timeout_ms ? now_ns() + uint64_t{cfg_.rpc_timeout_ms} * 1000000 : 0;
   c.state = State::kWaiting;

@@ -201,14 +201,18 @@ void Worker::on_membership() {
     CoState& c = *cp;
     if (c.state != State::kWaiting) continue;
     if (c.wait == Wait::kRpc) {
-      std::string gone;
-      for (size_t i = 0; i < c.targets.size(); ++i) {
+      // The removed targets count as answered with an error; the call ends
+      // when the members answered too (they handled the request).
+      for (size_t i = 0; i < c.targets.size() && c.pending > 0; ++i) {
         if (c.got[i] || !removed(c.targets[i].node)) continue;
-        gone = "node " + std::to_string(c.targets[i].node);
-        break;
+        c.got[i] = 1;
+        --c.pending;
+        if (c.rpc_status.is_ok()) {
+          c.rpc_status = aborted("node " + std::to_string(c.targets[i].node) + why +
+                                 " (no reply will come)");
+        }
       }
-      if (gone.empty()) continue;
-      c.rpc_status = aborted(gone + why + " (no reply will come)");
+      if (c.pending > 0) continue;
       --rpc_waiters_;
       make_runnable(c);
     } else if ((c.wait == Wait::kPassiveWindow &&
