@@ -792,6 +792,20 @@ Status run_bench_node(const BenchOptions& o) {
   sh.phase.store(2);
   st = n.finish(std::chrono::seconds(60));
   if (!st.is_ok()) return st;
+  if (o.kill_node >= 0) {
+    // After a failover nothing may stay locked: not by the removed node
+    // (its locks were released), not by a survivor (a lost unlock).
+    auto held = n.store().locked_slots([](uint64_t) { return true; });
+    if (!held.empty()) {
+      std::ostringstream os;
+      os << "node " << o.node << ": " << held.size() << " records are still locked after the run:";
+      for (size_t i = 0; i < held.size() && i < 4; ++i) {
+        os << " key " << held[i].key << " of table " << table_name(*cat, held[i].table)
+           << " (locked by node " << ((held[i].lock >> 47) & 0xff) << ")";
+      }
+      return fail(internal_error(os.str()));
+    }
+  }
   if (Status je = journal_error(); !je.is_ok()) return fail(je);
   NodeResult mine;
   mine.window_ns = window;
