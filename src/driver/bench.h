@@ -71,11 +71,21 @@ struct BenchOptions {
   int crash_node = -1;
   uint64_t crash_hit = 0;
   bool crash_requested() const { return crash_at > 0 || !crash_name.empty(); }
-  // --kill-node=N@S: the launcher SIGKILLs node N's process S seconds into
-  // the measured run and the survivors go on (failover; implies
-  // --survive-failures). -1: none.
-  int kill_node = -1;
-  double kill_at = 0;
+  // Failover runs (they imply --survive-failures): the faults the launcher
+  // (or a node itself) injects and the survivors must go on after.
+  //   kKill        --kill-node=N@S: SIGKILL node N S seconds into the run;
+  //   kStop        --stop-node=N@S+MS: SIGSTOP it, SIGCONT MS later (beyond
+  //                the lease it was removed: it must stop cleanly);
+  //   kCrashPoint  --crash-point=NAME:N:HIT without durability: node N
+  //                kills itself at that point of the commit path.
+  struct Fault {
+    enum Kind : uint8_t { kKill, kStop, kCrashPoint } kind = kKill;
+    int node = 0;
+    double at = 0;       // seconds into the measured run (kKill, kStop)
+    double stop_ms = 0;  // kStop
+  };
+  std::vector<Fault> faults;
+  bool failover_run() const { return !faults.empty(); }
   // Where a --kill-node run keeps the nodes' acknowledgement journals (the
   // survivors read the killed node's to check its acknowledged commits)
   // and the kill's time: a directory of memory (/dev/shm) named by the

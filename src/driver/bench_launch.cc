@@ -85,6 +85,13 @@ std::string this_host() {
   return name;
 }
 
+// A failover test's crash point: when the node killed itself (its file).
+uint64_t read_killed_file(const BenchOptions& o) {
+  std::ifstream in(o.kill_dir() + "/killed_ns");
+  uint64_t v = 0;
+  return (in >> v) ? v : 0;
+}
+
 // One run of one preset: the nodes, the coordinator, cleanup.
 Status run_once(const BenchOptions& o) {
   const bool shm = o.fabric.backend == "shm";
@@ -113,7 +120,7 @@ Status run_once(const BenchOptions& o) {
     std::string what;
   };
   auto removals = std::make_shared<std::pair<std::mutex, std::vector<Removal>>>();
-  if (o.kill_node >= 0) {
+  if (o.failover_run()) {
     std::error_code ec;
     std::filesystem::remove_all(o.kill_dir(), ec);
     std::filesystem::create_directories(o.kill_dir(), ec);
@@ -151,7 +158,10 @@ Status run_once(const BenchOptions& o) {
   const uint16_t nodes = o.fabric.num_nodes;
   Status result;
   bool crashed = false;  // we SIGKILLed the nodes (--crash-at)
-  uint64_t killed_ns = 0;  // --kill-node: when (r2::now_ns)
+  uint64_t killed_ns = 0;  // failover: the first fault (r2::now_ns); 1: it found no process
+  // Failover: per fault, 0 = pending, 1 = injected (kStop: stopped), 2 = done.
+  std::vector<int> fault_state(o.faults.size(), 0);
+  std::vector<std::chrono::steady_clock::time_point> stopped_at(o.faults.size());
   std::string crash_what;
   if (!o.inprocess) {
     const std::string self = self_exe();
@@ -167,7 +177,7 @@ Status run_once(const BenchOptions& o) {
     bool interrupted = false;
     ProcessGroup group;
     // A crash is a crash: the others go down at once, not by SIGTERM.
-    if (o.crash_requested()) group.set_stop_signal(SIGKILL);
+    if (o.crash_requested() && !o.failover_run()) group.set_stop_signal(SIGKILL);
     for (int n = 0; n < nodes && result.is_ok(); ++n) {
       if (remote) {
         result = group.spawn(
@@ -177,22 +187,47 @@ Status run_once(const BenchOptions& o) {
         result = group.spawn("node " + std::to_string(n), exe, o.node_args(n, coord));
       }
     }
+    for (const BenchOptions::Fault& f : o.faults) {
+      // A failover test's crash point: that node kills itself; the rest go on.
+      if (f.kind == BenchOptions::Fault::kCrashPoint) group.expect_end(static_cast<size_t>(f.node));
+    }
     std::function<void()> poll = [&] {
       if (!interrupted && g_interrupted.load(std::memory_order_relaxed) != 0) {
         interrupted = true;
         group.kill_all();
         return;
       }
-      if (o.kill_node >= 0 && killed_ns == 0) {
+      if (o.failover_run()) {
         const int64_t t = measuring->load();
         if (t == 0) return;
-        const auto since = std::chrono::steady_clock::now().time_since_epoch() -
-                           std::chrono::steady_clock::duration(t);
-        if (since < std::chrono::duration<double>(o.kill_at)) return;
-        // The time first (the survivors' report measures from it), then the kill.
-        killed_ns = r2::now_ns();
-        std::ofstream(o.kill_dir() + "/killed_ns") << killed_ns << "\n";
-        if (!group.kill_one(static_cast<size_t>(o.kill_node), SIGKILL)) killed_ns = 1;
+        const auto now = std::chrono::steady_clock::now();
+        const auto since = now.time_since_epoch() - std::chrono::steady_clock::duration(t);
+        for (size_t i = 0; i < o.faults.size(); ++i) {
+          const BenchOptions::Fault& f = o.faults[i];
+          const size_t node = static_cast<size_t>(f.node);
+          if (f.kind == BenchOptions::Fault::kCrashPoint) continue;  // the node's own
+          if (fault_state[i] == 0 && since >= std::chrono::duration<double>(f.at)) {
+            // The time first (the survivors' report measures from it).
+            if (killed_ns == 0) {
+              killed_ns = r2::now_ns();
+              std::ofstream(o.kill_dir() + "/killed_ns") << killed_ns << "\n";
+            }
+            bool ok = false;
+            if (f.kind == BenchOptions::Fault::kKill) {
+              ok = group.kill_one(node, SIGKILL);
+            } else {
+              group.expect_end(node);
+              ok = group.signal_one(node, SIGSTOP);
+              stopped_at[i] = now;
+            }
+            fault_state[i] = f.kind == BenchOptions::Fault::kKill ? 2 : 1;
+            if (!ok) killed_ns = 1;
+          } else if (fault_state[i] == 1 &&
+                     now - stopped_at[i] >= std::chrono::duration<double, std::milli>(f.stop_ms)) {
+            group.signal_one(node, SIGCONT);
+            fault_state[i] = 2;
+          }
+        }
         return;
       }
       if (o.crash_at > 0) {
@@ -220,6 +255,19 @@ Status run_once(const BenchOptions& o) {
       crash_what = "SIGKILLed all " + std::to_string(nodes) + " node processes " +
                    fmt_seconds(o.crash_at) + " s into the measured run (--crash-at)";
       result = Status::ok();
+    } else if (!o.crash_name.empty() && o.failover_run()) {
+      // A failover test: the node killed itself at the crash point; the
+      // others went on.
+      const std::vector<ProcessGroup::Ended> ended = group.ended();
+      const bool hit = o.crash_node < static_cast<int>(ended.size()) &&
+                       ended[o.crash_node].signal == SIGKILL;
+      if (result.is_ok() && !hit) {
+        result = not_found("--crash-point=" + o.crash_name + ":" + std::to_string(o.crash_node) +
+                           ":" + std::to_string(o.crash_hit) +
+                           " was never reached: the run ended normally (lower HIT, or run "
+                           "longer)");
+      }
+      killed_ns = hit ? read_killed_file(o) : 0;
     } else if (!o.crash_name.empty()) {
       // The crash node's SIGKILL must be the first failure (not the stop
       // signal that another node's failure brought).
@@ -240,10 +288,11 @@ Status run_once(const BenchOptions& o) {
                            " was never reached: the run ended normally (lower HIT, or run "
                            "longer)");
       }
-    } else if (o.kill_node >= 0 && result.is_ok() && killed_ns <= 1) {
-      result = internal_error("--kill-node: node " + std::to_string(o.kill_node) +
-                              (killed_ns == 0 ? " was not killed: the run ended before"
-                                              : " had already ended when it was to be killed"));
+    } else if (o.failover_run() && result.is_ok() &&
+               o.faults.front().kind != BenchOptions::Fault::kCrashPoint && killed_ns <= 1) {
+      result = internal_error("failover: node " + std::to_string(o.faults.front().node) +
+                              (killed_ns == 0 ? " was not stopped: the run ended before"
+                                              : " had already ended when it was to be stopped"));
     } else if (o.crash_at > 0 && result.is_ok()) {
       result = internal_error(
           "--crash-at: the run ended before the crash (no node reported "
@@ -256,15 +305,16 @@ Status run_once(const BenchOptions& o) {
   if (result.is_ok() && !crashed) result = (*server)->wait_done(std::chrono::milliseconds(5000));
   if (o.fabric.survive_failures)
     std::cout << lease_summary(**server, o.fabric.lease_ms) << std::endl;
-  if (o.kill_node >= 0 && killed_ns > 1) {
+  if (o.failover_run() && killed_ns > 1) {
     std::lock_guard<std::mutex> g(removals->first);
     for (const Removal& r : removals->second) {
-      std::cout << "failover: epoch " << r.epoch << " removal by the coordinator "
-                << fmt_seconds(double(r.at_ns - killed_ns) / 1e6) << " ms after the SIGKILL of node "
-                << o.kill_node << " (" << r.what << ")" << std::endl;
+      std::ostringstream ms;
+      ms << std::fixed << std::setprecision(1) << double(int64_t(r.at_ns) - int64_t(killed_ns)) / 1e6;
+      std::cout << "failover: epoch " << r.epoch << " removal by the coordinator " << ms.str()
+                << " ms after the first fault (" << r.what << ")" << std::endl;
     }
   }
-  if (o.kill_node >= 0) {
+  if (o.failover_run()) {
     std::error_code ec;
     std::filesystem::remove_all(o.kill_dir(), ec);
   }

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <sstream>
@@ -546,6 +547,10 @@ Status report(const BenchOptions& o, const Workload& wl, const store::Catalog& c
                         " reached (occurrence " + std::to_string(o.crash_hit) +
                         "): killing this process (SIGKILL)\n";
   (void)!::write(2, m.data(), m.size());
+  if (o.failover_run()) {
+    // A failover test: the survivors' report measures from this moment.
+    std::ofstream(o.kill_dir() + "/killed_ns") << r2::now_ns() << "\n";
+  }
   ::raise(SIGKILL);
   ::_exit(137);  // not reached
 }
@@ -582,7 +587,7 @@ Status run_bench_node(const BenchOptions& o) {
   std::unique_ptr<Journal> journal;
   Journal::Options jo;
   size_t nsums = 0;
-  if (o.durable || o.kill_node >= 0) {
+  if (o.durable || o.failover_run()) {
     if (o.durable && !o.recover) {
       std::error_code ec;
       std::filesystem::create_directories(o.pmem_dir, ec);
@@ -792,7 +797,7 @@ Status run_bench_node(const BenchOptions& o) {
   sh.phase.store(2);
   st = n.finish(std::chrono::seconds(60));
   if (!st.is_ok()) return st;
-  if (o.kill_node >= 0) {
+  if (o.failover_run()) {
     // After a failover nothing may stay locked: not by the removed node
     // (its locks were released), not by a survivor (a lost unlock).
     auto held = n.store().locked_slots([](uint64_t) { return true; });
@@ -881,9 +886,9 @@ Status run_bench_node(const BenchOptions& o) {
       }
     }
     FailoverRun fo;
-    if (o.kill_node >= 0) {
+    if (o.failover_run()) {
       fo.active = true;
-      fo.killed = o.kill_node;
+      fo.killed = o.faults.front().node;
       fo.killed_ns = read_killed_ns(o);
       fo.t0_ns = t0;
       fo.timeline_ms = o.timeline_ms;

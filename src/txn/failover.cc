@@ -330,7 +330,7 @@ Status Failover::reconfigure(const r2::MembershipView::Snapshot& v, FailoverRepo
         "cluster from its pools instead");
   }
   if (p_.gts && ((gone & 1) != 0)) {
-    return unavailable("node 0, which hosts the GTS timestamp oracle (--preset=drtmx-gts), was "
+    return unavailable("node 0, which hosts the GTS timestamp oracle (--policy=drtmx-gts), was "
                        "removed; the oracle is not replicated");
   }
   DRTMX_RETURN_IF_ERROR(check_copies(live, &rep->min_copies));
