@@ -11,6 +11,9 @@
 namespace drtmx::bench {
 namespace {
 
+// Milliseconds from b to a (either order).
+double since_ms(uint64_t a, uint64_t b) { return double(int64_t(a - b)) / 1e6; }
+
 std::string ms(double v) {
   std::ostringstream os;
   os << std::fixed << std::setprecision(1) << v;
@@ -44,7 +47,7 @@ struct Recovery {
 
 Recovery recovery(const FailoverRun& fo, const std::vector<uint64_t>& timeline) {
   Recovery r;
-  if (fo.killed_ns <= fo.t0_ns || timeline.empty() || fo.timeline_ms == 0) return r;
+  if (fo.killed_ns <= fo.t0_ns || timeline.empty() || fo.timeline_ms == 0) return r;  // in warmup
   const double tick_ms = fo.timeline_ms;
   const double kill_ms = double(fo.killed_ns - fo.t0_ns) / 1e6;
   const size_t k = static_cast<size_t>(kill_ms / tick_ms);  // the interval with the kill
@@ -113,10 +116,10 @@ void print_failover(const FailoverRun& fo, const std::vector<uint64_t>& timeline
   for (const txn::FailoverReport& f : fo.reports) {
     std::string removed;
     for (uint16_t n : f.removed) removed += (removed.empty() ? "" : ",") + std::to_string(n);
-    const double detect = fo.killed_ns ? double(f.seen_ns - fo.killed_ns) / 1e6 : 0;
-    const double serving = fo.killed_ns ? double(f.serving_ns - fo.killed_ns) / 1e6 : 0;
-    std::cout << "  failover: node " << removed << " killed " << ms(double(fo.killed_ns - fo.t0_ns) / 1e6)
-              << " ms into the run; detected after " << ms(detect)
+    const double detect = fo.killed_ns ? since_ms(f.seen_ns, fo.killed_ns) : 0;
+    const double serving = fo.killed_ns ? since_ms(f.serving_ns, fo.killed_ns) : 0;
+    std::cout << "  failover: node " << removed << " failed " << ms(since_ms(fo.killed_ns, fo.t0_ns))
+              << " ms into the measured run; detected after " << ms(detect)
               << " ms, every partition served by a primary after " << ms(serving)
               << " ms (detection + promotion); epoch " << f.epoch << ", replicas now "
               << f.min_copies << " of " << fo.replicas_before << "\n";
@@ -137,11 +140,11 @@ void json_failover(JsonWriter& j, const FailoverRun& fo, const std::vector<uint6
   const Recovery r = recovery(fo, timeline);
   j.key("failover").begin_object();
   j.key("killed_node").value(int64_t{fo.killed});
-  j.key("kill_ms").value(double(fo.killed_ns - fo.t0_ns) / 1e6, 1);
+  j.key("kill_ms").value(since_ms(fo.killed_ns, fo.t0_ns), 1);
   if (!fo.reports.empty()) {
     const txn::FailoverReport& f = fo.reports.front();
-    j.key("detect_ms").value(double(f.seen_ns - fo.killed_ns) / 1e6, 2);
-    j.key("serving_ms").value(double(f.serving_ns - fo.killed_ns) / 1e6, 2);
+    j.key("detect_ms").value(since_ms(f.seen_ns, fo.killed_ns), 2);
+    j.key("serving_ms").value(since_ms(f.serving_ns, fo.killed_ns), 2);
     j.key("epoch").value(f.epoch);
     j.key("in_flight_committed").value(f.committed).key("in_flight_aborted").value(f.aborted);
     j.key("locks_released").value(f.locks_released);
