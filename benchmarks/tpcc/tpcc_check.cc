@@ -379,7 +379,7 @@ Status check_sums(const Config& c, const std::vector<int64_t>& node_sums,
           std::to_string(w) + " (primaries): C_YTD_PAYMENT sum " + std::to_string(s[1]) +
           " vs HISTORY amount " + std::to_string(s[0]));
     }
-    const int64_t backups = int64_t{c.replicas} - 1;
+    const int64_t backups = int64_t{w - 1 < c.copies.size() ? c.copies[w - 1] : c.replicas} - 1;
     if (s[4] != backups || s[3] != backups * s[2]) {
       std::string table = "?";
       const int64_t* t = &node_sums[size_t{W} * kSumsPerWarehouse + size_t{w - 1} * 2 * kTableIds];

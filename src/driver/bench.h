@@ -85,6 +85,9 @@ struct BenchOptions {
     double stop_ms = 0;  // kStop
   };
   std::vector<Fault> faults;
+  // The survivors' copies of each partition (WorkloadEnv::copies), set by
+  // the reporting node of a failover run; empty otherwise.
+  std::vector<uint16_t> live_copies;
   bool failover_run() const { return !faults.empty(); }
   // Where a --kill-node run keeps the nodes' acknowledgement journals (the
   // survivors read the killed node's to check its acknowledged commits)

@@ -909,7 +909,19 @@ Status run_bench_node(const BenchOptions& o) {
       // partition (else it cannot be checked this way).
       if (!fo.reports.empty()) {
         BenchOptions left = o;
-        left.replicas = fo.reports.back().min_copies;
+        // The partitioned tables of a workload share one partitioning (the
+        // first such table's is everyone's).
+        uint64_t live = 0;
+        for (uint16_t d = 0; d < nodes && d < 64; ++d) live |= uint64_t{view.live.test(d)} << d;
+        for (const store::TableSpec& t : cat->tables()) {
+          if (t.scheme == store::PartitionScheme::kReplicated) continue;
+          for (store::PartitionId p = 0; p < cat->partitions(t); ++p) {
+            const store::PartitionReplicas r = cat->replicas_of(t, p, o.node, live);
+            left.live_copies.push_back(
+                r.primary == store::kNoNode ? 0 : static_cast<uint16_t>(1 + r.backup_count));
+          }
+          break;
+        }
         auto w2 = make_workload(left);
         if (!w2.is_ok()) return fail(w2.status());
         fo.check_workload = std::move(*w2);

@@ -55,15 +55,17 @@ std::vector<std::string> BenchOptions::node_args(int n, const std::string& coord
                   std::to_string(crash_hit));
     }
   }
+  std::ostringstream kills;
   for (const Fault& f : faults) {
     std::ostringstream k;
-    if (f.kind == Fault::kKill) k << "--kill-node=" << f.node << '@' << f.at;
+    if (f.kind == Fault::kKill) kills << (kills.tellp() > 0 ? "," : "") << f.node << '@' << f.at;
     if (f.kind == Fault::kStop) k << "--stop-node=" << f.node << '@' << f.at << '+' << f.stop_ms;
     if (f.kind == Fault::kCrashPoint) {
       k << "--crash-point=" << crash_name << ':' << crash_node << ':' << crash_hit;
     }
-    a.push_back(k.str());
+    if (k.tellp() > 0) a.push_back(k.str());
   }
+  if (kills.tellp() > 0) a.push_back("--kill-node=" + kills.str());
   append_membership_args(a, fabric);
   if (!fabric.device.empty()) a.push_back("--device=" + fabric.device);
   // --hosts: this node's own options replace the same options above.
