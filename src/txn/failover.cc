@@ -349,11 +349,18 @@ Status Failover::reconfigure(const r2::MembershipView::Snapshot& v, FailoverRepo
   DRTMX_RETURN_IF_ERROR(p_.control->barrier(tag + "quiet"));
   rep->quiet_ns = r2::now_ns();
 
-  // 3. Drain: every applier polled a few times in a row with nothing to do.
+  // 3. Drain: every applier polled a few times in a row with nothing to do
+  //    (entries of removed writers beyond a hole included).
   const auto& apps = *p_.appliers;
+  std::vector<uint64_t> p0(apps.size(), 0);
+  for (size_t i = 0; i < apps.size(); ++i) {
+    if (!apps[i]) continue;
+    apps[i]->skip_holes(gone);
+    p0[i] = apps[i]->polls();
+  }
   for (;;) {
     bool all = true;
-    for (const auto& a : apps) all = all && (!a || a->quiet() >= 4);
+    for (size_t i = 0; i < apps.size(); ++i) all = all && (!apps[i] || apps[i]->drained_since(p0[i]));
     if (all) break;
     if (std::chrono::steady_clock::now() > until) {
       return timeout_error("backup appliers did not drain their log rings within " +

@@ -557,10 +557,12 @@ Status TxnNode::finish(std::chrono::milliseconds limit) {
     // After a failover the counts exclude removed coordinators' entries
     // (applied() includes them): every live coordinator finished logging
     // before the exchange, so appliers with nothing left to do are drained.
+    std::vector<uint64_t> p0;
+    for (auto& ap : apps_) p0.push_back(ap ? ap->polls() : 0);
     auto drained = [&] {
       if (!failover_) return true;
-      for (auto& ap : apps_) {
-        if (ap && ap->quiet() < 4) return false;
+      for (size_t i = 0; i < apps_.size(); ++i) {
+        if (apps_[i] && !apps_[i]->drained_since(p0[i])) return false;
       }
       return true;
     };

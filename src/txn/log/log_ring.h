@@ -228,6 +228,11 @@ class LogReader {
   uint64_t head() const { return head_; }
   uint64_t next_seq() const { return next_seq_; }
   void reported() { reported_ = head_; }
+  // Failover, the writer removed: moves past an entry that will never
+  // arrive (its writer died between reserving it and writing it, while a
+  // later entry of the same ring was written) to the next complete entry
+  // after it, if any; true when it moved. Only for a ring nobody writes.
+  bool skip_hole();
   // Eager reading: the mark of the entry poll() is applying (inside apply).
   const LogMark& last_mark() const { return last_mark_; }
 

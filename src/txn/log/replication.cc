@@ -494,6 +494,16 @@ bool BackupApplier::poll() {
                    std::to_string(r.next_seq()) + " was expected");
     }
     if (res.applied > 0) work = true;
+    if (n < 64 && res.applied == 0 && !res.corrupt &&
+        ((skip_.load(std::memory_order_relaxed) >> n) & 1) != 0) {
+      // Failover: nothing more in order from this removed writer; entries
+      // beyond a hole are applied too, then the ring is left alone.
+      if (r.skip_hole()) {
+        work = true;
+      } else {
+        skip_.fetch_and(~(uint64_t{1} << n), std::memory_order_acq_rel);
+      }
+    }
     if (res.report) {
       const uint64_t head = r.head();
       if (w_.post_oneway({n, w_.thread()}, kRpcLogReclaim, &head, sizeof head).is_ok()) {
@@ -501,6 +511,7 @@ bool BackupApplier::poll() {
       }
     }
   }
+  polls_.store(polls_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
   if (work || !deferred_.empty()) {
     quiet_.store(0, std::memory_order_release);
   } else {

@@ -224,10 +224,22 @@ class BackupApplier {
   // Stops reading the rings of the nodes whose bit is set (removed nodes,
   // once their entries were resolved): a late write of theirs is ignored.
   void retire(uint64_t nodes) { retired_.fetch_or(nodes, std::memory_order_acq_rel); }
+  // Applies what the rings of these (removed) writers hold beyond a hole:
+  // an entry their writer reserved and never wrote, followed by complete
+  // ones (LogReader::skip_hole). Done once, by the next polls.
+  void skip_holes(uint64_t nodes) { skip_.fetch_or(nodes, std::memory_order_acq_rel); }
   // Polls that found nothing to apply and nothing deferred, in a row since
   // the last one that did work (any thread): quiet() > 1 after a moment
   // when no coordinator logs means every complete entry was applied.
   uint64_t quiet() const { return quiet_.load(std::memory_order_acquire); }
+  // Polls so far (any thread).
+  uint64_t polls() const { return polls_.load(std::memory_order_acquire); }
+  // Drained as seen from another thread: since `polls()` was `p0`, at
+  // least 4 polls ran and the last 4 found nothing (no hole left to skip).
+  bool drained_since(uint64_t p0) const {
+    const uint64_t q = quiet();
+    return q >= 4 && polls() >= p0 + 4 && skip_.load(std::memory_order_acquire) == 0;
+  }
 
  private:
   struct Deferred {
@@ -262,7 +274,9 @@ class BackupApplier {
   std::vector<std::deque<LoggedTxn>> history_;  // by coordinator node
   std::vector<uint8_t> dropped_;                // by coordinator node: history dropped some
   std::atomic<uint64_t> retired_{0};
+  std::atomic<uint64_t> skip_{0};
   std::atomic<uint64_t> quiet_{0};
+  std::atomic<uint64_t> polls_{0};
   void remember(uint16_t node, const LogMark& m);
   void stop_corrupt(std::string reason);
   std::atomic<bool> corrupt_{false};  // set once, after corrupt_reason_ (release)
