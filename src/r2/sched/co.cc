@@ -210,7 +210,7 @@ Status Worker::call(CoState& c, std::span<const Target> targets, uint16_t rpc_id
   h.cor = c.co.id_;
   h.seq = c.rpc_seq;
   for (size_t i = 0; i < targets.size(); ++i) {
-    if (view_ != nullptr && !view_->is_member(targets[i].node)) {
+    if (!is_member(targets[i].node)) {
       // Removed: not sent; the call fails, once the members answered (a
       // caller that releases after a failed call must find them handled).
       c.got[i] = 1;
@@ -252,7 +252,7 @@ Status Worker::send_passive(CoState& c, Target t, uint16_t rpc_id, const void* m
     return invalid_argument("passive RPC target node " + std::to_string(t.node) + " thread " +
                             std::to_string(t.thread) + " is outside the cluster");
   }
-  if (view_ != nullptr && !view_->is_member(t.node)) {
+  if (!is_member(t.node)) {
     return aborted("passive RPC target node " + std::to_string(t.node) +
                    " was removed from the cluster at epoch " + std::to_string(view_->epoch()));
   }
@@ -265,7 +265,7 @@ Status Worker::send_passive(CoState& c, Target t, uint16_t rpc_id, const void* m
     suspend();
     c.wait = Wait::kNone;
   }
-  if (view_ != nullptr && !view_->is_member(t.node)) {
+  if (!is_member(t.node)) {
     return aborted("passive RPC target node " + std::to_string(t.node) +
                    " was removed from the cluster at epoch " + std::to_string(view_->epoch()));
   }
@@ -289,7 +289,7 @@ Status Worker::post_oneway(Target t, uint16_t rpc_id, const void* msg, uint32_t 
     return invalid_argument("one-way RPC target node " + std::to_string(t.node) + " thread " +
                             std::to_string(t.thread) + " is outside the cluster");
   }
-  if (view_ != nullptr && !view_->is_member(t.node)) {
+  if (!is_member(t.node)) {
     return aborted("one-way RPC target node " + std::to_string(t.node) +
                    " was removed from the cluster at epoch " + std::to_string(view_->epoch()));
   }

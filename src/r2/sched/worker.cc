@@ -185,7 +185,9 @@ void Worker::check_deadlines(uint64_t now) {
 void Worker::on_membership() {
   const MembershipView::Snapshot v = view_->snapshot();
   seen_epoch_ = v.epoch;
-  auto removed = [&](NodeId n) { return !v.live.test(n); };
+  // This node itself removed: nobody answers it any more.
+  const bool self_gone = !v.live.test(self_);
+  auto removed = [&](NodeId n) { return self_gone || !v.live.test(n); };
   const std::string why = " was removed from the cluster at epoch " + std::to_string(v.epoch);
   for (uint32_t dest = 0; dest < passive_unacked_.size(); ++dest) {
     if (!removed(static_cast<NodeId>(dest / threads_))) continue;

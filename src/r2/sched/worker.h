@@ -123,7 +123,11 @@ class Worker {
   // being sent. Null (the default): fail-stop, nothing changes.
   void set_membership(const MembershipView* view) { view_ = view; }
   // Whether node n is a member (always true without a view).
-  bool is_member(NodeId n) const { return view_ == nullptr || view_->is_member(n); }
+  // (False for every node once this node itself was removed: nobody
+  // answers it any more.)
+  bool is_member(NodeId n) const {
+    return view_ == nullptr || (view_->is_member(n) && view_->is_member(self_));
+  }
   // The epoch this worker's loop last applied (worker thread).
   uint64_t membership_epoch() const { return seen_epoch_; }
 

@@ -153,11 +153,16 @@ Status Replicator::log(r2::Co& co, std::span<const r2::NodeId> backups,
 namespace {
 // Failover: ops refused only because their target was removed from the
 // cluster. A log entry that reached every target still a member is
-// complete: the removed node's copies are gone with it.
-bool only_fenced(const r2::OpBatch& b) {
+// complete: the removed node's copies are gone with it. An op fenced by a
+// target this node still counts as a member means the opposite: this node
+// was removed (the target knows it first) — never complete then.
+bool only_fenced(const r2::OpBatch& b, const std::vector<r2::NodeId>& nodes,
+                 const r2::Worker& w) {
+  if (!w.is_member(w.node())) return false;
   for (size_t i = 0; i < b.size(); ++i) {
     const r2::OpStatus s = b.status(i);
-    if (s != r2::OpStatus::kOk && s != r2::OpStatus::kFenced) return false;
+    if (s == r2::OpStatus::kOk) continue;
+    if (s != r2::OpStatus::kFenced || i >= nodes.size() || w.is_member(nodes[i])) return false;
   }
   return true;
 }
@@ -165,6 +170,10 @@ bool only_fenced(const r2::OpBatch& b) {
 
 Status Replicator::log(r2::Co& co, std::span<const BackupEntry> entries, LogBuffers& buf) {
   if (entries.empty()) return Status::ok();
+  // Failover: a node removed from the cluster must never commit.
+  if (!w_.is_member(w_.node())) {
+    return unavailable("log: node " + std::to_string(w_.node()) + " was removed from the cluster");
+  }
   const size_t stride = image_stride(cfg_);
   if (buf.payloads.size() < entries.size()) buf.payloads.resize(entries.size());
   // 1. Encode, and wait until every backup's ring has room for its entry.
@@ -229,6 +238,7 @@ Status Replicator::log(r2::Co& co, std::span<const BackupEntry> entries, LogBuff
     mark.targets = static_cast<uint16_t>(entries.size());
   }
   r2::OpBatch batch, first;  // first: tests with a crash hook (kLogPartial)
+  op_nodes_.clear();         // the target of each op of `batch`
   for (size_t e = 0; e < entries.size(); ++e) {
     r2::OpBatch& to = crash_ && e == 0 && entries.size() > 1 ? first : batch;
     const r2::NodeId b = entries[e].node;
@@ -252,6 +262,7 @@ Status Replicator::log(r2::Co& co, std::span<const BackupEntry> entries, LogBuff
       last_txn_[b] = mark.txn;
       told_[b] = std::max(told_[b], mark.decided);
     }
+    if (&to == &batch) op_nodes_.resize(batch.size(), b);
   }
   if (crash_ && !first.empty()) {
     // Tests: the first target's WRITEs (and READ) alone, then the hook.
@@ -260,7 +271,7 @@ Status Replicator::log(r2::Co& co, std::span<const BackupEntry> entries, LogBuff
   const r2::OpStatus st = co.run(batch);
   // Refused only by removed targets: complete, as long as this node itself
   // is still a member (a removed node must never acknowledge).
-  if (st != r2::OpStatus::kOk && !(only_fenced(batch) && w_.is_member(w_.node()))) {
+  if (st != r2::OpStatus::kOk && !only_fenced(batch, op_nodes_, w_)) {
     return unavailable(std::string("log WRITE failed: ") + r2::op_status_name(st));
   }
   if (cfg_.durable) decisions_.complete(mark.txn);

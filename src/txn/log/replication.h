@@ -157,6 +157,7 @@ class Replicator {
   std::vector<uint64_t> last_txn_, told_;
   uint64_t pending_since_ = 0;  // when the watermark passed what a target was told
   uint64_t volatile_txn_ = 0;   // volatile logs: this worker's transactions logged
+  std::vector<r2::NodeId> op_nodes_;  // log(): the target of each op of its batch
   uint32_t polls_ = 0;
   CrashHook crash_;
 };
