@@ -180,6 +180,7 @@ struct Wanted {
   bool present = true;
   uint64_t version = 0;
   bool unlock_only = false;  // locked, nothing logged: keep the primary's value
+  std::string why;           // the transaction that decided it (for errors)
 };
 
 std::string where(const store::TableSpec* t, uint64_t key) {
@@ -431,17 +432,31 @@ Status Failover::reconfigure(const r2::MembershipView::Snapshot& v, FailoverRepo
       for (const LoggedRecord& r : s.records)
         rep->committed_writes.emplace_back(r.table, r.key, r.version);
     }
+    auto name = [&] {
+      std::string n = "transaction #" + std::to_string(std::get<2>(id)) + " of node " +
+                      std::to_string(std::get<0>(id)) + " thread " +
+                      std::to_string(std::get<1>(id)) + ", decided " +
+                      (committed ? "committed" : "aborted") + ": targets";
+      for (uint16_t x = 0; x < 64; ++x) {
+        if ((s.targets >> x) & 1) n += " " + std::to_string(x);
+      }
+      n += ", applied at";
+      for (uint16_t x = 0; x < 64; ++x) {
+        if ((s.at >> x) & 1) n += " " + std::to_string(x);
+      }
+      return n;
+    };
     for (const LoggedRecord& r : s.records) {
       const RecKey k{r.table, r.key};
       if (!committed) {
         // The state before it: an insert never happened; an update or a
         // delete leaves the previous version.
-        wanted[k] = r.op == RedoOp::kInsert ? Wanted{false, 0, false}
-                                            : Wanted{true, r.version - 1, false};
+        wanted[k] = r.op == RedoOp::kInsert ? Wanted{false, 0, false, name()}
+                                            : Wanted{true, r.version - 1, false, name()};
       } else if (held_keys.count(k) != 0 && wanted.count(k) == 0) {
         // Committed, still locked at its primary: written back maybe not.
-        wanted[k] = r.op == RedoOp::kDelete ? Wanted{false, 0, false}
-                                            : Wanted{true, r.version, false};
+        wanted[k] = r.op == RedoOp::kDelete ? Wanted{false, 0, false, name()}
+                                            : Wanted{true, r.version, false, name()};
       }
     }
   }
@@ -525,7 +540,8 @@ Status Failover::reconfigure(const r2::MembershipView::Snapshot& v, FailoverRepo
     if (src == have.end()) {
       return internal_error("cannot repair " + where(spec, k.second) + ": no surviving copy holds version " +
                             std::to_string(w.version) + " (this copy: " +
-                            (present ? "version " + std::to_string(version) : "absent") + ")");
+                            (present ? "version " + std::to_string(version) : "absent") +
+                            "; " + w.why + ")");
     }
     if (present) DRTMX_RETURN_IF_ERROR(p_.store->install(*spec, k.second, 0, {}, true).status());
     std::span<const uint8_t> val(reinterpret_cast<const uint8_t*>(src->second.data()),
