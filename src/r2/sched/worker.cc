@@ -118,6 +118,7 @@ void Worker::make_runnable(CoState& c) {
 
 void Worker::suspend() {
   CoState& c = *cos_[current_];
+  inline_streak_ = 0;
   fiber_switch_begin(&c.fake_stack, sched_stack_);
   c.sched = std::move(c.sched).resume();
   fiber_switch_end(c.fake_stack, nullptr);
