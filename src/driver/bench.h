@@ -150,8 +150,7 @@ Status run_bench_node(const BenchOptions& o);
 // coordinator's thread): the epoch, the removed nodes and why.
 Result<std::unique_ptr<r2::ControlServer>> start_coordinator(
     const BenchOptions& o, const std::string& listen,
-    std::function<void(uint16_t node, const std::string& topic, const std::string& blob)> also =
-        {},
+    std::function<void(uint16_t node, const std::string& topic, const std::string& blob)> also = {},
     std::function<void(const r2::MembershipChange&)> removed = {});
 
 }  // namespace drtmx::bench

@@ -157,7 +157,7 @@ Status run_once(const BenchOptions& o) {
       std::chrono::milliseconds(static_cast<int64_t>((o.seconds + o.warmup) * 1000) + 180000);
   const uint16_t nodes = o.fabric.num_nodes;
   Status result;
-  bool crashed = false;  // we SIGKILLed the nodes (--crash-at)
+  bool crashed = false;    // we SIGKILLed the nodes (--crash-at)
   uint64_t killed_ns = 0;  // failover: the first fault (r2::now_ns); 1: it found no process
   // Failover: per fault, 0 = pending, 1 = injected (kStop: stopped), 2 = done.
   std::vector<int> fault_state(o.faults.size(), 0);
@@ -259,8 +259,8 @@ Status run_once(const BenchOptions& o) {
       // A failover test: the node killed itself at the crash point; the
       // others went on.
       const std::vector<ProcessGroup::Ended> ended = group.ended();
-      const bool hit = o.crash_node < static_cast<int>(ended.size()) &&
-                       ended[o.crash_node].signal == SIGKILL;
+      const bool hit =
+          o.crash_node < static_cast<int>(ended.size()) && ended[o.crash_node].signal == SIGKILL;
       if (result.is_ok() && !hit) {
         result = not_found("--crash-point=" + o.crash_name + ":" + std::to_string(o.crash_node) +
                            ":" + std::to_string(o.crash_hit) +
@@ -309,7 +309,8 @@ Status run_once(const BenchOptions& o) {
     std::lock_guard<std::mutex> g(removals->first);
     for (const Removal& r : removals->second) {
       std::ostringstream ms;
-      ms << std::fixed << std::setprecision(1) << double(int64_t(r.at_ns) - int64_t(killed_ns)) / 1e6;
+      ms << std::fixed << std::setprecision(1)
+         << double(int64_t(r.at_ns) - int64_t(killed_ns)) / 1e6;
       std::cout << "failover: epoch " << r.epoch << " removal by the coordinator " << ms.str()
                 << " ms after the first fault (" << r.what << ")" << std::endl;
     }
@@ -340,8 +341,7 @@ Result<std::unique_ptr<r2::ControlServer>> start_coordinator(
       bool all = true;
       for (int n = 0; n < nodes; ++n) all = all && (!progress->live[n] || it->second.first[n]);
       if (!all) return;
-      std::cout << "  [" << it->first << " s] " << it->second.second << " committed/s"
-                << std::endl;
+      std::cout << "  [" << it->first << " s] " << it->second.second << " committed/s" << std::endl;
       it = progress->seconds.erase(it);
     }
   };

@@ -403,8 +403,7 @@ Status report(const BenchOptions& o, const Workload& wl, const store::Catalog& c
   // A failover: the killed node's committed sums (from its journal); the
   // survivors hold the copies left.
   if (fo.active) add_into(client_sums, fo.removed_sums);
-  const Status check =
-      (fo.check_workload ? *fo.check_workload : wl).check(node_sums, client_sums);
+  const Status check = (fo.check_workload ? *fo.check_workload : wl).check(node_sums, client_sums);
   const DurabilitySummary dur = DurabilitySummary::of(rs);
   uint64_t total_commits = 0, total_aborts = 0;
   for (uint64_t c : committed) total_commits += c;

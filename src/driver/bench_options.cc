@@ -444,8 +444,9 @@ Result<BenchOptions> parse_bench(int argc, char** argv, const std::vector<Worklo
       return bad(what + " stops node processes: not with --inprocess (threads of one process)");
     if (!o.hosts.empty()) return bad(what + " stops local node processes: not with --hosts");
     if (o.durable)
-      return bad(what + ": failover with --durability=pmem is not implemented (a crashed "
-                        "durable cluster restarts with --recover)");
+      return bad(what +
+                 ": failover with --durability=pmem is not implemented (a crashed "
+                 "durable cluster restarts with --recover)");
     if (o.crash_at > 0) return bad(what + ": not with --crash-at");
     if (o.policies.size() > 1) return bad(what + " runs one preset: --policy lists several");
     o.fabric.survive_failures = true;

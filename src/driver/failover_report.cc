@@ -12,7 +12,9 @@ namespace drtmx::bench {
 namespace {
 
 // Milliseconds from b to a (either order).
-double since_ms(uint64_t a, uint64_t b) { return double(int64_t(a - b)) / 1e6; }
+double since_ms(uint64_t a, uint64_t b) {
+  return double(int64_t(a - b)) / 1e6;
+}
 
 std::string ms(double v) {
   std::ostringstream os;
@@ -28,9 +30,9 @@ bool decided_committed(const JournalRecord& r, const FailoverRun& fo) {
   for (const txn::FailoverReport& f : fo.reports) {
     bool all = true;
     for (const JournalWrite& w : r.writes) {
-      all = all && std::binary_search(f.committed_writes.begin(), f.committed_writes.end(),
-                                      std::make_tuple(static_cast<uint16_t>(w.table), w.key,
-                                                      w.version));
+      all = all &&
+            std::binary_search(f.committed_writes.begin(), f.committed_writes.end(),
+                               std::make_tuple(static_cast<uint16_t>(w.table), w.key, w.version));
     }
     if (all) return true;
   }
@@ -87,8 +89,8 @@ Status add_removed_node(const BenchOptions& o, uint16_t node, size_t sums, Failo
   jo.sums = static_cast<uint32_t>(sums);
   jo.recover = true;
   auto j = Journal::open(jo);
-  if (!j.is_ok()) return j.status().with_context("reading the journal of removed node " +
-                                                 std::to_string(node));
+  if (!j.is_ok())
+    return j.status().with_context("reading the journal of removed node " + std::to_string(node));
   auto scan = (*j)->scan();
   if (!scan.is_ok()) return scan.status();
   if (fo->removed_sums.size() < sums) fo->removed_sums.resize(sums, 0);
@@ -118,7 +120,8 @@ void print_failover(const FailoverRun& fo, const std::vector<uint64_t>& timeline
     for (uint16_t n : f.removed) removed += (removed.empty() ? "" : ",") + std::to_string(n);
     const double detect = fo.killed_ns ? since_ms(f.seen_ns, fo.killed_ns) : 0;
     const double serving = fo.killed_ns ? since_ms(f.serving_ns, fo.killed_ns) : 0;
-    std::cout << "  failover: node " << removed << " failed " << ms(since_ms(fo.killed_ns, fo.t0_ns))
+    std::cout << "  failover: node " << removed << " failed "
+              << ms(since_ms(fo.killed_ns, fo.t0_ns))
               << " ms into the measured run; detected after " << ms(detect)
               << " ms, every partition served by a primary after " << ms(serving)
               << " ms (detection + promotion); epoch " << f.epoch << ", replicas now "
@@ -131,8 +134,8 @@ void print_failover(const FailoverRun& fo, const std::vector<uint64_t>& timeline
             << ms(r.min_tps) << " after; back to 80 % "
             << (r.back_ms < 0 ? std::string("not within the run")
                               : "after " + ms(r.back_ms) + " ms")
-            << "; killed node's journal: " << fo.acknowledged << " acknowledged, "
-            << fo.in_flight << " in flight (" << fo.in_flight_committed << " committed)\n";
+            << "; killed node's journal: " << fo.acknowledged << " acknowledged, " << fo.in_flight
+            << " in flight (" << fo.in_flight_committed << " committed)\n";
 }
 
 void json_failover(JsonWriter& j, const FailoverRun& fo, const std::vector<uint64_t>& timeline) {

@@ -20,10 +20,10 @@
 namespace drtmx::bench {
 
 struct FailoverRun {
-  bool active = false;       // a --kill-node run
-  int killed = -1;           // the node killed
-  uint64_t killed_ns = 0;    // r2::now_ns() of the SIGKILL (the launcher's file)
-  uint64_t t0_ns = 0;        // the reporting node's measured window began
+  bool active = false;     // a --kill-node run
+  int killed = -1;         // the node killed
+  uint64_t killed_ns = 0;  // r2::now_ns() of the SIGKILL (the launcher's file)
+  uint64_t t0_ns = 0;      // the reporting node's measured window began
   uint32_t timeline_ms = 100;
   uint16_t nodes = 0, live = 0;
   uint16_t replicas_before = 0;

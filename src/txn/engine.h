@@ -35,8 +35,8 @@
 #include "dst/record_mvcc.h"
 #include "r2/sched/co.h"
 #include "store/tables/plan.h"
-#include "txn/failover.h"
 #include "txn/crash_point.h"
+#include "txn/failover.h"
 #include "txn/key_index.h"
 #include "txn/locator.h"
 #include "txn/log/replication.h"
@@ -312,7 +312,7 @@ class Engine final : public Txn {
   std::vector<CommitObserver::Write> observed_;
   CrashHook crash_;
   const store::tables::LockPlan* locks_ = nullptr;  // set_lock_plan()
-  FailoverGate* gate_ = nullptr;                     // set_gate()
+  FailoverGate* gate_ = nullptr;                    // set_gate()
   size_t gate_slot_ = 0;
   uint64_t begin_epoch_ = 0;
 };

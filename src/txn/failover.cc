@@ -238,8 +238,7 @@ void Failover::loop() {
       // The view may move between a notify and here: wake on either, and
       // look at the view every 100 ms anyway (a missed notify costs that).
       cv_.wait_for(g, std::chrono::milliseconds(100), [&] {
-        return stop_ || signals_ != seen_signals ||
-               p_.control->view().epoch() != handled_epoch_;
+        return stop_ || signals_ != seen_signals || p_.control->view().epoch() != handled_epoch_;
       });
       if (stop_) return;
       seen_signals = signals_;
@@ -251,10 +250,10 @@ void Failover::loop() {
       // it must not run another transaction.
       std::lock_guard<std::mutex> g(mu_);
       Status h = p_.control->health();
-      status_ = h.is_ok() ? aborted("node " + std::to_string(p_.self) +
-                                    " was removed from the cluster at epoch " +
-                                    std::to_string(v.epoch))
-                          : h;
+      status_ = h.is_ok()
+                    ? aborted("node " + std::to_string(p_.self) +
+                              " was removed from the cluster at epoch " + std::to_string(v.epoch))
+                    : h;
       p_.gate->fail();
       handled_epoch_ = v.epoch;
       return;
@@ -264,8 +263,8 @@ void Failover::loop() {
     rep.epoch = v.epoch;
     rep.seen_ns = r2::now_ns();
     Status s = reconfigure(v, &rep);
-    if (!s.is_ok() && s.code() == Code::kAborted &&
-        p_.control->view().epoch() != v.epoch && p_.control->health().is_ok()) {
+    if (!s.is_ok() && s.code() == Code::kAborted && p_.control->view().epoch() != v.epoch &&
+        p_.control->health().is_ok()) {
       // Interrupted by a further change: start over under the newer epoch.
       busy_.store(false, std::memory_order_release);
       continue;
@@ -331,15 +330,16 @@ Status Failover::reconfigure(const r2::MembershipView::Snapshot& v, FailoverRepo
         "cluster from its pools instead");
   }
   if (p_.gts && ((gone & 1) != 0)) {
-    return unavailable("node 0, which hosts the GTS timestamp oracle (--policy=drtmx-gts), was "
-                       "removed; the oracle is not replicated");
+    return unavailable(
+        "node 0, which hosts the GTS timestamp oracle (--policy=drtmx-gts), was "
+        "removed; the oracle is not replicated");
   }
   DRTMX_RETURN_IF_ERROR(check_copies(live, &rep->min_copies));
 
   // 2. Pause.
   p_.gate->close();
-  const auto until = std::chrono::steady_clock::now() +
-                     std::chrono::milliseconds(p_.pause_timeout_ms);
+  const auto until =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(p_.pause_timeout_ms);
   while (!p_.gate->quiet()) {
     if (std::chrono::steady_clock::now() > until) {
       return timeout_error("transactions did not pause within " +
@@ -361,7 +361,8 @@ Status Failover::reconfigure(const r2::MembershipView::Snapshot& v, FailoverRepo
   }
   for (;;) {
     bool all = true;
-    for (size_t i = 0; i < apps.size(); ++i) all = all && (!apps[i] || apps[i]->drained_since(p0[i]));
+    for (size_t i = 0; i < apps.size(); ++i)
+      all = all && (!apps[i] || apps[i]->drained_since(p0[i]));
     if (all) break;
     if (std::chrono::steady_clock::now() > until) {
       return timeout_error("backup appliers did not drain their log rings within " +
@@ -508,7 +509,8 @@ Status Failover::reconfigure(const r2::MembershipView::Snapshot& v, FailoverRepo
       const uint32_t bytes = in.get<uint32_t>();
       const uint8_t* p = in.bytes(bytes);
       if (!in.ok) return internal_error("a survivor sent a malformed copy report");
-      if (present) have[{table, key, version}] = std::string(reinterpret_cast<const char*>(p), bytes);
+      if (present)
+        have[{table, key, version}] = std::string(reinterpret_cast<const char*>(p), bytes);
     }
   }
   for (const auto& [k, w] : wanted) {
@@ -538,10 +540,10 @@ Status Failover::reconfigure(const r2::MembershipView::Snapshot& v, FailoverRepo
     if (present && version == w.version) continue;
     const auto src = have.find({k.first, k.second, w.version});
     if (src == have.end()) {
-      return internal_error("cannot repair " + where(spec, k.second) + ": no surviving copy holds version " +
-                            std::to_string(w.version) + " (this copy: " +
-                            (present ? "version " + std::to_string(version) : "absent") +
-                            "; " + w.why + ")");
+      return internal_error(
+          "cannot repair " + where(spec, k.second) + ": no surviving copy holds version " +
+          std::to_string(w.version) + " (this copy: " +
+          (present ? "version " + std::to_string(version) : "absent") + "; " + w.why + ")");
     }
     if (present) DRTMX_RETURN_IF_ERROR(p_.store->install(*spec, k.second, 0, {}, true).status());
     std::span<const uint8_t> val(reinterpret_cast<const uint8_t*>(src->second.data()),

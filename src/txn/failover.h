@@ -122,7 +122,7 @@ class Failover {
     r2::NodeId self = 0;
     uint16_t nodes = 0;
     bool durable = false;
-    bool gts = false;             // MVCC with the global timestamp oracle (node 0)
+    bool gts = false;  // MVCC with the global timestamp oracle (node 0)
     uint32_t pause_timeout_ms = 10000;
   };
   explicit Failover(Parts p);

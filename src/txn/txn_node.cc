@@ -174,8 +174,7 @@ Result<std::unique_ptr<TxnNode>> TxnNode::start(const store::Catalog& catalog,
   const size_t workers = cfg.fabric.threads;
   if (cfg.fabric.survive_failures) {
     n->store_->set_placement(&n->caches_->placement());
-    n->gate_ = std::make_unique<FailoverGate>(&n->rt_->control().view(),
-                                              workers * cfg.coroutines);
+    n->gate_ = std::make_unique<FailoverGate>(&n->rt_->control().view(), workers * cfg.coroutines);
   }
   n->reps_.resize(workers);
   n->apps_.resize(workers);

@@ -19,7 +19,6 @@
 //   on (partitions keep 2 or 3 copies, each checked as it is).
 // Every run is a few seconds; the runs are bounded by `timeout`.
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <cstdio>
@@ -57,8 +56,8 @@ void expect_survived(const Outcome& r, const std::string& what) {
 TEST(FailoverBench, SmallBankSurvivesTheKillOfEachNode) {
   const char* presets[] = {"drtmh", "farm", "drtm-r"};
   for (int node = 0; node < 3; ++node) {
-    const std::string what = std::string("--policy=") + presets[node] +
-                             " --kill-node=" + std::to_string(node) + "@1.5";
+    const std::string what =
+        std::string("--policy=") + presets[node] + " --kill-node=" + std::to_string(node) + "@1.5";
     expect_survived(bench(kSmallBank + what), what);
   }
 }
@@ -68,15 +67,14 @@ TEST(FailoverBench, TpccSurvivesTheKillOfEachNode) {
   // only (node 0's loss is a refusal, below).
   const char* presets[] = {"fasst", "drtmx", "drtmx-gts"};
   for (int node = 0; node < 3; ++node) {
-    const std::string what = std::string("--policy=") + presets[node] +
-                             " --kill-node=" + std::to_string(node) + "@1.5";
+    const std::string what =
+        std::string("--policy=") + presets[node] + " --kill-node=" + std::to_string(node) + "@1.5";
     expect_survived(bench(kTpcc + what), what);
   }
 }
 
 TEST(FailoverBench, ReportsTheFailoverInTheJson) {
-  const std::string json =
-      "/tmp/drtmx-failover-test-" + std::to_string(::getpid()) + ".json";
+  const std::string json = "/tmp/drtmx-failover-test-" + std::to_string(::getpid()) + ".json";
   const Outcome r = bench(kSmallBank + "--kill-node=2@1.5 --json=" + json);
   expect_survived(r, "--kill-node=2@1.5");
   const std::string j = slurp(json);
@@ -91,12 +89,14 @@ TEST(FailoverBench, ReportsTheFailoverInTheJson) {
 TEST(FailoverBench, CoordinatorDiesAtCommitPathPoints) {
   // (point, node, hit): after locking, after its log reached one target,
   // after every target, during write-back (drtmh writes back one-sided).
-  const char* cases[][3] = {{"validated", "1", "300"},   {"log-partial", "0", "200"},
-                            {"log-partial", "2", "501"}, {"logged", "1", "400"},
+  const char* cases[][3] = {{"validated", "1", "300"},
+                            {"log-partial", "0", "200"},
+                            {"log-partial", "2", "501"},
+                            {"logged", "1", "400"},
                             {"written-back", "2", "300"}};
   for (const auto& c : cases) {
-    const std::string what = std::string("--survive-failures --crash-point=") + c[0] + ":" +
-                             c[1] + ":" + c[2];
+    const std::string what =
+        std::string("--survive-failures --crash-point=") + c[0] + ":" + c[1] + ":" + c[2];
     const Outcome r = bench(kSmallBank + what);
     EXPECT_NE(r.output.find(std::string("crash point ") + c[0] + " reached"), std::string::npos)
         << what << "\n"

@@ -211,8 +211,8 @@ void Worker::on_membership() {
         c.got[i] = 1;
         --c.pending;
         if (c.rpc_status.is_ok()) {
-          c.rpc_status = aborted("node " + std::to_string(c.targets[i].node) + why +
-                                 " (no reply will come)");
+          c.rpc_status =
+              aborted("node " + std::to_string(c.targets[i].node) + why + " (no reply will come)");
         }
       }
       if (c.pending > 0) continue;

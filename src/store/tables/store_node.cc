@@ -398,8 +398,8 @@ std::vector<StoreNode::HeldSlot> StoreNode::locked_slots(
     for (uint64_t i = 0; i < hs.capacity - hs.never_used; ++i) {
       const uint64_t off = first + i * slot;
       uint8_t* rec = base + off;
-      const uint64_t lock = std::atomic_ref<uint64_t>(*part->words.lock(rec, off))
-                                .load(std::memory_order_acquire);
+      const uint64_t lock =
+          std::atomic_ref<uint64_t>(*part->words.lock(rec, off)).load(std::memory_order_acquire);
       if (lock == 0 || !stale(lock)) continue;
       RecordHeader h{};
       load_words(&h, rec, sizeof h);

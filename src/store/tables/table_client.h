@@ -40,9 +40,9 @@
 #include "base/status.h"
 #include "r2/sched/co.h"
 #include "store/catalog.h"
-#include "store/placement.h"
 #include "store/hash/hash_client.h"
 #include "store/hash/location_cache.h"
+#include "store/placement.h"
 #include "store/tables/ordered_rpc.h"
 #include "store/tables/plan.h"
 #include "store/xstore/client/xcache.h"
@@ -218,7 +218,7 @@ class TableClient {
   std::unordered_map<uint64_t, Ordered> ordered_;           // nodes never move
   std::vector<std::vector<Ordered*>> ordered_index_;        // [table id][partition] into ordered_
   std::vector<std::vector<hash::HashRemote>> hash_routes_;  // [table id][partition]
-  uint64_t routes_generation_ = 0;                           // NodeCaches::generation()
+  uint64_t routes_generation_ = 0;                          // NodeCaches::generation()
   void check_generation();
   OrderedRpc rpc_;
   TableClientStats stats_;

@@ -156,8 +156,7 @@ namespace {
 // complete: the removed node's copies are gone with it. An op fenced by a
 // target this node still counts as a member means the opposite: this node
 // was removed (the target knows it first) — never complete then.
-bool only_fenced(const r2::OpBatch& b, const std::vector<r2::NodeId>& nodes,
-                 const r2::Worker& w) {
+bool only_fenced(const r2::OpBatch& b, const std::vector<r2::NodeId>& nodes, const r2::Worker& w) {
   if (!w.is_member(w.node())) return false;
   for (size_t i = 0; i < b.size(); ++i) {
     const r2::OpStatus s = b.status(i);

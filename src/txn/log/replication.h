@@ -33,9 +33,9 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
-#include <mutex>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
@@ -155,8 +155,8 @@ class Replicator {
   // the last transaction logged there and the watermark it has been told.
   Decisions decisions_;
   std::vector<uint64_t> last_txn_, told_;
-  uint64_t pending_since_ = 0;  // when the watermark passed what a target was told
-  uint64_t volatile_txn_ = 0;   // volatile logs: this worker's transactions logged
+  uint64_t pending_since_ = 0;        // when the watermark passed what a target was told
+  uint64_t volatile_txn_ = 0;         // volatile logs: this worker's transactions logged
   std::vector<r2::NodeId> op_nodes_;  // log(): the target of each op of its batch
   uint32_t polls_ = 0;
   CrashHook crash_;
