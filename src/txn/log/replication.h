@@ -32,8 +32,10 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
@@ -153,9 +155,24 @@ class Replicator {
   // the last transaction logged there and the watermark it has been told.
   Decisions decisions_;
   std::vector<uint64_t> last_txn_, told_;
-  uint64_t pending_since_ = 0;  // when the watermark passed what a target was told
+  uint64_t pending_since_ = 0;        // when the watermark passed what a target was told
+  uint64_t volatile_txn_ = 0;         // volatile logs: this worker's transactions logged
+  std::vector<r2::NodeId> op_nodes_;  // log(): the target of each op of its batch
   uint32_t polls_ = 0;
   CrashHook crash_;
+};
+
+// Failover: what a backup remembers of one applied log entry.
+struct LoggedRecord {
+  uint16_t table = 0;
+  RedoOp op = RedoOp::kUpdate;
+  uint64_t key = 0;
+  uint64_t version = 0;
+};
+struct LoggedTxn {
+  uint64_t txn = 0;      // the coordinator thread's transaction number
+  uint64_t targets = 0;  // bit n: node n received an entry of it
+  std::vector<LoggedRecord> records;
 };
 
 class BackupApplier {
@@ -196,6 +213,35 @@ class BackupApplier {
   // Records waiting for an earlier change of their key (worker thread only).
   size_t deferred() const { return deferred_.size(); }
 
+  // --- failover (txn/failover.h), volatile logs ------------------------------
+  // Keeps, per coordinator node, what the last `per_ring` entries from its
+  // ring held (transaction number, targets, record keys and versions): a
+  // removed coordinator's in-flight transactions are decided from it.
+  void keep_history(size_t per_ring);
+  // The history of the ring written by `node` (any thread; a copy).
+  std::vector<LoggedTxn> history(uint16_t node) const;
+  // Whether that history already dropped older entries.
+  bool history_full(uint16_t node) const;
+  // Stops reading the rings of the nodes whose bit is set (removed nodes,
+  // once their entries were resolved): a late write of theirs is ignored.
+  void retire(uint64_t nodes) { retired_.fetch_or(nodes, std::memory_order_acq_rel); }
+  // Applies what the rings of these (removed) writers hold beyond a hole:
+  // an entry their writer reserved and never wrote, followed by complete
+  // ones (LogReader::skip_hole). Done once, by the next polls.
+  void skip_holes(uint64_t nodes) { skip_.fetch_or(nodes, std::memory_order_acq_rel); }
+  // Polls that found nothing to apply and nothing deferred, in a row since
+  // the last one that did work (any thread): quiet() > 1 after a moment
+  // when no coordinator logs means every complete entry was applied.
+  uint64_t quiet() const { return quiet_.load(std::memory_order_acquire); }
+  // Polls so far (any thread).
+  uint64_t polls() const { return polls_.load(std::memory_order_acquire); }
+  // Drained as seen from another thread: since `polls()` was `p0`, at
+  // least 4 polls ran and the last 4 found nothing (no hole left to skip).
+  bool drained_since(uint64_t p0) const {
+    const uint64_t q = quiet();
+    return q >= 4 && polls() >= p0 + 4 && skip_.load(std::memory_order_acquire) == 0;
+  }
+
  private:
   struct Deferred {
     RedoRecord rec;  // value points into `value`
@@ -223,6 +269,16 @@ class BackupApplier {
   uint64_t release_every_ = 0;  // bytes (the reclaim report's period)
   std::vector<RedoRecord> decoded_;
   std::atomic<uint64_t> applied_{0};
+  // Failover history (keep_history).
+  size_t history_per_ring_ = 0;
+  mutable std::mutex history_mu_;
+  std::vector<std::deque<LoggedTxn>> history_;  // by coordinator node
+  std::vector<uint8_t> dropped_;                // by coordinator node: history dropped some
+  std::atomic<uint64_t> retired_{0};
+  std::atomic<uint64_t> skip_{0};
+  std::atomic<uint64_t> quiet_{0};
+  std::atomic<uint64_t> polls_{0};
+  void remember(uint16_t node, const LogMark& m);
   void stop_corrupt(std::string reason);
   std::atomic<bool> corrupt_{false};  // set once, after corrupt_reason_ (release)
   std::string corrupt_reason_;
