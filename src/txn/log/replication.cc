@@ -151,6 +151,7 @@ Status Replicator::log(r2::Co& co, std::span<const r2::NodeId> backups,
 }
 
 Status Replicator::log(r2::Co& co, std::span<const BackupEntry> entries, LogBuffers& buf) {
+  buf.txn = 0;
   if (entries.empty()) return Status::ok();
   const size_t stride = image_stride(cfg_);
   if (buf.payloads.size() < entries.size()) buf.payloads.resize(entries.size());
@@ -237,7 +238,10 @@ Status Replicator::log(r2::Co& co, std::span<const BackupEntry> entries, LogBuff
   if (st != r2::OpStatus::kOk) {
     return unavailable(std::string("log WRITE failed: ") + r2::op_status_name(st));
   }
-  if (cfg_.durable) decisions_.complete(mark.txn);
+  if (cfg_.durable) {
+    buf.txn = mark.txn;
+    if (!buf.settle_later) decisions_.complete(mark.txn);
+  }
   entries_ += entries.size();
   return Status::ok();
 }
