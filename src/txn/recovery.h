@@ -16,7 +16,7 @@
 //      persistent) or all of its entries were found (their count is in
 //      each). Anything else never completed its log: it was never
 //      acknowledged, and none of its entries was applied anywhere (appliers
-//      are gated by persisted watermarks), so it is dropped whole.
+//      are gated by the coordinators' watermarks), so it is dropped whole.
 //   4. Replay: the records of the committed entries found here, and the
 //      records of committed entries other nodes found for partitions this
 //      node is the primary of (shipped through the control plane: a

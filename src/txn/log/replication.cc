@@ -1,6 +1,7 @@
 #include "txn/log/replication.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 
 #include "r2/common/clock.h"
@@ -359,14 +360,13 @@ bool BackupApplier::poll_gated(uint16_t n) {
       }
       break;
     }
-    if (e.mark.txn > h->decided) {
+    if (e.mark.txn > known_[n]) {
       // Not known committed here yet: learn the watermark from the entries
-      // behind it (and the messages), and make it persistent before
-      // anything it covers is applied or released here.
+      // behind it (and the messages). It is the coordinator's, so what it
+      // covers is committed; it is made persistent with the next release,
+      // before any entry it covers disappears (below).
       known_[n] = std::max(known_[n], r.scan_decided(16));
-      if (known_[n] <= h->decided || e.mark.txn > known_[n]) break;
-      h->decided = known_[n];
-      ps.persist(&h->decided, sizeof h->decided);
+      if (e.mark.txn > known_[n]) break;
     }
     if (!decode_redo(e.payload, e.len, &decoded_)) {
       stop_corrupt("the ring written by node " + std::to_string(n) + " thread " +
@@ -395,12 +395,18 @@ bool BackupApplier::poll_gated(uint16_t n) {
   // persisted head.
   if (head - r.head() < release_every_) return work;
   // What the entries wrote here was flushed as it was written: fence it,
-  // then persist the new head before the entries are zeroed (a crash in
-  // between finds them again, and applying them twice changes nothing).
+  // then persist the watermark that covers them and the new head before
+  // the entries are zeroed (a crash in between finds them again, and
+  // applying them twice changes nothing). Until then a crash finds every
+  // entry applied here in the ring, and each entry of their transactions
+  // at the other targets too, or a persisted watermark that covers them
+  // there: recovery decides them committed either way.
   ps.drain();
+  static_assert(offsetof(RingHeader, head) == 8 && offsetof(RingHeader, next_seq) == 16);
+  h->decided = std::max(h->decided, known_[n]);
   h->head = head;
   h->next_seq = seq;
-  ps.persist(&h->head, 2 * sizeof(uint64_t));
+  ps.persist(&h->decided, 3 * sizeof(uint64_t));
   if (r.release(done)) {
     if (w_.post_oneway({n, w_.thread()}, kRpcLogReclaim, &head, sizeof head).is_ok()) {
       r.reported();

@@ -23,9 +23,9 @@
 // a flushed one-sided WRITE), every WRITE is followed by a flushing READ on the same channel
 // (thesis H9: the entry is persistent when the READ completes), entries carry the transaction's
 // number and the coordinator's decision watermark (decisions.h), and the applier is gated: nothing
-// of an entry is applied or released before the entry's transaction is known committed and that
-// knowledge is persistent in the ring's header, and an entry is released only once what it wrote
-// here is persistent.
+// of an entry is applied or released before the entry's transaction is known committed, and an
+// entry is released only once what it wrote here and that knowledge (in the ring's header) are
+// persistent.
 //
 // Threading: a Replicator and a BackupApplier belong to one worker.
 #pragma once
