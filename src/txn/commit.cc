@@ -69,13 +69,13 @@ void Engine::commit() {
     session_ts_ = std::max(session_ts_, commit_ts_);
     return;
   }
+  // Durable logs, records whose primaries received no log entry (log.cc):
+  // the write-backs are made persistent here, then the transaction may
+  // join the decision watermark (the backups then release its entries).
+  const bool settle = rep_ != nullptr && log_.settle_later;
   if (policy_.commit == CommitPath::kWrite) {
-    // Durable logs, records whose primaries received no log entry
-    // (log.cc): one flushing READ per primary after its write-backs, same
-    // channel (H9) — when it completes they are persistent, and the
-    // transaction may join the decision watermark (the backups then
-    // release its entries).
-    const bool settle = rep_ != nullptr && log_.settle_later;
+    // One flushing READ per primary after its write-backs, same channel
+    // (H9): when it completes they are persistent.
     uint64_t* flush = settle ? reinterpret_cast<uint64_t*>(alloc(8)) : nullptr;
     auto add_flushes = [&] {
       for (size_t i = 0; i < set_.size(); ++i) {
@@ -109,7 +109,10 @@ void Engine::commit() {
     // the watermark for good: recovery decides it from the backups' rings.
     if (ok) rep_->settle(log_.txn);
   } else if (!refs_.empty()) {
-    (void)rpc_commit(co_, refs_, images_, policy_.passive_ack);
+    // The owner flushes and fences before it replies (record_ops.h): wait
+    // for the replies then, passive ACK or not.
+    const Status st = rpc_commit(co_, refs_, images_, policy_.passive_ack && !settle);
+    if (settle && st.is_ok()) rep_->settle(log_.txn);
   }
   if (!held_.empty()) (void)loc_.remove_held(co_, held_, lock_word_, policy_.passive_ack);
 }

@@ -11,15 +11,17 @@ Abort Engine::log() {
   // Durable logs: a record's primary receives it too, marked with where
   // Commit writes it back — it does not apply it, it makes the write-back
   // persistent before the entry is released (replication.h) — unless the
-  // record has backups and Commit writes it back by one-sided WRITE: then
-  // Commit makes the write-back persistent itself (a flushing READ after
-  // it) and only then lets the transaction join the decision watermark
+  // record has backups and Commit writes it back (one-sided WRITE, or the
+  // commit RPC; not MVCC, not a delete): then Commit makes the write-back
+  // persistent itself (a flushing READ after it; the RPC's reply, which the
+  // owner sends after flushing) and only then lets the transaction join the
+  // decision watermark
   // (LogBuffers::settle_later), so the backups keep every entry until the
   // primary's copy is persistent, and recovery ships committed records from
   // their rings to the primaries (recovery.h).
   // Groups are reused across transactions (their vectors keep capacity).
   const bool durable = rep_->durable();
-  const bool flushed_writeback = durable && policy_.commit == CommitPath::kWrite && !mvcc_on();
+  const bool flushed_writeback = durable && !mvcc_on();
   log_.settle_later = false;
   size_t groups = 0;
   auto add_to = [&](r2::NodeId node, const RedoRecord& r) {

@@ -635,8 +635,9 @@ TEST_P(DurableTest, PoolsAreNeverOverwrittenWithoutFormatNorRecoveredBeforeTheir
 // the checks against the journal.
 // `repaired_from_backups`: the crash leaves a primary without the write-back
 // of an acknowledged transaction whose primaries received no log entry
-// (one-sided commit, durable logs: the write-back is made persistent by the
-// coordinator): the restart must repair it from the backups' rings.
+// (durable logs: the coordinator makes the write-back persistent — a
+// flushing READ, or the reply of an owner that flushed): the restart must
+// repair it from the backups' rings.
 void crash_and_recover(const store::Catalog& cat, RunSpec s, CrashPoint point, uint16_t node,
                        uint64_t hit, bool repaired_from_backups) {
   const std::string jpath = s.dir + "/journal";
@@ -720,9 +721,10 @@ TEST_P(DurableTest, ACrashAtEveryStepOfTheCommitPathLosesNoAcknowledgedCommit) {
       const uint64_t hit = 20 + rng() % 300;
       SCOPED_TRACE(std::string(crash_point_name(point)) + " on node " + std::to_string(node) +
                    " at #" + std::to_string(hit));
-      // Acknowledged, not written back: an MVCC commit goes by RPC and its
-      // primary received the entry; a one-sided one's primary did not.
-      const bool repaired = point == CrashPoint::kAcknowledged && one_sided && !mvcc;
+      // Acknowledged, not written back: the primaries received no entry
+      // (one-sided and RPC commits) — except under MVCC, whose commit RPC
+      // leaves the write-back's persistence to the primary's entry.
+      const bool repaired = point == CrashPoint::kAcknowledged && !mvcc;
       crash_and_recover(cat, spec("crash" + std::to_string(p) + "_" + std::to_string(round)), point,
                         node, hit, repaired);
       if (HasFatalFailure()) return;
