@@ -342,7 +342,7 @@ void BackupApplier::offer(uint64_t entry) {
 
 // Durable logs, one ring: learn and persist the watermark, apply the
 // entries it covers, release those whose records are all persistent here.
-bool BackupApplier::poll_gated(uint16_t n) {
+bool BackupApplier::poll_gated(uint16_t n, bool deferred_progress) {
   LogReader& r = readers_[n];
   RingHeader* h = headers_[n];
   const PersistOps& ps = cfg_.persist;
@@ -380,7 +380,9 @@ bool BackupApplier::poll_gated(uint16_t n) {
     if (crash_) crash_(CrashPoint::kApplied);
     work = true;
   }
-  if (r.unreleased() == 0) return work;
+  // What may be released changes only when an entry was taken here or a
+  // deferred record was installed (this poll).
+  if (r.unreleased() == 0 || (!work && !deferred_progress)) return work;
   const size_t done = r.releasable([this](uint64_t tag) {
     for (const auto& w : waiting_) {
       if (w.first + 1 == tag) return false;
@@ -417,10 +419,11 @@ bool BackupApplier::poll_gated(uint16_t n) {
 
 bool BackupApplier::poll() {
   if (corrupt_.load(std::memory_order_relaxed)) return false;
-  bool work = retry_deferred();
+  const bool deferred_progress = retry_deferred();
+  bool work = deferred_progress;
   for (uint16_t n = 0; n < readers_.size(); ++n) {
     if (cfg_.durable) {
-      work = poll_gated(n) || work;
+      work = poll_gated(n, deferred_progress) || work;
       continue;
     }
     LogReader& r = readers_[n];

@@ -216,7 +216,7 @@ class BackupApplier {
     uint64_t entry;  // index into waiting_
   };
   bool poll();
-  bool poll_gated(uint16_t ring);
+  bool poll_gated(uint16_t ring, bool deferred_progress);
   bool retry_deferred();
   void entry_done();
   // Offers the decoded records of entry `entry`; defers what is not taken.
