@@ -88,7 +88,7 @@ class Client final : public WorkloadClient {
     if (type_ == kNewOrderTxn) ++sums_[kNewOrdersCommitted];
     if (type_ == kDeliveryTxn && dl_ != nullptr) {
       for (uint32_t d = 1; d <= kDistricts; ++d) {
-        if (del_out_.o_ids[d] != 0) dl_->delivered(del_.w, d, del_out_.o_ids[d]);
+        if (del_out_.o_ids[d] != 0) dl_->delivered(del_.w, d, del_out_.o_ids[d] + 1);
       }
     }
     if (type_ == kPaymentTxn) ++seq_;

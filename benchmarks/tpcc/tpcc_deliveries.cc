@@ -13,11 +13,11 @@ uint32_t Deliveries::from(uint32_t w, uint32_t d) const {
   return w < n_ && d <= kDistricts ? w_[w].from[d].load(std::memory_order_relaxed) : 0;
 }
 
-void Deliveries::delivered(uint32_t w, uint32_t d, uint32_t o_id) {
+void Deliveries::delivered(uint32_t w, uint32_t d, uint32_t bound) {
   if (w >= n_ || d > kDistricts) return;
   std::atomic<uint32_t>& a = w_[w].from[d];
   uint32_t cur = a.load(std::memory_order_relaxed);
-  while (cur < o_id && !a.compare_exchange_weak(cur, o_id, std::memory_order_relaxed)) {
+  while (cur < bound && !a.compare_exchange_weak(cur, bound, std::memory_order_relaxed)) {
   }
 }
 

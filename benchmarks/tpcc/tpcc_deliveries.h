@@ -40,10 +40,12 @@ class Deliveries {
 
   // A lower bound of district (w, d)'s oldest undelivered order id.
   uint32_t from(uint32_t w, uint32_t d) const;
-  // Order `o_id` of (w, d) was delivered by a committed Delivery — or, after
-  // a restart, is the oldest undelivered one found (a bound all the same):
-  // from() becomes at least o_id.
-  void delivered(uint32_t w, uint32_t d, uint32_t o_id);
+  // Orders of (w, d) below `bound` are delivered for good: from() becomes
+  // at least `bound`. A committed Delivery of order o passes o + 1 (its
+  // NEW-ORDER row is gone even if the index has not dropped it yet, and a
+  // scan from o would meet that row and abort); after a restart the loader
+  // passes the oldest undelivered order it found.
+  void delivered(uint32_t w, uint32_t d, uint32_t bound);
 
   // Queues a Delivery of warehouse w.
   void request(uint32_t w);

@@ -62,6 +62,8 @@ struct BenchOptions {
   // DRAM (H8, the default) or in the pooled slots (measuring H8 only).
   bool locks_apart = true;
   uint32_t journal_kb = 1024;
+  // --local-shortcuts=on|off (txn::TxnNodeConfig::local_shortcuts).
+  bool local_shortcuts = true;
   // Launcher: SIGKILL every node this many seconds into the measured run (0: never).
   double crash_at = 0;
   // Tests: node `crash_node` kills itself at the `crash_hit`-th occurrence of

@@ -420,7 +420,8 @@ Status report(const BenchOptions& o, const Workload& wl, const store::Catalog& c
       << " threads=" << o.fabric.threads << " coroutines=" << o.coroutines
       << " replicas=" << replicas << " policy=" << policy.preset << " (" << policy.describe()
       << ") seconds=" << o.seconds << " warmup=" << o.warmup
-      << (o.inprocess ? " inprocess" : " processes") << " " << wl.describe();
+      << (o.inprocess ? " inprocess" : " processes")
+      << (o.local_shortcuts ? "" : " local_shortcuts=off") << " " << wl.describe();
   std::cout << "drtmx-bench " << cfg.str() << "\n"
             << "  committed/s " << fmt(tps, 0) << "   abort rate " << fmt(abort_rate * 100, 2)
             << "%   latency p50 " << fmt(p50, 1) << " us  p99 " << fmt(p99, 1) << " us  p999 "
@@ -530,6 +531,7 @@ Status report(const BenchOptions& o, const Workload& wl, const store::Catalog& c
     j.key("policy").value(policy.preset).key("phases").value(policy.describe());
     j.key("seconds").value(o.seconds, 3).key("warmup").value(o.warmup, 3);
     j.key("processes").value(!o.inprocess).key("workload").value(wl.describe());
+    j.key("local_shortcuts").value(o.local_shortcuts);
     j.end_object();
     j.end_object();
     std::string err;
@@ -571,6 +573,7 @@ Status run_bench_node(const BenchOptions& o) {
                              {"replicas", std::to_string(replicas)},
                              {"coroutines", std::to_string(o.coroutines)}};
   cfg.coroutines = o.coroutines;
+  cfg.local_shortcuts = o.local_shortcuts;
   cfg.policy = *policy;
   cfg.log_ring_bytes = o.log_ring_kb * 1024;
   cfg.caches.xcache.refresh_keys_per_miss = o.xstore_refresh_keys;

@@ -42,6 +42,7 @@ std::vector<std::string> BenchOptions::node_args(int n, const std::string& coord
   for (const auto& [k, v] : overrides) a.push_back("--phase=" + k + "=" + v);
   for (const auto& [k, v] : workload) a.push_back("--" + k + "=" + v);
   if (!json.empty() && n == 0) a.push_back("--json=" + json);
+  if (!local_shortcuts) a.push_back("--local-shortcuts=off");
   if (durable) {
     a.push_back("--durability=pmem");
     a.push_back("--pmem-dir=" + pmem_dir);
@@ -71,7 +72,8 @@ Result<BenchOptions> parse_bench(int argc, char** argv, const std::vector<Worklo
   BenchOptions o;
   o.known = std::make_shared<const std::vector<WorkloadInfo>>(known);
   uint32_t nodes = 3, threads = 1, coroutines = 8, replicas = 0;
-  std::string fabric = "shm", config, mvcc, durability = "off", crash_point, lock_words = "dram";
+  std::string fabric = "shm", config, mvcc, durability = "off", crash_point, lock_words = "dram",
+              local_shortcuts = "on";
   std::vector<std::string> phases;
   std::string names;
   for (const WorkloadInfo& w : known) names += (names.empty() ? "" : " | ") + w.name;
@@ -123,6 +125,10 @@ Result<BenchOptions> parse_bench(int argc, char** argv, const std::vector<Worklo
       "drtmx-node with --node=0: also serve the coordinator at --coordinator")(
       "join-timeout-ms", po::value(&o.join_timeout_ms)->default_value(30000),
       "how long nodes wait for each other at start")(
+      "local-shortcuts", po::value(&local_shortcuts)->default_value("on"),
+      "on | off: a node reaches its own memory without the fabric's queues and completions "
+      "(one-sided ops run at once, RPCs to its own thread run inline); off only to measure "
+      "what that saves")(
       "timeline-ms", po::value(&o.timeline_ms)->default_value(100),
       "the JSON report's timeline: committed/s of every interval this long (a divisor of "
       "1000, at least 10)")(
@@ -201,6 +207,9 @@ Result<BenchOptions> parse_bench(int argc, char** argv, const std::vector<Worklo
   if (!(o.warmup >= 0 && o.warmup <= 3600)) return bad("--warmup must be in [0, 3600]");
   if (o.log_ring_kb < 16 || o.log_ring_kb > (1u << 20))
     return bad("--log-ring-kb must be 16..1048576");
+  if (local_shortcuts != "on" && local_shortcuts != "off")
+    return bad("--local-shortcuts=" + local_shortcuts + ": expected on or off");
+  o.local_shortcuts = local_shortcuts == "on";
   if (o.timeline_ms < 10 || o.timeline_ms > 1000 || 1000 % o.timeline_ms != 0)
     return bad("--timeline-ms=" + std::to_string(o.timeline_ms) +
                " must divide 1000 and be at least 10 (10, 20, 25, 40, 50, 100, ..., 1000)");

@@ -3,6 +3,7 @@
 #include "bench.h"
 #include "smallbank/smallbank.h"
 #include "tpcc/tpcc.h"
+#include "tpce/tpce.h"
 
 namespace drtmx::bench {
 
@@ -10,6 +11,7 @@ const std::vector<WorkloadInfo>& workloads() {
   static const std::vector<WorkloadInfo> all = {
       smallbank::info(),
       tpcc::info(),
+      tpce::info(),
   };
   return all;
 }

@@ -227,6 +227,27 @@ class Endpoint {
 
   // True when the node's registered memory contains [p, p + len).
   virtual bool is_registered(const void* p, size_t len) const = 0;
+
+  // --- this node's own memory -------------------------------------------------
+  // Executes `wr`, whose target is this node, with the calling thread's
+  // CPU and returns true with its status in *st: nothing queued, no
+  // completion. The checks, fencing, FIFO order behind ops already queued
+  // to this node and the persistence contract are those of post +
+  // doorbell. A READ's data may arrive later: in wr.local by the next
+  // finish_local() or poll() (so a batch of READs can overlap its misses).
+  // Returns false (nothing done) when the op must be posted like any other:
+  // the default, and verbs, where an RNIC's atomics need not be atomic with
+  // the CPU's.
+  virtual bool execute_local(const WorkRequest& wr, OpStatus* st) {
+    (void)wr;
+    (void)st;
+    return false;
+  }
+  // Completes the READs execute_local() left to finish.
+  virtual void finish_local() {}
+  // True when execute_local() runs ops (it may still refuse one that must
+  // queue behind others); false when it never does.
+  virtual bool executes_local() const { return false; }
 };
 
 struct FabricInfo {

@@ -103,6 +103,8 @@ Result<std::unique_ptr<TxnNode>> TxnNode::start(const store::Catalog& catalog,
   rc.control = cfg.control;
   rc.worker.coroutines = cfg.coroutines;
   rc.worker.rpc_timeout_ms = cfg.rpc_timeout_ms;
+  rc.worker.direct_local_ops = cfg.local_shortcuts;
+  rc.worker.inline_self_calls = cfg.local_shortcuts;
   rc.regions = regions(catalog, cfg);
   rc.control.fingerprint["durability"] = cfg.durability.enabled ? "pmem" : "off";
   if (cfg.durability.enabled) {

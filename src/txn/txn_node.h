@@ -63,6 +63,12 @@ struct TxnNodeConfig {
   // Tests: called at every CrashPoint of the commit path, on the worker
   // thread that reaches it (see txn/crash_point.h).
   CrashHook crash_hook;
+  // Accesses to this node's own memory skip the fabric's machinery: one-
+  // sided ops run at once on the local memory and RPCs to the worker's own
+  // thread run their handler inline (r2::WorkerConfig direct_local_ops,
+  // inline_self_calls). Same checks, same lock/version/seal contract; off
+  // only to measure what they save.
+  bool local_shortcuts = true;
 };
 
 // What a transaction coroutine gets.

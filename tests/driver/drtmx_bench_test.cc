@@ -238,6 +238,7 @@ TEST(DrtmxBench, BadCommandLinesAreRefusedWithTheReason) {
       {"--nodes=2 --replicas=3", "--replicas=3"},
       {"--coroutines=0", "--coroutines must be"},
       {"--seconds=0", "--seconds must be"},
+      {"--local-shortcuts=maybe", "--local-shortcuts=maybe: expected on or off"},
       {"--phase=lock", "expected KEY=VALUE"},
       {"--phase=lock=maybe", "maybe"},
       {"--accounts=-5", "--accounts"},

@@ -286,6 +286,196 @@ TEST(Worker, MissingHandlerDeferredReplyAndMulticast) {
   EXPECT_EQ(checks.load(), 4);
 }
 
+// A call to the worker's own (node, thread) is served inline (no message)
+// with the same results as through the rings: immediate, error and missing
+// handlers, a deferred reply (which does come as a message), a reply over
+// max_rpc_bytes, a multicast mixing self and others; a long run of inline
+// calls still lets the other coroutine run. Both settings, same answers.
+TEST(Worker, CallsToItselfAreServedInlineWithTheSameResults) {
+  for (const bool inline_self : {true, false}) {
+    SCOPED_TRACE(inline_self ? "inline" : "through the rings");
+    auto c = InProcCluster::make(2, 1, {{kScratch, 4096}});
+    ASSERT_TRUE(c->error.is_ok()) << c->error.to_string();
+    WorkerConfig wc;
+    wc.coroutines = 2;
+    wc.max_rpc_bytes = 1024;
+    wc.inline_self_calls = inline_self;
+    std::atomic<int> checks{0}, other_turns{0};
+    std::atomic<uint64_t> inline_calls{0}, messages{0};
+    std::atomic<bool> done{false};
+    auto run = run_workers(*c, wc, [&](Worker& w) {
+      echo_handler(w);
+      auto tokens = std::make_shared<std::vector<ReplyToken>>();
+      ASSERT_TRUE(
+          w.register_handler(2, [tokens](RpcRequest& r) { tokens->push_back(r.defer()); }).is_ok());
+      ASSERT_TRUE(w.register_handler(3, [](RpcRequest& r) { r.reply_error("refused"); }).is_ok());
+      ASSERT_TRUE(w.register_handler(4, [](RpcRequest& r) {
+                     std::vector<uint8_t> big(2048, 1);
+                     r.reply(big.data(), static_cast<uint32_t>(big.size()));
+                   }).is_ok());
+      ASSERT_TRUE(w.register_handler(5, [](RpcRequest&) {}).is_ok());  // empty reply
+      if (w.node() != 0) return;
+      Worker* wp = &w;
+      ASSERT_TRUE(w.spawn([tokens, wp, &done, &other_turns](Co& co) {
+                     // Answers deferred requests; counts its turns.
+                     auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+                     while (!done.load() && std::chrono::steady_clock::now() < until) {
+                       for (auto& t : *tokens) wp->reply(t, "late", 4);
+                       tokens->clear();
+                       ++other_turns;
+                       co.yield();
+                     }
+                   }).is_ok());
+      ASSERT_TRUE(
+          w.spawn([&, wp](Co& co) {
+             const uint64_t msgs_before = wp->stats().messages_out;
+             RpcBuffer reply;
+             Status s = co.call({0, 0}, kEcho, "self", 4, reply);
+             EXPECT_TRUE(s.is_ok()) << s.to_string();
+             EXPECT_EQ(std::string(reply.begin(), reply.end()), "self");
+             s = co.call({0, 0}, 3, "x", 1, reply);
+             EXPECT_EQ(s.code(), Code::kAborted);
+             EXPECT_NE(s.message().find("refused"), std::string::npos) << s.to_string();
+             s = co.call({0, 0}, 77, "x", 1, reply);
+             EXPECT_EQ(s.code(), Code::kNotFound);
+             EXPECT_NE(s.message().find("no handler for RPC 77 on node 0"), std::string::npos)
+                 << s.to_string();
+             s = co.call({0, 0}, 4, "x", 1, reply);
+             EXPECT_EQ(s.code(), Code::kOutOfRange) << s.to_string();
+             reply.assign(3, 9);
+             s = co.call({0, 0}, 5, "x", 1, reply);
+             EXPECT_TRUE(s.is_ok()) << s.to_string();
+             EXPECT_TRUE(reply.empty());
+             if (inline_self) {
+               EXPECT_EQ(wp->stats().messages_out, msgs_before);
+             }
+             s = co.call({0, 0}, 2, "q", 1, reply);  // deferred, answered by the other
+             EXPECT_TRUE(s.is_ok()) << s.to_string();
+             EXPECT_EQ(std::string(reply.begin(), reply.end()), "late");
+             Target ts[2] = {{1, 0}, {0, 0}};
+             RpcBuffer rs[2];
+             s = co.call(ts, kEcho, "both", 4, rs);
+             EXPECT_TRUE(s.is_ok()) << s.to_string();
+             for (auto& r : rs) EXPECT_EQ(std::string(r.begin(), r.end()), "both");
+             const int turns_before = other_turns.load();
+             for (int i = 0; i < 1000; ++i) {
+               s = co.call({0, 0}, kEcho, "loop", 4, reply);
+               if (!s.is_ok()) break;
+             }
+             EXPECT_TRUE(s.is_ok()) << s.to_string();
+             EXPECT_GT(other_turns.load(), turns_before) << "inline calls never yielded";
+             inline_calls = wp->stats().inline_calls;
+             messages = wp->stats().messages_out - msgs_before;
+             ++checks;
+             done = true;
+           }).is_ok());
+    });
+    EXPECT_FALSE(run.timed_out);
+    EXPECT_EQ(checks.load(), 1);
+    if (inline_self) {
+      EXPECT_EQ(inline_calls.load(), 1007u);
+      EXPECT_LT(messages.load(), 10u);  // the deferred reply, the call to node 1
+    } else {
+      EXPECT_EQ(inline_calls.load(), 0u);
+      EXPECT_GE(messages.load(), 1007u);
+    }
+  }
+}
+
+// One-sided ops on the worker's own node run at once (no completion) with
+// the results of the posted path: FIFO within a batch (a READ before a
+// WRITE of the same bytes sees the old value, one after it the new one),
+// CAS and FAA return the old word, a READ posted with Co::post is filled
+// by wait_posted(), a bad op fails alone; and the coroutines of all nodes
+// hammering one node's counter with CAS loops and FAA, locally and
+// remotely, lose no update. Both settings, same answers.
+TEST(Worker, OpsOnTheOwnNodeRunAtOnceWithTheSameResults) {
+  for (const bool direct : {true, false}) {
+    SCOPED_TRACE(direct ? "direct" : "posted");
+    constexpr uint16_t kNodes = 2, kCos = 3;
+    constexpr uint32_t kRounds = 300;
+    auto c = InProcCluster::make(kNodes, 1, {{kData, 1 << 16}, {kScratch, 1 << 16}});
+    ASSERT_TRUE(c->error.is_ok()) << c->error.to_string();
+    WorkerConfig wc;
+    wc.coroutines = kCos;
+    wc.direct_local_ops = direct;
+    std::atomic<int> bad{0}, checks{0};
+    std::atomic<uint64_t> direct_ops{0};
+    auto run = run_workers(*c, wc, [&](Worker& w) {
+      Worker* wp = &w;
+      for (int i = 0; i < kCos; ++i) {
+        ASSERT_TRUE(w.spawn([&, wp](Co& co) {
+                       uint8_t* buf = scratch(*c, co, kCos);
+                       const NodeId self = co.node();
+                       if (co.direct(self) != direct || co.direct((self + 1) % kNodes)) ++bad;
+                       if (co.id() == 0) {
+                         // FIFO in one batch on the own node.
+                         const uint64_t off = 4096 + 64 * self;
+                         uint64_t v = 7;
+                         auto* old = reinterpret_cast<uint64_t*>(buf + 48);  // registered
+                         std::memcpy(buf, &v, 8);
+                         if (co.write({self, kData, off}, buf, 8) != OpStatus::kOk) ++bad;
+                         v = 9;
+                         std::memcpy(buf + 8, &v, 8);
+                         OpBatch b;
+                         b.read({self, kData, off}, buf + 16, 8);
+                         b.write({self, kData, off}, buf + 8, 8);
+                         b.read({self, kData, off}, buf + 24, 8);
+                         b.cas({self, kData, off}, 9, 11, old);
+                         b.read({self, kData, 1u << 20}, buf + 32, 8);  // outside the region
+                         co.run(b);
+                         uint64_t r1 = 0, r2 = 0;
+                         std::memcpy(&r1, buf + 16, 8);
+                         std::memcpy(&r2, buf + 24, 8);
+                         if (r1 != 7 || r2 != 9 || *old != 9) ++bad;
+                         if (b.status(0) != OpStatus::kOk || b.status(3) != OpStatus::kOk ||
+                             b.status(4) == OpStatus::kOk) {
+                           ++bad;
+                         }
+                         // A posted READ is there after wait_posted(), with
+                         // nothing after it on the channel.
+                         OpBatch p;
+                         p.read({self, kData, off}, buf + 40, 8);
+                         co.post(p);
+                         if (co.wait_posted() != OpStatus::kOk) ++bad;
+                         std::memcpy(&r1, buf + 40, 8);
+                         if (r1 != 11) ++bad;
+                         ++checks;
+                       }
+                       // Everyone: increment node 0's counter, half by CAS loops.
+                       for (uint32_t round = 0; round < kRounds; ++round) {
+                         auto* old = reinterpret_cast<uint64_t*>(buf + 56);
+                         if (round % 2 == 0) {
+                           if (co.faa({0, kData, 0}, 1, old) != OpStatus::kOk) ++bad;
+                           continue;
+                         }
+                         uint64_t seen = 0;
+                         for (int tries = 0; tries < 100000; ++tries) {
+                           if (co.read({0, kData, 0}, buf, 8) != OpStatus::kOk) ++bad;
+                           std::memcpy(&seen, buf, 8);
+                           if (co.cas({0, kData, 0}, seen, seen + 1, old) != OpStatus::kOk) ++bad;
+                           if (*old == seen) break;
+                           co.yield();
+                         }
+                       }
+                       if (co.id() == 0) direct_ops += wp->stats().direct_ops;
+                     }).is_ok());
+      }
+    });
+    EXPECT_FALSE(run.timed_out);
+    EXPECT_EQ(bad.load(), 0);
+    EXPECT_EQ(checks.load(), int{kNodes});
+    uint64_t total = 0;
+    std::memcpy(&total, c->base(0, kData), 8);
+    EXPECT_EQ(total, uint64_t{kNodes} * kCos * kRounds);
+    if (direct) {
+      EXPECT_GT(direct_ops.load(), 0u);
+    } else {
+      EXPECT_EQ(direct_ops.load(), 0u);
+    }
+  }
+}
+
 TEST(Worker, CallToANodeThatDoesNotServeTimesOut) {
   auto c = InProcCluster::make(2, 1, {{kScratch, 4096}});
   ASSERT_TRUE(c->error.is_ok()) << c->error.to_string();

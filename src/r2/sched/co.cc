@@ -15,6 +15,10 @@ ThreadId Co::thread() const {
   return worker_->thread();
 }
 
+bool Co::direct(NodeId n) const {
+  return n == worker_->node() && worker_->direct_local_;
+}
+
 OpStatus Co::run(OpBatch& batch) {
   return worker_->run_batch(worker_->current(), batch);
 }
@@ -124,6 +128,12 @@ OpStatus Worker::wait_batch(CoState& c, OpBatch& b) {
     c.state = State::kWaiting;
     ++waiting_;
     suspend();
+  } else if (++inline_streak_ >= kInlineStreak) {
+    yield_now(c);  // done without waiting (local ops) many times in a row
+  }
+  if (c.local_reads) {
+    c.local_reads = false;
+    ep_->finish_local();
   }
   c.wait = Wait::kNone;
   c.batch = nullptr;
@@ -151,9 +161,15 @@ void Worker::post_batch(CoState& c, OpBatch& b) {
     ntouched = 0;
     touched_mask[0] = touched_mask[1] = touched_mask[2] = touched_mask[3] = 0;
   };
+  const bool direct = cfg_.direct_local_ops;
   for (size_t i = 0; i < b.ops_.size(); ++i) {
     WorkRequest& wr = b.ops_[i];
     b.status_[i] = OpStatus::kOk;
+    if (direct && wr.remote.node == self_ && ep_->execute_local(wr, &b.status_[i])) {
+      ++stats_.direct_ops;
+      if (wr.verb == Verb::kRead) c.local_reads = true;
+      continue;
+    }
     wr.wr_id = encode_wr_id({c.co.id_, static_cast<uint16_t>(i), c.epoch});
     while (ep_->post(wr) == PostResult::kQueueFull) {
       // The channel is full: send what is queued and let the loop poll.
@@ -209,9 +225,32 @@ Status Worker::call(CoState& c, std::span<const Target> targets, uint16_t rpc_id
   h.rpc_id = rpc_id;
   h.cor = c.co.id_;
   h.seq = c.rpc_seq;
+  const bool inline_self = cfg_.inline_self_calls;
+  bool any_self = false;
   for (size_t i = 0; i < targets.size(); ++i) {
+    if (inline_self && targets[i].node == self_ && targets[i].thread == thread()) {
+      any_self = true;  // served below, after the messages to others are out
+      continue;
+    }
     send_logical(targets[i].node, targets[i].thread, h, bodies[i].data(),
                  static_cast<uint32_t>(bodies[i].size()));
+  }
+  if (any_self) {
+    for (size_t i = 0; i < targets.size(); ++i) {
+      if (targets[i].node == self_ && targets[i].thread == thread()) {
+        call_local(c, i, rpc_id, bodies[i]);
+      }
+    }
+    if (c.pending == 0) {
+      // Every reply was immediate. Yield now and then, so a coroutine
+      // whose calls are all local still lets messages and pollers run.
+      c.wait = Wait::kNone;
+      c.targets = {};
+      c.replies = {};
+      Status st = std::move(c.rpc_status);
+      if (++inline_streak_ >= kInlineStreak) yield_now(c);
+      return st;
+    }
   }
   c.deadline_ns = cfg_.rpc_timeout_ms ? now_ns() + uint64_t{cfg_.rpc_timeout_ms} * 1000000 : 0;
   c.state = State::kWaiting;

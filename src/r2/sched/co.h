@@ -48,6 +48,12 @@ class Co {
   OpStatus write(RemoteAddr to, const void* from, uint32_t len);
   OpStatus cas(RemoteAddr at, uint64_t expected, uint64_t desired, uint64_t* old);
   OpStatus faa(RemoteAddr at, uint64_t add, uint64_t* old);
+  // True when one-sided ops on node n run at once, without suspending
+  // (n is this node and the worker executes local ops directly: see
+  // WorkerConfig::direct_local_ops). Callers that yield to hide a cache
+  // miss before such an op gain nothing by yielding: the op itself does not
+  // wait, and every yield costs the coroutine a turn of all the others.
+  bool direct(NodeId n) const;
 
   // --- RPC ------------------------------------------------------------------
   // Sends one request to each target and waits for all replies; replies[i]

@@ -48,6 +48,11 @@ class RpcRequest {
  private:
   friend class Worker;
   Worker* worker_ = nullptr;
+  // Set when the caller is a coroutine of the same worker and the handler
+  // runs inline inside its call() (Worker::call_local): an immediate reply
+  // goes straight into the caller's buffer, no message.
+  void* local_caller_ = nullptr;
+  uint32_t local_index_ = 0;
   ReplyToken token_;
   std::span<const uint8_t> payload_;
   bool wants_reply_ = false;

@@ -103,8 +103,16 @@ void Worker::on_reply(NodeId from_node, ThreadId from_thread, const RpcHeader& h
     ++stats_.stale_replies;
     return;
   }
+  if (take_reply(c, i, h.rpc_id, h.flags, payload, len)) {
+    --rpc_waiters_;
+    make_runnable(c);
+  }
+}
+
+bool Worker::take_reply(CoState& c, size_t i, uint16_t rpc_id, uint8_t flags,
+                        const uint8_t* payload, uint32_t len) {
   c.got[i] = 1;
-  if (h.flags & kRpcFlagError) {
+  if (flags & kRpcFlagError) {
     if (c.rpc_status.is_ok()) {
       Code code = Code::kInternal;
       std::string text;
@@ -113,18 +121,50 @@ void Worker::on_reply(NodeId from_node, ThreadId from_thread, const RpcHeader& h
         if (payload[0] > static_cast<uint8_t>(Code::kIoError)) code = Code::kInternal;
         text.assign(reinterpret_cast<const char*>(payload) + 1, len - 1);
       }
-      c.rpc_status =
-          Status(code, "RPC " + std::to_string(h.rpc_id) + " to node " + std::to_string(from_node) +
-                           " thread " + std::to_string(from_thread) + " failed there: " + text);
+      c.rpc_status = Status(
+          code, "RPC " + std::to_string(rpc_id) + " to node " + std::to_string(c.targets[i].node) +
+                    " thread " + std::to_string(c.targets[i].thread) + " failed there: " + text);
     }
     c.replies[i].clear();
   } else {
     c.replies[i].assign(payload, payload + len);
   }
-  if (--c.pending == 0) {
-    --rpc_waiters_;
-    make_runnable(c);
+  return --c.pending == 0;
+}
+
+void Worker::call_local(CoState& c, size_t i, uint16_t rpc_id, std::span<const uint8_t> body) {
+  RpcRequest req;
+  req.worker_ = this;
+  req.local_caller_ = &c;
+  req.local_index_ = static_cast<uint32_t>(i);
+  req.token_ = {self_, thread(), c.co.id_, rpc_id, c.rpc_seq};
+  req.payload_ = body;
+  req.wants_reply_ = true;
+  ++stats_.inline_calls;
+  if (rpc_id < handlers_.size() && handlers_[rpc_id]) {
+    ++stats_.requests_served;
+    handlers_[rpc_id](req);
+    if (!req.answered_) reply_local(req, 0, nullptr, 0);
+    return;
   }
+  const std::string why = std::string(1, static_cast<char>(Code::kNotFound)) +
+                          "no handler for RPC " + std::to_string(rpc_id) + " on node " +
+                          std::to_string(self_) + " thread " + std::to_string(thread());
+  take_reply(c, i, rpc_id, kRpcFlagError, reinterpret_cast<const uint8_t*>(why.data()),
+             static_cast<uint32_t>(why.size()));
+}
+
+void Worker::reply_local(const RpcRequest& req, uint8_t flags, const void* data, uint32_t len) {
+  CoState& c = *static_cast<CoState*>(req.local_caller_);
+  if (len > cfg_.max_rpc_bytes) {
+    const std::string why = std::string(1, static_cast<char>(Code::kOutOfRange)) + "reply of " +
+                            std::to_string(len) + " bytes exceeds the limit of " +
+                            std::to_string(cfg_.max_rpc_bytes) + " bytes (max_rpc_bytes)";
+    take_reply(c, req.local_index_, req.token_.rpc_id, kRpcFlagError,
+               reinterpret_cast<const uint8_t*>(why.data()), static_cast<uint32_t>(why.size()));
+    return;
+  }
+  take_reply(c, req.local_index_, req.token_.rpc_id, flags, static_cast<const uint8_t*>(data), len);
 }
 
 void Worker::on_acks(uint32_t dest, uint16_t acks) {

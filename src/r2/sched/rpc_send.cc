@@ -115,12 +115,21 @@ void Worker::reply_error(const ReplyToken& token, const std::string& why) {
 void RpcRequest::reply(const void* data, uint32_t len) {
   if (answered_ || !wants_reply_) return;
   answered_ = true;
+  if (local_caller_ != nullptr) {
+    worker_->reply_local(*this, 0, data, len);
+    return;
+  }
   worker_->reply(token_, data, len);
 }
 
 void RpcRequest::reply_error(const std::string& why) {
   if (answered_ || !wants_reply_) return;
   answered_ = true;
+  if (local_caller_ != nullptr) {
+    const std::string msg = std::string(1, static_cast<char>(Code::kAborted)) + why;
+    worker_->reply_local(*this, kRpcFlagError, msg.data(), static_cast<uint32_t>(msg.size()));
+    return;
+  }
   worker_->reply_error(token_, why);
 }
 

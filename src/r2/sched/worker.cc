@@ -47,6 +47,7 @@ Worker::Worker(Endpoint* ep, NodeId self, uint16_t num_nodes, uint16_t threads_p
   comps_.resize(64);
   msgs_.resize(64);
   scratch_.resize(ep_->mtu());
+  direct_local_ = cfg_.direct_local_ops && ep_->executes_local();
 }
 
 Worker::~Worker() {
@@ -118,6 +119,7 @@ void Worker::make_runnable(CoState& c) {
 
 void Worker::suspend() {
   CoState& c = *cos_[current_];
+  inline_streak_ = 0;
   fiber_switch_begin(&c.fake_stack, sched_stack_);
   c.sched = std::move(c.sched).resume();
   fiber_switch_end(c.fake_stack, nullptr);

@@ -51,6 +51,15 @@ struct WorkerConfig {
   // A receiver owing this many acknowledgements to one sender sends them in
   // a standalone ACK when no other traffic has carried them.
   uint32_t ack_batch = 64;
+  // A call() to this worker's own (node, thread) runs the handler inline in
+  // the calling coroutine and takes an immediate reply without messages
+  // (a deferred reply still comes as a message). Off: every call goes
+  // through the fabric's message rings, as to any other thread.
+  bool inline_self_calls = true;
+  // One-sided ops whose target is this node run at once on its own memory
+  // when the endpoint can (Endpoint::execute_local; shm): no queue, no
+  // completion, no suspension. Off: posted like ops to any other node.
+  bool direct_local_ops = true;
 
   Status validate() const;
 };
@@ -67,6 +76,8 @@ struct WorkerStats {
   uint64_t timeouts = 0;         // calls that timed out
   uint64_t backlog_peak = 0;     // most messages waiting for ring space
   uint64_t idle_sleeps = 0;      // back-off sleeps taken
+  uint64_t inline_calls = 0;     // calls to this worker served inline (no messages)
+  uint64_t direct_ops = 0;       // one-sided ops on this node's memory run at once
 };
 
 class Worker {
@@ -133,6 +144,7 @@ class Worker {
     uint32_t pending = 0;  // completions or replies still awaited
     uint32_t epoch = 0;    // bumped per wait; stale completions are ignored
     OpBatch* batch = nullptr;
+    bool local_reads = false;  // execute_local READs to finish before the wait returns
     // RPC wait
     uint32_t rpc_seq = 0;
     std::span<const Target> targets;
@@ -175,6 +187,14 @@ class Worker {
                 uint32_t len);
   void on_reply(NodeId from_node, ThreadId from_thread, const RpcHeader& h, const uint8_t* payload,
                 uint32_t len);
+  // Records reply i of c's call (an error reply when kRpcFlagError is set);
+  // returns true when it was the last one awaited.
+  bool take_reply(CoState& c, size_t i, uint16_t rpc_id, uint8_t flags, const uint8_t* payload,
+                  uint32_t len);
+  // Runs the handler of a call to this worker itself inside c's call().
+  void call_local(CoState& c, size_t i, uint16_t rpc_id, std::span<const uint8_t> body);
+  // An inline handler's reply (RpcRequest::reply / reply_error).
+  void reply_local(const RpcRequest& req, uint8_t flags, const void* data, uint32_t len);
   void on_acks(uint32_t dest, uint16_t acks);
   void check_deadlines(uint64_t now);
   void flush_acks(bool all_owed);
@@ -222,6 +242,12 @@ class Worker {
   void* sched_fake_stack_ = nullptr;
   uint64_t iteration_ = 0;
   uint32_t rpc_waiters_ = 0;
+  // Inline calls since this worker's coroutines last suspended: after
+  // kInlineStreak of them a call yields, so pollers and messages still run.
+  uint32_t inline_streak_ = 0;
+  // cfg_.direct_local_ops and the endpoint executes local ops (Co::direct).
+  bool direct_local_ = false;
+  static constexpr uint32_t kInlineStreak = 64;
 };
 
 }  // namespace drtmx::r2

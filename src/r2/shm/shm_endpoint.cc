@@ -162,6 +162,50 @@ void ShmEndpoint::execute(NodeId peer, Channel& ch, const Queued& q) {
   }
 }
 
+bool ShmEndpoint::execute_local(const WorkRequest& wr, OpStatus* st) {
+  const NodeId peer = wr.remote.node;
+  if (peer >= nodes_) return false;
+  Channel& ch = channels_[peer];
+  if (!ch.queued.empty()) return false;  // behind the queued ops, in order
+  *st = table_->check(wr, max_op_bytes_);
+  if (*st != OpStatus::kOk) return true;
+  if (!fence_.allowed(peer)) {
+    *st = OpStatus::kFenced;
+    return true;
+  }
+  // What other threads published before is visible to this op.
+  std::atomic_thread_fence(std::memory_order_acquire);
+  if (pending_per_peer_[peer] != 0) copy_pending(peer);  // FIFO on the channel
+  if (wr.verb == Verb::kRead) {
+    if ((ch.unfenced || ch.persist_failed || !ch.dirty.empty()) && !make_durable(ch)) {
+      *st = OpStatus::kTransportError;
+      return true;
+    }
+    defer_read(peer, wr);
+    return true;
+  }
+  execute(peer, ch, Queued{wr, false, false});
+  std::atomic_thread_fence(std::memory_order_release);
+  return true;
+}
+
+void ShmEndpoint::finish_local() {
+  if (pending_per_peer_[self_] != 0) copy_pending(self_);
+}
+
+void ShmEndpoint::defer_read(NodeId peer, const WorkRequest& wr) {
+  // Asynchronous: prefetch now, copy later (see the header).
+  const RegionEntry* r = table_->find(peer, wr.remote.region);
+  const auto* from = reinterpret_cast<const uint8_t*>(r->base + wr.remote.offset);
+  const uintptr_t first = reinterpret_cast<uintptr_t>(from) & ~uintptr_t{63};
+  const uintptr_t end = reinterpret_cast<uintptr_t>(from) + wr.len;
+  for (uintptr_t line = first; line < end && line < first + kPrefetchBytes; line += 64) {
+    __builtin_prefetch(reinterpret_cast<const void*>(line), 0);
+  }
+  pending_.push_back({peer, from, wr.local, wr.len});
+  ++pending_per_peer_[peer];
+}
+
 void ShmEndpoint::copy_pending(NodeId peer) {
   // The sources were written by other processes' threads: see everything
   // they published before (their release fences / atomics).
@@ -216,16 +260,7 @@ void ShmEndpoint::doorbell(NodeId peer) {
         }
         continue;
       }
-      // Asynchronous: prefetch now, copy at the next poll (see the header).
-      const RegionEntry* r = table_->find(peer, q.wr.remote.region);
-      const auto* from = reinterpret_cast<const uint8_t*>(r->base + q.wr.remote.offset);
-      const uintptr_t first = reinterpret_cast<uintptr_t>(from) & ~uintptr_t{63};
-      const uintptr_t end = reinterpret_cast<uintptr_t>(from) + q.wr.len;
-      for (uintptr_t line = first; line < end && line < first + kPrefetchBytes; line += 64) {
-        __builtin_prefetch(reinterpret_cast<const void*>(line), 0);
-      }
-      pending_.push_back({peer, from, q.wr.local, q.wr.len});
-      ++pending_per_peer_[peer];
+      defer_read(peer, q.wr);
     } else {
       if (pending_per_peer_[peer] != 0) copy_pending(peer);  // FIFO on the channel
       execute(peer, ch, q);

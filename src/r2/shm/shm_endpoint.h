@@ -35,6 +35,15 @@
 // not a power cut; only kPmem and kMsync files survive that). CAS/FAA are
 // not flushed.
 //
+// Ops on this node's own memory (execute_local, used by the Worker for
+// every op whose target is its own node): executed at once after the same
+// region check and fence check, behind this channel's queued ops and
+// pending READs; a READ first makes the channel's earlier persistent
+// WRITEs durable and is then asynchronous exactly as at a doorbell
+// (prefetch now, copy at finish_local(), the next poll() or the channel's
+// next non-READ op). Not delayed by `delay_ns`: a node reaches its own
+// memory with its CPU, not through the network.
+//
 // Messaging: one RingWriter per destination (node, thread), in the
 // destination's segment; one RingReader per source (node, thread), in this
 // node's segment. send() appends, flush_sends() publishes (the doorbell),
@@ -81,6 +90,9 @@ class ShmEndpoint final : public Endpoint {
   SendResult send(NodeId node, ThreadId thread, const void* msg, uint32_t len) override;
   void flush_sends() override;
   int poll_messages(Message* out, int max) override;
+  bool execute_local(const WorkRequest& wr, OpStatus* st) override;
+  void finish_local() override;
+  bool executes_local() const override { return true; }
 
   bool is_registered(const void* p, size_t len) const override { return table_->is_local(p, len); }
 
@@ -144,6 +156,8 @@ class ShmEndpoint final : public Endpoint {
   void push_cqe(const Cqe& e);
   // Copies the pending READs of `peer` (all peers: kAnyPeer), in post order.
   void copy_pending(NodeId peer);
+  // Prefetches a checked READ's source and queues its copy on pending_.
+  void defer_read(NodeId peer, const WorkRequest& wr);
   static constexpr NodeId kAnyPeer = static_cast<NodeId>(~0u);
 
   const RegionTable* table_;

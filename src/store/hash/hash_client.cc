@@ -92,7 +92,7 @@ Result<HashGet> HashClient::get(r2::Co& co, const HashRemote& r, uint64_t key,
 
   // (a) the location cache.
   if (cache_ != nullptr && opts_.use_cache) {
-    if (opts_.prefetch_yield) {
+    if (opts_.prefetch_yield && !co.direct(r.node)) {
       cache_->prefetch(r.table, key);
       co.yield();
     }

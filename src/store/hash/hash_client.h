@@ -63,7 +63,9 @@ struct HashClientOptions {
   uint32_t busy_wait_us = 10000;
   // Prefetch the location-cache slot and yield once before looking it up,
   // so the other coroutines run while its cache line arrives (a large
-  // cache misses in the CPU cache on nearly every lookup).
+  // cache misses in the CPU cache on nearly every lookup). Not for a table
+  // on this node when its ops run at once (r2::Co::direct): there every
+  // yield would only add the other coroutines' turns to the lookup.
   bool prefetch_yield = true;
 };
 

@@ -503,7 +503,7 @@ Result<XStoreClient::Look> XStoreClient::try_get(r2::Co& co, uint64_t key, void*
   const uint32_t fanout = remote_.area.fanout;
   Prediction pr;
   bool predicted = false;
-  if (opt_.prefetch_yield) {
+  if (opt_.prefetch_yield && !co.direct(remote_.owner.node)) {
     // Prefetch, let the other coroutines run while the lines arrive. The
     // cache may be retrained meanwhile (epoch() changes): a prediction made
     // before a yield is used only if the epoch is still the same after it.

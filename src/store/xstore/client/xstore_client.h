@@ -89,6 +89,7 @@ struct XClientOptions {
   // Prefetch the sub-model, then the TT entries, yielding to the other
   // coroutines after each, so their DRAM misses overlap instead of
   // stalling the worker (a large cache misses the CPU cache per lookup).
+  // Not for a tree on this node when its ops run at once (r2::Co::direct).
   bool prefetch_yield = true;
   // GET reads each predicted leaf whole — keys and value slots — in its
   // first READ when the used part of a leaf (leaf_used_bytes: meta, seal,
