@@ -182,6 +182,8 @@ enum DurabilityField : size_t {
   kLogDropped,
   kLogRecords,
   kLogReplayed,
+  kLogShipped,          // records other nodes' rings held for this node's primaries
+  kLogShippedReplayed,  // ... that repaired a primary copy
   kLogScanNs,
   kLogDecideNs,
   kLogReplayNs,
@@ -243,6 +245,7 @@ struct DurabilitySummary {
   uint64_t scan_ns = 0, decide_ns = 0, log_replay_ns = 0, reset_ns = 0;
   uint64_t partitions = 0, live = 0, scanned = 0, torn = 0, uncommitted = 0;
   uint64_t entries = 0, committed = 0, dropped = 0, records = 0, replayed = 0;
+  uint64_t shipped = 0, shipped_replayed = 0;
 
   static DurabilitySummary of(const std::vector<NodeResult>& rs) {
     DurabilitySummary d;
@@ -285,6 +288,8 @@ struct DurabilitySummary {
       d.dropped += f[kLogDropped];
       d.records += f[kLogRecords];
       d.replayed += f[kLogReplayed];
+      d.shipped += f[kLogShipped];
+      d.shipped_replayed += f[kLogShippedReplayed];
     }
     return d;
   }
@@ -312,7 +317,8 @@ void print_durability(const BenchOptions& o, const DurabilitySummary& d, const D
             << " records and " << d.partitions << " partition indexes rebuilt (" << d.torn
             << " torn, " << d.uncommitted << " uncommitted slots), log entries " << d.entries
             << " found, " << d.committed << " committed, " << d.dropped << " dropped, "
-            << d.replayed << " of " << d.records << " records replayed\n";
+            << d.replayed << " of " << d.records << " records replayed (" << d.shipped_replayed
+            << " of " << d.shipped << " shipped from backups to primaries)\n";
   std::cout << "  " << run.check.line() << " (" << ms(run.check.check_ns) << " ms)\n";
 }
 
@@ -346,6 +352,7 @@ void json_durability(JsonWriter& j, const BenchOptions& o, const DurabilitySumma
     j.key("log_entries").value(d.entries).key("log_entries_committed").value(d.committed);
     j.key("log_entries_dropped").value(d.dropped).key("records_offered").value(d.records);
     j.key("records_replayed").value(d.replayed);
+    j.key("records_shipped").value(d.shipped).key("shipped_replayed").value(d.shipped_replayed);
     j.end_object();
     const RecoveryCheck& c = run.check;
     j.key("recovery_check").begin_object();
@@ -865,6 +872,8 @@ Status run_bench_node(const BenchOptions& o) {
       f[kLogDropped] = logs.dropped;
       f[kLogRecords] = logs.records;
       f[kLogReplayed] = logs.replayed;
+      f[kLogShipped] = logs.shipped;
+      f[kLogShippedReplayed] = logs.shipped_replayed;
       f[kLogScanNs] = logs.scan_ns;
       f[kLogDecideNs] = logs.decide_ns;
       f[kLogReplayNs] = logs.replay_ns;

@@ -300,7 +300,10 @@ Status register_handlers(r2::Worker& w, LocalRegions lr) {
                                it.value_size);
                    // The data is in place before the lock is free.
                    __atomic_store_n(lock, 0, __ATOMIC_RELEASE);
+                   if (lr.flush) lr.flush(rec, store::kValueOffset + it.value_size);
                  });
+    // Durable: persistent before the (empty) reply goes out.
+    if (lr.drain) lr.drain();
   }));
   return w.register_handler(kRpcUnlock, [lr](r2::RpcRequest& req) {
     ListHeader h;

@@ -362,6 +362,10 @@ Status TxnNode::setup_worker(r2::Worker& w, const r2::Region* scratch, const r2:
       return store_->slot_at(region, offset, value_size).lock;
     };
   }
+  if (durable_) {
+    lr.flush = persist_.flush;
+    lr.drain = persist_.drain;
+  }
   DRTMX_RETURN_IF_ERROR(register_record_handlers(w, lr));
   RangeTs range_ts;
   if (mvcc_) {

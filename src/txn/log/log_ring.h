@@ -101,8 +101,8 @@ struct LogMark {
 // region after the rings (LogRingLayout::header_offset), written only by
 // the ring's reader.
 struct RingHeader {
-  uint64_t decided;   // the writer's decisions known here (persisted before
-                      // any entry up to it is applied or released)
+  uint64_t decided;   // the writer's decisions known here (persisted, with
+                      // head, before any entry up to it is released)
   uint64_t head;      // ring position (monotonic) of the first entry not released
   uint64_t next_seq;  // the sequence number expected at `head`
   uint64_t pad[5];

@@ -1,6 +1,7 @@
 #include "txn/log/replication.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 
 #include "r2/common/clock.h"
@@ -168,6 +169,7 @@ bool only_fenced(const r2::OpBatch& b, const std::vector<r2::NodeId>& nodes, con
 }  // namespace
 
 Status Replicator::log(r2::Co& co, std::span<const BackupEntry> entries, LogBuffers& buf) {
+  buf.txn = 0;
   if (entries.empty()) return Status::ok();
   // Failover: a node removed from the cluster must never commit.
   if (!w_.is_member(w_.node())) {
@@ -273,7 +275,10 @@ Status Replicator::log(r2::Co& co, std::span<const BackupEntry> entries, LogBuff
   if (st != r2::OpStatus::kOk && !only_fenced(batch, op_nodes_, w_)) {
     return unavailable(std::string("log WRITE failed: ") + r2::op_status_name(st));
   }
-  if (cfg_.durable) decisions_.complete(mark.txn);
+  if (cfg_.durable) {
+    buf.txn = mark.txn;
+    if (!buf.settle_later) decisions_.complete(mark.txn);
+  }
   entries_ += entries.size();
   return Status::ok();
 }
@@ -373,7 +378,7 @@ void BackupApplier::offer(uint64_t entry) {
 
 // Durable logs, one ring: learn and persist the watermark, apply the
 // entries it covers, release those whose records are all persistent here.
-bool BackupApplier::poll_gated(uint16_t n) {
+bool BackupApplier::poll_gated(uint16_t n, bool deferred_progress) {
   LogReader& r = readers_[n];
   RingHeader* h = headers_[n];
   const PersistOps& ps = cfg_.persist;
@@ -391,14 +396,13 @@ bool BackupApplier::poll_gated(uint16_t n) {
       }
       break;
     }
-    if (e.mark.txn > h->decided) {
+    if (e.mark.txn > known_[n]) {
       // Not known committed here yet: learn the watermark from the entries
-      // behind it (and the messages), and make it persistent before
-      // anything it covers is applied or released here.
+      // behind it (and the messages). It is the coordinator's, so what it
+      // covers is committed; it is made persistent with the next release,
+      // before any entry it covers disappears (below).
       known_[n] = std::max(known_[n], r.scan_decided(16));
-      if (known_[n] <= h->decided || e.mark.txn > known_[n]) break;
-      h->decided = known_[n];
-      ps.persist(&h->decided, sizeof h->decided);
+      if (e.mark.txn > known_[n]) break;
     }
     if (!decode_redo(e.payload, e.len, &decoded_)) {
       stop_corrupt("the ring written by node " + std::to_string(n) + " thread " +
@@ -412,7 +416,9 @@ bool BackupApplier::poll_gated(uint16_t n) {
     if (crash_) crash_(CrashPoint::kApplied);
     work = true;
   }
-  if (r.unreleased() == 0) return work;
+  // What may be released changes only when an entry was taken here or a
+  // deferred record was installed (this poll).
+  if (r.unreleased() == 0 || (!work && !deferred_progress)) return work;
   const size_t done = r.releasable([this](uint64_t tag) {
     for (const auto& w : waiting_) {
       if (w.first + 1 == tag) return false;
@@ -427,12 +433,18 @@ bool BackupApplier::poll_gated(uint16_t n) {
   // persisted head.
   if (head - r.head() < release_every_) return work;
   // What the entries wrote here was flushed as it was written: fence it,
-  // then persist the new head before the entries are zeroed (a crash in
-  // between finds them again, and applying them twice changes nothing).
+  // then persist the watermark that covers them and the new head before
+  // the entries are zeroed (a crash in between finds them again, and
+  // applying them twice changes nothing). Until then a crash finds every
+  // entry applied here in the ring, and each entry of their transactions
+  // at the other targets too, or a persisted watermark that covers them
+  // there: recovery decides them committed either way.
   ps.drain();
+  static_assert(offsetof(RingHeader, head) == 8 && offsetof(RingHeader, next_seq) == 16);
+  h->decided = std::max(h->decided, known_[n]);
   h->head = head;
   h->next_seq = seq;
-  ps.persist(&h->head, 2 * sizeof(uint64_t));
+  ps.persist(&h->decided, 3 * sizeof(uint64_t));
   if (r.release(done)) {
     if (w_.post_oneway({n, w_.thread()}, kRpcLogReclaim, &head, sizeof head).is_ok()) {
       r.reported();
@@ -476,12 +488,13 @@ void BackupApplier::remember(uint16_t node, const LogMark& m) {
 
 bool BackupApplier::poll() {
   if (corrupt_.load(std::memory_order_relaxed)) return false;
-  bool work = retry_deferred();
+  const bool deferred_progress = retry_deferred();
+  bool work = deferred_progress;
   const uint64_t retired = retired_.load(std::memory_order_relaxed);
   for (uint16_t n = 0; n < readers_.size(); ++n) {
     if (n < 64 && ((retired >> n) & 1) != 0) continue;
     if (cfg_.durable) {
-      work = poll_gated(n) || work;
+      work = poll_gated(n, deferred_progress) || work;
       continue;
     }
     LogReader& r = readers_[n];

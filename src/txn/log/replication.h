@@ -18,13 +18,13 @@
 // with a one-way message every `reclaim_every` bytes.
 //
 // Durable logs (ReplicationConfig::durable; the whole protocol: src/txn/README.md, "Durability"):
-// the entries also go to the primaries of the written records (which then only make the write-back
-// persistent), every WRITE is followed by a flushing READ on the same channel (thesis H9: the entry
-// is persistent when the READ completes), entries carry the transaction's number and the
-// coordinator's decision watermark (decisions.h), and the applier is
-// gated: nothing of an entry is applied or released before the entry's
-// transaction is known committed and that knowledge is persistent in the
-// ring's header, and an entry is released only once what it wrote here is
+// the caller may also send entries to the primaries of written records (which then only make the
+// write-back persistent; the engine does so where a record has no backup or is not written back by
+// a flushed one-sided WRITE), every WRITE is followed by a flushing READ on the same channel
+// (thesis H9: the entry is persistent when the READ completes), entries carry the transaction's
+// number and the coordinator's decision watermark (decisions.h), and the applier is gated: nothing
+// of an entry is applied or released before the entry's transaction is known committed, and an
+// entry is released only once what it wrote here and that knowledge (in the ring's header) are
 // persistent.
 //
 // Threading: a Replicator and a BackupApplier belong to one worker.
@@ -109,6 +109,11 @@ struct LogBuffers {
   uint8_t* images = nullptr;  // registered, Replicator::image_bytes(cfg) long
                               // (durable logs: the flushing READs land there too)
   std::vector<std::vector<uint8_t>> payloads;
+  // Durable logs. In: the transaction is decided only once the caller says
+  // so with Replicator::settle() (its write-back at primaries that received
+  // no entry is persistent), not when its entries are. Out: its number.
+  bool settle_later = false;
+  uint64_t txn = 0;
 };
 
 // The records one backup must receive (those of the partitions it backs up).
@@ -136,6 +141,14 @@ class Replicator {
   // The same records to every node of `backups`.
   Status log(r2::Co& co, std::span<const r2::NodeId> backups, std::span<const RedoRecord> records,
              LogBuffers& buffers);
+
+  // Durable logs, a transaction logged with LogBuffers::settle_later: what
+  // makes it committed for good besides its entries is now persistent (the
+  // coordinator's write-back at the primaries it sent no entry to); it may
+  // join the decision watermark. `txn` 0 (nothing logged) is ignored.
+  void settle(uint64_t txn) {
+    if (txn != 0) decisions_.complete(txn);
+  }
 
   uint64_t entries() const { return entries_; }  // entries written (one per backup)
   uint64_t full_waits() const { return full_waits_; }
@@ -249,7 +262,7 @@ class BackupApplier {
     uint64_t entry;  // index into waiting_
   };
   bool poll();
-  bool poll_gated(uint16_t ring);
+  bool poll_gated(uint16_t ring, bool deferred_progress);
   bool retry_deferred();
   void entry_done();
   // Offers the decoded records of entry `entry`; defers what is not taken.
