@@ -216,6 +216,10 @@ void run_transfers(Path path, bool apart) {
   const store::tables::LockPlan plan = lock_plan();
   const Locks locks{apart ? &plan : nullptr};
   Totals t;
+  // Movers still transferring. The last one to finish audits until one
+  // validates (nothing writes any more): the auditors' tries may all have
+  // met transfers in flight on a loaded machine.
+  std::atomic<int> movers{kNodes * kThreads * (kCos - 1)};
   r2::WorkerConfig wc;
   wc.coroutines = kCos;
   auto run = r2::testing::run_workers(*c, wc, [&](r2::Worker& w) {
@@ -230,8 +234,9 @@ void run_transfers(Path path, bool apart) {
                          path == Path::kRpc || (path == Path::kMixed && (co.thread() % 2 == 1));
                      if (co.id() == 0) {
                        // The auditor of this worker: until enough validated, bounded.
-                       for (int i = 0; i < kAuditTries && t.audits.load() < 60 &&
-                                       std::chrono::steady_clock::now() < until;
+                       for (int i = 0;
+                            (i < kAuditTries || movers.load() > 0) && t.audits.load() < 60 &&
+                            std::chrono::steady_clock::now() < until;
                             ++i) {
                          audit(co, scratch, kNodes, rpc, locks, t);
                          co.yield();
@@ -252,6 +257,12 @@ void run_transfers(Path path, bool apart) {
                            path == Path::kRpc || (path == Path::kMixed && (co.id() % 2 == 1));
                        if (transfer(co, scratch, a, b, by_rpc, locks, t)) ++i;
                        co.yield();
+                     }
+                     if (--movers == 0) {
+                       for (int i = 0; i < 100 && t.audits.load() == 0; ++i) {
+                         audit(co, scratch, kNodes, rpc, locks, t);
+                         co.yield();
+                       }
                      }
                    }).is_ok());
     }
