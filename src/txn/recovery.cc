@@ -72,6 +72,26 @@ store::tables::Change change_of(RedoOp op) {
   return op == RedoOp::kInsert ? C::kInsert : op == RedoOp::kDelete ? C::kDelete : C::kUpdate;
 }
 
+// Whether `r`, an insert or update for the primary copy here, belongs to
+// an incarnation its slot shows deleted (see recover_logs). A slot that is
+// empty, torn or holds the incarnation live (any version) says nothing.
+bool deleted_since(const store::Catalog& catalog, r2::Fabric& fabric, const RedoRecord& r) {
+  if (r.at_primary == 0 || r.op == RedoOp::kDelete) return false;
+  const store::TableSpec* spec = catalog.find(r.table);
+  if (spec == nullptr) return false;
+  const r2::Region* reg = fabric.region(store::tables::table_region(spec->id));
+  const uint64_t off = r.at_primary - 1;
+  const size_t bytes = store::record_slot_size(spec->value_size);
+  if (reg == nullptr || off > reg->size || bytes > reg->size - off) return false;
+  const uint8_t* rec = reg->base + off;
+  const store::RecordCheck c = store::verify(rec, spec->value_size);
+  if (c != store::RecordCheck::kOk && c != store::RecordCheck::kDeleted) return false;
+  store::RecordHeader h{};
+  std::memcpy(&h, rec, sizeof h);
+  if (h.key != r.key || h.incarnation != r.incarnation) return true;
+  return c == store::RecordCheck::kDeleted;
+}
+
 }  // namespace
 
 Status recover_logs(const store::Catalog& catalog, store::tables::StoreNode& store,
@@ -130,13 +150,25 @@ Status recover_logs(const store::Catalog& catalog, store::tables::StoreNode& sto
            : a.key != b.key   ? a.key < b.key
                               : a.version < b.version;
   });
-  for (const RedoRecord& r : records) {
+  // A primary's record names the slot its write-back went to. Looked at
+  // before anything is replayed (a replay may reuse a slot): when that slot
+  // whole holds another key or incarnation, or this incarnation deleted,
+  // the record's incarnation was deleted after it (the slot is freed only
+  // then), so an insert or update of it must not be installed again — the
+  // delete's entry may be released while this one outlived it.
+  std::vector<uint8_t> gone(records.size(), 0);
+  for (size_t i = 0; i < records.size(); ++i) {
+    gone[i] = deleted_since(catalog, fabric, records[i]);
+  }
+  for (size_t i = 0; i < records.size(); ++i) {
+    const RedoRecord& r = records[i];
     const store::TableSpec* spec = catalog.find(r.table);
     if (spec == nullptr) {
       return internal_error("recovery: a committed log record names table " +
                             std::to_string(r.table) + ", which this configuration does not have");
     }
     ++out->records;
+    if (gone[i]) continue;
     Result<uint64_t> off = store.replay(*spec, r.key, change_of(r.op), r.version, r.value);
     if (!off.is_ok()) return off.status().with_context("recovery: replaying '" + spec->name + "'");
     if (*off == 0) continue;
