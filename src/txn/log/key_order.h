@@ -50,7 +50,7 @@ class UnreleasedChanges {
     return std::any_of(it->second.begin(), it->second.end(),
                        [&](uint64_t v) { return v < version; });
   }
-  // Appliers whose release waits for another ring's: they all release
+  // Rings whose release waits for another ring's: every applier releases
   // without waiting for a full batch meanwhile (a ring that goes quiet
   // would otherwise keep its entries, and the waiting ring its own).
   void set_waiting(bool before, bool now) {

@@ -431,8 +431,9 @@ bool BackupApplier::poll_gated(uint16_t n) {
     return true;
   });
   if (cfg_.unreleased) {
-    cfg_.unreleased->set_waiting(waits_, waits);
-    waits_ = waits;
+    if (waits_.size() <= n) waits_.resize(readers_.size(), 0);
+    cfg_.unreleased->set_waiting(waits_[n] != 0, waits);
+    waits_[n] = waits;
   }
   if (done == 0) return work;
   uint64_t head = 0, seq = 0;
@@ -441,8 +442,7 @@ bool BackupApplier::poll_gated(uint16_t n) {
   // freed space only that often anyway): each release costs a fence and a
   // persisted head. Not while some applier's delete waits for an earlier
   // change's entry to go (the ring holding it may go quiet).
-  if (head - r.head() < release_every_ &&
-      !(cfg_.unreleased && cfg_.unreleased->someone_waits())) {
+  if (head - r.head() < release_every_ && !(cfg_.unreleased && cfg_.unreleased->someone_waits())) {
     return work;
   }
   // What the entries wrote here was flushed as it was written: fence it,

@@ -229,15 +229,15 @@ class BackupApplier {
   uint64_t release_every_ = 0;  // bytes (the reclaim report's period)
   std::vector<RedoRecord> decoded_;
   // Durable logs with `cfg_.unreleased`: the backup records of each taken,
-  // unreleased entry (by entry id), and whether a release here waits for
-  // another entry's.
+  // unreleased entry (by entry id), and per ring whether its release waits
+  // for another ring's.
   struct KeyChange {
     uint16_t table;
     bool del;
     uint64_t key, version;
   };
   std::unordered_map<uint64_t, std::vector<KeyChange>> changes_;
-  bool waits_ = false;
+  std::vector<uint8_t> waits_;  // per ring
   void note_changes(uint64_t entry);
   bool may_release(uint64_t entry) const;
   void released(LogReader& r, size_t n);
