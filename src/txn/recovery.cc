@@ -72,27 +72,17 @@ store::tables::Change change_of(RedoOp op) {
   return op == RedoOp::kInsert ? C::kInsert : op == RedoOp::kDelete ? C::kDelete : C::kUpdate;
 }
 
-// Whether `r`, an insert or update for the primary copy here, belongs to
-// an incarnation its slot shows deleted (see recover_logs). A slot that is
-// empty, torn or holds the incarnation live (any version) says nothing.
-bool deleted_since(const store::Catalog& catalog, r2::Fabric& fabric, const RedoRecord& r) {
+}  // namespace
+
+bool deleted_at_its_slot(const RedoRecord& r, const uint8_t* slot, size_t value_size) {
   if (r.at_primary == 0 || r.op == RedoOp::kDelete) return false;
-  const store::TableSpec* spec = catalog.find(r.table);
-  if (spec == nullptr) return false;
-  const r2::Region* reg = fabric.region(store::tables::table_region(spec->id));
-  const uint64_t off = r.at_primary - 1;
-  const size_t bytes = store::record_slot_size(spec->value_size);
-  if (reg == nullptr || off > reg->size || bytes > reg->size - off) return false;
-  const uint8_t* rec = reg->base + off;
-  const store::RecordCheck c = store::verify(rec, spec->value_size);
+  const store::RecordCheck c = store::verify(slot, value_size);
   if (c != store::RecordCheck::kOk && c != store::RecordCheck::kDeleted) return false;
   store::RecordHeader h{};
-  std::memcpy(&h, rec, sizeof h);
+  std::memcpy(&h, slot, sizeof h);
   if (h.key != r.key || h.incarnation != r.incarnation) return true;
   return c == store::RecordCheck::kDeleted;
 }
-
-}  // namespace
 
 Status recover_logs(const store::Catalog& catalog, store::tables::StoreNode& store,
                     r2::Fabric& fabric, uint8_t* log_base, const LogRingLayout& layout,
@@ -158,7 +148,13 @@ Status recover_logs(const store::Catalog& catalog, store::tables::StoreNode& sto
   // delete's entry may be released while this one outlived it.
   std::vector<uint8_t> gone(records.size(), 0);
   for (size_t i = 0; i < records.size(); ++i) {
-    gone[i] = deleted_since(catalog, fabric, records[i]);
+    const RedoRecord& r = records[i];
+    const store::TableSpec* spec = r.at_primary != 0 ? catalog.find(r.table) : nullptr;
+    const r2::Region* reg = spec ? fabric.region(store::tables::table_region(spec->id)) : nullptr;
+    const uint64_t off = r.at_primary - 1;
+    const size_t bytes = spec ? store::record_slot_size(spec->value_size) : 0;
+    if (reg == nullptr || off > reg->size || bytes > reg->size - off) continue;
+    gone[i] = deleted_at_its_slot(r, reg->base + off, spec->value_size);
   }
   for (size_t i = 0; i < records.size(); ++i) {
     const RedoRecord& r = records[i];
