@@ -78,7 +78,7 @@ class SmallBank final : public Workload {
     const store::TableSpec& sav = *cat.find(kSavings);
     const store::TableSpec& chk = *cat.find(kChecking);
     for (store::PartitionId p : cat.hosted(node.node(), sav)) {
-      const bool primary = cat.replicas_of(sav, p, node.node()).primary == node.node();
+      const bool primary = node.is_primary(sav, p);
       int64_t sum = 0, dig = 0;
       for (uint64_t c = uint64_t{p} * c_.accounts; c < uint64_t{p + 1} * c_.accounts; ++c) {
         int64_t s = 0, k = 0;
@@ -117,8 +117,8 @@ class SmallBank final : public Workload {
                             " plus the committed deltas " + std::to_string(client_sums[0]) +
                             " make " + std::to_string(expected));
     }
-    const int64_t backups = int64_t{c_.replicas} - 1;
     for (uint32_t p = 0; p < P; ++p) {
+      const int64_t backups = c_.backups(p);
       if (node_sums[P + p] != backups * node_sums[p] ||
           node_sums[3 * P + p] != backups * node_sums[2 * P + p]) {
         return internal_error("replication: the backups of partition " + std::to_string(p) +
@@ -162,6 +162,7 @@ Result<Config> parse(const WorkloadOptions& o, const WorkloadEnv& env) {
   Config c;
   c.partitions = uint32_t{env.nodes} * env.threads;
   c.replicas = env.replicas;
+  c.copies = env.copies;
   auto acc = option_number(o, "accounts", 100000, 2, 100000000);
   auto hot = option_number(o, "hot-pct", 4, 0, 100);
   auto hacc = option_number(o, "hot-access-pct", 90, 0, 100);

@@ -34,6 +34,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "driver/workload.h"
 
@@ -58,8 +59,12 @@ struct Config {
   uint32_t hot_access_pct = 90;
   std::array<uint32_t, 6> mix = {15, 15, 15, 25, 15, 15};  // percent, sums to 100
   uint32_t audit_pct = 0;                                  // percent of draws that are audits
-  uint32_t audit_group = 4;  // audited customers per partition (when audit_pct > 0)
-  uint16_t replicas = 1;     // copies of each partition (the oracle checks the backups)
+  uint32_t audit_group = 4;      // audited customers per partition (when audit_pct > 0)
+  uint16_t replicas = 1;         // copies of each partition (the oracle checks the backups)
+  std::vector<uint16_t> copies;  // after a failover: per partition (empty: replicas)
+  int64_t backups(uint32_t p) const {
+    return int64_t{p < copies.size() ? copies[p] : replicas} - 1;
+  }
 
   uint32_t hot_per_partition() const;
   // Customers that ordinary draws use per partition (the audit group excluded).

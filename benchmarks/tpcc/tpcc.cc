@@ -92,7 +92,7 @@ class Tpcc final : public Workload {
       }
     };
     for (store::PartitionId p : cat.hosted(node.node(), wt)) {
-      if (cat.replicas_of(wt, p, node.node()).primary != node.node()) continue;
+      if (!node.is_primary(wt, p)) continue;
       const uint32_t w = p + 1;
       DRTMX_RETURN_IF_ERROR(keys_of(kHistory, p, wh(w), wh(w + 1) - 1, ~size_t{0}, [&](uint64_t k) {
         const uint64_t slot = (k >> kHistorySeqBits) & kMaxHistorySlot;

@@ -32,7 +32,7 @@ class Checker {
   Checker(const StoreNode& node, const store::Catalog& cat, const Config& c, uint32_t w)
       : node_(node), cat_(cat), c_(c), w_(w), p_(w - 1) {
     const auto& wt = *cat.find(kWarehouse);
-    backup_ = cat.replicas_of(wt, p_, node.node()).primary != node.node();
+    backup_ = !node.is_primary(wt, p_);
   }
 
   Result<WarehouseSums> run() {
@@ -325,7 +325,7 @@ Result<std::vector<int64_t>> audit_node(const StoreNode& node, const store::Cata
   for (store::PartitionId p : cat.hosted(node.node(), wt)) {
     auto s = check_warehouse(node, cat, c, p + 1);
     if (!s.is_ok()) return s.status();
-    const bool primary = cat.replicas_of(wt, p, node.node()).primary == node.node();
+    const bool primary = node.is_primary(wt, p);
     int64_t* mine = &out[size_t{p} * kSumsPerWarehouse];
     int64_t* tables = &out[size_t{W} * kSumsPerWarehouse + size_t{p} * 2 * kTableIds];
     for (size_t t = 0; t < kTableIds; ++t) tables[2 * t + (primary ? 0 : 1)] += s->table_digest[t];
@@ -379,7 +379,7 @@ Status check_sums(const Config& c, const std::vector<int64_t>& node_sums,
           std::to_string(w) + " (primaries): C_YTD_PAYMENT sum " + std::to_string(s[1]) +
           " vs HISTORY amount " + std::to_string(s[0]));
     }
-    const int64_t backups = int64_t{c.replicas} - 1;
+    const int64_t backups = int64_t{w - 1 < c.copies.size() ? c.copies[w - 1] : c.replicas} - 1;
     if (s[4] != backups || s[3] != backups * s[2]) {
       std::string table = "?";
       const int64_t* t = &node_sums[size_t{W} * kSumsPerWarehouse + size_t{w - 1} * 2 * kTableIds];

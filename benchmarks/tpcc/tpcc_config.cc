@@ -41,6 +41,7 @@ Result<Config> parse(const WorkloadOptions& o, const WorkloadEnv& env) {
   c.threads = env.threads;
   c.coroutines = env.coroutines;
   c.replicas = env.replicas;
+  c.copies = env.copies;
   if (auto it = o.find("variant"); it != o.end()) c.variant = it->second;
   if (c.variant == "standard") {
     c.mix = {45, 43, 4, 4, 4};

@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "driver/workload.h"
 
@@ -24,6 +25,7 @@ struct Config {
   uint16_t threads = 1;
   uint16_t coroutines = 1;
   uint16_t replicas = 1;
+  std::vector<uint16_t> copies;  // after a failover: per warehouse partition (empty: replicas)
 
   uint32_t warehouses_per_node = 1;  // default: one per worker thread
   // Scale. The specification's values are the defaults; anything else is a

@@ -73,6 +73,29 @@ struct BenchOptions {
   int crash_node = -1;
   uint64_t crash_hit = 0;
   bool crash_requested() const { return crash_at > 0 || !crash_name.empty(); }
+  // Failover runs (they imply --survive-failures): the faults the launcher
+  // (or a node itself) injects and the survivors must go on after.
+  //   kKill        --kill-node=N@S: SIGKILL node N S seconds into the run;
+  //   kStop        --stop-node=N@S+MS: SIGSTOP it, SIGCONT MS later (beyond
+  //                the lease it was removed: it must stop cleanly);
+  //   kCrashPoint  --crash-point=NAME:N:HIT without durability: node N
+  //                kills itself at that point of the commit path.
+  struct Fault {
+    enum Kind : uint8_t { kKill, kStop, kCrashPoint } kind = kKill;
+    int node = 0;
+    double at = 0;       // seconds into the measured run (kKill, kStop)
+    double stop_ms = 0;  // kStop
+  };
+  std::vector<Fault> faults;
+  // The survivors' copies of each partition (WorkloadEnv::copies), set by
+  // the reporting node of a failover run; empty otherwise.
+  std::vector<uint16_t> live_copies;
+  bool failover_run() const { return !faults.empty(); }
+  // Where a --kill-node run keeps the nodes' acknowledgement journals (the
+  // survivors read the killed node's to check its acknowledged commits)
+  // and the kill's time: a directory of memory (/dev/shm) named by the
+  // cluster.
+  std::string kill_dir() const;
   std::vector<std::string> node_args(int node, const std::string& coordinator) const;
 };
 
@@ -123,9 +146,11 @@ bool run_interrupted();
 Status run_bench_node(const BenchOptions& o);
 // The coordinator of a run, printing the nodes' per-second progress;
 // `also` (optional) sees every publication too.
+// `removed` (optional) is called at every membership change (the
+// coordinator's thread): the epoch, the removed nodes and why.
 Result<std::unique_ptr<r2::ControlServer>> start_coordinator(
     const BenchOptions& o, const std::string& listen,
-    std::function<void(uint16_t node, const std::string& topic, const std::string& blob)> also =
-        {});
+    std::function<void(uint16_t node, const std::string& topic, const std::string& blob)> also = {},
+    std::function<void(const r2::MembershipChange&)> removed = {});
 
 }  // namespace drtmx::bench

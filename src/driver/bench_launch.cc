@@ -20,6 +20,7 @@
 #include "json_writer.h"
 #include "local_cluster.h"
 #include "process_group.h"
+#include "r2/common/clock.h"
 #include "r2/shm/shm_fabric.h"
 
 namespace drtmx::bench {
@@ -29,7 +30,8 @@ namespace {
 // line is printed when all nodes reported that second.
 struct Progress {
   std::mutex mu;
-  std::map<int, std::pair<int, uint64_t>> seconds;  // second -> (nodes reported, commits)
+  std::map<int, std::pair<std::vector<bool>, uint64_t>> seconds;  // second -> (reported, commits)
+  std::vector<bool> live;  // members (survive-failures: removed nodes report no more)
 };
 
 std::string fmt_seconds(double s) {
@@ -83,6 +85,13 @@ std::string this_host() {
   return name;
 }
 
+// A failover test's crash point: when the node killed itself (its file).
+uint64_t read_killed_file(const BenchOptions& o) {
+  std::ifstream in(o.kill_dir() + "/killed_ns");
+  uint64_t v = 0;
+  return (in >> v) ? v : 0;
+}
+
 // One run of one preset: the nodes, the coordinator, cleanup.
 Status run_once(const BenchOptions& o) {
   const bool shm = o.fabric.backend == "shm";
@@ -104,15 +113,42 @@ Status run_once(const BenchOptions& o) {
   // publication), by the steady clock.
   auto measuring = std::make_shared<std::atomic<int64_t>>(0);
   const bool remote = !o.hosts.empty();
-  auto server =
-      start_coordinator(o, remote ? "0.0.0.0:0" : "127.0.0.1:0",
-                        [measuring](uint16_t, const std::string& topic, const std::string&) {
-                          int64_t zero = 0;
-                          if (topic == "measuring") {
-                            measuring->compare_exchange_strong(
-                                zero, std::chrono::steady_clock::now().time_since_epoch().count());
-                          }
-                        });
+  // --kill-node: when the coordinator removed nodes (r2::now_ns), and why.
+  struct Removal {
+    uint64_t at_ns = 0;
+    uint64_t epoch = 0;
+    std::string what;
+  };
+  auto removals = std::make_shared<std::pair<std::mutex, std::vector<Removal>>>();
+  if (o.failover_run()) {
+    std::error_code ec;
+    std::filesystem::remove_all(o.kill_dir(), ec);
+    std::filesystem::create_directories(o.kill_dir(), ec);
+    if (ec) {
+      return io_error(o.kill_dir() + ": cannot create the directory of the failover journals (" +
+                          ec.message() + ")",
+                      ec.value());
+    }
+  }
+  auto server = start_coordinator(
+      o, remote ? "0.0.0.0:0" : "127.0.0.1:0",
+      [measuring](uint16_t, const std::string& topic, const std::string&) {
+        int64_t zero = 0;
+        if (topic == "measuring") {
+          measuring->compare_exchange_strong(
+              zero, std::chrono::steady_clock::now().time_since_epoch().count());
+        }
+      },
+      [removals](const r2::MembershipChange& c) {
+        Removal r;
+        r.at_ns = r2::now_ns();
+        r.epoch = c.epoch;
+        for (const r2::Removal& x : c.removed) {
+          r.what += (r.what.empty() ? "" : "; ") + x.reason;
+        }
+        std::lock_guard<std::mutex> g(removals->first);
+        removals->second.push_back(std::move(r));
+      });
   if (!server.is_ok()) return server.status();
   const std::string coord =
       (remote ? (o.coordinator_host.empty() ? this_host() : o.coordinator_host) : "127.0.0.1") +
@@ -121,7 +157,11 @@ Status run_once(const BenchOptions& o) {
       std::chrono::milliseconds(static_cast<int64_t>((o.seconds + o.warmup) * 1000) + 180000);
   const uint16_t nodes = o.fabric.num_nodes;
   Status result;
-  bool crashed = false;  // we SIGKILLed the nodes (--crash-at)
+  bool crashed = false;    // we SIGKILLed the nodes (--crash-at)
+  uint64_t killed_ns = 0;  // failover: the first fault (r2::now_ns); 1: it found no process
+  // Failover: per fault, 0 = pending, 1 = injected (kStop: stopped), 2 = done.
+  std::vector<int> fault_state(o.faults.size(), 0);
+  std::vector<std::chrono::steady_clock::time_point> stopped_at(o.faults.size());
   std::string crash_what;
   if (!o.inprocess) {
     const std::string self = self_exe();
@@ -137,7 +177,7 @@ Status run_once(const BenchOptions& o) {
     bool interrupted = false;
     ProcessGroup group;
     // A crash is a crash: the others go down at once, not by SIGTERM.
-    if (o.crash_requested()) group.set_stop_signal(SIGKILL);
+    if (o.crash_requested() && !o.failover_run()) group.set_stop_signal(SIGKILL);
     for (int n = 0; n < nodes && result.is_ok(); ++n) {
       if (remote) {
         result = group.spawn(
@@ -147,10 +187,47 @@ Status run_once(const BenchOptions& o) {
         result = group.spawn("node " + std::to_string(n), exe, o.node_args(n, coord));
       }
     }
+    for (const BenchOptions::Fault& f : o.faults) {
+      // A failover test's crash point: that node kills itself; the rest go on.
+      if (f.kind == BenchOptions::Fault::kCrashPoint) group.expect_end(static_cast<size_t>(f.node));
+    }
     std::function<void()> poll = [&] {
       if (!interrupted && g_interrupted.load(std::memory_order_relaxed) != 0) {
         interrupted = true;
         group.kill_all();
+        return;
+      }
+      if (o.failover_run()) {
+        const int64_t t = measuring->load();
+        if (t == 0) return;
+        const auto now = std::chrono::steady_clock::now();
+        const auto since = now.time_since_epoch() - std::chrono::steady_clock::duration(t);
+        for (size_t i = 0; i < o.faults.size(); ++i) {
+          const BenchOptions::Fault& f = o.faults[i];
+          const size_t node = static_cast<size_t>(f.node);
+          if (f.kind == BenchOptions::Fault::kCrashPoint) continue;  // the node's own
+          if (fault_state[i] == 0 && since >= std::chrono::duration<double>(f.at)) {
+            // The time first (the survivors' report measures from it).
+            if (killed_ns == 0) {
+              killed_ns = r2::now_ns();
+              std::ofstream(o.kill_dir() + "/killed_ns") << killed_ns << "\n";
+            }
+            bool ok = false;
+            if (f.kind == BenchOptions::Fault::kKill) {
+              ok = group.kill_one(node, SIGKILL);
+            } else {
+              group.expect_end(node);
+              ok = group.signal_one(node, SIGSTOP);
+              stopped_at[i] = now;
+            }
+            fault_state[i] = f.kind == BenchOptions::Fault::kKill ? 2 : 1;
+            if (!ok) killed_ns = 1;
+          } else if (fault_state[i] == 1 &&
+                     now - stopped_at[i] >= std::chrono::duration<double, std::milli>(f.stop_ms)) {
+            group.signal_one(node, SIGCONT);
+            fault_state[i] = 2;
+          }
+        }
         return;
       }
       if (o.crash_at > 0) {
@@ -178,6 +255,19 @@ Status run_once(const BenchOptions& o) {
       crash_what = "SIGKILLed all " + std::to_string(nodes) + " node processes " +
                    fmt_seconds(o.crash_at) + " s into the measured run (--crash-at)";
       result = Status::ok();
+    } else if (!o.crash_name.empty() && o.failover_run()) {
+      // A failover test: the node killed itself at the crash point; the
+      // others went on.
+      const std::vector<ProcessGroup::Ended> ended = group.ended();
+      const bool hit =
+          o.crash_node < static_cast<int>(ended.size()) && ended[o.crash_node].signal == SIGKILL;
+      if (result.is_ok() && !hit) {
+        result = not_found("--crash-point=" + o.crash_name + ":" + std::to_string(o.crash_node) +
+                           ":" + std::to_string(o.crash_hit) +
+                           " was never reached: the run ended normally (lower HIT, or run "
+                           "longer)");
+      }
+      killed_ns = hit ? read_killed_file(o) : 0;
     } else if (!o.crash_name.empty()) {
       // The crash node's SIGKILL must be the first failure (not the stop
       // signal that another node's failure brought).
@@ -198,6 +288,11 @@ Status run_once(const BenchOptions& o) {
                            " was never reached: the run ended normally (lower HIT, or run "
                            "longer)");
       }
+    } else if (o.failover_run() && result.is_ok() &&
+               o.faults.front().kind != BenchOptions::Fault::kCrashPoint && killed_ns <= 1) {
+      result = internal_error("failover: node " + std::to_string(o.faults.front().node) +
+                              (killed_ns == 0 ? " was not stopped: the run ended before"
+                                              : " had already ended when it was to be stopped"));
     } else if (o.crash_at > 0 && result.is_ok()) {
       result = internal_error(
           "--crash-at: the run ended before the crash (no node reported "
@@ -210,6 +305,20 @@ Status run_once(const BenchOptions& o) {
   if (result.is_ok() && !crashed) result = (*server)->wait_done(std::chrono::milliseconds(5000));
   if (o.fabric.survive_failures)
     std::cout << lease_summary(**server, o.fabric.lease_ms) << std::endl;
+  if (o.failover_run() && killed_ns > 1) {
+    std::lock_guard<std::mutex> g(removals->first);
+    for (const Removal& r : removals->second) {
+      std::ostringstream ms;
+      ms << std::fixed << std::setprecision(1)
+         << double(int64_t(r.at_ns) - int64_t(killed_ns)) / 1e6;
+      std::cout << "failover: epoch " << r.epoch << " removal by the coordinator " << ms.str()
+                << " ms after the first fault (" << r.what << ")" << std::endl;
+    }
+  }
+  if (o.failover_run()) {
+    std::error_code ec;
+    std::filesystem::remove_all(o.kill_dir(), ec);
+  }
   if (shm) r2::remove_shm_segments(o.fabric.cluster);
   if (crashed) std::cout << crash_line(o, crash_what) << std::endl;
   return result;
@@ -219,26 +328,49 @@ Status run_once(const BenchOptions& o) {
 
 Result<std::unique_ptr<r2::ControlServer>> start_coordinator(
     const BenchOptions& o, const std::string& listen,
-    std::function<void(uint16_t node, const std::string& topic, const std::string& blob)> also) {
+    std::function<void(uint16_t node, const std::string& topic, const std::string& blob)> also,
+    std::function<void(const r2::MembershipChange&)> removed) {
   auto progress = std::make_shared<Progress>();
   r2::ControlServerConfig sc =
       coordinator_config(o.fabric, listen, std::chrono::milliseconds(o.join_timeout_ms));
   const int nodes = o.fabric.num_nodes;
-  sc.on_publish = [progress, nodes, also](uint16_t node, const std::string& topic,
-                                          const std::string& blob) {
+  progress->live.assign(nodes, true);
+  // A second's line is printed once every live node reported it.
+  auto print_ready = [progress, nodes] {
+    for (auto it = progress->seconds.begin(); it != progress->seconds.end();) {
+      bool all = true;
+      for (int n = 0; n < nodes; ++n) all = all && (!progress->live[n] || it->second.first[n]);
+      if (!all) return;
+      std::cout << "  [" << it->first << " s] " << it->second.second << " committed/s" << std::endl;
+      it = progress->seconds.erase(it);
+    }
+  };
+  sc.on_publish = [progress, nodes, also, print_ready](uint16_t node, const std::string& topic,
+                                                       const std::string& blob) {
     if (also) also(node, topic, blob);
-    if (topic != "progress") return;
+    if (topic != "progress" || node >= nodes) return;
     std::istringstream is(blob);
     int sec = 0;
     uint64_t n = 0;
     if (!(is >> sec >> n)) return;
     std::lock_guard<std::mutex> g(progress->mu);
     auto& p = progress->seconds[sec];
-    p.first += 1;
+    if (p.first.empty()) p.first.assign(nodes, false);
+    p.first[node] = true;
     p.second += n;
-    if (p.first == nodes)
-      std::cout << "  [" << sec << " s] " << p.second << " committed/s" << std::endl;
+    print_ready();
   };
+  if (o.fabric.survive_failures) {
+    sc.on_membership = [progress, nodes, removed, print_ready](const r2::MembershipChange& c) {
+      if (removed) removed(c);
+      std::lock_guard<std::mutex> g(progress->mu);
+      progress->live.assign(nodes, false);
+      for (uint16_t n : c.live) {
+        if (n < nodes) progress->live[n] = true;
+      }
+      print_ready();
+    };
+  }
   return r2::ControlServer::start(sc);
 }
 

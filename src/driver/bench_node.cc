@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <sstream>
@@ -18,6 +19,7 @@
 
 #include "base/histogram.h"
 #include "bench.h"
+#include "failover_report.h"
 #include "journal.h"
 #include "json_writer.h"
 #include "r2/common/clock.h"
@@ -180,6 +182,8 @@ enum DurabilityField : size_t {
   kLogDropped,
   kLogRecords,
   kLogReplayed,
+  kLogShipped,          // records other nodes' rings held for this node's primaries
+  kLogShippedReplayed,  // ... that repaired a primary copy
   kLogScanNs,
   kLogDecideNs,
   kLogReplayNs,
@@ -241,6 +245,7 @@ struct DurabilitySummary {
   uint64_t scan_ns = 0, decide_ns = 0, log_replay_ns = 0, reset_ns = 0;
   uint64_t partitions = 0, live = 0, scanned = 0, torn = 0, uncommitted = 0;
   uint64_t entries = 0, committed = 0, dropped = 0, records = 0, replayed = 0;
+  uint64_t shipped = 0, shipped_replayed = 0;
 
   static DurabilitySummary of(const std::vector<NodeResult>& rs) {
     DurabilitySummary d;
@@ -283,6 +288,8 @@ struct DurabilitySummary {
       d.dropped += f[kLogDropped];
       d.records += f[kLogRecords];
       d.replayed += f[kLogReplayed];
+      d.shipped += f[kLogShipped];
+      d.shipped_replayed += f[kLogShippedReplayed];
     }
     return d;
   }
@@ -310,7 +317,8 @@ void print_durability(const BenchOptions& o, const DurabilitySummary& d, const D
             << " records and " << d.partitions << " partition indexes rebuilt (" << d.torn
             << " torn, " << d.uncommitted << " uncommitted slots), log entries " << d.entries
             << " found, " << d.committed << " committed, " << d.dropped << " dropped, "
-            << d.replayed << " of " << d.records << " records replayed\n";
+            << d.replayed << " of " << d.records << " records replayed (" << d.shipped_replayed
+            << " of " << d.shipped << " shipped from backups to primaries)\n";
   std::cout << "  " << run.check.line() << " (" << ms(run.check.check_ns) << " ms)\n";
 }
 
@@ -344,6 +352,7 @@ void json_durability(JsonWriter& j, const BenchOptions& o, const DurabilitySumma
     j.key("log_entries").value(d.entries).key("log_entries_committed").value(d.committed);
     j.key("log_entries_dropped").value(d.dropped).key("records_offered").value(d.records);
     j.key("records_replayed").value(d.replayed);
+    j.key("records_shipped").value(d.shipped).key("shipped_replayed").value(d.shipped_replayed);
     j.end_object();
     const RecoveryCheck& c = run.check;
     j.key("recovery_check").begin_object();
@@ -363,7 +372,7 @@ void json_durability(JsonWriter& j, const BenchOptions& o, const DurabilitySumma
 
 Status report(const BenchOptions& o, const Workload& wl, const store::Catalog& cat,
               const txn::Policy& policy, uint16_t replicas, const std::vector<NodeResult>& rs,
-              const DurableRun& run) {
+              const DurableRun& run, const FailoverRun& fo) {
   const std::vector<std::string> types = wl.txn_types();
   std::vector<uint64_t> committed(types.size(), 0), aborts(txn::kAbortKinds, 0);
   std::vector<uint64_t> type_aborts(types.size(), 0), ro_blocked(types.size(), 0),
@@ -398,7 +407,10 @@ Status report(const BenchOptions& o, const Workload& wl, const store::Catalog& c
   }
   // A restarted database: what it held at the restart, plus this run.
   if (run.recovered) add_into(client_sums, run.check.client_sums);
-  const Status check = wl.check(node_sums, client_sums);
+  // A failover: the killed node's committed sums (from its journal); the
+  // survivors hold the copies left.
+  if (fo.active) add_into(client_sums, fo.removed_sums);
+  const Status check = (fo.check_workload ? *fo.check_workload : wl).check(node_sums, client_sums);
   const DurabilitySummary dur = DurabilitySummary::of(rs);
   uint64_t total_commits = 0, total_aborts = 0;
   for (uint64_t c : committed) total_commits += c;
@@ -458,6 +470,7 @@ Status report(const BenchOptions& o, const Workload& wl, const store::Catalog& c
     std::cout << "  transactions given up after " << kMaxAttempts << " attempts: " << given_up
               << "\n";
   print_durability(o, dur, run);
+  print_failover(fo, timeline);
   std::cout << "  check: " << (check.is_ok() ? "ok" : check.message()) << "\n";
   if (!o.json.empty()) {
     JsonWriter j;
@@ -513,6 +526,7 @@ Status report(const BenchOptions& o, const Workload& wl, const store::Catalog& c
     j.key("tps").begin_array();
     for (uint64_t c : timeline) j.value(double(c) * 1000.0 / double(o.timeline_ms), 0);
     j.end_array().end_object();
+    json_failover(j, fo, timeline);
     j.key("check").value(check.is_ok() ? std::string("ok") : check.message());
     j.key("config").begin_object();
     j.key("bench").value(o.bench).key("fabric").value(o.fabric.backend);
@@ -541,6 +555,10 @@ Status report(const BenchOptions& o, const Workload& wl, const store::Catalog& c
                         " reached (occurrence " + std::to_string(o.crash_hit) +
                         "): killing this process (SIGKILL)\n";
   (void)!::write(2, m.data(), m.size());
+  if (o.failover_run()) {
+    // A failover test: the survivors' report measures from this moment.
+    std::ofstream(o.kill_dir() + "/killed_ns") << r2::now_ns() << "\n";
+  }
   ::raise(SIGKILL);
   ::_exit(137);  // not reached
 }
@@ -578,8 +596,8 @@ Status run_bench_node(const BenchOptions& o) {
   std::unique_ptr<Journal> journal;
   Journal::Options jo;
   size_t nsums = 0;
-  if (o.durable) {
-    if (!o.recover) {
+  if (o.durable || o.failover_run()) {
+    if (o.durable && !o.recover) {
       std::error_code ec;
       std::filesystem::create_directories(o.pmem_dir, ec);
       if (ec) {
@@ -588,13 +606,17 @@ Status run_bench_node(const BenchOptions& o) {
             ec.value());
       }
     }
-    cfg.durability = {true, o.pmem_dir, o.format, o.recover, o.locks_apart};
-    // Every node loads, or every node restarts.
-    cfg.control.fingerprint["start"] = o.recover ? "recover" : "load";
+    if (o.durable) {
+      cfg.durability = {true, o.pmem_dir, o.format, o.recover, o.locks_apart};
+      // Every node loads, or every node restarts.
+      cfg.control.fingerprint["start"] = o.recover ? "recover" : "load";
+    }
     std::vector<int64_t> probe;
     (*wl)->client(first_index, o.seed)->sums(probe);
     nsums = probe.size();
-    jo.dir = o.pmem_dir;
+    // --kill-node: volatile tables, but the journal outlives a killed
+    // process (a file in memory): the survivors read the killed node's.
+    jo.dir = o.durable ? o.pmem_dir : o.kill_dir();
     jo.node = static_cast<uint16_t>(o.node);
     jo.nodes = nodes;
     jo.threads = o.fabric.threads;
@@ -603,7 +625,7 @@ Status run_bench_node(const BenchOptions& o) {
     jo.bench = o.bench;
     jo.sums = static_cast<uint32_t>(nsums);
     jo.ring_bytes = journal_ring_bytes(o.journal_kb, static_cast<uint32_t>(cos));
-    jo.format = o.format;
+    jo.format = o.durable ? o.format : true;
     jo.recover = o.recover;
     // Before the engine's pools: a restart's journal is validated before
     // anything is touched; a first start's exists before any transaction
@@ -784,6 +806,20 @@ Status run_bench_node(const BenchOptions& o) {
   sh.phase.store(2);
   st = n.finish(std::chrono::seconds(60));
   if (!st.is_ok()) return st;
+  if (o.failover_run()) {
+    // After a failover nothing may stay locked: not by the removed node
+    // (its locks were released), not by a survivor (a lost unlock).
+    auto held = n.store().locked_slots([](uint64_t) { return true; });
+    if (!held.empty()) {
+      std::ostringstream os;
+      os << "node " << o.node << ": " << held.size() << " records are still locked after the run:";
+      for (size_t i = 0; i < held.size() && i < 4; ++i) {
+        os << " key " << held[i].key << " of table " << table_name(*cat, held[i].table)
+           << " (locked by node " << ((held[i].lock >> 47) & 0xff) << ")";
+      }
+      return fail(internal_error(os.str()));
+    }
+  }
   if (Status je = journal_error(); !je.is_ok()) return fail(je);
   NodeResult mine;
   mine.window_ns = window;
@@ -836,6 +872,8 @@ Status run_bench_node(const BenchOptions& o) {
       f[kLogDropped] = logs.dropped;
       f[kLogRecords] = logs.records;
       f[kLogReplayed] = logs.replayed;
+      f[kLogShipped] = logs.shipped;
+      f[kLogShippedReplayed] = logs.shipped_replayed;
       f[kLogScanNs] = logs.scan_ns;
       f[kLogDecideNs] = logs.decide_ns;
       f[kLogReplayNs] = logs.replay_ns;
@@ -845,14 +883,62 @@ Status run_bench_node(const BenchOptions& o) {
   auto all = n.runtime().control().exchange("bench.results", mine.encode());
   if (!all.is_ok()) return all.status();
   Status result;
-  if (o.node == 0) {
-    std::vector<NodeResult> rs(all->size());
-    for (size_t i = 0; i < rs.size(); ++i) {
-      if (!NodeResult::decode((*all)[i], &rs[i])) {
+  // The lowest live node reports (node 0 unless it was removed).
+  const r2::MembershipView::Snapshot view = n.runtime().control().view().snapshot();
+  uint16_t reporter = 0;
+  while (reporter + 1 < nodes && !view.live.test(reporter)) ++reporter;
+  if (o.node == reporter) {
+    std::vector<NodeResult> rs;
+    for (size_t i = 0; i < all->size(); ++i) {
+      if (!view.live.test(i)) continue;  // removed: no result
+      rs.emplace_back();
+      if (!NodeResult::decode((*all)[i], &rs.back())) {
         return internal_error("node " + std::to_string(i) + " sent a malformed result");
       }
     }
-    result = report(o, **wl, *cat, *policy, replicas, rs, durable);
+    FailoverRun fo;
+    if (o.failover_run()) {
+      fo.active = true;
+      fo.killed = o.faults.front().node;
+      fo.killed_ns = read_killed_ns(o);
+      fo.t0_ns = t0;
+      fo.timeline_ms = o.timeline_ms;
+      fo.nodes = nodes;
+      fo.replicas_before = replicas;
+      fo.reports = n.failover_reports();
+      std::vector<int64_t> probe;
+      (*wl)->client(first_index, o.seed)->sums(probe);
+      for (uint16_t d = 0; d < nodes; ++d) {
+        if (view.live.test(d)) continue;
+        ++fo.live;
+        if (Status s = add_removed_node(o, d, probe.size(), &fo); !s.is_ok()) {
+          return fail(s);
+        }
+      }
+      fo.live = static_cast<uint16_t>(nodes - fo.live);
+      // The replication check counts the copies left: the same for every
+      // partition (else it cannot be checked this way).
+      if (!fo.reports.empty()) {
+        BenchOptions left = o;
+        // The partitioned tables of a workload share one partitioning (the
+        // first such table's is everyone's).
+        uint64_t live = 0;
+        for (uint16_t d = 0; d < nodes && d < 64; ++d) live |= uint64_t{view.live.test(d)} << d;
+        for (const store::TableSpec& t : cat->tables()) {
+          if (t.scheme == store::PartitionScheme::kReplicated) continue;
+          for (store::PartitionId p = 0; p < cat->partitions(t); ++p) {
+            const store::PartitionReplicas r = cat->replicas_of(t, p, o.node, live);
+            left.live_copies.push_back(
+                r.primary == store::kNoNode ? 0 : static_cast<uint16_t>(1 + r.backup_count));
+          }
+          break;
+        }
+        auto w2 = make_workload(left);
+        if (!w2.is_ok()) return fail(w2.status());
+        fo.check_workload = std::move(*w2);
+      }
+    }
+    result = report(o, **wl, *cat, *policy, replicas, rs, durable, fo);
   }
   Status left = n.runtime().control().leave();
   return result.is_ok() ? left : result;

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <boost/program_options.hpp>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -55,6 +56,17 @@ std::vector<std::string> BenchOptions::node_args(int n, const std::string& coord
                   std::to_string(crash_hit));
     }
   }
+  std::ostringstream kills;
+  for (const Fault& f : faults) {
+    std::ostringstream k;
+    if (f.kind == Fault::kKill) kills << (kills.tellp() > 0 ? "," : "") << f.node << '@' << f.at;
+    if (f.kind == Fault::kStop) k << "--stop-node=" << f.node << '@' << f.at << '+' << f.stop_ms;
+    if (f.kind == Fault::kCrashPoint) {
+      k << "--crash-point=" << crash_name << ':' << crash_node << ':' << crash_hit;
+    }
+    if (k.tellp() > 0) a.push_back(k.str());
+  }
+  if (kills.tellp() > 0) a.push_back("--kill-node=" + kills.str());
   append_membership_args(a, fabric);
   if (!fabric.device.empty()) a.push_back("--device=" + fabric.device);
   // --hosts: this node's own options replace the same options above.
@@ -74,6 +86,7 @@ Result<BenchOptions> parse_bench(int argc, char** argv, const std::vector<Worklo
   uint32_t nodes = 3, threads = 1, coroutines = 8, replicas = 0;
   std::string fabric = "shm", config, mvcc, durability = "off", crash_point, lock_words = "dram",
               local_shortcuts = "on";
+  std::string kill_node, stop_node;
   std::vector<std::string> phases;
   std::string names;
   for (const WorkloadInfo& w : known) names += (names.empty() ? "" : " | ") + w.name;
@@ -171,6 +184,15 @@ Result<BenchOptions> parse_bench(int argc, char** argv, const std::vector<Worklo
       "crash-at", po::value(&o.crash_at)->default_value(0),
       "drtmx-bench: SIGKILL every node process this many seconds into the measured run (no "
       "clean shutdown); restart with --recover. Needs --durability=pmem")(
+      "kill-node", po::value(&kill_node),
+      "N@S[,N@S...]: SIGKILL node N's process S seconds into the measured run; the others "
+      "detect it, promote backups, resolve its transactions and go on (implies "
+      "--survive-failures); the report gives the failover times and the check runs on the "
+      "survivors")(
+      "stop-node", po::value(&stop_node),
+      "N@S+MS: SIGSTOP node N's process S seconds into the measured run and SIGCONT it MS "
+      "milliseconds later; beyond --lease-ms it is removed (the others fail over) and, resumed, "
+      "it stops with the reason (implies --survive-failures)")(
       "crash-point", po::value(&crash_point),
       "tests: NAME:NODE:HIT — node NODE kills itself (SIGKILL) at the HIT-th occurrence of "
       "crash point NAME (validated, log-partial, logged, acknowledged, written-back, "
@@ -297,7 +319,12 @@ Result<BenchOptions> parse_bench(int argc, char** argv, const std::vector<Worklo
     for (const char* k :
          {"pmem-dir", "format", "recover", "crash-at", "crash-point", "lock-words"}) {
       const bool given = vm.count(k) && !vm[k].defaulted();
-      if (given) return bad(std::string("--") + k + " needs --durability=pmem");
+      // A crash point without durability: a failover test (the others go on).
+      if (given && std::string(k) == "crash-point" && o.fabric.survive_failures) continue;
+      if (given) {
+        return bad(std::string("--") + k + " needs --durability=pmem" +
+                   (std::string(k) == "crash-point" ? " (or --survive-failures: failover)" : ""));
+      }
     }
   } else {
     if (lock_words != "dram" && lock_words != "slots")
@@ -357,6 +384,73 @@ Result<BenchOptions> parse_bench(int argc, char** argv, const std::vector<Worklo
           "process)");
     if (crash_at_given) return bad("give --crash-at or --crash-point, not both");
   }
+  // Failover faults.
+  auto node_of = [&](const std::string& what, const std::string& n_s, int* out) -> Status {
+    char* end = nullptr;
+    const unsigned long kn = std::strtoul(n_s.c_str(), &end, 10);
+    if (n_s.empty() || *end != 0 || kn >= nodes)
+      return bad(what + ": N must be a node id below --nodes=" + std::to_string(nodes));
+    *out = static_cast<int>(kn);
+    return Status::ok();
+  };
+  auto seconds_of = [&](const std::string& what, const std::string& s_s, double* out) -> Status {
+    char* end = nullptr;
+    const double ks = std::strtod(s_s.c_str(), &end);
+    if (s_s.empty() || *end != 0 || !(ks > 0 && ks < o.seconds))
+      return bad(what + ": S must lie inside the measured run: (0, --seconds)");
+    *out = ks;
+    return Status::ok();
+  };
+  std::stringstream kills(kill_node);
+  for (std::string one; std::getline(kills, one, ',');) {
+    const std::string what = "--kill-node=" + one;
+    const size_t at = one.find('@');
+    if (at == std::string::npos) return bad(what + ": expected N@S (node N, S seconds)");
+    BenchOptions::Fault f;
+    f.kind = BenchOptions::Fault::kKill;
+    DRTMX_RETURN_IF_ERROR(node_of(what, one.substr(0, at), &f.node));
+    DRTMX_RETURN_IF_ERROR(seconds_of(what, one.substr(at + 1), &f.at));
+    o.faults.push_back(f);
+  }
+  if (!stop_node.empty()) {
+    const std::string what = "--stop-node=" + stop_node;
+    const size_t at = stop_node.find('@'), plus = stop_node.find('+');
+    if (at == std::string::npos || plus == std::string::npos || plus < at)
+      return bad(what + ": expected N@S+MS (node N, S seconds, MS milliseconds stopped)");
+    BenchOptions::Fault f;
+    f.kind = BenchOptions::Fault::kStop;
+    DRTMX_RETURN_IF_ERROR(node_of(what, stop_node.substr(0, at), &f.node));
+    DRTMX_RETURN_IF_ERROR(seconds_of(what, stop_node.substr(at + 1, plus - at - 1), &f.at));
+    char* end = nullptr;
+    const std::string ms_s = stop_node.substr(plus + 1);
+    f.stop_ms = std::strtod(ms_s.c_str(), &end);
+    if (ms_s.empty() || *end != 0 || !(f.stop_ms > 0 && f.stop_ms <= 600000))
+      return bad(what + ": MS must be 1..600000 milliseconds");
+    o.faults.push_back(f);
+  }
+  if (!o.crash_name.empty() && !o.durable) {
+    if (o.crash_name == "load" || o.crash_name == "applied")
+      return bad("--crash-point=" + o.crash_name +
+                 " without durability: failover tests stop a node on the commit path "
+                 "(validated, log-partial, logged, acknowledged, written-back, committed)");
+    BenchOptions::Fault f;
+    f.kind = BenchOptions::Fault::kCrashPoint;
+    f.node = o.crash_node;
+    o.faults.push_back(f);
+  }
+  if (o.failover_run()) {
+    const std::string what = "failover (--kill-node, --stop-node, --crash-point)";
+    if (o.inprocess)
+      return bad(what + " stops node processes: not with --inprocess (threads of one process)");
+    if (!o.hosts.empty()) return bad(what + " stops local node processes: not with --hosts");
+    if (o.durable)
+      return bad(what +
+                 ": failover with --durability=pmem is not implemented (a crashed "
+                 "durable cluster restarts with --recover)");
+    if (o.crash_at > 0) return bad(what + ": not with --crash-at");
+    if (o.policies.size() > 1) return bad(what + " runs one preset: --policy lists several");
+    o.fabric.survive_failures = true;
+  }
   DRTMX_RETURN_IF_ERROR(o.fabric.validate());
   // Fail early on a bad policy or workload option, before any node starts.
   for (const std::string& p : o.policies) {
@@ -387,6 +481,13 @@ std::unique_ptr<BenchOptions> parse_for_main(int argc, char** argv, const char* 
   if (o.is_ok()) return std::make_unique<BenchOptions>(std::move(o.value()));
   *exit_code = options_exit_code(program, o.status(), 2);
   return nullptr;
+}
+
+std::string BenchOptions::kill_dir() const {
+  const std::string base = std::filesystem::is_directory("/dev/shm")
+                               ? std::string("/dev/shm")
+                               : std::filesystem::temp_directory_path().string();
+  return base + "/drtmx-" + fabric.cluster + ".failover";
 }
 
 }  // namespace drtmx::bench

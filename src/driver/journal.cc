@@ -335,7 +335,11 @@ class Journal::Ring final : public txn::CommitObserver {
       if (Status st = fold(n, nullptr, tail); !st.is_ok()) return fail(st);
       folds_.fetch_add(1, std::memory_order_relaxed);
     }
-    uint8_t* rec = j_.at(ring_ + pos % R_);
+    // Built in a buffer, then stored with non-temporal stores and one
+    // fence (PmemPool::pwrite): the ring's lines were written back long
+    // ago, so plain stores would first read each of them from memory.
+    rec_tmp_.assign(bytes, 0);
+    uint8_t* rec = rec_tmp_.data();
     RecHead rh{};
     rh.state = static_cast<uint64_t>(JournalState::kPrepared);
     rh.seq = next_seq_;
@@ -357,7 +361,7 @@ class Journal::Ring final : public txn::CommitObserver {
     std::memcpy(rec, &rh, sizeof rh);
     rh.checksum = record_checksum(rec, record_bytes(nw, ns));
     std::memcpy(rec + offsetof(RecHead, checksum), &rh.checksum, 8);
-    if (Status st = j_.persist(ring_ + pos % R_, bytes); !st.is_ok()) return fail(st);
+    if (Status st = j_.pwrite(ring_ + pos % R_, rec, bytes); !st.is_ok()) return fail(st);
     live_.push_back({pos, bytes});
     head_ = pos + bytes;
     cur_ = pos;
@@ -371,9 +375,10 @@ class Journal::Ring final : public txn::CommitObserver {
     cur_ = ~uint64_t{0};
     const uint64_t state =
         static_cast<uint64_t>(committed ? JournalState::kAcknowledged : JournalState::kAborted);
-    __atomic_store_n(reinterpret_cast<uint64_t*>(j_.at(off)), state, __ATOMIC_RELEASE);
-    // The fence is the next persist on this thread (journal.h).
-    if (Status st = j_.flush(off, 8); !st.is_ok()) fail(st);
+    // A non-temporal store (its line is not in the cache: the record went
+    // out the same way); durable at the next fence on this thread
+    // (journal.h).
+    if (Status st = j_.store_unfenced(off, &state, 8); !st.is_ok()) fail(st);
   }
 
   void set_pending(std::function<void(std::vector<int64_t>&)> p) { pending_ = std::move(p); }
@@ -454,6 +459,7 @@ class Journal::Ring final : public txn::CommitObserver {
   uint64_t next_seq_ = 1;
   uint64_t cur_ = ~uint64_t{0};  // the record of the transaction in flight
   std::vector<int64_t> sums_tmp_;
+  std::vector<uint8_t> rec_tmp_;  // a record being built
   std::function<void(std::vector<int64_t>&)> pending_;
   std::atomic<uint64_t> written_{0}, folds_{0};
 };
@@ -470,6 +476,17 @@ Status Journal::persist(uint64_t off, uint64_t n) const {
 
 Status Journal::flush(uint64_t off, uint64_t n) const {
   return pool_->flush(data_, off, n);
+}
+
+Status Journal::pwrite(uint64_t off, const void* in, uint64_t n) const {
+  return pool_->pwrite(data_, off, in, n);
+}
+
+Status Journal::store_unfenced(uint64_t off, const void* in, uint64_t n) const {
+  DRTMX_RETURN_IF_ERROR(pool_->write_nt(data_, off, in, n));
+  // msync pools: write_nt made plain stores; msync them now.
+  return pool_->persistence_mode() == r2::Persistence::kMsync ? pool_->flush(data_, off, n)
+                                                              : Status::ok();
 }
 
 Result<std::unique_ptr<Journal>> Journal::open(const Options& o) {

@@ -9,9 +9,10 @@
 //                     Commit installs) and the workload's pending sums (what
 //                     the transaction adds to the client sums if it
 //                     commits, WorkloadClient::pending_sums), made
-//                     persistent before the Log phase starts;
-//   logged(true)      the record's state word becomes "acknowledged": it
-//                     is written back at once and durable at the next
+//                     persistent before the Log phase starts (built in a
+//                     buffer, stored with non-temporal stores, one fence);
+//   logged(true)      the record's state word becomes "acknowledged": a
+//                     non-temporal store, durable at the next
 //                     fence of the coroutine's thread — the next record
 //                     any coroutine of the thread persists, or a fold.
 //                     The acknowledgement counts from then: one fence per
@@ -147,6 +148,11 @@ class Journal {
   Status persist(uint64_t off, uint64_t n) const;
   // Written back without waiting; durable at this thread's next persist.
   Status flush(uint64_t off, uint64_t n) const;
+  // Non-temporal stores and a fence: durable when it returns.
+  Status pwrite(uint64_t off, const void* in, uint64_t n) const;
+  // Non-temporal stores without a fence: durable at this thread's next
+  // fence (msync pools: when it returns).
+  Status store_unfenced(uint64_t off, const void* in, uint64_t n) const;
 
   std::unique_ptr<rdpma::PmemPool> pool_;
   rdpma::FatPtr data_;

@@ -101,6 +101,10 @@ struct WorkloadEnv {
   uint16_t threads = 1;
   uint16_t coroutines = 1;
   uint16_t replicas = 1;
+  // After a failover: the live copies of each partition (by partition id of
+  // the workload's partitioned tables); empty: `replicas` everywhere. The
+  // workloads' replication checks count the backups from it.
+  std::vector<uint16_t> copies;
 };
 
 // Workload options as given on the command line (--KEY=VALUE), by key.

@@ -36,6 +36,7 @@ Result<std::unique_ptr<Workload>> make_workload(const BenchOptions& o) {
   env.threads = o.fabric.threads;
   env.coroutines = o.coroutines;
   env.replicas = o.replicas != 0 ? o.replicas : static_cast<uint16_t>(std::min<int>(3, env.nodes));
+  env.copies = o.live_copies;
   return found->make(o.workload, env);
 }
 

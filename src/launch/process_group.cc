@@ -58,6 +58,21 @@ void ProcessGroup::signal_all(int sig) {
   }
 }
 
+void ProcessGroup::expect_end(size_t index) {
+  if (index < children_.size()) children_[index].any_end = true;
+}
+
+bool ProcessGroup::signal_one(size_t index, int sig) {
+  if (index >= children_.size() || children_[index].done) return false;
+  return ::kill(children_[index].pid, sig) == 0;
+}
+
+bool ProcessGroup::kill_one(size_t index, int sig) {
+  if (index >= children_.size() || children_[index].done) return false;
+  children_[index].expected_signal = sig;
+  return ::kill(children_[index].pid, sig) == 0;
+}
+
 Status ProcessGroup::wait_all(std::chrono::milliseconds timeout,
                               const std::function<void()>& poll) {
   const auto until = std::chrono::steady_clock::now() + timeout;
@@ -81,6 +96,10 @@ Status ProcessGroup::wait_all(std::chrono::milliseconds timeout,
       reaped = true;
       if (r < 0) continue;
       note(c, st);
+      if (c.any_end ||
+          (WIFSIGNALED(st) && c.expected_signal != 0 && WTERMSIG(st) == c.expected_signal)) {
+        continue;  // killed or stopped on purpose (kill_one, expect_end)
+      }
       if (WIFSIGNALED(st) && signaled.empty()) {
         signaled = c.name + " was killed by signal " + std::to_string(WTERMSIG(st));
       } else if (WIFEXITED(st) && WEXITSTATUS(st) != 0 && failed.empty()) {

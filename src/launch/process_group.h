@@ -45,6 +45,16 @@ class ProcessGroup {
   void set_stop_signal(int sig) { stop_signal_ = sig; }
   // Sends `sig` to every child still running (does not wait).
   void signal_all(int sig);
+  // Sends `sig` to child `index` (spawn order) if it still runs, and from
+  // then on its death by that signal is expected: wait_all() neither
+  // reports it nor stops the others for it (--kill-node: the cluster must
+  // survive it). False when that child is not running.
+  bool kill_one(size_t index, int sig);
+  // From now on child `index` may end in any way (a node stopped beyond
+  // its lease exits with an error once resumed): not a failure.
+  void expect_end(size_t index);
+  // Sends `sig` to child `index` if it still runs.
+  bool signal_one(size_t index, int sig);
 
   // How each child ended, in spawn order (after wait_all).
   struct Ended {
@@ -60,6 +70,8 @@ class ProcessGroup {
     pid_t pid;
     bool done;
     int signal = 0, exit_code = -1;
+    int expected_signal = 0;  // kill_one(): its death by this signal is no failure
+    bool any_end = false;     // expect_end(): however it ends, no failure
   };
   void note(Child& c, int status);
   std::vector<Child> children_;

@@ -64,6 +64,7 @@ Result<std::unique_ptr<NodeRuntime>> NodeRuntime::start(const NodeRuntimeConfig&
     rt->workers_.push_back(std::make_unique<Worker>(rt->fabric_->endpoint(t), cfg.fabric.node,
                                                     cfg.fabric.num_nodes, cfg.fabric.threads,
                                                     cfg.worker));
+    if (cfg.fabric.survive_failures) rt->workers_.back()->set_membership(&rt->control_->view());
   }
   return rt;
 }

@@ -265,6 +265,26 @@ PartitionReplicas Catalog::replicas_of(const TableSpec& t, PartitionId p, NodeId
   return r;
 }
 
+PartitionReplicas Catalog::replicas_of(const TableSpec& t, PartitionId p, NodeId16 local,
+                                       uint64_t live) const {
+  PartitionReplicas all = replicas_of(t, p, local);
+  if (t.scheme == PartitionScheme::kReplicated) return all;
+  auto alive = [live](NodeId16 n) { return n < 64 && ((live >> n) & 1) != 0; };
+  PartitionReplicas r;
+  r.primary = kNoNode;
+  auto take = [&](NodeId16 n) {
+    if (!alive(n)) return;
+    if (r.primary == kNoNode) {
+      r.primary = n;
+    } else {
+      r.backups[r.backup_count++] = n;
+    }
+  };
+  take(all.primary);
+  for (uint16_t i = 0; i < all.backup_count; ++i) take(all.backups[i]);
+  return r;
+}
+
 bool Catalog::hosts(NodeId16 node, const TableSpec& t, PartitionId p) const {
   if (node >= nodes_ || p >= partitions(t)) return false;
   if (t.scheme == PartitionScheme::kReplicated) return true;

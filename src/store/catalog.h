@@ -56,6 +56,7 @@ using NodeId16 = uint16_t;  // same as r2::NodeId; store/ headers avoid r2 inclu
 
 constexpr TableId kNoTable = ~TableId{0};
 constexpr uint16_t kMaxReplicas = 3;
+constexpr NodeId16 kNoNode = 0xFFFF;
 
 enum class TableKind : uint8_t { kHash, kOrdered };
 enum class PartitionScheme : uint8_t { kHashMod, kRange, kFunction, kReplicated };
@@ -120,6 +121,14 @@ class Catalog {
   // Primary and backups of partition p < partitions(t); `local` is the
   // asking node (used by kReplicated).
   PartitionReplicas replicas_of(const TableSpec& t, PartitionId p, NodeId16 local) const;
+  // The same after failures: only the nodes whose bit is set in `live` (bit
+  // n = node n; clusters of at most 64 nodes) keep their copies; the first
+  // live node of the partition's chain (primary, backup 1, ...) is the
+  // primary, the live ones after it the backups. A partition without a live
+  // copy gets primary kNoNode and no backups. `live` with every node set
+  // gives replicas_of(t, p, local).
+  PartitionReplicas replicas_of(const TableSpec& t, PartitionId p, NodeId16 local,
+                                uint64_t live) const;
   // True when `node` keeps a copy (primary or backup) of partition p.
   bool hosts(NodeId16 node, const TableSpec& t, PartitionId p) const;
   // The partitions `node` keeps a copy of, ascending.

@@ -1,6 +1,7 @@
 // The Commit phase: write back and unlock at the primaries.
 #include <algorithm>
 
+#include "rdpma/persist_op.h"
 #include "store/record.h"
 #include "txn/engine.h"
 #include "txn/mvcc_ops.h"
@@ -68,9 +69,30 @@ void Engine::commit() {
     session_ts_ = std::max(session_ts_, commit_ts_);
     return;
   }
+  // Durable logs, records whose primaries received no log entry (log.cc):
+  // the write-backs are made persistent here, then the transaction may
+  // join the decision watermark (the backups then release its entries).
+  const bool settle = rep_ != nullptr && log_.settle_later;
   if (policy_.commit == CommitPath::kWrite) {
-    if (!batch_.empty()) (void)co_.run(batch_);
+    // One flushing READ per primary after its write-backs, same channel
+    // (H9): when it completes they are persistent.
+    uint64_t* flush = settle ? reinterpret_cast<uint64_t*>(alloc(8)) : nullptr;
+    auto add_flushes = [&] {
+      for (size_t i = 0; i < set_.size(); ++i) {
+        const Access& a = set_[i];
+        if (!a.write || a.remove) continue;
+        bool first = true;  // one READ per primary node
+        for (size_t j = 0; j < i && first; ++j) {
+          first = !set_[j].write || set_[j].remove || set_[j].ref.addr.node != a.ref.addr.node;
+        }
+        if (first) rdpma::add_flushing_read(batch_, a.ref.addr, flush);
+      }
+    };
+    bool ok = settle && flush != nullptr;
+    if (ok && !crash_) add_flushes();
+    if (!batch_.empty()) ok = co_.run(batch_) == r2::OpStatus::kOk && ok;
     if (crash_ && !refs_.empty()) {
+      // Tests: written back, neither persistent (durable) nor unlocked yet.
       crash_point(CrashPoint::kWrittenBack);
       batch_.clear();
       for (const RecordRef& r : refs_) {
@@ -80,10 +102,17 @@ void Engine::commit() {
           add_unlock(batch_, r, zero, false);
         }
       }
-      (void)co_.run(batch_);
+      if (ok) add_flushes();
+      ok = co_.run(batch_) == r2::OpStatus::kOk && ok;
     }
+    // A failed write-back (a primary failed) leaves the transaction out of
+    // the watermark for good: recovery decides it from the backups' rings.
+    if (ok) rep_->settle(log_.txn);
   } else if (!refs_.empty()) {
-    (void)rpc_commit(co_, refs_, images_, policy_.passive_ack);
+    // The owner flushes and fences before it replies (record_ops.h): wait
+    // for the replies then, passive ACK or not.
+    const Status st = rpc_commit(co_, refs_, images_, policy_.passive_ack && !settle);
+    if (settle && st.is_ok()) rep_->settle(log_.txn);
   }
   if (!held_.empty()) (void)loc_.remove_held(co_, held_, lock_word_, policy_.passive_ack);
 }

@@ -16,7 +16,8 @@ enum class CrashPoint : uint8_t {
   kLogPartial,    // the log entry reached its first target only
   kLogged,        // every log entry persistent, not acknowledged
   kAcknowledged,  // acknowledged (CommitObserver::logged), not written back
-  kWrittenBack,   // written back (one-sided commit), not unlocked
+  kWrittenBack,   // written back (one-sided commit), not unlocked, and on durable
+                  // nodes not made persistent (no flushing READ yet)
   kCommitted,     // written back and unlocked everywhere
   kApplied,       // (applier) an entry applied here, not released
   kCount,

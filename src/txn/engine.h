@@ -36,6 +36,7 @@
 #include "r2/sched/co.h"
 #include "store/tables/plan.h"
 #include "txn/crash_point.h"
+#include "txn/failover.h"
 #include "txn/key_index.h"
 #include "txn/locator.h"
 #include "txn/log/replication.h"
@@ -139,6 +140,13 @@ class Engine final : public Txn {
   // where `locks` says (not owned; null, the default: in the slots).
   // Validate, Commit and aborts then CAS, READ and WRITE them there.
   void set_lock_plan(const store::tables::LockPlan* locks) { locks_ = locks; }
+  // Failover (txn/failover.h): every transaction enters `gate` (slot
+  // `slot`, this coroutine's) and leaves it; one that sees the membership
+  // epoch move before its Validate or Log phase aborts with kNodeFailure.
+  void set_gate(FailoverGate* gate, size_t slot) {
+    gate_ = gate;
+    gate_slot_ = slot;
+  }
 
   Abort get(TableId t, Key k, void* out) override;
   Abort get_for_update(TableId t, Key k, void* out) override;
@@ -214,6 +222,8 @@ class Engine final : public Txn {
                        std::vector<std::pair<TableKey, Abort>>* errors);
   Abort snapshot_scan(TableId t, Key from, Key to, size_t limit, Rows* out);
   Abort run_snapshot(const Procedure& proc);
+  Abort run_attempt(const Procedure& proc, Kind kind);
+  bool epoch_moved() const { return gate_ != nullptr && gate_->epoch() != begin_epoch_; }
   // Validate's timestamp steps: commit_ts_ from the local clock and every
   // timestamp met (RW1); claims of scanned ranges at it.
   void compute_commit_ts(uint64_t collected);
@@ -302,6 +312,9 @@ class Engine final : public Txn {
   std::vector<CommitObserver::Write> observed_;
   CrashHook crash_;
   const store::tables::LockPlan* locks_ = nullptr;  // set_lock_plan()
+  FailoverGate* gate_ = nullptr;                    // set_gate()
+  size_t gate_slot_ = 0;
+  uint64_t begin_epoch_ = 0;
 };
 
 }  // namespace drtmx::txn

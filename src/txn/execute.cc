@@ -431,6 +431,15 @@ Abort Engine::finish(Abort a) {
 }
 
 Abort Engine::run(const Procedure& proc, Kind kind) {
+  if (gate_ == nullptr) return run_attempt(proc, kind);
+  if (!gate_->enter(co_, gate_slot_)) return Abort::kNodeFailure;  // failover failed
+  begin_epoch_ = gate_->epoch();
+  const Abort r = run_attempt(proc, kind);
+  gate_->leave(gate_slot_);
+  return r;
+}
+
+Abort Engine::run_attempt(const Procedure& proc, Kind kind) {
   // A fresh lock word per transaction (store/record.h: a passive commit of
   // the previous one may still hold its locks).
   lock_word_ = store::lock_word(co_.node(), co_.thread(), co_.id(), ++txn_seq_);
@@ -461,10 +470,18 @@ Abort Engine::run(const Procedure& proc, Kind kind) {
   // A single-key read-only transaction is consistent as read (one verified
   // record image); a scan is not (many leaves and records).
   if (!writes && set_.size() <= 1 && scans_.empty()) return finish(Abort::kNone);
+  // A membership change since the start: what was read may come from a
+  // node that is gone, and the placement is about to move.
+  if (epoch_moved()) return finish(Abort::kNodeFailure);
   if (Abort v = validate(); v != Abort::kNone) return finish(v);
   if (!writes) return finish(Abort::kNone);
   if (observer_ != nullptr) tell_prepared();
   crash_point(CrashPoint::kValidated);
+  if (epoch_moved()) {
+    if (observer_ != nullptr) observer_->logged(false);
+    release(policy_.passive_ack);
+    return finish(Abort::kNodeFailure);
+  }
   if (Abort l = log(); l != Abort::kNone) {
     if (observer_ != nullptr) observer_->logged(false);
     release(policy_.passive_ack);

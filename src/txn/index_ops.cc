@@ -216,11 +216,14 @@ Status rpc_remove_held(r2::Co& co, std::span<const HeldRecord> items, uint64_t l
   }
   if (targets.empty()) return Status::ok();
   if (passive) {
+    // Every primary gets its list even after one failed (a removed node).
+    Status first;
     for (size_t g = 0; g < targets.size(); ++g) {
-      DRTMX_RETURN_IF_ERROR(co.send_passive(targets[g], kRpcRemoveHeld, reqs[g].data(),
-                                            static_cast<uint32_t>(reqs[g].size())));
+      Status s = co.send_passive(targets[g], kRpcRemoveHeld, reqs[g].data(),
+                                 static_cast<uint32_t>(reqs[g].size()));
+      if (first.is_ok()) first = std::move(s);
     }
-    return Status::ok();
+    return first;
   }
   std::vector<std::span<const uint8_t>> bodies(reqs.begin(), reqs.end());
   std::vector<r2::RpcBuffer> replies(targets.size());

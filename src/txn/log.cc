@@ -8,11 +8,21 @@ Abort Engine::log() {
   if (rep_ == nullptr) return Abort::kNone;
   // Each backup receives the records of the partitions it backs up — never
   // records it is the primary of (it must not apply over a locked primary).
-  // Durable logs: the primary receives them too, marked with where Commit
-  // writes them back — it does not apply them, it makes the write-back
-  // persistent before the entry is released (replication.h).
+  // Durable logs: a record's primary receives it too, marked with where
+  // Commit writes it back — it does not apply it, it makes the write-back
+  // persistent before the entry is released (replication.h) — unless the
+  // record has backups and Commit writes it back (one-sided WRITE, or the
+  // commit RPC; not MVCC, not a delete): then Commit makes the write-back
+  // persistent itself (a flushing READ after it; the RPC's reply, which the
+  // owner sends after flushing) and only then lets the transaction join the
+  // decision watermark
+  // (LogBuffers::settle_later), so the backups keep every entry until the
+  // primary's copy is persistent, and recovery ships committed records from
+  // their rings to the primaries (recovery.h).
   // Groups are reused across transactions (their vectors keep capacity).
   const bool durable = rep_->durable();
+  const bool flushed_writeback = durable && !mvcc_on();
+  log_.settle_later = false;
   size_t groups = 0;
   auto add_to = [&](r2::NodeId node, const RedoRecord& r) {
     size_t g = 0;
@@ -42,11 +52,14 @@ Abort Engine::log() {
     r2::NodeId mine[8];
     const size_t n = loc_.backups(a.table, a.key, mine, 8);
     for (size_t i = 0; i < n; ++i) add_to(mine[i], r);
-    if (durable) {
-      r.at_primary = a.ref.addr.offset + 1;
-      r.incarnation = a.incarnation;
-      add_to(a.ref.addr.node, r);
+    if (!durable) continue;
+    if (n > 0 && flushed_writeback && !a.remove) {
+      log_.settle_later = true;
+      continue;
     }
+    r.at_primary = a.ref.addr.offset + 1;
+    r.incarnation = a.incarnation;
+    add_to(a.ref.addr.node, r);
   }
   if (groups == 0) return Abort::kNone;
   if (log_.images == nullptr) return Abort::kNotSupported;  // arena too small for log images

@@ -606,13 +606,16 @@ Status one_way_groups(
     return call_groups(co, rpc, groups, build, &replies);
   }
   std::vector<uint8_t> req;
+  Status first;
   for (auto& [node, idx] : groups) {
     req.clear();
     build(idx, &req);
-    DRTMX_RETURN_IF_ERROR(
-        co.send_passive({node, co.thread()}, rpc, req.data(), static_cast<uint32_t>(req.size())));
+    // Every primary gets its list even after one failed (a removed node).
+    Status s =
+        co.send_passive({node, co.thread()}, rpc, req.data(), static_cast<uint32_t>(req.size()));
+    if (first.is_ok()) first = std::move(s);
   }
-  return Status::ok();
+  return first;
 }
 
 }  // namespace

@@ -300,7 +300,10 @@ Status register_handlers(r2::Worker& w, LocalRegions lr) {
                                it.value_size);
                    // The data is in place before the lock is free.
                    __atomic_store_n(lock, 0, __ATOMIC_RELEASE);
+                   if (lr.flush) lr.flush(rec, store::kValueOffset + it.value_size);
                  });
+    // Durable: persistent before the (empty) reply goes out.
+    if (lr.drain) lr.drain();
   }));
   return w.register_handler(kRpcUnlock, [lr](r2::RpcRequest& req) {
     ListHeader h;
@@ -340,7 +343,8 @@ Status one_way_lists(r2::Co& co, std::span<const RecordRef> refs, uint16_t rpc, 
   std::vector<uint8_t> req;
   r2::RpcBuffer reply;
   by_node(refs, [&](r2::NodeId node, const std::vector<size_t>& idx) {
-    if (!st.is_ok()) return;
+    // Every primary gets its list even after one failed (a removed node):
+    // the others' commits and unlocks must not be lost with it.
     std::vector<const RecordRef*> group;
     std::vector<const uint8_t*> imgs;
     for (size_t i : idx) {
@@ -349,8 +353,9 @@ Status one_way_lists(r2::Co& co, std::span<const RecordRef> refs, uint16_t rpc, 
     }
     build_request(&req, word, group.data(), group.size(), images ? imgs.data() : nullptr);
     const r2::Target t{node, co.thread()};
-    st = passive ? co.send_passive(t, rpc, req.data(), static_cast<uint32_t>(req.size()))
-                 : co.call(t, rpc, req.data(), static_cast<uint32_t>(req.size()), reply);
+    Status one = passive ? co.send_passive(t, rpc, req.data(), static_cast<uint32_t>(req.size()))
+                         : co.call(t, rpc, req.data(), static_cast<uint32_t>(req.size()), reply);
+    if (st.is_ok()) st = std::move(one);
   });
   return st;
 }

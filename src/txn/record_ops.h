@@ -137,6 +137,12 @@ constexpr uint16_t kRpcUnlock = 103;  // unlock a list of records
 struct LocalRegions {
   std::function<std::pair<uint8_t*, size_t>(r2::RegionId)> lookup;
   std::function<uint64_t*(r2::RegionId, uint64_t offset, uint32_t value_size)> lock_word;
+  // Durable nodes: how the owner makes its stores persistent (write back
+  // [p, p + n); fence). The commit handler then flushes every slot it
+  // wrote and fences before its reply: a caller that waits for the reply
+  // knows the write-back persistent.
+  std::function<void(const void* p, size_t n)> flush;
+  std::function<void()> drain;
 };
 Status register_record_handlers(r2::Worker& w, LocalRegions regions);
 

@@ -67,6 +67,51 @@ Status decode_into(const std::string& blob, size_t node, FoundDecisions* d) {
   return Status::ok();
 }
 
+// Step 4a: the committed entries found here that hold records for backup
+// copies, for their primaries: a primary that received no entry of a
+// transaction (log.cc) may have lost the write-back, or never had it.
+// Blob: per entry, its payload length (u32) and its payload.
+std::string shipped_blob(const std::vector<const LogEntry*>& committed) {
+  std::string blob;
+  for (const LogEntry* e : committed) {
+    const uint32_t len = e->len;
+    blob.append(reinterpret_cast<const char*>(&len), sizeof len);
+    blob.append(reinterpret_cast<const char*>(e->payload), len);
+  }
+  return blob;
+}
+
+// The records of `blob` (node `from`) whose partition's primary is this
+// node, appended to `out`.
+Status take_shipped(const store::Catalog& catalog, store::NodeId16 self, const std::string& blob,
+                    size_t from, std::vector<RedoRecord>* out, std::vector<RedoRecord>* decoded) {
+  size_t off = 0;
+  while (off < blob.size()) {
+    uint32_t len = 0;
+    if (blob.size() - off < sizeof len) break;
+    std::memcpy(&len, blob.data() + off, sizeof len);
+    off += sizeof len;
+    if (len > blob.size() - off ||
+        !decode_redo(reinterpret_cast<const uint8_t*>(blob.data() + off), len, decoded)) {
+      return internal_error("recovery: node " + std::to_string(from) +
+                            " shipped a committed log entry that does not decode");
+    }
+    off += len;
+    for (const RedoRecord& r : *decoded) {
+      const store::TableSpec* spec = catalog.find(r.table);
+      if (r.at_primary != 0 || spec == nullptr) continue;  // checked at replay
+      if (catalog.replicas_of(*spec, catalog.partition_of(*spec, r.key), self).primary == self) {
+        out->push_back(r);
+      }
+    }
+  }
+  if (off != blob.size()) {
+    return internal_error("recovery: node " + std::to_string(from) +
+                          " shipped a truncated list of log entries");
+  }
+  return Status::ok();
+}
+
 store::tables::Change change_of(RedoOp op) {
   using C = store::tables::Change;
   return op == RedoOp::kInsert ? C::kInsert : op == RedoOp::kDelete ? C::kDelete : C::kUpdate;
@@ -119,9 +164,11 @@ Status recover_logs(const store::Catalog& catalog, store::tables::StoreNode& sto
   for (size_t n = 0; n < all->size(); ++n) DRTMX_RETURN_IF_ERROR(decode_into((*all)[n], n, &d));
   out->decide_ns = r2::now_ns() - t;
 
-  // 4. Replay what committed, in version order per key.
+  // 4. Replay what committed, in version order per key: the records found
+  // here, and those other nodes found for copies this node is primary of.
   t = r2::now_ns();
   std::vector<RedoRecord> records, decoded;
+  std::vector<const LogEntry*> for_primaries;
   for (const Found& f : found) {
     if (!d.committed(f.ring, f.entry.mark)) {
       ++out->dropped;
@@ -134,8 +181,27 @@ Status recover_logs(const store::Catalog& catalog, store::tables::StoreNode& sto
                             ") does not decode; the pool is damaged");
     }
     records.insert(records.end(), decoded.begin(), decoded.end());
+    const bool backup_records = std::any_of(decoded.begin(), decoded.end(),
+                                            [](const RedoRecord& r) { return r.at_primary == 0; });
+    if (backup_records) for_primaries.push_back(&f.entry);
   }
-  std::stable_sort(records.begin(), records.end(), [](const RedoRecord& a, const RedoRecord& b) {
+  auto shipped = control.exchange("txn.recovery.shipped", shipped_blob(for_primaries));
+  if (!shipped.is_ok()) {
+    return shipped.status().with_context("recovery: shipping committed records to primaries");
+  }
+  const size_t local = records.size();
+  for (size_t n = 0; n < shipped->size(); ++n) {
+    if (n == store.node()) continue;
+    DRTMX_RETURN_IF_ERROR(
+        take_shipped(catalog, store.node(), (*shipped)[n], n, &records, &decoded));
+  }
+  out->shipped = records.size() - local;
+  // Sorted by position: the records found here come first (index < local).
+  std::vector<uint32_t> order(records.size());
+  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t x, uint32_t y) {
+    const RedoRecord& a = records[x];
+    const RedoRecord& b = records[y];
     return a.table != b.table ? a.table < b.table
            : a.key != b.key   ? a.key < b.key
                               : a.version < b.version;
@@ -156,7 +222,7 @@ Status recover_logs(const store::Catalog& catalog, store::tables::StoreNode& sto
     if (reg == nullptr || off > reg->size || bytes > reg->size - off) continue;
     gone[i] = deleted_at_its_slot(r, reg->base + off, spec->value_size);
   }
-  for (size_t i = 0; i < records.size(); ++i) {
+  for (uint32_t i : order) {
     const RedoRecord& r = records[i];
     const store::TableSpec* spec = catalog.find(r.table);
     if (spec == nullptr) {
@@ -169,6 +235,7 @@ Status recover_logs(const store::Catalog& catalog, store::tables::StoreNode& sto
     if (!off.is_ok()) return off.status().with_context("recovery: replaying '" + spec->name + "'");
     if (*off == 0) continue;
     ++out->replayed;
+    if (i >= local) ++out->shipped_replayed;
     const r2::Region* reg = fabric.region(store::tables::table_region(spec->id));
     persist.flush(reg->base + *off, store::record_slot_size(spec->value_size));
   }

@@ -16,11 +16,15 @@
 //      persistent) or all of its entries were found (their count is in
 //      each). Anything else never completed its log: it was never
 //      acknowledged, and none of its entries was applied anywhere (appliers
-//      are gated by persisted watermarks), so it is dropped whole.
-//   4. Replay: the records of the committed entries found here are
-//      installed into this node's copies in version order per key, each
-//      only where the copy is older (idempotent: a crash during recovery
-//      just means recovering again), then made persistent.
+//      are gated by the coordinators' watermarks), so it is dropped whole.
+//   4. Replay: the records of the committed entries found here, and the
+//      records of committed entries other nodes found for partitions this
+//      node is the primary of (shipped through the control plane: a
+//      primary receives no entry for a record with backups written back by
+//      one-sided WRITE, and its write-back may not have been persistent),
+//      are installed into this node's copies in version order per key,
+//      each only where the copy is older (idempotent: a crash during
+//      recovery just means recovering again), then made persistent.
 //   5. After every node replayed (a barrier), the rings and their headers
 //      are zeroed and persisted; after every node did that (a barrier), the
 //      coordinators start at sequence 1 again.
@@ -39,15 +43,18 @@
 namespace drtmx::txn {
 
 struct LogRecovery {
-  uint64_t entries = 0;    // complete entries found in this node's rings
-  uint64_t committed = 0;  // of those, entries of committed transactions
-  uint64_t dropped = 0;    // entries of transactions that never completed their log
-  uint64_t records = 0;    // records of committed entries offered to the copies
-  uint64_t replayed = 0;   // ... that changed a copy (the rest were already there)
-  uint64_t scan_ns = 0;    // step 2
-  uint64_t decide_ns = 0;  // step 3 (the exchange)
-  uint64_t replay_ns = 0;  // step 4, persist included
-  uint64_t reset_ns = 0;   // step 5
+  uint64_t entries = 0;           // complete entries found in this node's rings
+  uint64_t committed = 0;         // of those, entries of committed transactions
+  uint64_t dropped = 0;           // entries of transactions that never completed their log
+  uint64_t records = 0;           // records of committed entries offered to the copies
+  uint64_t replayed = 0;          // ... that changed a copy (the rest were already there)
+  uint64_t shipped = 0;           // records other nodes found for this node's primary copies (in
+                                  // `records`)
+  uint64_t shipped_replayed = 0;  // ... that changed a copy (in `replayed`)
+  uint64_t scan_ns = 0;           // step 2
+  uint64_t decide_ns = 0;         // step 3 (the exchange)
+  uint64_t replay_ns = 0;         // step 4, persist included
+  uint64_t reset_ns = 0;          // step 5
 };
 
 // Steps 2-5 for this node. `log_base`: its log region (layout); `fabric`

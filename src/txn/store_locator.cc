@@ -18,13 +18,14 @@ uint32_t StoreLocator::value_size(TableId t) const {
 r2::NodeId StoreLocator::primary(TableId t, Key k) const {
   const store::TableSpec* s = spec(t);
   if (s == nullptr) return self_;
-  return catalog_.replicas_of(*s, catalog_.partition_of(*s, k), self_).primary;
+  return caches_.placement().primary(*s, catalog_.partition_of(*s, k), self_);
 }
 
 size_t StoreLocator::backups(TableId t, Key k, r2::NodeId* out, size_t max) const {
   const store::TableSpec* s = spec(t);
   if (s == nullptr) return 0;
-  const store::PartitionReplicas r = catalog_.replicas_of(*s, catalog_.partition_of(*s, k), self_);
+  const store::PartitionReplicas r =
+      caches_.placement().replicas_of(*s, catalog_.partition_of(*s, k), self_);
   const size_t n = std::min<size_t>(r.backup_count, max);
   for (size_t i = 0; i < n; ++i) out[i] = r.backups[i];
   return n;

@@ -108,6 +108,19 @@ Result<std::unique_ptr<TxnNode>> TxnNode::start(const store::Catalog& catalog,
   rc.worker.inline_self_calls = cfg.local_shortcuts;
   rc.regions = regions(catalog, cfg);
   rc.control.fingerprint["durability"] = cfg.durability.enabled ? "pmem" : "off";
+  if (cfg.fabric.survive_failures) {
+    // The reconfigurer looks at the view when the control client learns a
+    // change (after the runtime fenced the fabric).
+    std::shared_ptr<FailoverHook> hook = n->hook_;
+    auto user = rc.control.on_change;
+    rc.control.on_change = [hook, user](const r2::MembershipChange& c) {
+      {
+        std::lock_guard<std::mutex> g(hook->mu);
+        if (hook->failover != nullptr) hook->failover->notify();
+      }
+      if (user) user(c);
+    };
+  }
   if (cfg.durability.enabled) {
     // Every node computes where its peers' lock words are (LockPlan).
     rc.control.fingerprint["lock-words"] = cfg.durability.locks_apart ? "dram" : "slots";
@@ -160,6 +173,10 @@ Result<std::unique_ptr<TxnNode>> TxnNode::start(const store::Catalog& catalog,
     }
   }
   const size_t workers = cfg.fabric.threads;
+  if (cfg.fabric.survive_failures) {
+    n->store_->set_placement(&n->caches_->placement());
+    n->gate_ = std::make_unique<FailoverGate>(&n->rt_->control().view(), workers * cfg.coroutines);
+  }
   n->reps_.resize(workers);
   n->apps_.resize(workers);
   n->locs_.resize(workers * cfg.coroutines);
@@ -262,7 +279,33 @@ Status TxnNode::recover(LogRecovery* out) {
 }
 
 TxnNode::~TxnNode() {
+  if (failover_) {
+    {
+      std::lock_guard<std::mutex> g(hook_->mu);
+      hook_->failover = nullptr;
+    }
+    failover_->stop();
+  }
   if (rt_ && launched_.load()) rt_->stop();
+}
+
+Status TxnNode::wait_failover(std::chrono::steady_clock::time_point until) {
+  for (;;) {
+    Status s = failover_->status();
+    if (!s.is_ok()) return s;
+    if (!failover_->busy() && failover_->handled_epoch() == rt_->control().view().epoch()) {
+      return Status::ok();
+    }
+    if (std::chrono::steady_clock::now() > until) {
+      return timeout_error("txn node " + std::to_string(cfg_.fabric.node) +
+                           ": the reconfiguration after a node failure did not end in time");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+std::vector<FailoverReport> TxnNode::failover_reports() const {
+  return failover_ ? failover_->reports() : std::vector<FailoverReport>{};
 }
 
 Status TxnNode::run(const std::function<void(TxnContext&)>& body) {
@@ -274,6 +317,25 @@ Status TxnNode::run(const std::function<void(TxnContext&)>& body) {
     return internal_error("txn node: a region of TxnNode::regions() is not registered");
   }
   body_ = body;
+  if (gate_) {
+    Failover::Parts fp;
+    fp.catalog = &catalog_;
+    fp.store = store_.get();
+    fp.caches = caches_.get();
+    fp.control = &rt_->control();
+    fp.appliers = &apps_;
+    fp.gate = gate_.get();
+    fp.self = cfg_.fabric.node;
+    fp.nodes = cfg_.fabric.num_nodes;
+    fp.durable = durable_;
+    fp.gts = cfg_.policy.mvcc == Mvcc::kGts;
+    failover_ = std::make_unique<Failover>(fp);
+    {
+      std::lock_guard<std::mutex> g(hook_->mu);
+      hook_->failover = failover_.get();
+    }
+    failover_->start();
+  }
   // Worker setups run on the worker threads after launch() returns: they
   // use members only.
   rt_->launch([this, scratch, arena, log](r2::Worker& w) {
@@ -300,6 +362,10 @@ Status TxnNode::setup_worker(r2::Worker& w, const r2::Region* scratch, const r2:
     lr.lock_word = [this](r2::RegionId region, uint64_t offset, uint32_t value_size) {
       return store_->slot_at(region, offset, value_size).lock;
     };
+  }
+  if (durable_) {
+    lr.flush = persist_.flush;
+    lr.drain = persist_.drain;
   }
   DRTMX_RETURN_IF_ERROR(register_record_handlers(w, lr));
   RangeTs range_ts;
@@ -391,6 +457,9 @@ Status TxnNode::setup_worker(r2::Worker& w, const r2::Region* scratch, const r2:
         return *res;
       }));
   if (cfg_.crash_hook) apps_[t]->set_crash_hook(cfg_.crash_hook);
+  // Failover: the last entries of every ring decide a removed
+  // coordinator's transactions (a coroutine has one in flight at most).
+  if (gate_ && !durable_) apps_[t]->keep_history(4 * size_t{cfg_.coroutines} + 16);
   apps_[t]->set_prefetch([this](const RedoRecord& r) {
     if (r.at_primary != 0) {
       // Confirmed at its slot: bring the slot, not an index bucket.
@@ -417,6 +486,7 @@ Status TxnNode::setup_worker(r2::Worker& w, const r2::Region* scratch, const r2:
                                              arena->base + i * per_co, per_co, mvcc_.get());
       if (cfg_.crash_hook) engines_[i]->set_crash_hook(cfg_.crash_hook);
       engines_[i]->set_lock_plan(locks_.get());
+      if (gate_) engines_[i]->set_gate(gate_.get(), i);
       TxnContext ctx{co, *engines_[i], *locs_[i],
                      static_cast<uint32_t>((uint32_t{self} * threads + t) * cos + c)};
       body_(ctx);
@@ -426,6 +496,7 @@ Status TxnNode::setup_worker(r2::Worker& w, const r2::Region* scratch, const r2:
       // receiver polls, so wait until each is acknowledged (acknowledged =
       // handled): after finish() the primaries hold every committed write.
       (void)co.wait_passive_acks();
+      if (gate_) gate_->finished(i);
     }));
   }
   return Status::ok();
@@ -448,8 +519,22 @@ Status TxnNode::finish(std::chrono::milliseconds limit) {
     }
   }
   uint64_t expected = 0;
-  if (st.is_ok()) {
-    auto all = rt_->control().exchange("txnnode.sent", os.str());
+  // Survive-failures mode: the collectives are named by the epoch, after
+  // any reconfiguration in progress; one interrupted by a further change
+  // is run again under the next epoch.
+  std::string suffix;
+  const auto fo_until = std::chrono::steady_clock::now() + cfg_.drain_timeout;
+  for (int attempt = 0; st.is_ok(); ++attempt) {
+    if (failover_) {
+      st = wait_failover(fo_until);
+      if (!st.is_ok()) break;
+      suffix = "." + std::to_string(rt_->control().view().epoch());
+    }
+    auto all = rt_->control().exchange("txnnode.sent" + suffix, os.str());
+    if (!all.is_ok() && failover_ && all.status().code() == Code::kAborted && attempt < 8 &&
+        rt_->health().is_ok()) {
+      continue;
+    }
     if (!all.is_ok()) {
       st = all.status();
     } else {
@@ -464,6 +549,7 @@ Status TxnNode::finish(std::chrono::milliseconds limit) {
         }
       }
     }
+    break;
   }
   if (st.is_ok()) {
     // The appliers run on the workers; applied() is an atomic counter
@@ -474,7 +560,19 @@ Status TxnNode::finish(std::chrono::milliseconds limit) {
       for (auto& ap : apps_) a += ap ? ap->applied() : 0;
       return a;
     };
-    while (applied() < expected && corrupt_reason().empty() &&
+    // After a failover the counts exclude removed coordinators' entries
+    // (applied() includes them): every live coordinator finished logging
+    // before the exchange, so appliers with nothing left to do are drained.
+    std::vector<uint64_t> p0;
+    for (auto& ap : apps_) p0.push_back(ap ? ap->polls() : 0);
+    auto drained = [&] {
+      if (!failover_) return true;
+      for (size_t i = 0; i < apps_.size(); ++i) {
+        if (apps_[i] && !apps_[i]->drained_since(p0[i])) return false;
+      }
+      return true;
+    };
+    while ((applied() < expected || !drained()) && corrupt_reason().empty() &&
            std::chrono::steady_clock::now() < until) {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
@@ -489,7 +587,15 @@ Status TxnNode::finish(std::chrono::milliseconds limit) {
                          " log entries within the drain timeout");
     }
   }
-  if (st.is_ok()) st = rt_->control().barrier("txnnode.drained");
+  if (st.is_ok()) st = rt_->control().barrier("txnnode.drained" + suffix);
+  if (failover_) {
+    {
+      std::lock_guard<std::mutex> g(hook_->mu);
+      hook_->failover = nullptr;
+    }
+    failover_->stop();
+    if (st.is_ok()) st = failover_->status();
+  }
   rt_->stop();
   launched_ = false;
   if (st.is_ok()) st = rt_->failure();

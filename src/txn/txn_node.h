@@ -33,6 +33,7 @@
 #include "store/tables/table_client.h"
 #include "txn/durability.h"
 #include "txn/engine.h"
+#include "txn/failover.h"
 #include "txn/log/replication.h"
 #include "txn/recovery.h"
 #include "txn/store_locator.h"
@@ -103,6 +104,9 @@ class TxnNode {
   Status finish(std::chrono::milliseconds limit);
   // Sum of every coroutine's engine stats (after finish()).
   TxnStats stats() const;
+  // Failover (survive-failures mode): each reconfiguration this node went
+  // through (txn/failover.h); empty otherwise.
+  std::vector<FailoverReport> failover_reports() const;
   // MVCC: this node's version stores (null without MVCC).
   const dst::MvccNode* mvcc() const { return mvcc_.get(); }
 
@@ -160,6 +164,16 @@ class TxnNode {
   std::vector<std::unique_ptr<StoreLocator>> locs_;   // per coroutine
   std::vector<std::unique_ptr<Engine>> engines_;      // per coroutine
   std::atomic<uint64_t> install_errors_{0};
+  // Failover (cfg.fabric.survive_failures): the gate every transaction
+  // passes, the reconfigurer, and the hook the control client calls.
+  struct FailoverHook {
+    std::mutex mu;
+    Failover* failover = nullptr;
+  };
+  std::shared_ptr<FailoverHook> hook_ = std::make_shared<FailoverHook>();
+  std::unique_ptr<FailoverGate> gate_;
+  std::unique_ptr<Failover> failover_;
+  Status wait_failover(std::chrono::steady_clock::time_point until);
   std::atomic<bool> launched_{false};
   std::function<void(TxnContext&)> body_;
   std::mutex mu_;

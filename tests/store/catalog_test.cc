@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "store/hash/bucket.h"
+#include "store/placement.h"
 
 namespace drtmx::store {
 namespace {
@@ -98,6 +99,44 @@ TEST(CatalogPlacement, ThreeNodesThreeReplicas) {
   EXPECT_EQ(r.primary, 2);
   EXPECT_EQ(r.backups[0], 0);
   EXPECT_EQ(r.backups[1], 1);
+}
+
+// Failover: the catalog's chain of each partition restricted to the live
+// nodes, the first live copy primary; Placement answers it through one
+// atomic and the catalog's own answer while every node lives.
+TEST(CatalogPlacement, LiveNodesPromoteTheFirstLiveCopy) {
+  Catalog c = make({hash_table(1, "t", 8)}, 4, 3);
+  const TableSpec& t = *c.find(1);
+  const uint64_t all = 0xF;
+  for (PartitionId p = 0; p < 8; ++p) {
+    const PartitionReplicas a = c.replicas_of(t, p, 0), b = c.replicas_of(t, p, 0, all);
+    EXPECT_EQ(a.primary, b.primary);
+    EXPECT_EQ(a.backup_count, b.backup_count);
+  }
+  // Node 1 gone: partition 1 (chain 1, 2, 3) -> primary 2, backup 3;
+  // partition 0 (chain 0, 1, 2) -> primary 0, backup 2; partition 2
+  // (chain 2, 3, 0) keeps its 3 copies.
+  const uint64_t live = all & ~uint64_t{2};
+  PartitionReplicas r = c.replicas_of(t, 1, 0, live);
+  EXPECT_EQ(r.primary, 2);
+  ASSERT_EQ(r.backup_count, 1);
+  EXPECT_EQ(r.backups[0], 3);
+  r = c.replicas_of(t, 0, 0, live);
+  EXPECT_EQ(r.primary, 0);
+  ASSERT_EQ(r.backup_count, 1);
+  EXPECT_EQ(r.backups[0], 2);
+  EXPECT_EQ(c.replicas_of(t, 2, 0, live).backup_count, 2);
+  // Every copy of partition 1 gone.
+  r = c.replicas_of(t, 1, 0, 0x1);
+  EXPECT_EQ(r.primary, kNoNode);
+  EXPECT_EQ(r.backup_count, 0);
+  Placement pl(c);
+  EXPECT_FALSE(pl.degraded());
+  EXPECT_EQ(pl.primary(t, 1, 0), 1);
+  pl.set_live(live);
+  EXPECT_TRUE(pl.degraded());
+  EXPECT_EQ(pl.primary(t, 1, 0), 2);
+  EXPECT_EQ(pl.replicas_of(t, 5, 0).primary, 2);  // chain 1, 2, 3 again
 }
 
 TEST(CatalogPlacement, FourNodesTwoReplicas) {

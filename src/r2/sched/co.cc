@@ -228,6 +228,18 @@ Status Worker::call(CoState& c, std::span<const Target> targets, uint16_t rpc_id
   const bool inline_self = cfg_.inline_self_calls;
   bool any_self = false;
   for (size_t i = 0; i < targets.size(); ++i) {
+    if (!is_member(targets[i].node)) {
+      // Removed: not sent; the call fails, once the members answered (a
+      // caller that releases after a failed call must find them handled).
+      c.got[i] = 1;
+      --c.pending;
+      if (c.rpc_status.is_ok()) {
+        c.rpc_status = aborted("node " + std::to_string(targets[i].node) +
+                               " was removed from the cluster at epoch " +
+                               std::to_string(view_->epoch()) + " (no reply will come)");
+      }
+      continue;
+    }
     if (inline_self && targets[i].node == self_ && targets[i].thread == thread()) {
       any_self = true;  // served below, after the messages to others are out
       continue;
@@ -237,7 +249,7 @@ Status Worker::call(CoState& c, std::span<const Target> targets, uint16_t rpc_id
   }
   if (any_self) {
     for (size_t i = 0; i < targets.size(); ++i) {
-      if (targets[i].node == self_ && targets[i].thread == thread()) {
+      if (targets[i].node == self_ && targets[i].thread == thread() && !c.got[i]) {
         call_local(c, i, rpc_id, bodies[i]);
       }
     }
@@ -251,6 +263,12 @@ Status Worker::call(CoState& c, std::span<const Target> targets, uint16_t rpc_id
       if (++inline_streak_ >= kInlineStreak) yield_now(c);
       return st;
     }
+  }
+  if (c.pending == 0) {  // every target removed
+    c.wait = Wait::kNone;
+    c.targets = {};
+    c.replies = {};
+    return std::move(c.rpc_status);
   }
   c.deadline_ns = cfg_.rpc_timeout_ms ? now_ns() + uint64_t{cfg_.rpc_timeout_ms} * 1000000 : 0;
   c.state = State::kWaiting;
@@ -273,6 +291,10 @@ Status Worker::send_passive(CoState& c, Target t, uint16_t rpc_id, const void* m
     return invalid_argument("passive RPC target node " + std::to_string(t.node) + " thread " +
                             std::to_string(t.thread) + " is outside the cluster");
   }
+  if (!is_member(t.node)) {
+    return aborted("passive RPC target node " + std::to_string(t.node) +
+                   " was removed from the cluster at epoch " + std::to_string(view_->epoch()));
+  }
   const uint32_t dest = dest_index(t.node, t.thread);
   while (passive_unacked_[dest] >= cfg_.passive_window) {
     c.wait = Wait::kPassiveWindow;
@@ -281,6 +303,10 @@ Status Worker::send_passive(CoState& c, Target t, uint16_t rpc_id, const void* m
     ++waiting_;
     suspend();
     c.wait = Wait::kNone;
+  }
+  if (!is_member(t.node)) {
+    return aborted("passive RPC target node " + std::to_string(t.node) +
+                   " was removed from the cluster at epoch " + std::to_string(view_->epoch()));
   }
   RpcHeader h;
   h.type = static_cast<uint8_t>(RpcType::kOneWay);
@@ -301,6 +327,10 @@ Status Worker::post_oneway(Target t, uint16_t rpc_id, const void* msg, uint32_t 
   if (t.node >= nodes_ || t.thread >= threads_) {
     return invalid_argument("one-way RPC target node " + std::to_string(t.node) + " thread " +
                             std::to_string(t.thread) + " is outside the cluster");
+  }
+  if (!is_member(t.node)) {
+    return aborted("one-way RPC target node " + std::to_string(t.node) +
+                   " was removed from the cluster at epoch " + std::to_string(view_->epoch()));
   }
   RpcHeader h;
   h.type = static_cast<uint8_t>(RpcType::kOneWay);

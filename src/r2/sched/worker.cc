@@ -184,9 +184,53 @@ void Worker::check_deadlines(uint64_t now) {
   }
 }
 
+void Worker::on_membership() {
+  const MembershipView::Snapshot v = view_->snapshot();
+  seen_epoch_ = v.epoch;
+  // This node itself removed: nobody answers it any more.
+  const bool self_gone = !v.live.test(self_);
+  auto removed = [&](NodeId n) { return self_gone || !v.live.test(n); };
+  const std::string why = " was removed from the cluster at epoch " + std::to_string(v.epoch);
+  for (uint32_t dest = 0; dest < passive_unacked_.size(); ++dest) {
+    if (!removed(static_cast<NodeId>(dest / threads_))) continue;
+    passive_unacked_total_ -= passive_unacked_[dest];
+    passive_unacked_[dest] = 0;
+    acks_owed_total_ -= acks_owed_[dest];
+    acks_owed_[dest] = 0;
+    backlog_count_ -= backlog_[dest].size();
+    backlog_[dest].clear();
+    partial_[dest].active = false;
+  }
+  for (auto& cp : cos_) {
+    CoState& c = *cp;
+    if (c.state != State::kWaiting) continue;
+    if (c.wait == Wait::kRpc) {
+      // The removed targets count as answered with an error; the call ends
+      // when the members answered too (they handled the request).
+      for (size_t i = 0; i < c.targets.size() && c.pending > 0; ++i) {
+        if (c.got[i] || !removed(c.targets[i].node)) continue;
+        c.got[i] = 1;
+        --c.pending;
+        if (c.rpc_status.is_ok()) {
+          c.rpc_status =
+              aborted("node " + std::to_string(c.targets[i].node) + why + " (no reply will come)");
+        }
+      }
+      if (c.pending > 0) continue;
+      --rpc_waiters_;
+      make_runnable(c);
+    } else if ((c.wait == Wait::kPassiveWindow &&
+                passive_unacked_[c.wait_dest] < cfg_.passive_window) ||
+               (c.wait == Wait::kAllAcks && passive_unacked_total_ == 0)) {
+      make_runnable(c);
+    }
+  }
+}
+
 void Worker::run_until(const std::function<bool()>& done) {
   while (!done()) {
     ++iteration_;
+    if (view_ != nullptr && view_->epoch() != seen_epoch_) on_membership();
     bool work = poll_completions();
     work |= poll_messages();
     for (auto& p : pollers_) work |= p();

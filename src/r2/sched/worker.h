@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "r2/control/membership.h"
 #include "r2/fabric.h"
 #include "r2/sched/co.h"
 #include "r2/sched/fiber_sanitizer.h"
@@ -123,6 +124,24 @@ class Worker {
   // Passive messages sent by this worker not yet acknowledged (all peers).
   uint64_t passive_unacked() const { return passive_unacked_total_; }
 
+  // Survive-failures mode: the node's membership view (NodeRuntime sets it
+  // before launch). The loop compares its epoch with the last one it saw at
+  // every iteration (one acquire load); when it moved, calls still waiting
+  // for a removed node end at once with kAborted ("node N was removed from
+  // the cluster at epoch E"), passive messages to removed nodes stop being
+  // owed acknowledgements, and fragments queued for them are dropped. A
+  // call to a node that is no longer a member fails the same way without
+  // being sent. Null (the default): fail-stop, nothing changes.
+  void set_membership(const MembershipView* view) { view_ = view; }
+  // Whether node n is a member (always true without a view).
+  // (False for every node once this node itself was removed: nobody
+  // answers it any more.)
+  bool is_member(NodeId n) const {
+    return view_ == nullptr || (view_->is_member(n) && view_->is_member(self_));
+  }
+  // The epoch this worker's loop last applied (worker thread).
+  uint64_t membership_epoch() const { return seen_epoch_; }
+
  private:
   friend class Co;
   friend class RpcRequest;
@@ -197,6 +216,8 @@ class Worker {
   void reply_local(const RpcRequest& req, uint8_t flags, const void* data, uint32_t len);
   void on_acks(uint32_t dest, uint16_t acks);
   void check_deadlines(uint64_t now);
+  // The view's epoch moved: ends what waits on removed nodes.
+  void on_membership();
   void flush_acks(bool all_owed);
 
   // --- sending ---
@@ -242,6 +263,8 @@ class Worker {
   void* sched_fake_stack_ = nullptr;
   uint64_t iteration_ = 0;
   uint32_t rpc_waiters_ = 0;
+  const MembershipView* view_ = nullptr;
+  uint64_t seen_epoch_ = 0;
   // Inline calls since this worker's coroutines last suspended: after
   // kInlineStreak of them a call yields, so pollers and messages still run.
   uint32_t inline_streak_ = 0;

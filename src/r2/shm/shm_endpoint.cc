@@ -92,6 +92,19 @@ void ShmEndpoint::after_persistent_write(Channel& ch, Persistence mode, uint8_t*
   ch.unfenced = true;
 }
 
+void ShmEndpoint::write_persistent(Channel& ch, uint8_t* p, const uint8_t* from, uint32_t len) {
+  // kPmem / kMemFs: the issuer's CPU stores with non-temporal stores (the
+  // lines go to memory without being read into the cache, and need no
+  // write-back afterwards); libpmem stores the unaligned head and tail with
+  // plain stores and flushes their lines. Either way the channel's next
+  // READ fences them (sfence), as an RNIC's READ would.
+  pmem_memcpy(p, from, len, PMEM_F_MEM_NONTEMPORAL | PMEM_F_MEM_NODRAIN);
+  const uintptr_t first = reinterpret_cast<uintptr_t>(p) & ~uintptr_t{63};
+  pstats_.flushed_lines += (reinterpret_cast<uintptr_t>(p) + len - first + 63) / 64;
+  ++pstats_.flushed_writes;
+  ch.unfenced = true;
+}
+
 bool ShmEndpoint::sync_dirty(Channel& ch) {
   bool ok = true;
   for (const DirtyRange& d : ch.dirty) {
@@ -126,6 +139,10 @@ void ShmEndpoint::execute(NodeId peer, Channel& ch, const Queued& q) {
       std::memcpy(wr.local, remote, wr.len);
       break;
     case Verb::kWrite:
+      if (r->persistence == Persistence::kPmem || r->persistence == Persistence::kMemFs) {
+        write_persistent(ch, remote, static_cast<const uint8_t*>(wr.local), wr.len);
+        break;
+      }
       std::memcpy(remote, wr.local, wr.len);
       if (r->persistence != Persistence::kNone) {
         after_persistent_write(ch, r->persistence, remote, wr.len);

@@ -148,6 +148,7 @@ class ShmEndpoint final : public Endpoint {
   void execute(NodeId peer, Channel& ch, const Queued& q);
   // A WRITE landed at [p, p + len) of a region with persistence `mode`.
   void after_persistent_write(Channel& ch, Persistence mode, uint8_t* p, uint32_t len);
+  void write_persistent(Channel& ch, uint8_t* p, const uint8_t* from, uint32_t len);
   // Makes the channel's earlier WRITEs durable (the flushing READ); false
   // when an msync failed.
   bool make_durable(Channel& ch);

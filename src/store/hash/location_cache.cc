@@ -187,6 +187,16 @@ void LocationCache::erase(uint32_t table, uint64_t key) {
   erased_.fetch_add(1, std::memory_order_relaxed);
 }
 
+void LocationCache::clear() {
+  for (auto& sp : shards_) {
+    Shard& s = *sp;
+    std::lock_guard<std::mutex> g(s.mu);
+    for (uint32_t i = 0; i < slot_count(s); ++i) s.slots[i] = Slot{};
+    s.live = 0;
+    s.hand = 0;
+  }
+}
+
 size_t LocationCache::size() const {
   size_t n = 0;
   for (auto& s : shards_) {

@@ -80,6 +80,8 @@ class LocationCache {
   // Drops the entry if it still holds `seen` (address and incarnation).
   void erase_if_same(uint32_t table, uint64_t key, const CachedLocation& seen);
   void erase(uint32_t table, uint64_t key);
+  // Drops every entry (the owners moved: a membership change).
+  void clear();
 
   size_t capacity() const { return capacity_; }
   size_t size() const;

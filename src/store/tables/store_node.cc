@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "store/tables/ordered_rpc.h"
+#include "store/word_copy.h"
 
 namespace drtmx::store::tables {
 namespace {
@@ -291,7 +292,10 @@ namespace {
 // The primary copy of key's partition on this node, or null.
 LocalPartition* primary_here(StoreNode& sn, const TableSpec& t, uint64_t key) {
   const PartitionId p = sn.catalog().partition_of(t, key);
-  if (sn.catalog().replicas_of(t, p, sn.node()).primary != sn.node()) return nullptr;
+  const NodeId16 primary = sn.placement() != nullptr
+                               ? sn.placement()->primary(t, p, sn.node())
+                               : sn.catalog().replicas_of(t, p, sn.node()).primary;
+  if (primary != sn.node()) return nullptr;
   return sn.partition(t.id, p);
 }
 }  // namespace
@@ -378,6 +382,48 @@ Result<bool> StoreNode::get_local(const TableSpec& t, uint64_t key, std::span<ui
   if (s == xstore::XStatus::kNotFound) return false;
   DRTMX_RETURN_IF_ERROR(from_xstatus(s, t, key));
   return true;
+}
+
+std::vector<StoreNode::HeldSlot> StoreNode::locked_slots(
+    const std::function<bool(uint64_t)>& stale) const {
+  std::vector<HeldSlot> out;
+  for (const auto& [k, part] : parts_) {
+    if (!part->heap || part->table == nullptr) continue;
+    const TableId t = part->table->id;
+    uint8_t* base = t < region_base_.size() ? region_base_[t] : nullptr;
+    if (base == nullptr) continue;
+    const HeapStats hs = part->heap->stats();
+    const uint64_t slot = part->heap->slot_bytes();
+    const uint64_t first = part->heap->options().range_offset;
+    for (uint64_t i = 0; i < hs.capacity - hs.never_used; ++i) {
+      const uint64_t off = first + i * slot;
+      uint8_t* rec = base + off;
+      const uint64_t lock =
+          std::atomic_ref<uint64_t>(*part->words.lock(rec, off)).load(std::memory_order_acquire);
+      if (lock == 0 || !stale(lock)) continue;
+      RecordHeader h{};
+      load_words(&h, rec, sizeof h);
+      out.push_back({t, h.key, h.version, off, lock});
+    }
+  }
+  return out;
+}
+
+void StoreNode::clear_lock(TableId table, uint64_t offset, uint64_t lock) {
+  for (const auto& [k, part] : parts_) {
+    if (!part->heap || part->table == nullptr || part->table->id != table) continue;
+    const uint64_t first = part->heap->options().range_offset;
+    const uint64_t slot = part->heap->slot_bytes();
+    const HeapStats hs = part->heap->stats();
+    if (offset < first || offset >= first + hs.capacity * slot || (offset - first) % slot != 0) {
+      continue;
+    }
+    uint8_t* rec = region_base_[table] + offset;
+    uint64_t expected = lock;
+    std::atomic_ref<uint64_t>(*part->words.lock(rec, offset))
+        .compare_exchange_strong(expected, 0, std::memory_order_acq_rel);
+    return;
+  }
 }
 
 }  // namespace drtmx::store::tables

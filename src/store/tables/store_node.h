@@ -21,6 +21,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <unordered_map>
@@ -33,6 +34,7 @@
 #include "store/hash/hash_service.h"
 #include "store/hash/hash_table.h"
 #include "store/heap.h"
+#include "store/placement.h"
 #include "store/tables/plan.h"
 #include "store/tables/record_tree.h"
 #include "store/xstore/server/xstore_service.h"
@@ -141,10 +143,32 @@ class StoreNode {
   SlotRef slot_at(r2::RegionId region, uint64_t offset, uint32_t value_size) const;
   bool locks_apart() const { return locks_apart_; }
 
+  // Failover (txn/failover.h), while no transaction runs: the records of
+  // the hosted copies whose lock word `stale` accepts (held by a removed
+  // node), and clearing such a lock (only if the word still holds `lock`).
+  struct HeldSlot {
+    TableId table = 0;
+    uint64_t key = 0;
+    uint64_t version = 0;
+    uint64_t offset = 0;  // in the table's region
+    uint64_t lock = 0;
+  };
+  std::vector<HeldSlot> locked_slots(const std::function<bool(uint64_t lock)>& stale) const;
+  void clear_lock(TableId table, uint64_t offset, uint64_t lock);
+
   // The local copy of (table, partition), or nullptr.
   LocalPartition* partition(TableId table, PartitionId p);
   const LocalPartition* partition(TableId table, PartitionId p) const;
   const Catalog& catalog() const { return catalog_; }
+  // Whether this node holds the primary copy of partition p now (the
+  // placement after failures, or the catalog's).
+  bool is_primary(const TableSpec& t, PartitionId p) const {
+    return (placement_ != nullptr ? placement_->primary(t, p, node_)
+                                  : catalog_.replicas_of(t, p, node_).primary) == node_;
+  }
+  // Where primaries are now (after failures); null: the catalog's placement.
+  const Placement* placement() const { return placement_; }
+  void set_placement(const Placement* p) { placement_ = p; }
   NodeId16 node() const { return node_; }
 
  private:
@@ -154,6 +178,7 @@ class StoreNode {
                StoreRecovery* recovering = nullptr);
 
   const Catalog& catalog_;
+  const Placement* placement_ = nullptr;
   NodeId16 node_;
   bool locks_apart_;
   std::unordered_map<uint64_t, std::unique_ptr<LocalPartition>> parts_;  // (table << 32) | p

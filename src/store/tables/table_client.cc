@@ -36,6 +36,12 @@ NodeCaches::Learned& NodeCaches::xcache(r2::ThreadId t, TableId table, Partition
   return *slot;
 }
 
+void NodeCaches::reset() {
+  location_->clear();
+  for (PerThread& t : threads_) t.caches.clear();
+  generation_.fetch_add(1, std::memory_order_acq_rel);
+}
+
 size_t NodeCaches::xcache_bytes(r2::ThreadId t) const {
   size_t b = 0;
   for (const auto& [k, l] : threads_.at(t).caches) b += l->cache.memory_bytes();
@@ -72,11 +78,12 @@ TableClient::TableClient(const Catalog& c, NodeCaches& caches, std::span<uint8_t
 }
 
 r2::NodeId TableClient::primary(const TableSpec& t, PartitionId p, r2::NodeId self) const {
-  return catalog_.replicas_of(t, p, self).primary;
+  return caches_.placement().primary(t, p, self);
 }
 
 Result<const hash::HashRemote*> TableClient::hash_route(r2::Co& co, const TableSpec& t,
                                                         PartitionId p) {
+  check_generation();
   if (hash_routes_.size() <= t.id) hash_routes_.resize(t.id + 1);
   std::vector<hash::HashRemote>& routes = hash_routes_[t.id];
   if (routes.empty()) {
@@ -93,7 +100,19 @@ Result<const hash::HashRemote*> TableClient::hash_route(r2::Co& co, const TableS
   return &routes[p];
 }
 
+void TableClient::check_generation() {
+  const uint64_t g = caches_.generation();
+  if (g == routes_generation_) return;
+  // The primaries moved and the learned caches were dropped
+  // (NodeCaches::reset): every route and ordered client is rebuilt.
+  hash_routes_.clear();
+  ordered_.clear();
+  ordered_index_.clear();
+  routes_generation_ = g;
+}
+
 Result<TableClient::Ordered*> TableClient::ordered(r2::Co& co, const TableSpec& t, PartitionId p) {
+  check_generation();
   if (t.id < ordered_index_.size() && p < ordered_index_[t.id].size() &&
       ordered_index_[t.id][p] != nullptr) {
     return ordered_index_[t.id][p];

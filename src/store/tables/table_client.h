@@ -42,6 +42,7 @@
 #include "store/catalog.h"
 #include "store/hash/hash_client.h"
 #include "store/hash/location_cache.h"
+#include "store/placement.h"
 #include "store/tables/ordered_rpc.h"
 #include "store/tables/plan.h"
 #include "store/xstore/client/xcache.h"
@@ -79,8 +80,19 @@ class NodeCaches {
   // Bytes the learned caches of thread t hold.
   size_t xcache_bytes(r2::ThreadId t) const;
 
+  // Where each partition's primary and backups are now (the catalog's
+  // placement among the live nodes).
+  Placement& placement() { return placement_; }
+  const Placement& placement() const { return placement_; }
+  // After a membership change, while no coroutine of the node runs a
+  // transaction: empties the location cache and every learned cache, and
+  // raises generation() so that TableClients drop their partition routes;
+  // they all refill from the new primaries.
+  void reset();
+  uint64_t generation() const { return generation_.load(std::memory_order_acquire); }
+
  private:
-  NodeCaches(const Catalog& c, const NodeCacheOptions& o) : catalog_(c), opts_(o) {}
+  NodeCaches(const Catalog& c, const NodeCacheOptions& o) : catalog_(c), opts_(o), placement_(c) {}
   struct PerThread {
     std::unordered_map<uint64_t, std::unique_ptr<Learned>> caches;
   };
@@ -88,6 +100,8 @@ class NodeCaches {
   NodeCacheOptions opts_;
   std::unique_ptr<hash::LocationCache> location_;
   std::vector<PerThread> threads_;
+  Placement placement_;
+  std::atomic<uint64_t> generation_{0};
 };
 
 // Counters of one TableClient (add them up over coroutines).
@@ -204,6 +218,8 @@ class TableClient {
   std::unordered_map<uint64_t, Ordered> ordered_;           // nodes never move
   std::vector<std::vector<Ordered*>> ordered_index_;        // [table id][partition] into ordered_
   std::vector<std::vector<hash::HashRemote>> hash_routes_;  // [table id][partition]
+  uint64_t routes_generation_ = 0;                          // NodeCaches::generation()
+  void check_generation();
   OrderedRpc rpc_;
   TableClientStats stats_;
   std::vector<uint64_t> part_keys_;  // one partition's scan result

@@ -3,7 +3,9 @@
 //
 // Every transaction that writes log entries takes the next transaction
 // number (1, 2, ...) just before its entries are built; it completes when
-// every entry is persistent at its target. The watermark `decided()` is the
+// every entry is persistent at its target — or, when some primary received
+// no entry of it (log.cc), when its write-back there is persistent too
+// (Replicator::settle). The watermark `decided()` is the
 // largest n such that transactions 1..n have all completed: each of them is
 // committed, whatever becomes of the rings afterwards. Entries carry the
 // watermark of the moment they were built, and messages carry later ones,

@@ -174,6 +174,19 @@ std::vector<LogEntry> scan_ring(const uint8_t* ring, uint32_t ring_bytes, uint64
   return out;
 }
 
+bool LogReader::skip_hole() {
+  const std::vector<LogEntry> later = scan_ring(ring_, bytes_, next_seq_ + 1);
+  if (later.empty()) return false;
+  const LogEntry& e = later.front();
+  const uint64_t pos = static_cast<uint64_t>(e.payload - kLogHeaderBytes - ring_);
+  const uint64_t cur = head_ & (bytes_ - 1);
+  head_ += (pos + bytes_ - cur) & (bytes_ - 1);
+  next_seq_ = e.seq;
+  cursor_ = head_;
+  cursor_seq_ = next_seq_;
+  return true;
+}
+
 LogReader::At LogReader::probe(uint64_t pos_abs, uint64_t seq, LogEntry* e, uint64_t* total) const {
   const uint64_t pos = pos_abs & (bytes_ - 1);
   const uint64_t to_end = bytes_ - pos;
@@ -209,6 +222,7 @@ LogReader::Polled LogReader::poll(const Apply& apply, uint32_t max) {
       break;
     }
     if (e.kind == kLogData) {
+      last_mark_ = e.mark;
       apply(e.seq, e.payload, e.len);
       ++r.applied;
     }

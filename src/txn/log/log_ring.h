@@ -101,8 +101,8 @@ struct LogMark {
 // region after the rings (LogRingLayout::header_offset), written only by
 // the ring's reader.
 struct RingHeader {
-  uint64_t decided;   // the writer's decisions known here (persisted before
-                      // any entry up to it is applied or released)
+  uint64_t decided;   // the writer's decisions known here (persisted, with
+                      // head, before any entry up to it is released)
   uint64_t head;      // ring position (monotonic) of the first entry not released
   uint64_t next_seq;  // the sequence number expected at `head`
   uint64_t pad[5];
@@ -231,6 +231,13 @@ class LogReader {
   uint64_t head() const { return head_; }
   uint64_t next_seq() const { return next_seq_; }
   void reported() { reported_ = head_; }
+  // Failover, the writer removed: moves past an entry that will never
+  // arrive (its writer died between reserving it and writing it, while a
+  // later entry of the same ring was written) to the next complete entry
+  // after it, if any; true when it moved. Only for a ring nobody writes.
+  bool skip_hole();
+  // Eager reading: the mark of the entry poll() is applying (inside apply).
+  const LogMark& last_mark() const { return last_mark_; }
 
  private:
   // What sits at ring position `pos` when `seq` is expected there.
@@ -243,6 +250,7 @@ class LogReader {
   uint64_t head_ = 0;  // monotonic byte position of the first entry not released
   uint64_t reported_ = 0;
   uint64_t next_seq_ = 1;  // the sequence number at head_
+  LogMark last_mark_;
   // Gated reading: the cursor and the consumed, unreleased entries.
   uint64_t cursor_ = 0;
   uint64_t cursor_seq_ = 1;

@@ -1,6 +1,7 @@
 #include "txn/log/replication.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 
 #include "r2/common/clock.h"
@@ -150,8 +151,30 @@ Status Replicator::log(r2::Co& co, std::span<const r2::NodeId> backups,
   return log(co, entries, buf);
 }
 
+namespace {
+// Failover: ops refused only because their target was removed from the
+// cluster. A log entry that reached every target still a member is
+// complete: the removed node's copies are gone with it. An op fenced by a
+// target this node still counts as a member means the opposite: this node
+// was removed (the target knows it first) — never complete then.
+bool only_fenced(const r2::OpBatch& b, const std::vector<r2::NodeId>& nodes, const r2::Worker& w) {
+  if (!w.is_member(w.node())) return false;
+  for (size_t i = 0; i < b.size(); ++i) {
+    const r2::OpStatus s = b.status(i);
+    if (s == r2::OpStatus::kOk) continue;
+    if (s != r2::OpStatus::kFenced || i >= nodes.size() || w.is_member(nodes[i])) return false;
+  }
+  return true;
+}
+}  // namespace
+
 Status Replicator::log(r2::Co& co, std::span<const BackupEntry> entries, LogBuffers& buf) {
+  buf.txn = 0;
   if (entries.empty()) return Status::ok();
+  // Failover: a node removed from the cluster must never commit.
+  if (!w_.is_member(w_.node())) {
+    return unavailable("log: node " + std::to_string(w_.node()) + " was removed from the cluster");
+  }
   const size_t stride = image_stride(cfg_);
   if (buf.payloads.size() < entries.size()) buf.payloads.resize(entries.size());
   // 1. Encode, and wait until every backup's ring has room for its entry.
@@ -175,6 +198,7 @@ Status Replicator::log(r2::Co& co, std::span<const BackupEntry> entries, LogBuff
   for (;;) {
     size_t full = entries.size();
     for (size_t e = 0; e < entries.size() && full == entries.size(); ++e) {
+      if (!w_.is_member(entries[e].node)) continue;  // removed: never written
       if (!writers_[entries[e].node].fits(static_cast<uint32_t>(buf.payloads[e].size()))) full = e;
     }
     if (full == entries.size()) break;
@@ -204,11 +228,22 @@ Status Replicator::log(r2::Co& co, std::span<const BackupEntry> entries, LogBuff
     mark.txn = decisions_.begin();
     mark.decided = decisions_.decided();
     mark.targets = static_cast<uint16_t>(entries.size());
+  } else {
+    // Volatile logs (failover, txn/failover.h): the transaction's number
+    // and its targets (bit n = node n) identify what survivors must find
+    // to decide a removed coordinator's transaction.
+    mark.txn = ++volatile_txn_;
+    for (const BackupEntry& e : entries) {
+      if (e.node < 64) mark.decided |= uint64_t{1} << e.node;
+    }
+    mark.targets = static_cast<uint16_t>(entries.size());
   }
   r2::OpBatch batch, first;  // first: tests with a crash hook (kLogPartial)
+  op_nodes_.clear();         // the target of each op of `batch`
   for (size_t e = 0; e < entries.size(); ++e) {
     r2::OpBatch& to = crash_ && e == 0 && entries.size() > 1 ? first : batch;
     const r2::NodeId b = entries[e].node;
+    if (!w_.is_member(b)) continue;  // removed (failover): its copies are gone
     const std::vector<uint8_t>& payload = buf.payloads[e];
     uint8_t* image = buf.images + b * stride;
     LogWriter::Placement pl[2];
@@ -228,16 +263,22 @@ Status Replicator::log(r2::Co& co, std::span<const BackupEntry> entries, LogBuff
       last_txn_[b] = mark.txn;
       told_[b] = std::max(told_[b], mark.decided);
     }
+    if (&to == &batch) op_nodes_.resize(batch.size(), b);
   }
   if (crash_ && !first.empty()) {
     // Tests: the first target's WRITEs (and READ) alone, then the hook.
     if (co.run(first) == r2::OpStatus::kOk) crash_(CrashPoint::kLogPartial);
   }
   const r2::OpStatus st = co.run(batch);
-  if (st != r2::OpStatus::kOk) {
+  // Refused only by removed targets: complete, as long as this node itself
+  // is still a member (a removed node must never acknowledge).
+  if (st != r2::OpStatus::kOk && !only_fenced(batch, op_nodes_, w_)) {
     return unavailable(std::string("log WRITE failed: ") + r2::op_status_name(st));
   }
-  if (cfg_.durable) decisions_.complete(mark.txn);
+  if (cfg_.durable) {
+    buf.txn = mark.txn;
+    if (!buf.settle_later) decisions_.complete(mark.txn);
+  }
   entries_ += entries.size();
   return Status::ok();
 }
@@ -381,7 +422,7 @@ void BackupApplier::released(LogReader& r, size_t n) {
 
 // Durable logs, one ring: learn and persist the watermark, apply the
 // entries it covers, release those whose records are all persistent here.
-bool BackupApplier::poll_gated(uint16_t n) {
+bool BackupApplier::poll_gated(uint16_t n, bool deferred_progress) {
   LogReader& r = readers_[n];
   RingHeader* h = headers_[n];
   const PersistOps& ps = cfg_.persist;
@@ -399,14 +440,13 @@ bool BackupApplier::poll_gated(uint16_t n) {
       }
       break;
     }
-    if (e.mark.txn > h->decided) {
+    if (e.mark.txn > known_[n]) {
       // Not known committed here yet: learn the watermark from the entries
-      // behind it (and the messages), and make it persistent before
-      // anything it covers is applied or released here.
+      // behind it (and the messages). It is the coordinator's, so what it
+      // covers is committed; it is made persistent with the next release,
+      // before any entry it covers disappears (below).
       known_[n] = std::max(known_[n], r.scan_decided(16));
-      if (known_[n] <= h->decided || e.mark.txn > known_[n]) break;
-      h->decided = known_[n];
-      ps.persist(&h->decided, sizeof h->decided);
+      if (e.mark.txn > known_[n]) break;
     }
     if (!decode_redo(e.payload, e.len, &decoded_)) {
       stop_corrupt("the ring written by node " + std::to_string(n) + " thread " +
@@ -421,7 +461,13 @@ bool BackupApplier::poll_gated(uint16_t n) {
     if (crash_) crash_(CrashPoint::kApplied);
     work = true;
   }
-  if (r.unreleased() == 0) return work;
+  // What may be released changes only when an entry was taken here or a
+  // deferred record was installed (this poll), or while a delete's entry
+  // waits for another ring's release (key_order.h).
+  if (r.unreleased() == 0 ||
+      (!work && !deferred_progress && !(cfg_.unreleased && cfg_.unreleased->someone_waits()))) {
+    return work;
+  }
   bool waits = false;
   const size_t done = r.releasable([this, &waits](uint64_t tag) {
     for (const auto& w : waiting_) {
@@ -446,12 +492,18 @@ bool BackupApplier::poll_gated(uint16_t n) {
     return work;
   }
   // What the entries wrote here was flushed as it was written: fence it,
-  // then persist the new head before the entries are zeroed (a crash in
-  // between finds them again, and applying them twice changes nothing).
+  // then persist the watermark that covers them and the new head before
+  // the entries are zeroed (a crash in between finds them again, and
+  // applying them twice changes nothing). Until then a crash finds every
+  // entry applied here in the ring, and each entry of their transactions
+  // at the other targets too, or a persisted watermark that covers them
+  // there: recovery decides them committed either way.
   ps.drain();
+  static_assert(offsetof(RingHeader, head) == 8 && offsetof(RingHeader, next_seq) == 16);
+  h->decided = std::max(h->decided, known_[n]);
   h->head = head;
   h->next_seq = seq;
-  ps.persist(&h->head, 2 * sizeof(uint64_t));
+  ps.persist(&h->decided, 3 * sizeof(uint64_t));
   released(r, done);
   if (r.release(done)) {
     if (w_.post_oneway({n, w_.thread()}, kRpcLogReclaim, &head, sizeof head).is_ok()) {
@@ -461,12 +513,48 @@ bool BackupApplier::poll_gated(uint16_t n) {
   return work;
 }
 
+void BackupApplier::keep_history(size_t per_ring) {
+  std::lock_guard<std::mutex> g(history_mu_);
+  history_per_ring_ = per_ring;
+  history_.assign(readers_.size(), {});
+  dropped_.assign(readers_.size(), 0);
+}
+
+std::vector<LoggedTxn> BackupApplier::history(uint16_t node) const {
+  std::lock_guard<std::mutex> g(history_mu_);
+  if (node >= history_.size()) return {};
+  return {history_[node].begin(), history_[node].end()};
+}
+
+bool BackupApplier::history_full(uint16_t node) const {
+  std::lock_guard<std::mutex> g(history_mu_);
+  return node < dropped_.size() && dropped_[node];
+}
+
+void BackupApplier::remember(uint16_t node, const LogMark& m) {
+  LoggedTxn t;
+  t.txn = m.txn;
+  t.targets = m.decided;
+  t.records.reserve(decoded_.size());
+  for (const RedoRecord& r : decoded_) t.records.push_back({r.table, r.op, r.key, r.version});
+  std::lock_guard<std::mutex> g(history_mu_);
+  std::deque<LoggedTxn>& h = history_[node];
+  if (h.size() >= history_per_ring_) {
+    h.pop_front();
+    dropped_[node] = 1;
+  }
+  h.push_back(std::move(t));
+}
+
 bool BackupApplier::poll() {
   if (corrupt_.load(std::memory_order_relaxed)) return false;
-  bool work = retry_deferred();
+  const bool deferred_progress = retry_deferred();
+  bool work = deferred_progress;
+  const uint64_t retired = retired_.load(std::memory_order_relaxed);
   for (uint16_t n = 0; n < readers_.size(); ++n) {
+    if (n < 64 && ((retired >> n) & 1) != 0) continue;
     if (cfg_.durable) {
-      work = poll_gated(n) || work;
+      work = poll_gated(n, deferred_progress) || work;
       continue;
     }
     LogReader& r = readers_[n];
@@ -478,6 +566,7 @@ bool BackupApplier::poll() {
                          std::to_string(len) + " bytes) does not decode");
             return;
           }
+          if (history_per_ring_ != 0) remember(n, r.last_mark());
           offer(next_entry_++);
         },
         32);
@@ -488,12 +577,28 @@ bool BackupApplier::poll() {
                    std::to_string(r.next_seq()) + " was expected");
     }
     if (res.applied > 0) work = true;
+    if (n < 64 && res.applied == 0 && !res.corrupt &&
+        ((skip_.load(std::memory_order_relaxed) >> n) & 1) != 0) {
+      // Failover: nothing more in order from this removed writer; entries
+      // beyond a hole are applied too, then the ring is left alone.
+      if (r.skip_hole()) {
+        work = true;
+      } else {
+        skip_.fetch_and(~(uint64_t{1} << n), std::memory_order_acq_rel);
+      }
+    }
     if (res.report) {
       const uint64_t head = r.head();
       if (w_.post_oneway({n, w_.thread()}, kRpcLogReclaim, &head, sizeof head).is_ok()) {
         r.reported();
       }
     }
+  }
+  polls_.store(polls_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+  if (work || !deferred_.empty()) {
+    quiet_.store(0, std::memory_order_release);
+  } else {
+    quiet_.store(quiet_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
   }
   return work;
 }

@@ -18,13 +18,13 @@
 // with a one-way message every `reclaim_every` bytes.
 //
 // Durable logs (ReplicationConfig::durable; the whole protocol: src/txn/README.md, "Durability"):
-// the entries also go to the primaries of the written records (which then only make the write-back
-// persistent), every WRITE is followed by a flushing READ on the same channel (thesis H9: the entry
-// is persistent when the READ completes), entries carry the transaction's number and the
-// coordinator's decision watermark (decisions.h), and the applier is
-// gated: nothing of an entry is applied or released before the entry's
-// transaction is known committed and that knowledge is persistent in the
-// ring's header, and an entry is released only once what it wrote here is
+// the caller may also send entries to the primaries of written records (which then only make the
+// write-back persistent; the engine does so where a record has no backup or is not written back by
+// a flushed one-sided WRITE), every WRITE is followed by a flushing READ on the same channel
+// (thesis H9: the entry is persistent when the READ completes), entries carry the transaction's
+// number and the coordinator's decision watermark (decisions.h), and the applier is gated: nothing
+// of an entry is applied or released before the entry's transaction is known committed, and an
+// entry is released only once what it wrote here and that knowledge (in the ring's header) are
 // persistent.
 //
 // Threading: a Replicator and a BackupApplier belong to one worker.
@@ -32,8 +32,10 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -113,6 +115,11 @@ struct LogBuffers {
   uint8_t* images = nullptr;  // registered, Replicator::image_bytes(cfg) long
                               // (durable logs: the flushing READs land there too)
   std::vector<std::vector<uint8_t>> payloads;
+  // Durable logs. In: the transaction is decided only once the caller says
+  // so with Replicator::settle() (its write-back at primaries that received
+  // no entry is persistent), not when its entries are. Out: its number.
+  bool settle_later = false;
+  uint64_t txn = 0;
 };
 
 // The records one backup must receive (those of the partitions it backs up).
@@ -141,6 +148,14 @@ class Replicator {
   Status log(r2::Co& co, std::span<const r2::NodeId> backups, std::span<const RedoRecord> records,
              LogBuffers& buffers);
 
+  // Durable logs, a transaction logged with LogBuffers::settle_later: what
+  // makes it committed for good besides its entries is now persistent (the
+  // coordinator's write-back at the primaries it sent no entry to); it may
+  // join the decision watermark. `txn` 0 (nothing logged) is ignored.
+  void settle(uint64_t txn) {
+    if (txn != 0) decisions_.complete(txn);
+  }
+
   uint64_t entries() const { return entries_; }  // entries written (one per backup)
   uint64_t full_waits() const { return full_waits_; }
   const std::vector<LogWriter>& writers() const { return writers_; }
@@ -159,9 +174,24 @@ class Replicator {
   // the last transaction logged there and the watermark it has been told.
   Decisions decisions_;
   std::vector<uint64_t> last_txn_, told_;
-  uint64_t pending_since_ = 0;  // when the watermark passed what a target was told
+  uint64_t pending_since_ = 0;        // when the watermark passed what a target was told
+  uint64_t volatile_txn_ = 0;         // volatile logs: this worker's transactions logged
+  std::vector<r2::NodeId> op_nodes_;  // log(): the target of each op of its batch
   uint32_t polls_ = 0;
   CrashHook crash_;
+};
+
+// Failover: what a backup remembers of one applied log entry.
+struct LoggedRecord {
+  uint16_t table = 0;
+  RedoOp op = RedoOp::kUpdate;
+  uint64_t key = 0;
+  uint64_t version = 0;
+};
+struct LoggedTxn {
+  uint64_t txn = 0;      // the coordinator thread's transaction number
+  uint64_t targets = 0;  // bit n: node n received an entry of it
+  std::vector<LoggedRecord> records;
 };
 
 class BackupApplier {
@@ -202,6 +232,35 @@ class BackupApplier {
   // Records waiting for an earlier change of their key (worker thread only).
   size_t deferred() const { return deferred_.size(); }
 
+  // --- failover (txn/failover.h), volatile logs ------------------------------
+  // Keeps, per coordinator node, what the last `per_ring` entries from its
+  // ring held (transaction number, targets, record keys and versions): a
+  // removed coordinator's in-flight transactions are decided from it.
+  void keep_history(size_t per_ring);
+  // The history of the ring written by `node` (any thread; a copy).
+  std::vector<LoggedTxn> history(uint16_t node) const;
+  // Whether that history already dropped older entries.
+  bool history_full(uint16_t node) const;
+  // Stops reading the rings of the nodes whose bit is set (removed nodes,
+  // once their entries were resolved): a late write of theirs is ignored.
+  void retire(uint64_t nodes) { retired_.fetch_or(nodes, std::memory_order_acq_rel); }
+  // Applies what the rings of these (removed) writers hold beyond a hole:
+  // an entry their writer reserved and never wrote, followed by complete
+  // ones (LogReader::skip_hole). Done once, by the next polls.
+  void skip_holes(uint64_t nodes) { skip_.fetch_or(nodes, std::memory_order_acq_rel); }
+  // Polls that found nothing to apply and nothing deferred, in a row since
+  // the last one that did work (any thread): quiet() > 1 after a moment
+  // when no coordinator logs means every complete entry was applied.
+  uint64_t quiet() const { return quiet_.load(std::memory_order_acquire); }
+  // Polls so far (any thread).
+  uint64_t polls() const { return polls_.load(std::memory_order_acquire); }
+  // Drained as seen from another thread: since `polls()` was `p0`, at
+  // least 4 polls ran and the last 4 found nothing (no hole left to skip).
+  bool drained_since(uint64_t p0) const {
+    const uint64_t q = quiet();
+    return q >= 4 && polls() >= p0 + 4 && skip_.load(std::memory_order_acquire) == 0;
+  }
+
  private:
   struct Deferred {
     RedoRecord rec;  // value points into `value`
@@ -209,7 +268,7 @@ class BackupApplier {
     uint64_t entry;  // index into waiting_
   };
   bool poll();
-  bool poll_gated(uint16_t ring);
+  bool poll_gated(uint16_t ring, bool deferred_progress);
   bool retry_deferred();
   void entry_done();
   // Offers the decoded records of entry `entry`; defers what is not taken.
@@ -242,6 +301,16 @@ class BackupApplier {
   bool may_release(uint64_t entry) const;
   void released(LogReader& r, size_t n);
   std::atomic<uint64_t> applied_{0};
+  // Failover history (keep_history).
+  size_t history_per_ring_ = 0;
+  mutable std::mutex history_mu_;
+  std::vector<std::deque<LoggedTxn>> history_;  // by coordinator node
+  std::vector<uint8_t> dropped_;                // by coordinator node: history dropped some
+  std::atomic<uint64_t> retired_{0};
+  std::atomic<uint64_t> skip_{0};
+  std::atomic<uint64_t> quiet_{0};
+  std::atomic<uint64_t> polls_{0};
+  void remember(uint16_t node, const LogMark& m);
   void stop_corrupt(std::string reason);
   std::atomic<bool> corrupt_{false};  // set once, after corrupt_reason_ (release)
   std::string corrupt_reason_;

@@ -1,0 +1,568 @@
+#include "txn/failover.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "r2/common/clock.h"
+#include "store/record.h"
+
+namespace drtmx::txn {
+
+// --- the gate ----------------------------------------------------------------
+
+FailoverGate::FailoverGate(const r2::MembershipView* view, size_t slots)
+    : view_(view), slots_(new Slot[slots == 0 ? 1 : slots]), n_(slots) {}
+
+bool FailoverGate::enter(r2::Co& co, size_t slot) {
+  Slot& s = slots_[slot];
+  for (;;) {
+    // Dekker with close(): the slot is marked inside before the gate's
+    // state is read; the reconfigurer closes before reading the slots.
+    s.state.store(kInside, std::memory_order_seq_cst);
+    const uint32_t g = state_.load(std::memory_order_seq_cst);
+    if (g == kOpen) return true;
+    s.state.store(kOutside, std::memory_order_release);
+    if (g == kFailed) return false;
+    // Paused: what this coroutine sent with passive ACK must be handled
+    // (acknowledged) before the survivors compare their copies.
+    (void)co.wait_passive_acks();
+    s.state.store(kParked, std::memory_order_seq_cst);
+    while (state_.load(std::memory_order_acquire) == kClosed) co.yield_idle();
+  }
+}
+
+bool FailoverGate::quiet() const {
+  for (size_t i = 0; i < n_; ++i) {
+    const uint32_t s = slots_[i].state.load(std::memory_order_seq_cst);
+    if (s != kParked && s != kFinished) return false;
+  }
+  return true;
+}
+
+// --- blobs -------------------------------------------------------------------
+namespace {
+
+struct Out {
+  std::string s;
+  template <typename T>
+  void put(T v) {
+    s.append(reinterpret_cast<const char*>(&v), sizeof v);
+  }
+  void bytes(const uint8_t* p, size_t n) { s.append(reinterpret_cast<const char*>(p), n); }
+};
+
+struct In {
+  const std::string& s;
+  size_t at = 0;
+  bool ok = true;
+  template <typename T>
+  T get() {
+    T v{};
+    if (at + sizeof v > s.size()) {
+      ok = false;
+      return v;
+    }
+    std::memcpy(&v, s.data() + at, sizeof v);
+    at += sizeof v;
+    return v;
+  }
+  const uint8_t* bytes(size_t n) {
+    if (at + n > s.size()) {
+      ok = false;
+      return nullptr;
+    }
+    const auto* p = reinterpret_cast<const uint8_t*>(s.data() + at);
+    at += n;
+    return p;
+  }
+};
+
+using TxnId = std::tuple<uint16_t, uint16_t, uint64_t>;  // (node, thread, txn)
+using RecKey = std::pair<uint16_t, uint64_t>;            // (table, key)
+
+bool removed_lock(uint64_t lock, uint64_t live) {
+  if (lock == store::kOwnerLockWord) return false;
+  const uint64_t node = (lock >> 47) & 0xff;
+  return node >= 64 || ((live >> node) & 1) == 0;
+}
+
+// What a survivor knows about the removed nodes.
+struct Reported {
+  struct Ring {
+    uint16_t node = 0, thread = 0;
+    bool full = false;  // its history dropped older entries
+    uint64_t oldest = 0;
+    std::vector<LoggedTxn> txns;
+  };
+  std::vector<Ring> rings;
+  std::vector<store::tables::StoreNode::HeldSlot> held;
+};
+
+std::string encode_reported(const Reported& r) {
+  Out o;
+  o.put<uint32_t>(static_cast<uint32_t>(r.rings.size()));
+  for (const Reported::Ring& g : r.rings) {
+    o.put(g.node);
+    o.put(g.thread);
+    o.put<uint8_t>(g.full);
+    o.put(g.oldest);
+    o.put<uint32_t>(static_cast<uint32_t>(g.txns.size()));
+    for (const LoggedTxn& t : g.txns) {
+      o.put(t.txn);
+      o.put(t.targets);
+      o.put<uint32_t>(static_cast<uint32_t>(t.records.size()));
+      for (const LoggedRecord& rec : t.records) {
+        o.put(rec.table);
+        o.put(static_cast<uint8_t>(rec.op));
+        o.put(rec.key);
+        o.put(rec.version);
+      }
+    }
+  }
+  o.put<uint32_t>(static_cast<uint32_t>(r.held.size()));
+  for (const auto& h : r.held) {
+    o.put(h.table);
+    o.put(h.key);
+    o.put(h.version);
+    o.put(h.offset);
+    o.put(h.lock);
+  }
+  return o.s;
+}
+
+bool decode_reported(const std::string& s, Reported* r) {
+  if (s.empty()) return true;  // a removed node's blob
+  In in{s};
+  const uint32_t rings = in.get<uint32_t>();
+  for (uint32_t i = 0; i < rings && in.ok; ++i) {
+    Reported::Ring g;
+    g.node = in.get<uint16_t>();
+    g.thread = in.get<uint16_t>();
+    g.full = in.get<uint8_t>() != 0;
+    g.oldest = in.get<uint64_t>();
+    const uint32_t n = in.get<uint32_t>();
+    for (uint32_t j = 0; j < n && in.ok; ++j) {
+      LoggedTxn t;
+      t.txn = in.get<uint64_t>();
+      t.targets = in.get<uint64_t>();
+      const uint32_t recs = in.get<uint32_t>();
+      for (uint32_t k = 0; k < recs && in.ok; ++k) {
+        LoggedRecord rec;
+        rec.table = in.get<uint16_t>();
+        rec.op = static_cast<RedoOp>(in.get<uint8_t>());
+        rec.key = in.get<uint64_t>();
+        rec.version = in.get<uint64_t>();
+        t.records.push_back(rec);
+      }
+      g.txns.push_back(std::move(t));
+    }
+    r->rings.push_back(std::move(g));
+  }
+  const uint32_t held = in.get<uint32_t>();
+  for (uint32_t i = 0; i < held && in.ok; ++i) {
+    store::tables::StoreNode::HeldSlot h;
+    h.table = in.get<uint32_t>();
+    h.key = in.get<uint64_t>();
+    h.version = in.get<uint64_t>();
+    h.offset = in.get<uint64_t>();
+    h.lock = in.get<uint64_t>();
+    r->held.push_back(h);
+  }
+  return in.ok && in.at == s.size();
+}
+
+// The state every surviving copy of a record must end in.
+struct Wanted {
+  bool present = true;
+  uint64_t version = 0;
+  bool unlock_only = false;  // locked, nothing logged: keep the primary's value
+  std::string why;           // the transaction that decided it (for errors)
+};
+
+std::string where(const store::TableSpec* t, uint64_t key) {
+  return "record " + std::to_string(key) + " of table '" + (t ? t->name : std::string("?")) + "'";
+}
+
+}  // namespace
+
+// --- the reconfigurer --------------------------------------------------------
+
+Failover::Failover(Parts p) : p_(std::move(p)) {
+  live_ = p_.nodes >= 64 ? ~uint64_t{0} : (uint64_t{1} << p_.nodes) - 1;
+}
+
+Failover::~Failover() {
+  stop();
+}
+
+void Failover::start() {
+  thread_ = std::thread([this] { loop(); });
+}
+
+void Failover::notify() {
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    ++signals_;
+  }
+  cv_.notify_all();
+}
+
+void Failover::stop() {
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+Status Failover::status() const {
+  std::lock_guard<std::mutex> g(mu_);
+  return status_;
+}
+
+std::vector<FailoverReport> Failover::reports() const {
+  std::lock_guard<std::mutex> g(mu_);
+  return reports_;
+}
+
+void Failover::loop() {
+  uint64_t seen_signals = 0;
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> g(mu_);
+      // The view may move between a notify and here: wake on either, and
+      // look at the view every 100 ms anyway (a missed notify costs that).
+      cv_.wait_for(g, std::chrono::milliseconds(100), [&] {
+        return stop_ || signals_ != seen_signals || p_.control->view().epoch() != handled_epoch_;
+      });
+      if (stop_) return;
+      seen_signals = signals_;
+    }
+    const r2::MembershipView::Snapshot v = p_.control->view().snapshot();
+    if (v.epoch == handled_epoch_) continue;
+    if (!v.live.test(p_.self)) {
+      // This node was removed (it was stopped or cut off past its lease):
+      // it must not run another transaction.
+      std::lock_guard<std::mutex> g(mu_);
+      Status h = p_.control->health();
+      status_ = h.is_ok()
+                    ? aborted("node " + std::to_string(p_.self) +
+                              " was removed from the cluster at epoch " + std::to_string(v.epoch))
+                    : h;
+      p_.gate->fail();
+      handled_epoch_ = v.epoch;
+      return;
+    }
+    busy_.store(true, std::memory_order_release);
+    FailoverReport rep;
+    rep.epoch = v.epoch;
+    rep.seen_ns = r2::now_ns();
+    Status s = reconfigure(v, &rep);
+    if (!s.is_ok() && s.code() == Code::kAborted && p_.control->view().epoch() != v.epoch &&
+        p_.control->health().is_ok()) {
+      // Interrupted by a further change: start over under the newer epoch.
+      busy_.store(false, std::memory_order_release);
+      continue;
+    }
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      if (s.is_ok()) {
+        reports_.push_back(rep);
+        handled_epoch_ = v.epoch;
+      } else {
+        status_ = s.with_context("node " + std::to_string(p_.self) +
+                                 " could not continue after the membership change to epoch " +
+                                 std::to_string(v.epoch));
+        p_.gate->fail();
+        handled_epoch_ = v.epoch;
+      }
+    }
+    busy_.store(false, std::memory_order_release);
+    if (!s.is_ok()) return;
+  }
+}
+
+Status Failover::check_copies(uint64_t live, uint16_t* min_copies) const {
+  std::string lost;
+  size_t lost_count = 0;
+  uint16_t fewest = store::kMaxReplicas;
+  for (const store::TableSpec& t : p_.catalog->tables()) {
+    if (t.scheme == store::PartitionScheme::kReplicated) continue;
+    for (store::PartitionId q = 0; q < p_.catalog->partitions(t); ++q) {
+      const store::PartitionReplicas r = p_.catalog->replicas_of(t, q, p_.self, live);
+      const uint16_t copies = r.primary == store::kNoNode ? 0 : uint16_t(1 + r.backup_count);
+      fewest = std::min(fewest, copies);
+      if (copies >= 2) continue;
+      if (++lost_count <= 8) {
+        lost += (lost.empty() ? "" : ", ") + t.name + "/p" + std::to_string(q) + " (" +
+                std::to_string(copies) + (copies == 1 ? " copy)" : " copies)");
+      }
+    }
+  }
+  *min_copies = fewest;
+  if (lost_count == 0) return Status::ok();
+  return unavailable(std::to_string(lost_count) +
+                     " partitions would be left with fewer than 2 live copies: " + lost +
+                     (lost_count > 8 ? ", ..." : "") +
+                     "; the cluster cannot continue (raise --replicas, or run more nodes)");
+}
+
+Status Failover::reconfigure(const r2::MembershipView::Snapshot& v, FailoverReport* rep) {
+  uint64_t live = 0;
+  for (uint16_t n = 0; n < p_.nodes && n < 64; ++n) {
+    if (v.live.test(n)) live |= uint64_t{1} << n;
+  }
+  const uint64_t gone = live_ & ~live;
+  for (uint16_t n = 0; n < p_.nodes && n < 64; ++n) {
+    if ((gone >> n) & 1) rep->removed.push_back(n);
+  }
+  const std::string tag = "reconf." + std::to_string(v.epoch) + ".";
+  // 1. Refusals.
+  if (p_.nodes > 64) return invalid_argument("failover supports clusters of at most 64 nodes");
+  if (p_.durable) {
+    return unavailable(
+        "failover with durable logs (--durability=pmem) is not implemented: restart the "
+        "cluster from its pools instead");
+  }
+  if (p_.gts && ((gone & 1) != 0)) {
+    return unavailable(
+        "node 0, which hosts the GTS timestamp oracle (--policy=drtmx-gts), was "
+        "removed; the oracle is not replicated");
+  }
+  DRTMX_RETURN_IF_ERROR(check_copies(live, &rep->min_copies));
+
+  // 2. Pause.
+  p_.gate->close();
+  const auto until =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(p_.pause_timeout_ms);
+  while (!p_.gate->quiet()) {
+    if (std::chrono::steady_clock::now() > until) {
+      return timeout_error("transactions did not pause within " +
+                           std::to_string(p_.pause_timeout_ms) + " ms");
+    }
+    std::this_thread::yield();
+  }
+  DRTMX_RETURN_IF_ERROR(p_.control->barrier(tag + "quiet"));
+  rep->quiet_ns = r2::now_ns();
+
+  // 3. Drain: every applier polled a few times in a row with nothing to do
+  //    (entries of removed writers beyond a hole included).
+  const auto& apps = *p_.appliers;
+  std::vector<uint64_t> p0(apps.size(), 0);
+  for (size_t i = 0; i < apps.size(); ++i) {
+    if (!apps[i]) continue;
+    apps[i]->skip_holes(gone);
+    p0[i] = apps[i]->polls();
+  }
+  for (;;) {
+    bool all = true;
+    for (size_t i = 0; i < apps.size(); ++i)
+      all = all && (!apps[i] || apps[i]->drained_since(p0[i]));
+    if (all) break;
+    if (std::chrono::steady_clock::now() > until) {
+      return timeout_error("backup appliers did not drain their log rings within " +
+                           std::to_string(p_.pause_timeout_ms) + " ms");
+    }
+    std::this_thread::yield();
+  }
+
+  // 4. What this node knows of the removed coordinators' transactions.
+  Reported mine;
+  for (uint16_t d : rep->removed) {
+    for (size_t t = 0; t < apps.size(); ++t) {
+      if (!apps[t]) continue;
+      Reported::Ring g;
+      g.node = d;
+      g.thread = static_cast<uint16_t>(t);
+      g.txns = apps[t]->history(d);
+      g.full = apps[t]->history_full(d);
+      g.oldest = g.txns.empty() ? 0 : g.txns.front().txn;
+      mine.rings.push_back(std::move(g));
+    }
+  }
+  mine.held = p_.store->locked_slots([gone](uint64_t lock) { return removed_lock(lock, ~gone); });
+  auto all = p_.control->exchange(tag + "inflight", encode_reported(mine));
+  if (!all.is_ok()) return all.status();
+  std::vector<Reported> reps(all->size());
+  for (size_t n = 0; n < all->size(); ++n) {
+    if (!decode_reported((*all)[n], &reps[n])) {
+      return internal_error("node " + std::to_string(n) + " sent a malformed failover report");
+    }
+  }
+  // Decide each transaction (the same on every survivor: same blobs).
+  struct Seen {
+    uint64_t targets = 0;
+    uint64_t at = 0;  // bit n: survivor n applied it
+    std::vector<LoggedRecord> records;
+  };
+  std::map<TxnId, Seen> txns;
+  std::map<std::tuple<uint16_t, uint16_t, uint16_t>, std::pair<bool, uint64_t>> horizon;
+  for (size_t n = 0; n < reps.size(); ++n) {
+    for (const Reported::Ring& g : reps[n].rings) {
+      horizon[{static_cast<uint16_t>(n), g.node, g.thread}] = {g.full, g.oldest};
+      for (const LoggedTxn& t : g.txns) {
+        Seen& s = txns[{g.node, g.thread, t.txn}];
+        s.targets = t.targets;
+        s.at |= uint64_t{1} << n;
+        s.records.insert(s.records.end(), t.records.begin(), t.records.end());
+      }
+    }
+  }
+  std::set<RecKey> held_keys;
+  for (const Reported& r : reps) {
+    for (const auto& h : r.held) held_keys.insert({static_cast<uint16_t>(h.table), h.key});
+  }
+  std::map<RecKey, Wanted> wanted;
+  for (const auto& [id, s] : txns) {
+    bool committed = true;
+    for (uint16_t n = 0; n < p_.nodes && n < 64; ++n) {
+      if (((s.targets & live) >> n & 1) == 0 || ((s.at >> n) & 1) != 0) continue;
+      // Not in n's history: it arrived there earlier only if n's history
+      // dropped entries and this one is older than what it kept.
+      const auto h = horizon.find({n, std::get<0>(id), std::get<1>(id)});
+      if (h != horizon.end() && h->second.first && std::get<2>(id) < h->second.second) continue;
+      committed = false;
+    }
+    (committed ? rep->committed : rep->aborted) += 1;
+    if (committed) {
+      for (const LoggedRecord& r : s.records)
+        rep->committed_writes.emplace_back(r.table, r.key, r.version);
+    }
+    auto name = [&] {
+      std::string n = "transaction #" + std::to_string(std::get<2>(id)) + " of node " +
+                      std::to_string(std::get<0>(id)) + " thread " +
+                      std::to_string(std::get<1>(id)) + ", decided " +
+                      (committed ? "committed" : "aborted") + ": targets";
+      for (uint16_t x = 0; x < 64; ++x) {
+        if ((s.targets >> x) & 1) n += " " + std::to_string(x);
+      }
+      n += ", applied at";
+      for (uint16_t x = 0; x < 64; ++x) {
+        if ((s.at >> x) & 1) n += " " + std::to_string(x);
+      }
+      return n;
+    };
+    for (const LoggedRecord& r : s.records) {
+      const RecKey k{r.table, r.key};
+      if (!committed) {
+        // The state before it: an insert never happened; an update or a
+        // delete leaves the previous version.
+        wanted[k] = r.op == RedoOp::kInsert ? Wanted{false, 0, false, name()}
+                                            : Wanted{true, r.version - 1, false, name()};
+      } else if (held_keys.count(k) != 0 && wanted.count(k) == 0) {
+        // Committed, still locked at its primary: written back maybe not.
+        wanted[k] = r.op == RedoOp::kDelete ? Wanted{false, 0, false, name()}
+                                            : Wanted{true, r.version, false, name()};
+      }
+    }
+  }
+  for (const RecKey& k : held_keys) {
+    if (wanted.count(k) == 0) wanted[k] = Wanted{true, 0, true};  // locked, nothing logged
+  }
+  std::sort(rep->committed_writes.begin(), rep->committed_writes.end());
+  rep->committed_writes.erase(
+      std::unique(rep->committed_writes.begin(), rep->committed_writes.end()),
+      rep->committed_writes.end());
+
+  // 5. Repair: report this node's copies of those records, then set them.
+  auto hosted = [&](const store::TableSpec* spec, uint64_t key) {
+    return spec != nullptr &&
+           p_.catalog->hosts(p_.self, *spec, p_.catalog->partition_of(*spec, key));
+  };
+  // Locks first (install and remove refuse a locked record).
+  for (const auto& h : mine.held) {
+    p_.store->clear_lock(h.table, h.offset, h.lock);
+    ++rep->locks_released;
+  }
+  Out copies;
+  std::vector<uint8_t> value;
+  for (const auto& [k, w] : wanted) {
+    const store::TableSpec* spec = p_.catalog->find(k.first);
+    if (!hosted(spec, k.second)) continue;
+    value.assign(spec->value_size, 0);
+    uint64_t version = 0;
+    Result<bool> got = p_.store->get_local(*spec, k.second, value, &version);
+    if (!got.is_ok()) return got.status().with_context(where(spec, k.second));
+    copies.put(k.first);
+    copies.put(k.second);
+    copies.put<uint8_t>(*got ? 1 : 0);
+    copies.put(version);
+    copies.put<uint32_t>(spec->value_size);
+    copies.bytes(value.data(), value.size());
+  }
+  auto all_copies = p_.control->exchange(tag + "copies", copies.s);
+  if (!all_copies.is_ok()) return all_copies.status();
+  // (table, key, version) -> a value some survivor holds.
+  std::map<std::tuple<uint16_t, uint64_t, uint64_t>, std::string> have;
+  for (const std::string& blob : *all_copies) {
+    In in{blob};
+    while (in.ok && in.at < blob.size()) {
+      const uint16_t table = in.get<uint16_t>();
+      const uint64_t key = in.get<uint64_t>();
+      const bool present = in.get<uint8_t>() != 0;
+      const uint64_t version = in.get<uint64_t>();
+      const uint32_t bytes = in.get<uint32_t>();
+      const uint8_t* p = in.bytes(bytes);
+      if (!in.ok) return internal_error("a survivor sent a malformed copy report");
+      if (present)
+        have[{table, key, version}] = std::string(reinterpret_cast<const char*>(p), bytes);
+    }
+  }
+  for (const auto& [k, w] : wanted) {
+    const store::TableSpec* spec = p_.catalog->find(k.first);
+    if (!hosted(spec, k.second)) continue;
+    value.assign(spec->value_size, 0);
+    uint64_t version = 0;
+    Result<bool> got = p_.store->get_local(*spec, k.second, value, &version);
+    if (!got.is_ok()) return got.status().with_context(where(spec, k.second));
+    const bool present = *got;
+    if (w.unlock_only) {
+      // Locked by a removed coordinator that logged nothing of it: its
+      // value is unchanged; a reservation (version 0) is removed.
+      if (present && version == 0) {
+        DRTMX_RETURN_IF_ERROR(p_.store->install(*spec, k.second, 0, {}, true).status());
+        ++rep->records_repaired;
+      }
+      continue;
+    }
+    if (!w.present) {
+      if (present) {
+        DRTMX_RETURN_IF_ERROR(p_.store->install(*spec, k.second, 0, {}, true).status());
+        ++rep->records_repaired;
+      }
+      continue;
+    }
+    if (present && version == w.version) continue;
+    const auto src = have.find({k.first, k.second, w.version});
+    if (src == have.end()) {
+      return internal_error(
+          "cannot repair " + where(spec, k.second) + ": no surviving copy holds version " +
+          std::to_string(w.version) + " (this copy: " +
+          (present ? "version " + std::to_string(version) : "absent") + "; " + w.why + ")");
+    }
+    if (present) DRTMX_RETURN_IF_ERROR(p_.store->install(*spec, k.second, 0, {}, true).status());
+    std::span<const uint8_t> val(reinterpret_cast<const uint8_t*>(src->second.data()),
+                                 src->second.size());
+    DRTMX_RETURN_IF_ERROR(p_.store->install(*spec, k.second, w.version, val, false).status());
+    ++rep->records_repaired;
+  }
+
+  // 6. Promote.
+  for (const auto& a : apps) {
+    if (a) a->retire(gone);
+  }
+  p_.caches->placement().set_live(live);
+  p_.caches->reset();
+  live_ = live;
+  DRTMX_RETURN_IF_ERROR(p_.control->barrier(tag + "done"));
+  rep->serving_ns = r2::now_ns();
+  p_.gate->open();
+  return Status::ok();
+}
+
+}  // namespace drtmx::txn

@@ -1,0 +1,166 @@
+// Failover: what a TxnNode does when the control plane removes a node
+// (survive-failures mode; docs/membership.md, "What the engine must do").
+//
+// Every survivor runs the same reconfiguration for each new epoch, on a
+// thread of its own, in steps separated by collectives named
+// "reconf.<epoch>.<step>" (a further removal interrupts one; the next
+// attempt runs under the newer epoch):
+//   1. refuse what cannot continue: a partition with fewer than 2 live
+//      copies (named), durable logs, the GTS oracle's node removed;
+//   2. pause: the gate closes; transactions running end (those that touched
+//      the removed node abort with kNodeFailure; the r2 worker fails their
+//      calls at once), new ones wait at the gate; barrier "quiet";
+//   3. drain: every backup applier applies what its rings hold (no live
+//      coordinator logs now, so every complete entry is there);
+//   4. decide the removed coordinators' transactions from what the backups
+//      applied (their appliers keep the last entries of every ring: number,
+//      targets, records): committed iff an entry reached every surviving
+//      target; collect the records the removed nodes still hold locked on
+//      the survivors (a sweep over the hosted copies' lock words);
+//      exchange "inflight";
+//   5. repair: for each record of an aborted transaction the state before it
+//      (the copy that did not apply it has it), for each record still locked
+//      by a committed one its logged state; every survivor reports its
+//      copies of those records (exchange "copies") and sets its own ones to
+//      that state; locks of removed nodes are cleared, their reservations
+//      removed;
+//   6. promote: the placement drops the removed nodes (for each partition
+//      the first live copy of its chain is primary: store/placement.h), the
+//      location and learned caches are emptied (they refill from the new
+//      primaries), the removed nodes' rings are no longer read; barrier
+//      "done"; the gate opens.
+// A step that fails (a refusal, a timeout, a copy that cannot be repaired)
+// fails the gate: every later transaction aborts with kNodeFailure and
+// TxnNode::finish() returns the reason.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include "base/status.h"
+#include "r2/control/control.h"
+#include "r2/sched/co.h"
+#include "store/catalog.h"
+#include "store/tables/store_node.h"
+#include "store/tables/table_client.h"
+#include "txn/log/replication.h"
+
+namespace drtmx::txn {
+
+// Where transactions wait while their node reconfigures. One slot per
+// coroutine; Engine::run enters and leaves it around every transaction.
+class FailoverGate {
+ public:
+  FailoverGate(const r2::MembershipView* view, size_t slots);
+
+  // Coroutine side. Waits (yielding) while the gate is closed; false when
+  // it failed (the transaction must not run).
+  bool enter(r2::Co& co, size_t slot);
+  void leave(size_t slot) { slots_[slot].state.store(kOutside, std::memory_order_release); }
+  // The coroutine's body returned.
+  void finished(size_t slot) { slots_[slot].state.store(kFinished, std::memory_order_release); }
+  // The membership epoch now (a transaction that sees it move between its
+  // start and its Validate or Log phase aborts).
+  uint64_t epoch() const { return view_ != nullptr ? view_->epoch() : 0; }
+
+  // Reconfigurer side.
+  void close() { state_.store(kClosed, std::memory_order_seq_cst); }
+  void open() { state_.store(kOpen, std::memory_order_release); }
+  void fail() { state_.store(kFailed, std::memory_order_release); }
+  bool failed() const { return state_.load(std::memory_order_acquire) == kFailed; }
+  // Every coroutine waits at the gate (after its passive messages were
+  // acknowledged) or has finished.
+  bool quiet() const;
+
+ private:
+  enum : uint32_t { kOpen, kClosed, kFailed };
+  enum : uint32_t { kOutside, kInside, kParked, kFinished };
+  struct alignas(64) Slot {
+    std::atomic<uint32_t> state{kOutside};
+  };
+  const r2::MembershipView* view_;
+  std::unique_ptr<Slot[]> slots_;
+  size_t n_;
+  std::atomic<uint32_t> state_{kOpen};
+};
+
+// One reconfiguration, as this node saw it.
+struct FailoverReport {
+  uint64_t epoch = 0;
+  std::vector<uint16_t> removed;
+  uint64_t seen_ns = 0;     // r2::now_ns() when this node's thread saw the change
+  uint64_t quiet_ns = 0;    // every survivor paused (after barrier "quiet")
+  uint64_t serving_ns = 0;  // the gate opened: the new primaries serve
+  uint64_t committed = 0;   // removed coordinators' transactions decided committed
+  uint64_t aborted = 0;     // ... decided aborted
+  uint64_t locks_released = 0;
+  uint64_t records_repaired = 0;
+  uint16_t min_copies = 0;  // fewest live copies of any partition afterwards
+  // The writes (table, key, version installed) of the removed coordinators'
+  // transactions decided committed, sorted: whoever kept a record of a
+  // transaction in flight at the failure (the driver's journal) learns its
+  // outcome here.
+  std::vector<std::tuple<uint16_t, uint64_t, uint64_t>> committed_writes;
+};
+
+class Failover {
+ public:
+  struct Parts {
+    const store::Catalog* catalog = nullptr;
+    store::tables::StoreNode* store = nullptr;
+    store::tables::NodeCaches* caches = nullptr;
+    r2::ControlClient* control = nullptr;
+    const std::vector<std::unique_ptr<BackupApplier>>* appliers = nullptr;  // one per worker
+    FailoverGate* gate = nullptr;
+    r2::NodeId self = 0;
+    uint16_t nodes = 0;
+    bool durable = false;
+    bool gts = false;  // MVCC with the global timestamp oracle (node 0)
+    uint32_t pause_timeout_ms = 10000;
+  };
+  explicit Failover(Parts p);
+  ~Failover();
+
+  // Starts the thread; it reconfigures at every change the view shows.
+  void start();
+  // The control client's on_change (any thread): look at the view now.
+  void notify();
+  // Stops the thread (waits for a reconfiguration in progress).
+  void stop();
+  // ok, or why the node could not continue after a failure.
+  Status status() const;
+  std::vector<FailoverReport> reports() const;
+  // True while a change is seen but not yet handled (driver: finish waits).
+  bool busy() const { return busy_.load(std::memory_order_acquire); }
+  // The last epoch this node reconfigured for (or failed at).
+  uint64_t handled_epoch() const {
+    std::lock_guard<std::mutex> g(mu_);
+    return handled_epoch_;
+  }
+
+ private:
+  void loop();
+  Status reconfigure(const r2::MembershipView::Snapshot& v, FailoverReport* rep);
+  Status check_copies(uint64_t live, uint16_t* min_copies) const;
+
+  Parts p_;
+  uint64_t live_;  // bit n: node n is a member as far as this node handled
+  uint64_t handled_epoch_ = 0;
+  std::thread thread_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  uint64_t signals_ = 0;
+  Status status_;
+  std::vector<FailoverReport> reports_;
+  std::atomic<bool> busy_{false};
+};
+
+}  // namespace drtmx::txn

@@ -1,0 +1,141 @@
+// Failover through drtmx-bench (issue 15): local clusters of drtmx-node
+// processes with --survive-failures, one node lost during the measured run
+// and the survivors going on.
+//
+// - SIGKILL (--kill-node) of each node in turn, SmallBank and scaled-down
+//   TPC-C, 3 nodes with replicas 3, the presets spread over the runs: the
+//   run exits 0, the check holds on the survivors (SmallBank's oracle with
+//   the killed node's acknowledged commits from its journal, TPC-C's
+//   consistency conditions, backups equal to primaries over the copies
+//   left), no record stays locked, and the failover report is there.
+// - A node killing itself at points of the commit path (--crash-point
+//   without durability): after locking, after its log reached its first
+//   target only, after every target, during write-back; several hits.
+// - SIGSTOP beyond the lease, then SIGCONT (--stop-node): the node is
+//   removed, the survivors fail over, the resumed node stops with the
+//   reason, and the check holds.
+// - Two failures in sequence on 4 nodes with replicas 3: a clear refusal
+//   naming the partitions left with one copy; one failure on 4 nodes goes
+//   on (partitions keep 2 or 3 copies, each checked as it is).
+// Every run is a few seconds; the runs are bounded by `timeout`.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+
+#include "support/bench_run.h"
+
+namespace {
+
+using drtmx::bench::testing::json_number;
+using drtmx::bench::testing::Outcome;
+using drtmx::bench::testing::slurp;
+
+Outcome bench(const std::string& args, int limit_s = 120) {
+  return drtmx::bench::testing::run(DRTMX_BENCH_PATH, args, limit_s);
+}
+
+const std::string kSmallBank =
+    "--bench=smallbank --nodes=3 --coroutines=4 --replicas=3 --accounts=2000 --hot-pct=10 "
+    "--seconds=3 --warmup=0.5 ";
+const std::string kTpcc =
+    "--bench=tpcc --nodes=3 --coroutines=4 --replicas=3 --items=2000 --customers=60 "
+    "--order-room=4000 --seconds=3 --warmup=0.5 ";
+
+// The run went on after the failure and its check held.
+void expect_survived(const Outcome& r, const std::string& what) {
+  EXPECT_EQ(r.exit_code, 0) << what << "\n" << r.output;
+  EXPECT_NE(r.output.find("check: ok"), std::string::npos) << what << "\n" << r.output;
+  EXPECT_NE(r.output.find("every partition served by a primary after"), std::string::npos)
+      << what << "\n"
+      << r.output;
+  EXPECT_EQ(r.output.find("still locked"), std::string::npos) << what << "\n" << r.output;
+}
+
+TEST(FailoverBench, SmallBankSurvivesTheKillOfEachNode) {
+  const char* presets[] = {"drtmh", "farm", "drtm-r"};
+  for (int node = 0; node < 3; ++node) {
+    const std::string what =
+        std::string("--policy=") + presets[node] + " --kill-node=" + std::to_string(node) + "@1.5";
+    expect_survived(bench(kSmallBank + what), what);
+  }
+}
+
+TEST(FailoverBench, TpccSurvivesTheKillOfEachNode) {
+  // drtmx-gts keeps its timestamp oracle on node 0: it loses nodes 1 and 2
+  // only (node 0's loss is a refusal, below).
+  const char* presets[] = {"fasst", "drtmx", "drtmx-gts"};
+  for (int node = 0; node < 3; ++node) {
+    const std::string what =
+        std::string("--policy=") + presets[node] + " --kill-node=" + std::to_string(node) + "@1.5";
+    expect_survived(bench(kTpcc + what), what);
+  }
+}
+
+TEST(FailoverBench, ReportsTheFailoverInTheJson) {
+  const std::string json = "/tmp/drtmx-failover-test-" + std::to_string(::getpid()) + ".json";
+  const Outcome r = bench(kSmallBank + "--kill-node=2@1.5 --json=" + json);
+  expect_survived(r, "--kill-node=2@1.5");
+  const std::string j = slurp(json);
+  std::remove(json.c_str());
+  EXPECT_EQ(json_number(j, "killed_node"), 2) << j;
+  EXPECT_GE(json_number(j, "detect_ms"), 0) << j;
+  EXPECT_GE(json_number(j, "serving_ms"), json_number(j, "detect_ms")) << j;
+  EXPECT_EQ(json_number(j, "replicas_after"), 2) << j;
+  EXPECT_NE(j.find("\"timeline\""), std::string::npos) << j;
+}
+
+TEST(FailoverBench, CoordinatorDiesAtCommitPathPoints) {
+  // (point, node, hit): after locking, after its log reached one target,
+  // after every target, during write-back (drtmh writes back one-sided).
+  const char* cases[][3] = {{"validated", "1", "300"},
+                            {"log-partial", "0", "200"},
+                            {"log-partial", "2", "501"},
+                            {"logged", "1", "400"},
+                            {"written-back", "2", "300"}};
+  for (const auto& c : cases) {
+    const std::string what =
+        std::string("--survive-failures --crash-point=") + c[0] + ":" + c[1] + ":" + c[2];
+    const Outcome r = bench(kSmallBank + what);
+    EXPECT_NE(r.output.find(std::string("crash point ") + c[0] + " reached"), std::string::npos)
+        << what << "\n"
+        << r.output;
+    expect_survived(r, what);
+  }
+}
+
+TEST(FailoverBench, StoppedBeyondTheLeaseIsFencedAndStops) {
+  const Outcome r = bench(kSmallBank + "--lease-ms=300 --stop-node=1@1+900");
+  expect_survived(r, "--stop-node=1@1+900");
+  EXPECT_NE(r.output.find("node 1 was removed from the cluster at epoch 1 (lease expired"),
+            std::string::npos)
+      << r.output;
+}
+
+TEST(FailoverBench, TwoFailuresOnFourNodesAreRefusedClearly) {
+  const std::string four =
+      "--bench=smallbank --nodes=4 --coroutines=4 --replicas=3 --accounts=2000 --seconds=3 "
+      "--warmup=0.5 ";
+  expect_survived(bench(four + "--kill-node=3@1.5"), "4 nodes, --kill-node=3@1.5");
+  const Outcome r = bench(four + "--kill-node=1@1,2@2");
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("would be left with fewer than 2 live copies: savings/p"),
+            std::string::npos)
+      << r.output;
+}
+
+TEST(FailoverBench, RefusesWhatItCannotDo) {
+  Outcome r = bench(kSmallBank + "--kill-node=3@1");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("N must be a node id below --nodes=3"), std::string::npos) << r.output;
+  r = bench(kSmallBank + "--kill-node=1@5");
+  EXPECT_NE(r.output.find("S must lie inside the measured run"), std::string::npos) << r.output;
+  r = bench(kSmallBank + "--inprocess --kill-node=1@1");
+  EXPECT_NE(r.output.find("not with --inprocess"), std::string::npos) << r.output;
+  r = bench(kSmallBank + "--policy=drtmx-gts --kill-node=0@1.5");
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("hosts the GTS timestamp oracle"), std::string::npos) << r.output;
+}
+
+}  // namespace
