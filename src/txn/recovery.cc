@@ -119,6 +119,16 @@ store::tables::Change change_of(RedoOp op) {
 
 }  // namespace
 
+bool deleted_at_its_slot(const RedoRecord& r, const uint8_t* slot, size_t value_size) {
+  if (r.at_primary == 0 || r.op == RedoOp::kDelete) return false;
+  const store::RecordCheck c = store::verify(slot, value_size);
+  if (c != store::RecordCheck::kOk && c != store::RecordCheck::kDeleted) return false;
+  store::RecordHeader h{};
+  std::memcpy(&h, slot, sizeof h);
+  if (h.key != r.key || h.incarnation != r.incarnation) return true;
+  return c == store::RecordCheck::kDeleted;
+}
+
 Status recover_logs(const store::Catalog& catalog, store::tables::StoreNode& store,
                     r2::Fabric& fabric, uint8_t* log_base, const LogRingLayout& layout,
                     r2::ControlClient& control, const PersistOps& persist, LogRecovery* out) {
@@ -196,6 +206,22 @@ Status recover_logs(const store::Catalog& catalog, store::tables::StoreNode& sto
            : a.key != b.key   ? a.key < b.key
                               : a.version < b.version;
   });
+  // A primary's record names the slot its write-back went to. Looked at
+  // before anything is replayed (a replay may reuse a slot): when that slot
+  // whole holds another key or incarnation, or this incarnation deleted,
+  // the record's incarnation was deleted after it (the slot is freed only
+  // then), so an insert or update of it must not be installed again — the
+  // delete's entry may be released while this one outlived it.
+  std::vector<uint8_t> gone(records.size(), 0);
+  for (size_t i = 0; i < records.size(); ++i) {
+    const RedoRecord& r = records[i];
+    const store::TableSpec* spec = r.at_primary != 0 ? catalog.find(r.table) : nullptr;
+    const r2::Region* reg = spec ? fabric.region(store::tables::table_region(spec->id)) : nullptr;
+    const uint64_t off = r.at_primary - 1;
+    const size_t bytes = spec ? store::record_slot_size(spec->value_size) : 0;
+    if (reg == nullptr || off > reg->size || bytes > reg->size - off) continue;
+    gone[i] = deleted_at_its_slot(r, reg->base + off, spec->value_size);
+  }
   for (uint32_t i : order) {
     const RedoRecord& r = records[i];
     const store::TableSpec* spec = catalog.find(r.table);
@@ -204,6 +230,7 @@ Status recover_logs(const store::Catalog& catalog, store::tables::StoreNode& sto
                             std::to_string(r.table) + ", which this configuration does not have");
     }
     ++out->records;
+    if (gone[i]) continue;
     Result<uint64_t> off = store.replay(*spec, r.key, change_of(r.op), r.version, r.value);
     if (!off.is_ok()) return off.status().with_context("recovery: replaying '" + spec->name + "'");
     if (*off == 0) continue;

@@ -59,6 +59,16 @@ struct LogRecovery {
 
 // Steps 2-5 for this node. `log_base`: its log region (layout); `fabric`
 // gives the table regions (to persist replayed slots). Collective.
+// A committed insert or update logged for the primary copy here names the
+// slot its write-back went to (`slot`: that slot as the pool holds it).
+// True when the slot, whole (its seal verifies), holds another key or
+// incarnation, or this incarnation deleted: the slot is freed only when its
+// record is deleted, so a later delete removed the record and it must not be
+// replayed (the delete's entry may be released while this one outlived it in
+// another ring). An empty or torn slot, or the incarnation live at any
+// version, says nothing: false.
+bool deleted_at_its_slot(const RedoRecord& r, const uint8_t* slot, size_t value_size);
+
 Status recover_logs(const store::Catalog& catalog, store::tables::StoreNode& store,
                     r2::Fabric& fabric, uint8_t* log_base, const LogRingLayout& layout,
                     r2::ControlClient& control, const PersistOps& persist, LogRecovery* out);

@@ -63,6 +63,7 @@ ReplicationConfig TxnNode::replication() const {
   rc.log_region = kLogRegion;
   rc.durable = durable_;
   rc.persist = persist_;
+  if (durable_) rc.unreleased = unreleased_;
   return rc;
 }
 

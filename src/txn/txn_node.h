@@ -146,6 +146,8 @@ class TxnNode {
   // Durability (--durability=pmem): logs and records in pools.
   bool durable_ = false;
   PersistOps persist_;
+  // Durable logs: the key order of releases, shared by this node's appliers.
+  std::shared_ptr<UnreleasedChanges> unreleased_ = std::make_shared<UnreleasedChanges>();
   std::unique_ptr<NodePools> pools_;
   // Durable nodes (H8): where record lock words are (store/tables/plan.h,
   // "Lock regions"); null when they are in the slots (no durability, or

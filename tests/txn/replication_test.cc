@@ -140,6 +140,121 @@ TEST(Replication, BackupsEndWithTheLastVersionOfEveryRecord) {
   }
 }
 
+// Durable logs: node 0 logs the insert of a key to node 2, node 1 then
+// logs its delete there and enough other entries for a release batch.
+// Node 0's ring stays below a batch, so its entry would outlive the
+// delete's: restart recovery would replay the insert where the key is
+// gone and bring it back. Whatever a scan of node 2's rings from their
+// persisted heads finds (as recovery does), it never holds the insert
+// without the delete.
+TEST(Replication, DurableDeleteEntryIsNeverReleasedBeforeItsKeysEarlierChange) {
+  constexpr uint16_t kNodes = 3, kThreads = 1, kFiller = 12;
+  constexpr uint64_t kKey = 7;
+  ReplicationConfig cfg;
+  cfg.layout = {kNodes, kThreads, 4096};
+  cfg.log_region = kLog;
+  cfg.durable = true;
+  cfg.persist = {[](const void*, size_t) {}, [] {}};  // in-process: stores are enough
+  cfg.unreleased = std::make_shared<UnreleasedChanges>();
+  const size_t img = Replicator::image_bytes(cfg);
+  auto c = r2::testing::InProcCluster::make(
+      kNodes, kThreads, {{kLog, cfg.layout.region_bytes()}, {kScratch, kThreads * 2 * img}});
+  ASSERT_TRUE(c->error.is_ok()) << c->error.to_string();
+  std::vector<std::unique_ptr<Replicator>> reps(kNodes);
+  std::vector<std::unique_ptr<BackupApplier>> apps(kNodes);
+  std::map<uint64_t, uint64_t> copy;  // node 2's copy: key -> last version applied
+  std::atomic<int> inserted{0}, deleted{0};
+  std::atomic<uint64_t> failures{0};
+  const std::vector<r2::NodeId> to2 = {2};
+  auto ring_holds = [&](uint16_t from, RedoOp op) {
+    const uint8_t* base = c->base(2, kLog);
+    const auto* h = reinterpret_cast<const RingHeader*>(base + cfg.layout.header_offset(from, 0));
+    std::vector<RedoRecord> recs;
+    for (const LogEntry& e : scan_ring(base + cfg.layout.ring_offset(from, 0),
+                                       cfg.layout.ring_bytes, h->next_seq == 0 ? 1 : h->next_seq)) {
+      if (!decode_redo(e.payload, e.len, &recs)) continue;
+      for (const RedoRecord& r : recs) {
+        if (r.key == kKey && r.op == op) return true;
+      }
+    }
+    return false;
+  };
+  bool broken = false;  // a scan found the insert without the delete
+  r2::WorkerConfig wc;
+  wc.coroutines = 2;
+  auto run = r2::testing::run_workers(
+      *c, wc,
+      [&](r2::Worker& w) {
+        const uint16_t n = w.node();
+        reps[n] = std::make_unique<Replicator>(w, cfg);
+        ASSERT_TRUE(reps[n]->attach().is_ok());
+        // In version order per key, as StoreNode::apply_in_order.
+        apps[n] = std::make_unique<BackupApplier>(
+            w, cfg, c->base(n, kLog), BackupApplier::TryInstall([&, n](const RedoRecord& r) {
+              if (n != 2) return true;
+              uint64_t& v = copy[r.key];  // the last version applied
+              if (r.version != v + 1) return false;
+              v = r.version;
+              if (r.key == kKey) (r.op == RedoOp::kDelete ? deleted : inserted) = 1;
+              return true;
+            }));
+        if (n == 2) {
+          ASSERT_TRUE(w.spawn([&](Co& co) {
+                         const auto until =
+                             std::chrono::steady_clock::now() + std::chrono::seconds(20);
+                         // Until the delete's entry is released (bounded).
+                         while (std::chrono::steady_clock::now() < until) {
+                           const bool ins = ring_holds(0, RedoOp::kInsert);
+                           const bool del = ring_holds(1, RedoOp::kDelete);
+                           if (deleted.load() && ins && !del) broken = true;
+                           if (deleted.load() && !del) break;
+                           co.yield();
+                         }
+                       }).is_ok());
+          return;
+        }
+        ASSERT_TRUE(w.spawn([&, n](Co& co) {
+                       LogBuffers buf;
+                       buf.images = c->base(n, kScratch);
+                       std::vector<uint8_t> val(200, static_cast<uint8_t>(n));
+                       const auto until =
+                           std::chrono::steady_clock::now() + std::chrono::seconds(20);
+                       if (n == 0) {
+                         RedoRecord r;
+                         r.op = RedoOp::kInsert;
+                         r.key = kKey;
+                         r.version = 1;
+                         r.value = val;
+                         if (!reps[n]->log(co, to2, {&r, 1}, buf).is_ok()) ++failures;
+                         return;
+                       }
+                       while (!inserted.load() && std::chrono::steady_clock::now() < until)
+                         co.yield();
+                       RedoRecord d;
+                       d.op = RedoOp::kDelete;
+                       d.key = kKey;
+                       d.version = 2;
+                       if (!reps[n]->log(co, to2, {&d, 1}, buf).is_ok()) ++failures;
+                       for (uint64_t k = 0; k < kFiller; ++k) {
+                         RedoRecord r;
+                         r.op = RedoOp::kInsert;
+                         r.key = 100 + k;
+                         r.version = 1;
+                         r.value = val;
+                         if (!reps[n]->log(co, to2, {&r, 1}, buf).is_ok()) ++failures;
+                       }
+                     }).is_ok());
+      },
+      std::chrono::seconds(40));
+  ASSERT_FALSE(run.timed_out);
+  EXPECT_EQ(failures.load(), 0u);
+  ASSERT_EQ(deleted.load(), 1) << "the delete was never applied";
+  EXPECT_FALSE(broken) << "node 2's rings held the insert of key " << kKey
+                       << " without its later delete: recovery would bring the key back";
+  EXPECT_FALSE(ring_holds(0, RedoOp::kInsert) && !ring_holds(1, RedoOp::kDelete));
+  EXPECT_FALSE(ring_holds(1, RedoOp::kDelete)) << "the delete's entry was never released";
+}
+
 TEST(Replication, ABackupThatNeverAppliesMakesLogFullNotAHang) {
   ReplicationConfig cfg;
   cfg.layout = {2, 1, 4096};

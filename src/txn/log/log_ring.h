@@ -216,6 +216,9 @@ class LogReader {
   uint64_t scan_decided(uint32_t max);
   // Consumed entries not released yet (wrap entries included).
   size_t unreleased() const { return taken_.size(); }
+  // The tag given to consume() of the i-th oldest unreleased entry (0: a
+  // wrap entry).
+  uint64_t tag_at(size_t i) const { return taken_[i].tag; }
   // How many of the oldest consumed entries may be released: the longest
   // prefix whose tags `done` accepts (wrap entries always may).
   size_t releasable(const std::function<bool(uint64_t tag)>& done);

@@ -376,6 +376,50 @@ void BackupApplier::offer(uint64_t entry) {
   }
 }
 
+// Durable logs: remembers the backup records of entry `entry` (decoded_)
+// before any is installed. Primary records need no order: recovery checks
+// their slot (recover_logs).
+void BackupApplier::note_changes(uint64_t entry) {
+  if (!cfg_.unreleased) return;
+  std::vector<KeyChange> ch;
+  for (const RedoRecord& rec : decoded_) {
+    if (rec.at_primary != 0) continue;
+    const bool del = rec.op == RedoOp::kDelete;
+    ch.push_back({rec.table, del, rec.key, rec.version});
+    if (!del) cfg_.unreleased->add(rec.table, rec.key, rec.version);
+  }
+  if (!ch.empty()) changes_.emplace(entry, std::move(ch));
+}
+
+// An entry whose delete of a key is older than no unreleased change of
+// that key here (a delete's earlier changes were applied before it, so
+// they are all noted by now).
+bool BackupApplier::may_release(uint64_t entry) const {
+  if (!cfg_.unreleased) return true;
+  auto it = changes_.find(entry);
+  if (it == changes_.end()) return true;
+  for (const KeyChange& c : it->second) {
+    if (c.del && cfg_.unreleased->older_than(c.table, c.key, c.version)) return false;
+  }
+  return true;
+}
+
+// The `n` oldest entries of `r` are about to be released (their head is
+// persistent): their changes leave the node's table.
+void BackupApplier::released(LogReader& r, size_t n) {
+  if (!cfg_.unreleased) return;
+  for (size_t i = 0; i < n && i < r.unreleased(); ++i) {
+    const uint64_t tag = r.tag_at(i);
+    if (tag == 0) continue;
+    auto it = changes_.find(tag - 1);
+    if (it == changes_.end()) continue;
+    for (const KeyChange& c : it->second) {
+      if (!c.del) cfg_.unreleased->remove(c.table, c.key, c.version);
+    }
+    changes_.erase(it);
+  }
+}
+
 // Durable logs, one ring: learn and persist the watermark, apply the
 // entries it covers, release those whose records are all persistent here.
 bool BackupApplier::poll_gated(uint16_t n, bool deferred_progress) {
@@ -411,27 +455,42 @@ bool BackupApplier::poll_gated(uint16_t n, bool deferred_progress) {
       return false;
     }
     const uint64_t entry = next_entry_++;
+    note_changes(entry);
     offer(entry);
     r.consume(entry + 1);
     if (crash_) crash_(CrashPoint::kApplied);
     work = true;
   }
   // What may be released changes only when an entry was taken here or a
-  // deferred record was installed (this poll).
-  if (r.unreleased() == 0 || (!work && !deferred_progress)) return work;
-  const size_t done = r.releasable([this](uint64_t tag) {
+  // deferred record was installed (this poll), or while a delete's entry
+  // waits for another ring's release (key_order.h).
+  if (r.unreleased() == 0 ||
+      (!work && !deferred_progress && !(cfg_.unreleased && cfg_.unreleased->someone_waits()))) {
+    return work;
+  }
+  bool waits = false;
+  const size_t done = r.releasable([this, &waits](uint64_t tag) {
     for (const auto& w : waiting_) {
       if (w.first + 1 == tag) return false;
     }
+    if (!may_release(tag - 1)) return waits = true, false;
     return true;
   });
+  if (cfg_.unreleased) {
+    if (waits_.size() <= n) waits_.resize(readers_.size(), 0);
+    cfg_.unreleased->set_waiting(waits_[n] != 0, waits);
+    waits_[n] = waits;
+  }
   if (done == 0) return work;
   uint64_t head = 0, seq = 0;
   r.after_release(done, &head, &seq);
   // Released in batches of a reclaim report's size (the writer hears of
   // freed space only that often anyway): each release costs a fence and a
-  // persisted head.
-  if (head - r.head() < release_every_) return work;
+  // persisted head. Not while some applier's delete waits for an earlier
+  // change's entry to go (the ring holding it may go quiet).
+  if (head - r.head() < release_every_ && !(cfg_.unreleased && cfg_.unreleased->someone_waits())) {
+    return work;
+  }
   // What the entries wrote here was flushed as it was written: fence it,
   // then persist the watermark that covers them and the new head before
   // the entries are zeroed (a crash in between finds them again, and
@@ -445,6 +504,7 @@ bool BackupApplier::poll_gated(uint16_t n, bool deferred_progress) {
   h->head = head;
   h->next_seq = seq;
   ps.persist(&h->decided, 3 * sizeof(uint64_t));
+  released(r, done);
   if (r.release(done)) {
     if (w_.post_oneway({n, w_.thread()}, kRpcLogReclaim, &head, sizeof head).is_ok()) {
       r.reported();

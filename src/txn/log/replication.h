@@ -38,6 +38,7 @@
 #include <mutex>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "base/status.h"
@@ -46,6 +47,7 @@
 #include "r2/sched/worker.h"
 #include "txn/crash_point.h"
 #include "txn/log/decisions.h"
+#include "txn/log/key_order.h"
 #include "txn/log/log_ring.h"
 
 namespace drtmx::txn {
@@ -100,6 +102,10 @@ struct ReplicationConfig {
   // Durable logs: a coordinator whose watermark advanced sends it to the
   // targets its later entries have not carried it to after this long.
   uint32_t decided_delay_us = 20;
+  // Durable logs: shared by a node's appliers; a delete's entry is released
+  // only after the entries of the key's earlier changes (key_order.h).
+  // Null: no such order (tests of one ring).
+  std::shared_ptr<UnreleasedChanges> unreleased;
 };
 
 // What one coroutine needs to log: images in registered memory (one per
@@ -281,6 +287,19 @@ class BackupApplier {
   std::vector<uint64_t> known_;
   uint64_t release_every_ = 0;  // bytes (the reclaim report's period)
   std::vector<RedoRecord> decoded_;
+  // Durable logs with `cfg_.unreleased`: the backup records of each taken,
+  // unreleased entry (by entry id), and per ring whether its release waits
+  // for another ring's.
+  struct KeyChange {
+    uint16_t table;
+    bool del;
+    uint64_t key, version;
+  };
+  std::unordered_map<uint64_t, std::vector<KeyChange>> changes_;
+  std::vector<uint8_t> waits_;  // per ring
+  void note_changes(uint64_t entry);
+  bool may_release(uint64_t entry) const;
+  void released(LogReader& r, size_t n);
   std::atomic<uint64_t> applied_{0};
   // Failover history (keep_history).
   size_t history_per_ring_ = 0;
