@@ -16,6 +16,7 @@
 
 #include "r2/support/inproc_cluster.h"
 #include "store/tables/plan.h"
+#include "support/local_node.h"
 #include "support/map_txn.h"
 #include "tpcc/tpcc_check.h"
 #include "tpcc/tpcc_client.h"
@@ -199,33 +200,11 @@ TEST(TpccDeliveries, OneAgentAtATimeAndEveryRequestServedOnce) {
   EXPECT_EQ(served.load(), kThreads * kEach);
 }
 
-// One in-process node holding every partition (replicas 1).
-struct Db {
-  explicit Db(const Config& cfg) : c(cfg) {
-    auto cat = store::Catalog::create(table_specs(c), c.nodes, 1);
-    EXPECT_TRUE(cat.is_ok()) << cat.status().to_string();
-    catalog = std::move(cat.value());
-    const store::tables::ScratchPlan scratch{1, 1, store::tables::scratch_per_coroutine(catalog)};
-    cluster =
-        r2::testing::InProcCluster::make(1, 1, store::tables::regions_of(catalog, 0, scratch));
-    EXPECT_TRUE(cluster->error.is_ok()) << cluster->error.to_string();
-    auto s = StoreNode::create(catalog, cluster->f(0));
-    EXPECT_TRUE(s.is_ok()) << s.status().to_string();
-    node = std::move(s.value());
+// One in-process node holding every partition (replicas 1), loaded.
+struct Db : testing::LocalNode {
+  explicit Db(const Config& cfg) : LocalNode(table_specs(cfg), cfg.nodes), c(cfg) {
     Status st = load(*node, catalog, c);
     EXPECT_TRUE(st.is_ok()) << st.to_string();
-  }
-  template <typename Row>
-  Row get(txn::TableId t, uint64_t k) {
-    Row r{};
-    auto g = node->get_local(*catalog.find(t), k, {reinterpret_cast<uint8_t*>(&r), sizeof r});
-    EXPECT_TRUE(g.is_ok() && *g) << k;
-    return r;
-  }
-  template <typename Row>
-  void put(txn::TableId t, uint64_t k, const Row& r) {
-    Status s = node->load(*catalog.find(t), k, {reinterpret_cast<const uint8_t*>(&r), sizeof r});
-    ASSERT_TRUE(s.is_ok()) << s.to_string();
   }
   uint64_t count(txn::TableId t, uint32_t w) {
     const auto* lp = node->partition(t, w - 1);
@@ -246,9 +225,6 @@ struct Db {
     return r.is_ok() ? Status() : r.status();
   }
   Config c;
-  store::Catalog catalog;
-  std::unique_ptr<r2::testing::InProcCluster> cluster;
-  std::unique_ptr<StoreNode> node;
 };
 
 // `warehouses` on one node.
