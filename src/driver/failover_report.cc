@@ -126,9 +126,11 @@ void print_failover(const FailoverRun& fo, const std::vector<uint64_t>& timeline
               << " ms, every partition served by a primary after " << ms(serving)
               << " ms (detection + promotion); epoch " << f.epoch << ", replicas now "
               << f.min_copies << " of " << fo.replicas_before << "\n";
-    std::cout << "  failover: its transactions in flight: " << f.committed << " committed, "
-              << f.aborted << " aborted (from the backups' logs); " << f.locks_released
-              << " locks released, " << f.records_repaired << " record copies repaired\n";
+    std::cout << "  failover: its last logged transactions: " << f.committed << " committed, "
+              << f.aborted << " aborted, " << f.incomplete
+              << " of them with an incomplete log (decided from the backups' logs); "
+              << f.locks_released << " locks released, " << f.records_repaired
+              << " record copies repaired\n";
   }
   std::cout << "  failover: survivors' rate before " << ms(r.before_tps) << " committed/s, lowest "
             << ms(r.min_tps) << " after; back to 80 % "
@@ -149,7 +151,8 @@ void json_failover(JsonWriter& j, const FailoverRun& fo, const std::vector<uint6
     j.key("detect_ms").value(since_ms(f.seen_ns, fo.killed_ns), 2);
     j.key("serving_ms").value(since_ms(f.serving_ns, fo.killed_ns), 2);
     j.key("epoch").value(f.epoch);
-    j.key("in_flight_committed").value(f.committed).key("in_flight_aborted").value(f.aborted);
+    j.key("logged_committed").value(f.committed).key("logged_aborted").value(f.aborted);
+    j.key("logged_incomplete").value(f.incomplete);
     j.key("locks_released").value(f.locks_released);
     j.key("records_repaired").value(f.records_repaired);
     j.key("replicas_after").value(uint64_t{f.min_copies});

@@ -9,6 +9,7 @@
 
 #include "r2/common/clock.h"
 #include "store/record.h"
+#include "txn/failover_resolve.h"
 
 namespace drtmx::txn {
 
@@ -80,9 +81,6 @@ struct In {
     return p;
   }
 };
-
-using TxnId = std::tuple<uint16_t, uint16_t, uint64_t>;  // (node, thread, txn)
-using RecKey = std::pair<uint16_t, uint64_t>;            // (table, key)
 
 bool removed_lock(uint64_t lock, uint64_t live) {
   if (lock == store::kOwnerLockWord) return false;
@@ -174,14 +172,6 @@ bool decode_reported(const std::string& s, Reported* r) {
   }
   return in.ok && in.at == s.size();
 }
-
-// The state every surviving copy of a record must end in.
-struct Wanted {
-  bool present = true;
-  uint64_t version = 0;
-  bool unlock_only = false;  // locked, nothing logged: keep the primary's value
-  std::string why;           // the transaction that decided it (for errors)
-};
 
 std::string where(const store::TableSpec* t, uint64_t key) {
   return "record " + std::to_string(key) + " of table '" + (t ? t->name : std::string("?")) + "'";
@@ -365,8 +355,12 @@ Status Failover::reconfigure(const r2::MembershipView::Snapshot& v, FailoverRepo
       all = all && (!apps[i] || apps[i]->drained_since(p0[i]));
     if (all) break;
     if (std::chrono::steady_clock::now() > until) {
+      std::string why;
+      for (size_t i = 0; i < apps.size(); ++i) {
+        if (apps[i] && !apps[i]->drained_since(p0[i])) why += "; " + apps[i]->stuck();
+      }
       return timeout_error("backup appliers did not drain their log rings within " +
-                           std::to_string(p_.pause_timeout_ms) + " ms");
+                           std::to_string(p_.pause_timeout_ms) + " ms" + why);
     }
     std::this_thread::yield();
   }
@@ -388,132 +382,88 @@ Status Failover::reconfigure(const r2::MembershipView::Snapshot& v, FailoverRepo
   mine.held = p_.store->locked_slots([gone](uint64_t lock) { return removed_lock(lock, ~gone); });
   auto all = p_.control->exchange(tag + "inflight", encode_reported(mine));
   if (!all.is_ok()) return all.status();
-  std::vector<Reported> reps(all->size());
+  std::vector<failover::RingHistory> histories;
+  std::vector<failover::HeldRecord> held;
   for (size_t n = 0; n < all->size(); ++n) {
-    if (!decode_reported((*all)[n], &reps[n])) {
+    Reported r;
+    if (!decode_reported((*all)[n], &r)) {
       return internal_error("node " + std::to_string(n) + " sent a malformed failover report");
     }
-  }
-  // Decide each transaction (the same on every survivor: same blobs).
-  struct Seen {
-    uint64_t targets = 0;
-    uint64_t at = 0;  // bit n: survivor n applied it
-    std::vector<LoggedRecord> records;
-  };
-  std::map<TxnId, Seen> txns;
-  std::map<std::tuple<uint16_t, uint16_t, uint16_t>, std::pair<bool, uint64_t>> horizon;
-  for (size_t n = 0; n < reps.size(); ++n) {
-    for (const Reported::Ring& g : reps[n].rings) {
-      horizon[{static_cast<uint16_t>(n), g.node, g.thread}] = {g.full, g.oldest};
-      for (const LoggedTxn& t : g.txns) {
-        Seen& s = txns[{g.node, g.thread, t.txn}];
-        s.targets = t.targets;
-        s.at |= uint64_t{1} << n;
-        s.records.insert(s.records.end(), t.records.begin(), t.records.end());
-      }
+    for (Reported::Ring& g : r.rings) {
+      histories.push_back(
+          {static_cast<uint16_t>(n), g.node, g.thread, g.full, g.oldest, std::move(g.txns)});
+    }
+    for (const auto& h : r.held) {
+      held.push_back({static_cast<uint16_t>(n), static_cast<uint16_t>(h.table), h.key});
     }
   }
-  std::set<RecKey> held_keys;
-  for (const Reported& r : reps) {
-    for (const auto& h : r.held) held_keys.insert({static_cast<uint16_t>(h.table), h.key});
-  }
-  std::map<RecKey, Wanted> wanted;
-  for (const auto& [id, s] : txns) {
-    bool committed = true;
-    for (uint16_t n = 0; n < p_.nodes && n < 64; ++n) {
-      if (((s.targets & live) >> n & 1) == 0 || ((s.at >> n) & 1) != 0) continue;
-      // Not in n's history: it arrived there earlier only if n's history
-      // dropped entries and this one is older than what it kept.
-      const auto h = horizon.find({n, std::get<0>(id), std::get<1>(id)});
-      if (h != horizon.end() && h->second.first && std::get<2>(id) < h->second.second) continue;
-      committed = false;
-    }
-    (committed ? rep->committed : rep->aborted) += 1;
-    if (committed) {
-      for (const LoggedRecord& r : s.records)
-        rep->committed_writes.emplace_back(r.table, r.key, r.version);
-    }
-    auto name = [&] {
-      std::string n = "transaction #" + std::to_string(std::get<2>(id)) + " of node " +
-                      std::to_string(std::get<0>(id)) + " thread " +
-                      std::to_string(std::get<1>(id)) + ", decided " +
-                      (committed ? "committed" : "aborted") + ": targets";
-      for (uint16_t x = 0; x < 64; ++x) {
-        if ((s.targets >> x) & 1) n += " " + std::to_string(x);
-      }
-      n += ", applied at";
-      for (uint16_t x = 0; x < 64; ++x) {
-        if ((s.at >> x) & 1) n += " " + std::to_string(x);
-      }
-      return n;
-    };
-    for (const LoggedRecord& r : s.records) {
-      const RecKey k{r.table, r.key};
-      if (!committed) {
-        // The state before it: an insert never happened; an update or a
-        // delete leaves the previous version.
-        wanted[k] = r.op == RedoOp::kInsert ? Wanted{false, 0, false, name()}
-                                            : Wanted{true, r.version - 1, false, name()};
-      } else if (held_keys.count(k) != 0 && wanted.count(k) == 0) {
-        // Committed, still locked at its primary: written back maybe not.
-        wanted[k] = r.op == RedoOp::kDelete ? Wanted{false, 0, false, name()}
-                                            : Wanted{true, r.version, false, name()};
-      }
-    }
-  }
-  for (const RecKey& k : held_keys) {
-    if (wanted.count(k) == 0) wanted[k] = Wanted{true, 0, true};  // locked, nothing logged
-  }
-  std::sort(rep->committed_writes.begin(), rep->committed_writes.end());
-  rep->committed_writes.erase(
-      std::unique(rep->committed_writes.begin(), rep->committed_writes.end()),
-      rep->committed_writes.end());
 
-  // 5. Repair: report this node's copies of those records, then set them.
-  auto hosted = [&](const store::TableSpec* spec, uint64_t key) {
-    return spec != nullptr &&
-           p_.catalog->hosts(p_.self, *spec, p_.catalog->partition_of(*spec, key));
-  };
-  // Locks first (install and remove refuse a locked record).
+  // 5. Every survivor's copies of the records concerned (its locks of
+  //    removed nodes cleared first: installs refuse a locked record), the
+  //    decisions (the same on every survivor: the same blobs), the repair.
   for (const auto& h : mine.held) {
     p_.store->clear_lock(h.table, h.offset, h.lock);
     ++rep->locks_released;
   }
+  auto hosted = [&](const store::TableSpec* spec, uint64_t key) {
+    return spec != nullptr &&
+           p_.catalog->hosts(p_.self, *spec, p_.catalog->partition_of(*spec, key));
+  };
+  const std::set<failover::RecKey> keys = failover::keys_concerned(histories, held);
   Out copies;
   std::vector<uint8_t> value;
-  for (const auto& [k, w] : wanted) {
+  for (const failover::RecKey& k : keys) {
     const store::TableSpec* spec = p_.catalog->find(k.first);
     if (!hosted(spec, k.second)) continue;
     value.assign(spec->value_size, 0);
     uint64_t version = 0;
     Result<bool> got = p_.store->get_local(*spec, k.second, value, &version);
     if (!got.is_ok()) return got.status().with_context(where(spec, k.second));
+    // Primary under the placement before this change (it moves in step 6).
+    const bool primary = p_.store->is_primary(*spec, p_.catalog->partition_of(*spec, k.second));
     copies.put(k.first);
     copies.put(k.second);
-    copies.put<uint8_t>(*got ? 1 : 0);
+    copies.put<uint8_t>(static_cast<uint8_t>((*got ? 1 : 0) | (primary ? 2 : 0)));
     copies.put(version);
     copies.put<uint32_t>(spec->value_size);
     copies.bytes(value.data(), value.size());
   }
   auto all_copies = p_.control->exchange(tag + "copies", copies.s);
   if (!all_copies.is_ok()) return all_copies.status();
-  // (table, key, version) -> a value some survivor holds.
-  std::map<std::tuple<uint16_t, uint64_t, uint64_t>, std::string> have;
-  for (const std::string& blob : *all_copies) {
+  std::map<failover::RecKey, std::vector<failover::Copy>> have;
+  for (size_t n = 0; n < all_copies->size(); ++n) {
+    const std::string& blob = (*all_copies)[n];
     In in{blob};
     while (in.ok && in.at < blob.size()) {
+      failover::Copy c;
+      c.survivor = static_cast<uint16_t>(n);
       const uint16_t table = in.get<uint16_t>();
       const uint64_t key = in.get<uint64_t>();
-      const bool present = in.get<uint8_t>() != 0;
-      const uint64_t version = in.get<uint64_t>();
+      const uint8_t flags = in.get<uint8_t>();
+      c.present = (flags & 1) != 0;
+      c.primary = (flags & 2) != 0;
+      c.version = in.get<uint64_t>();
       const uint32_t bytes = in.get<uint32_t>();
       const uint8_t* p = in.bytes(bytes);
       if (!in.ok) return internal_error("a survivor sent a malformed copy report");
-      if (present)
-        have[{table, key, version}] = std::string(reinterpret_cast<const char*>(p), bytes);
+      if (c.present) c.value.assign(reinterpret_cast<const char*>(p), bytes);
+      have[{table, key}].push_back(std::move(c));
     }
   }
-  for (const auto& [k, w] : wanted) {
+  Result<failover::Resolution> res = failover::resolve(histories, held, have, live);
+  if (!res.is_ok()) return res.status();
+  for (const failover::Decision& d : res->txns) {
+    (d.committed ? rep->committed : rep->aborted) += 1;
+    if (!d.complete) ++rep->incomplete;
+    if (!d.committed) continue;
+    for (const LoggedRecord& r : d.records)
+      rep->committed_writes.emplace_back(r.table, r.key, r.version);
+  }
+  std::sort(rep->committed_writes.begin(), rep->committed_writes.end());
+  rep->committed_writes.erase(
+      std::unique(rep->committed_writes.begin(), rep->committed_writes.end()),
+      rep->committed_writes.end());
+  for (const auto& [k, w] : res->wanted) {
     const store::TableSpec* spec = p_.catalog->find(k.first);
     if (!hosted(spec, k.second)) continue;
     value.assign(spec->value_size, 0);
@@ -521,37 +471,20 @@ Status Failover::reconfigure(const r2::MembershipView::Snapshot& v, FailoverRepo
     Result<bool> got = p_.store->get_local(*spec, k.second, value, &version);
     if (!got.is_ok()) return got.status().with_context(where(spec, k.second));
     const bool present = *got;
-    if (w.unlock_only) {
-      // Locked by a removed coordinator that logged nothing of it: its
-      // value is unchanged; a reservation (version 0) is removed.
-      if (present && version == 0) {
-        DRTMX_RETURN_IF_ERROR(p_.store->install(*spec, k.second, 0, {}, true).status());
-        ++rep->records_repaired;
-      }
-      continue;
-    }
-    if (!w.present) {
-      if (present) {
-        DRTMX_RETURN_IF_ERROR(p_.store->install(*spec, k.second, 0, {}, true).status());
-        ++rep->records_repaired;
-      }
-      continue;
-    }
-    if (present && version == w.version) continue;
-    const auto src = have.find({k.first, k.second, w.version});
-    if (src == have.end()) {
-      return internal_error(
-          "cannot repair " + where(spec, k.second) + ": no surviving copy holds version " +
-          std::to_string(w.version) + " (this copy: " +
-          (present ? "version " + std::to_string(version) : "absent") + "; " + w.why + ")");
+    if (present == w.present && (!present || version == w.version)) continue;
+    if (w.present && w.value.size() != spec->value_size) {
+      return internal_error("cannot repair " + where(spec, k.second) + ": the copy of version " +
+                            std::to_string(w.version) + " has " + std::to_string(w.value.size()) +
+                            " bytes, not " + std::to_string(spec->value_size) + " (" + w.why + ")");
     }
     if (present) DRTMX_RETURN_IF_ERROR(p_.store->install(*spec, k.second, 0, {}, true).status());
-    std::span<const uint8_t> val(reinterpret_cast<const uint8_t*>(src->second.data()),
-                                 src->second.size());
-    DRTMX_RETURN_IF_ERROR(p_.store->install(*spec, k.second, w.version, val, false).status());
+    if (w.present) {
+      std::span<const uint8_t> val(reinterpret_cast<const uint8_t*>(w.value.data()),
+                                   w.value.size());
+      DRTMX_RETURN_IF_ERROR(p_.store->install(*spec, k.second, w.version, val, false).status());
+    }
     ++rep->records_repaired;
   }
-
   // 6. Promote.
   for (const auto& a : apps) {
     if (a) a->retire(gone);

@@ -12,18 +12,18 @@
 //      calls at once), new ones wait at the gate; barrier "quiet";
 //   3. drain: every backup applier applies what its rings hold (no live
 //      coordinator logs now, so every complete entry is there);
-//   4. decide the removed coordinators' transactions from what the backups
-//      applied (their appliers keep the last entries of every ring: number,
-//      targets, records): committed iff an entry reached every surviving
-//      target; collect the records the removed nodes still hold locked on
-//      the survivors (a sweep over the hosted copies' lock words);
-//      exchange "inflight";
-//   5. repair: for each record of an aborted transaction the state before it
-//      (the copy that did not apply it has it), for each record still locked
-//      by a committed one its logged state; every survivor reports its
-//      copies of those records (exchange "copies") and sets its own ones to
-//      that state; locks of removed nodes are cleared, their reservations
-//      removed;
+//   4. exchange what each survivor's appliers kept of the removed
+//      coordinators' rings (their last entries: number, targets, records)
+//      and the records the removed nodes still hold locked here (a sweep
+//      over the hosted copies' lock words); exchange "inflight";
+//   5. clear those locks; every survivor reports its copies of the records
+//      concerned (exchange "copies"); decide (txn/failover_resolve.h: a
+//      transaction whose entry reached every surviving target committed,
+//      an incomplete one aborted where its old state survives, else
+//      committed) and set each local copy to the state decided: the records
+//      of incomplete transactions as their decision says, the other held
+//      records as their surviving backups hold them; reservations of the
+//      removed nodes go with their locks;
 //   6. promote: the placement drops the removed nodes (for each partition
 //      the first live copy of its chain is primary: store/placement.h), the
 //      location and learned caches are emptied (they refill from the new
@@ -100,6 +100,7 @@ struct FailoverReport {
   uint64_t serving_ns = 0;  // the gate opened: the new primaries serve
   uint64_t committed = 0;   // removed coordinators' transactions decided committed
   uint64_t aborted = 0;     // ... decided aborted
+  uint64_t incomplete = 0;  // ... of them, with a log that had not reached every target
   uint64_t locks_released = 0;
   uint64_t records_repaired = 0;
   uint16_t min_copies = 0;  // fewest live copies of any partition afterwards

@@ -166,6 +166,15 @@ bool only_fenced(const r2::OpBatch& b, const std::vector<r2::NodeId>& nodes, con
   }
   return true;
 }
+
+// Every op that failed was refused as fenced.
+bool all_fenced(const r2::OpBatch& b) {
+  for (size_t i = 0; i < b.size(); ++i) {
+    const r2::OpStatus s = b.status(i);
+    if (s != r2::OpStatus::kOk && s != r2::OpStatus::kFenced) return false;
+  }
+  return true;
+}
 }  // namespace
 
 Status Replicator::log(r2::Co& co, std::span<const BackupEntry> entries, LogBuffers& buf) {
@@ -239,7 +248,10 @@ Status Replicator::log(r2::Co& co, std::span<const BackupEntry> entries, LogBuff
     mark.targets = static_cast<uint16_t>(entries.size());
   }
   r2::OpBatch batch, first;  // first: tests with a crash hook (kLogPartial)
-  op_nodes_.clear();         // the target of each op of `batch`
+  // The target of each op of `batch`, per coroutine: other coroutines of
+  // this worker log while this one waits for its WRITEs.
+  std::vector<r2::NodeId>& op_nodes = buf.op_nodes;
+  op_nodes.clear();
   for (size_t e = 0; e < entries.size(); ++e) {
     r2::OpBatch& to = crash_ && e == 0 && entries.size() > 1 ? first : batch;
     const r2::NodeId b = entries[e].node;
@@ -263,7 +275,7 @@ Status Replicator::log(r2::Co& co, std::span<const BackupEntry> entries, LogBuff
       last_txn_[b] = mark.txn;
       told_[b] = std::max(told_[b], mark.decided);
     }
-    if (&to == &batch) op_nodes_.resize(batch.size(), b);
+    if (&to == &batch) op_nodes.resize(batch.size(), b);
   }
   if (crash_ && !first.empty()) {
     // Tests: the first target's WRITEs (and READ) alone, then the hook.
@@ -272,8 +284,29 @@ Status Replicator::log(r2::Co& co, std::span<const BackupEntry> entries, LogBuff
   const r2::OpStatus st = co.run(batch);
   // Refused only by removed targets: complete, as long as this node itself
   // is still a member (a removed node must never acknowledge).
-  if (st != r2::OpStatus::kOk && !only_fenced(batch, op_nodes_, w_)) {
-    return unavailable(std::string("log WRITE failed: ") + r2::op_status_name(st));
+  if (st != r2::OpStatus::kOk && !only_fenced(batch, op_nodes, w_)) {
+    // The fabric fences a removed node a moment before this worker's view
+    // of the membership moves (r2: the view follows the fence). An op
+    // refused as fenced by a target the view still counts as a member is
+    // therefore not an error yet: the entries that did land will be
+    // applied, so giving up here would abort a transaction that backups
+    // apply. Wait for the view to say whether that target was removed
+    // (complete) or this node was (never complete).
+    const uint64_t until = r2::now_ns() + uint64_t{cfg_.fence_wait_ms} * 1000000;
+    while (all_fenced(batch) && w_.is_member(w_.node()) && !only_fenced(batch, op_nodes, w_) &&
+           r2::now_ns() < until) {
+      co.yield_idle();
+    }
+    if (!only_fenced(batch, op_nodes, w_)) {
+      std::string ops;
+      for (size_t i = 0; i < batch.size(); ++i) {
+        if (batch.status(i) == r2::OpStatus::kOk) continue;
+        ops += "; op " + std::to_string(i) + " to node " +
+               (i < op_nodes.size() ? std::to_string(op_nodes[i]) : std::string("?")) + ": " +
+               r2::op_status_name(batch.status(i));
+      }
+      return unavailable(std::string("log WRITE failed: ") + r2::op_status_name(st) + ops);
+    }
   }
   if (cfg_.durable) {
     buf.txn = mark.txn;
@@ -513,6 +546,23 @@ bool BackupApplier::poll_gated(uint16_t n, bool deferred_progress) {
   return work;
 }
 
+std::string BackupApplier::stuck() const {
+  std::string s = "applier of thread " + std::to_string(w_.thread()) + ": ";
+  const uint64_t n = deferred_count_.load(std::memory_order_acquire);
+  if (n != 0) {
+    s += std::to_string(n) +
+         " records not taken by their copy (waiting for an earlier change of "
+         "their key, or older than the copy: the oldest is table " +
+         std::to_string(stuck_table_.load(std::memory_order_relaxed)) + " key " +
+         std::to_string(stuck_key_.load(std::memory_order_relaxed)) + " version " +
+         std::to_string(stuck_version_.load(std::memory_order_relaxed)) + "); ";
+  }
+  const uint64_t skip = skip_.load(std::memory_order_acquire);
+  if (skip != 0) s += "holes to skip in the rings of nodes mask " + std::to_string(skip) + "; ";
+  s += std::to_string(quiet()) + " quiet polls of " + std::to_string(polls());
+  return s;
+}
+
 void BackupApplier::keep_history(size_t per_ring) {
   std::lock_guard<std::mutex> g(history_mu_);
   history_per_ring_ = per_ring;
@@ -593,6 +643,15 @@ bool BackupApplier::poll() {
         r.reported();
       }
     }
+  }
+  if (!deferred_.empty() || deferred_count_.load(std::memory_order_relaxed) != 0) {
+    if (!deferred_.empty()) {
+      const RedoRecord& d = deferred_.front().rec;
+      stuck_table_.store(d.table, std::memory_order_relaxed);
+      stuck_key_.store(d.key, std::memory_order_relaxed);
+      stuck_version_.store(d.version, std::memory_order_relaxed);
+    }
+    deferred_count_.store(deferred_.size(), std::memory_order_release);
   }
   polls_.store(polls_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
   if (work || !deferred_.empty()) {

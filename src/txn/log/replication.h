@@ -96,6 +96,9 @@ struct ReplicationConfig {
   r2::RegionId log_region = 0;
   uint32_t reclaim_every = 0;  // bytes; 0 = ring_bytes / 4
   uint32_t full_timeout_ms = 2000;
+  // Failover: how long log() waits for this worker's membership view to
+  // explain WRITEs the fabric refused as fenced (see log()).
+  uint32_t fence_wait_ms = 5000;
   // Durable logs (see the top). `persist` must be set then.
   bool durable = false;
   PersistOps persist;
@@ -120,6 +123,8 @@ struct LogBuffers {
   // no entry is persistent), not when its entries are. Out: its number.
   bool settle_later = false;
   uint64_t txn = 0;
+  // log()'s scratch: the target of each op of its batch.
+  std::vector<r2::NodeId> op_nodes;
 };
 
 // The records one backup must receive (those of the partitions it backs up).
@@ -174,9 +179,8 @@ class Replicator {
   // the last transaction logged there and the watermark it has been told.
   Decisions decisions_;
   std::vector<uint64_t> last_txn_, told_;
-  uint64_t pending_since_ = 0;        // when the watermark passed what a target was told
-  uint64_t volatile_txn_ = 0;         // volatile logs: this worker's transactions logged
-  std::vector<r2::NodeId> op_nodes_;  // log(): the target of each op of its batch
+  uint64_t pending_since_ = 0;  // when the watermark passed what a target was told
+  uint64_t volatile_txn_ = 0;   // volatile logs: this worker's transactions logged
   uint32_t polls_ = 0;
   CrashHook crash_;
 };
@@ -260,6 +264,10 @@ class BackupApplier {
     const uint64_t q = quiet();
     return q >= 4 && polls() >= p0 + 4 && skip_.load(std::memory_order_acquire) == 0;
   }
+  // Why it is not drained, for an error message (any thread): records
+  // waiting for an earlier change of their key (the oldest one named),
+  // holes still to skip, quiet polls.
+  std::string stuck() const;
 
  private:
   struct Deferred {
@@ -310,6 +318,8 @@ class BackupApplier {
   std::atomic<uint64_t> skip_{0};
   std::atomic<uint64_t> quiet_{0};
   std::atomic<uint64_t> polls_{0};
+  // stuck(): the oldest deferred record, published by poll() while some wait.
+  std::atomic<uint64_t> deferred_count_{0}, stuck_table_{0}, stuck_key_{0}, stuck_version_{0};
   void remember(uint16_t node, const LogMark& m);
   void stop_corrupt(std::string reason);
   std::atomic<bool> corrupt_{false};  // set once, after corrupt_reason_ (release)
