@@ -179,8 +179,9 @@ void MvccNode::set_peer_floor(store::NodeId16 node, Timestamp floor) {
 
 Timestamp MvccNode::lwm() const {
   Timestamp m = own_floor_.load(std::memory_order_acquire);
+  const uint64_t departed = departed_.load(std::memory_order_acquire);
   for (size_t n = 0; n < peers_.size(); ++n) {
-    if (n == store_.node()) continue;
+    if (n == store_.node() || (n < 64 && ((departed >> n) & 1) != 0)) continue;
     const Timestamp f = peers_[n].load(std::memory_order_acquire);
     if (f < m) m = f;  // 0 (not heard from): nothing is collected
   }

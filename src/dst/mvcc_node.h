@@ -104,10 +104,22 @@ class MvccNode {
   Timestamp publish(Timestamp now);
   void set_peer_floor(store::NodeId16 node, Timestamp floor);
   Timestamp lwm() const;
+  // Failover: nodes removed from the cluster (bit n = node n) no longer
+  // hold the low-water mark back — their snapshots ended with them, and a
+  // removed node that comes back is fenced before it can read here.
+  // Without this the mark stops at a removed node's last floor, garbage
+  // collection with it, and version stores fill up for good.
+  void drop_peers(uint64_t nodes) { departed_.fetch_or(nodes, std::memory_order_acq_rel); }
   // Counts MVCC commits, unlocks and removes on this node (any worker):
   // deferred snapshot reads are re-run when it moved (mvcc_ops.cc).
   void note_unlocks() { unlocks_.fetch_add(1, std::memory_order_release); }
   uint64_t unlocks() const { return unlocks_.load(std::memory_order_acquire); }
+  // Failover (txn/failover.h): while the node reconfigures, a snapshot read
+  // does not wait for a lock — the holder may be a removed coordinator,
+  // whose locks go only after every transaction ended. It fails instead
+  // (its transaction aborts with kNodeFailure and runs again afterwards).
+  void set_reconfiguring(bool on) { reconfiguring_.store(on, std::memory_order_release); }
+  bool reconfiguring() const { return reconfiguring_.load(std::memory_order_acquire); }
   // GTS: the newest StableTS this node has seen (from its snapshots'
   // fetches and node 0's floor messages) — the `now` of its floor: every
   // snapshot here reads at a StableTS fetched later, so never below it.
@@ -158,6 +170,8 @@ class MvccNode {
   std::vector<LocalClock> clocks_;
   std::atomic<Timestamp> own_floor_{0};
   std::vector<std::atomic<Timestamp>> peers_;  // 0: not heard from yet
+  std::atomic<uint64_t> departed_{0};          // drop_peers()
+  std::atomic<bool> reconfiguring_{false};
   std::atomic<Timestamp> seen_stable_{0};
   alignas(64) std::atomic<uint64_t> unlocks_{0};
   std::unique_ptr<GtsOracle> oracle_;

@@ -328,6 +328,13 @@ Status Failover::reconfigure(const r2::MembershipView::Snapshot& v, FailoverRepo
 
   // 2. Pause.
   p_.gate->close();
+  if (p_.mvcc != nullptr) {
+    p_.mvcc->set_reconfiguring(true);
+    // Garbage collection goes on without the removed nodes' floors: a
+    // backup that waits for room in a version store (its applier defers
+    // the record) must get it before the drain below can end.
+    p_.mvcc->drop_peers(gone);
+  }
   const auto until =
       std::chrono::steady_clock::now() + std::chrono::milliseconds(p_.pause_timeout_ms);
   while (!p_.gate->quiet()) {
@@ -494,6 +501,7 @@ Status Failover::reconfigure(const r2::MembershipView::Snapshot& v, FailoverRepo
   live_ = live;
   DRTMX_RETURN_IF_ERROR(p_.control->barrier(tag + "done"));
   rep->serving_ns = r2::now_ns();
+  if (p_.mvcc != nullptr) p_.mvcc->set_reconfiguring(false);
   p_.gate->open();
   return Status::ok();
 }

@@ -45,6 +45,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "dst/mvcc_node.h"
 #include "r2/control/control.h"
 #include "r2/sched/co.h"
 #include "store/catalog.h"
@@ -124,6 +125,9 @@ class Failover {
     uint16_t nodes = 0;
     bool durable = false;
     bool gts = false;  // MVCC with the global timestamp oracle (node 0)
+    // MVCC: told while the node reconfigures (snapshot reads stop waiting
+    // for locks then: dst/mvcc_node.h). Null without MVCC.
+    dst::MvccNode* mvcc = nullptr;
     uint32_t pause_timeout_ms = 10000;
   };
   explicit Failover(Parts p);

@@ -112,6 +112,9 @@ bool parse_keys(std::span<const uint8_t> p, const char* what, Header* h,
 
 // --- server -------------------------------------------------------------------
 
+constexpr const char* kGiveUp =
+    "a snapshot read met a lock while its node reconfigures after a node loss; retry";
+
 // A deferred snapshot request: answered by the poller once its records
 // are unlocked (the handler re-runs it; reads already done give the same
 // answer again, since every later writer commits above the read ts).
@@ -145,6 +148,8 @@ class Service {
     } else if (blocked == 0) {
       finish(&reply, 0, 0);
       req.reply(reply.data(), static_cast<uint32_t>(reply.size()));
+    } else if (m_.reconfiguring()) {
+      req.reply_error(kGiveUp);
     } else if (req.wants_reply()) {
       pending_.push_back({req.defer(), rpc,
                           std::vector<uint8_t>(req.payload().begin(), req.payload().end()),
@@ -162,7 +167,7 @@ class Service {
   bool poll() {
     if (pending_.empty()) return false;
     const uint64_t unlocks = m_.unlocks();
-    if (unlocks == seen_unlocks_) {
+    if (unlocks == seen_unlocks_ && !m_.reconfiguring()) {
       const uint64_t now = r2::now_ns();
       if (now < next_retry_ns_) return false;
       next_retry_ns_ = now + kRetryNs;
@@ -179,6 +184,8 @@ class Service {
       } else if (blocked == 0) {
         finish(&reply, p.blocked_reads, r2::now_ns() - p.since_ns);
         w_.reply(p.token, reply.data(), static_cast<uint32_t>(reply.size()));
+      } else if (m_.reconfiguring()) {
+        w_.reply_error(p.token, kGiveUp);
       } else {
         ++i;
         continue;

@@ -329,6 +329,7 @@ Status TxnNode::run(const std::function<void(TxnContext&)>& body) {
     fp.nodes = cfg_.fabric.num_nodes;
     fp.durable = durable_;
     fp.gts = cfg_.policy.mvcc == Mvcc::kGts;
+    fp.mvcc = mvcc_.get();
     failover_ = std::make_unique<Failover>(fp);
     {
       std::lock_guard<std::mutex> g(hook_->mu);
@@ -446,7 +447,7 @@ Status TxnNode::setup_worker(r2::Worker& w, const r2::Region* scratch, const r2:
                                : store_->apply_in_order(*spec, r.key, c, r.version, r.value,
                                                         mvcc_ ? &keep : nullptr, &wrote);
         if (!res.is_ok()) {
-          install_errors_.fetch_add(1);
+          note_install_error(res.status().to_string());
           return true;  // dropped (counted): finish() reports it
         }
         // Durable: flushed now, fenced before the entry is released.
@@ -502,6 +503,13 @@ Status TxnNode::setup_worker(r2::Worker& w, const r2::Region* scratch, const r2:
   return Status::ok();
 }
 
+void TxnNode::note_install_error(const std::string& why) {
+  if (install_errors_.fetch_add(1) == 0) {
+    std::lock_guard<std::mutex> g(mu_);
+    first_install_error_ = why;
+  }
+}
+
 Status TxnNode::finish(std::chrono::milliseconds limit) {
   Status st;
   if (!rt_->wait_coroutines(limit)) {
@@ -519,6 +527,8 @@ Status TxnNode::finish(std::chrono::milliseconds limit) {
     }
   }
   uint64_t expected = 0;
+  // Per writer node still a member: the entries it wrote to this node.
+  std::vector<uint64_t> expect_from(nodes, 0);
   // Survive-failures mode: the collectives are named by the epoch, after
   // any reconfiguration in progress; one interrupted by a further change
   // is run again under the next epoch.
@@ -538,13 +548,17 @@ Status TxnNode::finish(std::chrono::milliseconds limit) {
     if (!all.is_ok()) {
       st = all.status();
     } else {
-      for (const std::string& blob : *all) {
+      for (size_t from = 0; from < all->size() && from < nodes; ++from) {
+        const std::string& blob = (*all)[from];
+        if (blob.empty()) continue;  // a removed node's
         std::istringstream is(blob);
         for (uint16_t b = 0; b < nodes; ++b) {
           for (uint16_t t = 0; t < threads; ++t) {
             uint64_t v = 0;
             is >> v;
-            if (b == cfg_.fabric.node) expected += v;
+            if (b != cfg_.fabric.node) continue;
+            expected += v;
+            expect_from[from] += v;
           }
         }
       }
@@ -560,6 +574,20 @@ Status TxnNode::finish(std::chrono::milliseconds limit) {
       for (auto& ap : apps_) a += ap ? ap->applied() : 0;
       return a;
     };
+    auto taken_from = [&](uint16_t from) {
+      uint64_t a = 0;
+      for (auto& ap : apps_) a += ap ? ap->taken_from(from) : 0;
+      return a;
+    };
+    // The first live writer some of whose entries are still in the rings
+    // (nodes: none). A count alone would not do after a failover: what
+    // was applied of the removed writers' entries is not expected.
+    auto behind = [&]() -> uint16_t {
+      for (uint16_t from = 0; from < nodes; ++from) {
+        if (taken_from(from) < expect_from[from]) return from;
+      }
+      return nodes;
+    };
     // After a failover the counts exclude removed coordinators' entries
     // (applied() includes them): every live coordinator finished logging
     // before the exchange, so appliers with nothing left to do are drained.
@@ -572,8 +600,10 @@ Status TxnNode::finish(std::chrono::milliseconds limit) {
       }
       return true;
     };
-    while ((applied() < expected || !drained()) && corrupt_reason().empty() &&
-           std::chrono::steady_clock::now() < until) {
+    auto done = [&] {
+      return behind() == nodes && (failover_ ? drained() : applied() >= expected);
+    };
+    while (!done() && corrupt_reason().empty() && std::chrono::steady_clock::now() < until) {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
     const std::string corrupt = corrupt_reason();
@@ -581,10 +611,37 @@ Status TxnNode::finish(std::chrono::milliseconds limit) {
       st = internal_error("txn node " + std::to_string(cfg_.fabric.node) +
                           ": a log ring held a corrupt entry (" + corrupt +
                           "); its applier stopped");
-    } else if (applied() < expected) {
+    } else if (const uint16_t from = behind(); from != nodes) {
+      std::string why;
+      for (auto& ap : apps_) {
+        if (ap) why += "; " + ap->stuck();
+      }
+      st = timeout_error("txn node " + std::to_string(cfg_.fabric.node) + ": its appliers took " +
+                         std::to_string(taken_from(from)) + " of the " +
+                         std::to_string(expect_from[from]) + " log entries node " +
+                         std::to_string(from) + " wrote to it within the drain timeout" + why);
+    } else if (!done()) {
+      std::string why;
+      for (auto& ap : apps_) {
+        if (!ap) continue;
+        why += "; " + ap->stuck();
+        uint16_t table = 0;
+        uint64_t key = 0, version = 0;
+        const store::TableSpec* spec = nullptr;
+        if (ap->oldest_deferred(&table, &key, &version) && (spec = catalog_.find(table))) {
+          std::vector<uint8_t> v(spec->value_size);
+          uint64_t have = 0;
+          Result<bool> got = store_->get_local(*spec, key, v, &have);
+          why += " (this copy of that record: " +
+                 (!got.is_ok() ? got.status().to_string()
+                  : *got       ? "version " + std::to_string(have)
+                               : std::string("absent")) +
+                 ")";
+        }
+      }
       st = timeout_error("txn node " + std::to_string(cfg_.fabric.node) + ": backups applied " +
                          std::to_string(applied()) + " of " + std::to_string(expected) +
-                         " log entries within the drain timeout");
+                         " log entries within the drain timeout" + why);
     }
   }
   if (st.is_ok()) st = rt_->control().barrier("txnnode.drained" + suffix);
@@ -603,10 +660,19 @@ Status TxnNode::finish(std::chrono::milliseconds limit) {
     std::lock_guard<std::mutex> g(mu_);
     if (st.is_ok()) st = setup_error_;
   }
-  if (st.is_ok() && install_errors_.load() != 0) {
-    st = internal_error("txn node " + std::to_string(cfg_.fabric.node) + ": " +
-                        std::to_string(install_errors_.load()) +
-                        " log records could not be installed into backup copies");
+  if (install_errors_.load() != 0) {
+    // First: a dropped record can be what a drain timeout waits for.
+    std::string first;
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      first = first_install_error_;
+    }
+    Status e = internal_error("txn node " + std::to_string(cfg_.fabric.node) + ": " +
+                              std::to_string(install_errors_.load()) +
+                              " log records could not be installed into backup copies (the "
+                              "first: " +
+                              first + ")");
+    st = st.is_ok() ? e : e.with_context(st.message());
   }
   if (st.is_ok() && !corrupt_reason().empty()) {
     st = internal_error("txn node " + std::to_string(cfg_.fabric.node) +
@@ -629,7 +695,8 @@ bool TxnNode::confirm_at_primary(const store::TableSpec* spec, const RedoRecord&
   const uint64_t off = r.at_primary - 1;
   const size_t bytes = spec ? store::record_slot_size(spec->value_size) : 0;
   if (reg == nullptr || off % 64 != 0 || off > reg->size || bytes > reg->size - off) {
-    install_errors_.fetch_add(1);
+    note_install_error("a log record for a primary's slot at offset " +
+                       std::to_string(r.at_primary - 1) + " outside its table's region");
     return true;  // malformed (counted): finish() reports it
   }
   const uint8_t* rec = reg->base + off;

@@ -164,6 +164,9 @@ class TxnNode {
   std::vector<std::unique_ptr<StoreLocator>> locs_;   // per coroutine
   std::vector<std::unique_ptr<Engine>> engines_;      // per coroutine
   std::atomic<uint64_t> install_errors_{0};
+  // The first install error's reason (written once, under mu_).
+  std::string first_install_error_;
+  void note_install_error(const std::string& why);
   // Failover (cfg.fabric.survive_failures): the gate every transaction
   // passes, the reconfigurer, and the hook the control client calls.
   struct FailoverHook {

@@ -119,15 +119,17 @@ bool ShmEndpoint::sync_dirty(Channel& ch) {
 }
 
 bool ShmEndpoint::make_durable(Channel& ch) {
-  bool ok = !ch.persist_failed;
-  ch.persist_failed = false;
   if (ch.unfenced) {
     pmem_drain();
     ++pstats_.fences;
     ch.unfenced = false;
   }
-  if (!ch.dirty.empty() && !sync_dirty(ch)) ok = false;
-  return ok;
+  if (!ch.dirty.empty() && !sync_dirty(ch)) ch.persist_failed = true;
+  // Sticky, as an RNIC's queue pair in the error state: the pages that
+  // failed may be any coroutine's on this channel, so every later flushing
+  // READ on it fails too — never one that only came after the failure and
+  // found the channel clean.
+  return !ch.persist_failed;
 }
 
 void ShmEndpoint::execute(NodeId peer, Channel& ch, const Queued& q) {

@@ -128,7 +128,7 @@ class ShmEndpoint final : public Endpoint {
     SendQueue sq;
     std::vector<Queued> queued;
     bool unfenced = false;          // flushed lines since the last fence
-    bool persist_failed = false;    // an early msync failed: the next READ reports it
+    bool persist_failed = false;    // an msync failed: every later flushing READ fails
     std::vector<DirtyRange> dirty;  // kMsync pages written since the last READ
   };
   struct Cqe {

@@ -340,6 +340,7 @@ BackupApplier::BackupApplier(r2::Worker& w, const ReplicationConfig& cfg, uint8_
     readers_.emplace_back(log_base + cfg.layout.ring_offset(n, w.thread()), cfg.layout.ring_bytes,
                           every, head, seq);
   }
+  taken_from_ = std::make_unique<std::atomic<uint64_t>[]>(readers_.size());
   if (cfg.durable) {
     (void)w.register_handler(kRpcLogDecided, [this](r2::RpcRequest& req) {
       uint64_t d;
@@ -489,6 +490,7 @@ bool BackupApplier::poll_gated(uint16_t n, bool deferred_progress) {
     }
     const uint64_t entry = next_entry_++;
     note_changes(entry);
+    took(n);
     offer(entry);
     r.consume(entry + 1);
     if (crash_) crash_(CrashPoint::kApplied);
@@ -557,6 +559,7 @@ std::string BackupApplier::stuck() const {
          std::to_string(stuck_key_.load(std::memory_order_relaxed)) + " version " +
          std::to_string(stuck_version_.load(std::memory_order_relaxed)) + "); ";
   }
+  if (corrupt()) s += "stopped at a corrupt entry: " + corrupt_reason_ + "; ";
   const uint64_t skip = skip_.load(std::memory_order_acquire);
   if (skip != 0) s += "holes to skip in the rings of nodes mask " + std::to_string(skip) + "; ";
   s += std::to_string(quiet()) + " quiet polls of " + std::to_string(polls());
@@ -617,6 +620,7 @@ bool BackupApplier::poll() {
             return;
           }
           if (history_per_ring_ != 0) remember(n, r.last_mark());
+          took(n);
           offer(next_entry_++);
         },
         32);

@@ -228,6 +228,11 @@ class BackupApplier {
   // Entries installed so far; readable from any thread (release/acquire:
   // a reader that sees n also sees the first n entries installed).
   uint64_t applied() const { return applied_.load(std::memory_order_acquire); }
+  // Data entries taken from the ring written by `node` (any thread): every
+  // one of them is applied, or waits in deferred() until it can be.
+  uint64_t taken_from(uint16_t node) const {
+    return node < readers_.size() ? taken_from_[node].load(std::memory_order_acquire) : 0;
+  }
   // True when a ring held an entry that is not the next in sequence or a
   // payload that does not decode: the applier stopped that ring.
   bool corrupt() const { return corrupt_.load(std::memory_order_acquire); }
@@ -268,6 +273,14 @@ class BackupApplier {
   // waiting for an earlier change of their key (the oldest one named),
   // holes still to skip, quiet polls.
   std::string stuck() const;
+  // The oldest record deferred now, if any (any thread; for error messages).
+  bool oldest_deferred(uint16_t* table, uint64_t* key, uint64_t* version) const {
+    if (deferred_count_.load(std::memory_order_acquire) == 0) return false;
+    *table = static_cast<uint16_t>(stuck_table_.load(std::memory_order_relaxed));
+    *key = stuck_key_.load(std::memory_order_relaxed);
+    *version = stuck_version_.load(std::memory_order_relaxed);
+    return true;
+  }
 
  private:
   struct Deferred {
@@ -309,6 +322,11 @@ class BackupApplier {
   bool may_release(uint64_t entry) const;
   void released(LogReader& r, size_t n);
   std::atomic<uint64_t> applied_{0};
+  std::unique_ptr<std::atomic<uint64_t>[]> taken_from_;  // by writer node
+  void took(uint16_t node) {
+    taken_from_[node].store(taken_from_[node].load(std::memory_order_relaxed) + 1,
+                            std::memory_order_release);
+  }
   // Failover history (keep_history).
   size_t history_per_ring_ = 0;
   mutable std::mutex history_mu_;
