@@ -36,6 +36,17 @@ Status GtsOracle::install(Timestamp ts) {
   return Status::ok();
 }
 
+void GtsOracle::settle_issued() {
+  std::lock_guard<std::mutex> g(mu_);
+  const Timestamp last = issued();
+  Timestamp cur = stable();
+  while (cur < last && !__atomic_compare_exchange_n(stable_, &cur, last, false, __ATOMIC_SEQ_CST,
+                                                    __ATOMIC_SEQ_CST)) {
+  }
+  overflow_.clear();
+  has_overflow_.store(false);
+}
+
 void GtsOracle::advance() {
   // Bounded: each round advances StableTS over at most kWindow marks (or
   // sees another thread's advance), and a round repeats only after it

@@ -29,7 +29,8 @@
 // StableTS approaches — whoever advances StableTS moves it, or the
 // installer itself when StableTS moved while it inserted. A coordinator
 // that dies between FAA and INSTALL stops StableTS at its timestamp (the
-// oracle's known weakness; the DST engine has no such single point).
+// oracle's known weakness; the DST engine has no such single point) until
+// the survivors' failover settles it (settle_issued()).
 #pragma once
 
 #include <atomic>
@@ -71,6 +72,14 @@ class GtsOracle {
     __atomic_store_n(counter_, ts, __ATOMIC_SEQ_CST);
     __atomic_store_n(stable_, ts, __ATOMIC_SEQ_CST);
   }
+  // Failover (txn/failover.h): every timestamp issued so far counts as
+  // installed, and StableTS moves to the last one. The coordinators that
+  // took the missing ones were removed (their transactions' records are
+  // already repaired to the decided state), and every survivor's INSTALL
+  // was acknowledged before it paused. Only while no transaction runs in
+  // the cluster: without it, StableTS would stay at a removed
+  // coordinator's timestamp for good (the baseline's weakness above).
+  void settle_issued();
   Timestamp stable() const { return __atomic_load_n(stable_, __ATOMIC_SEQ_CST); }
   Timestamp issued() const { return __atomic_load_n(counter_, __ATOMIC_SEQ_CST); }
   uint64_t installs() const { return installs_.load(std::memory_order_relaxed); }

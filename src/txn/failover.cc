@@ -492,6 +492,11 @@ Status Failover::reconfigure(const r2::MembershipView::Snapshot& v, FailoverRepo
     }
     ++rep->records_repaired;
   }
+  // GTS: the removed coordinators' timestamps will never be installed.
+  if (p_.gts && p_.mvcc != nullptr) {
+    if (dst::GtsOracle* o = p_.mvcc->oracle_mut()) o->settle_issued();
+  }
+
   // 6. Promote.
   for (const auto& a : apps) {
     if (a) a->retire(gone);

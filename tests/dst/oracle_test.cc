@@ -59,6 +59,27 @@ TEST(GtsOracle, RefusesInstallsOfTimestampsNotOutstanding) {
   EXPECT_EQ(o.stable(), 2u);
 }
 
+// Failover: timestamp 2's coordinator died before INSTALL; the survivors
+// settle the oracle, StableTS moves past it, and installing goes on above.
+TEST(GtsOracle, SettlingAfterANodeLossMovesStablePastTheLostTimestamps) {
+  Words w;
+  GtsOracle o(w.bytes);
+  for (int i = 0; i < 4; ++i) w.issue();  // 1..4
+  ASSERT_TRUE(o.install(1).is_ok());
+  ASSERT_TRUE(o.install(3).is_ok());
+  ASSERT_TRUE(o.install(4).is_ok());
+  EXPECT_EQ(o.stable(), 1u);  // 2 will never come
+  o.settle_issued();
+  EXPECT_EQ(o.stable(), 4u);
+  EXPECT_FALSE(o.install(2).is_ok());  // a late INSTALL of the lost one: already stable
+  w.issue();                           // 5
+  const Timestamp six = w.issue();
+  ASSERT_TRUE(o.install(six).is_ok());
+  EXPECT_EQ(o.stable(), 4u);
+  ASSERT_TRUE(o.install(5).is_ok());
+  EXPECT_EQ(o.stable(), 6u);
+}
+
 // A coordinator holding timestamp 1 is descheduled while others issue and
 // install more than a window's worth: theirs wait above the window, and
 // StableTS covers them all once 1 arrives — none is lost, none refused.
