@@ -570,33 +570,40 @@ void BackupApplier::keep_history(size_t per_ring) {
   std::lock_guard<std::mutex> g(history_mu_);
   history_per_ring_ = per_ring;
   history_.assign(readers_.size(), {});
-  dropped_.assign(readers_.size(), 0);
+  for (History& h : history_) h.slots.resize(per_ring);
 }
 
 std::vector<LoggedTxn> BackupApplier::history(uint16_t node) const {
   std::lock_guard<std::mutex> g(history_mu_);
   if (node >= history_.size()) return {};
-  return {history_[node].begin(), history_[node].end()};
+  const History& h = history_[node];
+  std::vector<LoggedTxn> out;
+  out.reserve(h.count);
+  for (size_t i = 0; i < h.count; ++i) out.push_back(h.slots[(h.first + i) % h.slots.size()]);
+  return out;
 }
 
 bool BackupApplier::history_full(uint16_t node) const {
   std::lock_guard<std::mutex> g(history_mu_);
-  return node < dropped_.size() && dropped_[node];
+  return node < history_.size() && history_[node].dropped;
 }
 
 void BackupApplier::remember(uint16_t node, const LogMark& m) {
-  LoggedTxn t;
+  std::lock_guard<std::mutex> g(history_mu_);
+  History& h = history_[node];
+  size_t at;
+  if (h.count < h.slots.size()) {
+    at = (h.first + h.count++) % h.slots.size();
+  } else {
+    at = h.first;  // overwrite the oldest
+    h.first = (h.first + 1) % h.slots.size();
+    h.dropped = true;
+  }
+  LoggedTxn& t = h.slots[at];
   t.txn = m.txn;
   t.targets = m.decided;
-  t.records.reserve(decoded_.size());
+  t.records.clear();
   for (const RedoRecord& r : decoded_) t.records.push_back({r.table, r.op, r.key, r.version});
-  std::lock_guard<std::mutex> g(history_mu_);
-  std::deque<LoggedTxn>& h = history_[node];
-  if (h.size() >= history_per_ring_) {
-    h.pop_front();
-    dropped_[node] = 1;
-  }
-  h.push_back(std::move(t));
 }
 
 bool BackupApplier::poll() {

@@ -330,8 +330,15 @@ class BackupApplier {
   // Failover history (keep_history).
   size_t history_per_ring_ = 0;
   mutable std::mutex history_mu_;
-  std::vector<std::deque<LoggedTxn>> history_;  // by coordinator node
-  std::vector<uint8_t> dropped_;                // by coordinator node: history dropped some
+  // By coordinator node: a ring of history_per_ring_ slots reused in
+  // place (their vectors keep their capacity: no allocation per entry),
+  // the oldest at `first`, `count` in use.
+  struct History {
+    std::vector<LoggedTxn> slots;
+    size_t first = 0, count = 0;
+    bool dropped = false;  // older entries were overwritten
+  };
+  std::vector<History> history_;
   std::atomic<uint64_t> retired_{0};
   std::atomic<uint64_t> skip_{0};
   std::atomic<uint64_t> quiet_{0};
