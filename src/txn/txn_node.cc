@@ -503,6 +503,28 @@ Status TxnNode::setup_worker(r2::Worker& w, const r2::Region* scratch, const r2:
   return Status::ok();
 }
 
+std::string TxnNode::appliers_state() const {
+  std::string why;
+  for (const auto& ap : apps_) {
+    if (!ap) continue;
+    why += "; " + ap->stuck();
+    uint16_t table = 0;
+    uint64_t key = 0, version = 0;
+    const store::TableSpec* spec = nullptr;
+    if (ap->oldest_deferred(&table, &key, &version) && (spec = catalog_.find(table))) {
+      std::vector<uint8_t> v(spec->value_size);
+      uint64_t have = 0;
+      Result<bool> got = store_->get_local(*spec, key, v, &have);
+      why += " (this copy of that record: " +
+             (!got.is_ok() ? got.status().to_string()
+              : *got       ? "version " + std::to_string(have)
+                           : std::string("absent")) +
+             ")";
+    }
+  }
+  return why;
+}
+
 void TxnNode::note_install_error(const std::string& why) {
   if (install_errors_.fetch_add(1) == 0) {
     std::lock_guard<std::mutex> g(mu_);
@@ -612,36 +634,15 @@ Status TxnNode::finish(std::chrono::milliseconds limit) {
                           ": a log ring held a corrupt entry (" + corrupt +
                           "); its applier stopped");
     } else if (const uint16_t from = behind(); from != nodes) {
-      std::string why;
-      for (auto& ap : apps_) {
-        if (ap) why += "; " + ap->stuck();
-      }
       st = timeout_error("txn node " + std::to_string(cfg_.fabric.node) + ": its appliers took " +
                          std::to_string(taken_from(from)) + " of the " +
                          std::to_string(expect_from[from]) + " log entries node " +
-                         std::to_string(from) + " wrote to it within the drain timeout" + why);
+                         std::to_string(from) + " wrote to it within the drain timeout" +
+                         appliers_state());
     } else if (!done()) {
-      std::string why;
-      for (auto& ap : apps_) {
-        if (!ap) continue;
-        why += "; " + ap->stuck();
-        uint16_t table = 0;
-        uint64_t key = 0, version = 0;
-        const store::TableSpec* spec = nullptr;
-        if (ap->oldest_deferred(&table, &key, &version) && (spec = catalog_.find(table))) {
-          std::vector<uint8_t> v(spec->value_size);
-          uint64_t have = 0;
-          Result<bool> got = store_->get_local(*spec, key, v, &have);
-          why += " (this copy of that record: " +
-                 (!got.is_ok() ? got.status().to_string()
-                  : *got       ? "version " + std::to_string(have)
-                               : std::string("absent")) +
-                 ")";
-        }
-      }
       st = timeout_error("txn node " + std::to_string(cfg_.fabric.node) + ": backups applied " +
                          std::to_string(applied()) + " of " + std::to_string(expected) +
-                         " log entries within the drain timeout" + why);
+                         " log entries within the drain timeout" + appliers_state());
     }
   }
   if (st.is_ok()) st = rt_->control().barrier("txnnode.drained" + suffix);

@@ -167,6 +167,9 @@ class TxnNode {
   // The first install error's reason (written once, under mu_).
   std::string first_install_error_;
   void note_install_error(const std::string& why);
+  // For drain timeouts: what each applier holds, and this copy's version
+  // of the oldest record waiting.
+  std::string appliers_state() const;
   // Failover (cfg.fabric.survive_failures): the gate every transaction
   // passes, the reconfigurer, and the hook the control client calls.
   struct FailoverHook {
