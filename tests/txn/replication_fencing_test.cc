@@ -62,11 +62,18 @@ void run(const std::function<void(r2::testing::InProcCluster&)>& before, const r
           app1 =
               std::make_unique<BackupApplier>(w, cfg, c->base(1, kLog), [&](const RedoRecord&) {});
           ASSERT_TRUE(w.spawn([&](Co& co) {
-                         // Serve until node 0's loggers are done.
+                         // Serve until node 0's loggers are done and every
+                         // entry they completed was applied here, then a
+                         // while longer (an entry that should not be here
+                         // would be applied meanwhile).
                          const auto until =
                              std::chrono::steady_clock::now() + std::chrono::seconds(30);
-                         while (done.load() < kCos && std::chrono::steady_clock::now() < until)
+                         while ((done.load() < kCos ||
+                                 app1->applied() < static_cast<uint64_t>(out->ok.load())) &&
+                                std::chrono::steady_clock::now() < until) {
                            co.yield();
+                         }
+                         for (int i = 0; i < 200; ++i) co.yield();
                        }).is_ok());
           return;
         }
