@@ -39,6 +39,7 @@ class SmallBank final : public Workload {
       t.partitions = c_.partitions;
       const uint32_t per = c_.accounts;
       t.partition_fn = [per](uint64_t k) { return static_cast<uint32_t>(k / per); };
+      t.deletes = false;  // accounts are never closed
       ts.push_back(std::move(t));
     }
     return ts;

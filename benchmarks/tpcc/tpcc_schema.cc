@@ -21,6 +21,7 @@ std::vector<store::TableSpec> table_specs(const Config& c) {
     t.scheme = store::PartitionScheme::kFunction;
     t.partitions = static_cast<uint32_t>(W);
     t.partition_fn = [](uint64_t k) { return partition_of_key(k); };
+    t.deletes = id == kNewOrder;  // Delivery's; no other transaction deletes
     ts.push_back(std::move(t));
   };
   using store::TableKind;
@@ -47,6 +48,7 @@ std::vector<store::TableSpec> table_specs(const Config& c) {
   item.value_size = sizeof(ItemRow);
   item.capacity = c.items;
   item.scheme = store::PartitionScheme::kReplicated;
+  item.deletes = false;
   ts.push_back(std::move(item));
   return ts;
 }

@@ -77,6 +77,10 @@ struct TableSpec {
   // transactions need: lock word, version, identity).
   bool inline_values = false;
   TableId index_of = kNoTable;  // this ordered table indexes that table
+  // false: no transaction deletes from this table (Txn::remove aborts with
+  // kNotSupported there). Durable nodes then keep no per-key order of its
+  // changes' release (txn/log/key_order.h), which only a delete needs.
+  bool deletes = true;
 };
 
 constexpr uint32_t kMaxValueSize = 4096;

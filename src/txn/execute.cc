@@ -309,7 +309,7 @@ Abort Engine::insert(TableId t, Key k, const void* value) {
 }
 
 Abort Engine::remove(TableId t, Key k) {
-  if (kind_ == Kind::kReadOnly) return Abort::kNotSupported;
+  if (kind_ == Kind::kReadOnly || !loc_.deletes(t)) return Abort::kNotSupported;
   await_ahead();
   Access* a = find(t, k);
   if (a != nullptr && a->remove) return Abort::kRecordMissing;

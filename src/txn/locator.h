@@ -22,6 +22,8 @@ class Locator {
  public:
   virtual ~Locator() = default;
   virtual uint32_t value_size(TableId t) const = 0;
+  // Whether transactions may delete from `t` (store::TableSpec::deletes).
+  virtual bool deletes(TableId) const { return true; }
   virtual r2::NodeId primary(TableId t, Key k) const = 0;
   // Writes up to `max` backup nodes of k's partition to `out`; returns the count.
   virtual size_t backups(TableId t, Key k, r2::NodeId* out, size_t max) const = 0;

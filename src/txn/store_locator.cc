@@ -15,6 +15,11 @@ uint32_t StoreLocator::value_size(TableId t) const {
   return s == nullptr ? 0 : s->value_size;
 }
 
+bool StoreLocator::deletes(TableId t) const {
+  const store::TableSpec* s = spec(t);
+  return s == nullptr || s->deletes;
+}
+
 r2::NodeId StoreLocator::primary(TableId t, Key k) const {
   const store::TableSpec* s = spec(t);
   if (s == nullptr) return self_;

@@ -38,6 +38,7 @@ class StoreLocator final : public Locator {
                std::span<uint8_t> scratch, r2::NodeId self);
 
   uint32_t value_size(TableId t) const override;
+  bool deletes(TableId t) const override;
   r2::NodeId primary(TableId t, Key k) const override;
   size_t backups(TableId t, Key k, r2::NodeId* out, size_t max) const override;
   Abort read(r2::Co& co, ReadPath path, TableId t, Key k, RecordRef* ref, uint8_t* copy) override;

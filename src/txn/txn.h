@@ -84,7 +84,8 @@ class Txn {
   // this transaction). Later get()s of the key in this transaction see it.
   virtual Abort insert(TableId t, Key k, const void* value) = 0;
   // Deletes a record (read first if this transaction has not read it):
-  // locked at validation, removed at commit. kRecordMissing when absent.
+  // locked at validation, removed at commit. kRecordMissing when absent;
+  // kNotSupported in a table declared without deletes (TableSpec::deletes).
   virtual Abort remove(TableId t, Key k) = 0;
   // Rows of an ordered table with from <= key <= to, ascending, at most
   // `limit` of them: keys into out->keys, values back to back (the table's

@@ -136,6 +136,13 @@ Result<std::unique_ptr<TxnNode>> TxnNode::start(const store::Catalog& catalog,
     rc.file_regions = n->pools_->file_regions();
     n->durable_ = true;
     n->persist_ = n->pools_->persist_ops();
+    // Only tables with deletes need their changes' release ordered.
+    std::vector<bool> deleting;
+    for (const store::TableSpec& t : catalog.tables()) {
+      if (t.id >= deleting.size()) deleting.resize(t.id + 1u, false);
+      deleting[t.id] = t.deletes;
+    }
+    n->unreleased_->track_only(std::move(deleting));
   }
   auto rt = r2::NodeRuntime::start(rc);
   if (!rt.is_ok()) return rt.status();

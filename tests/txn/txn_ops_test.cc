@@ -63,6 +63,7 @@ store::Catalog make_catalog() {
   specs[2].partitions = kNodes;
   specs[2].scheme = store::PartitionScheme::kFunction;
   specs[2].partition_fn = [](uint64_t k) { return static_cast<uint32_t>(k % kNodes); };
+  specs[2].deletes = false;  // declared: its keys are never deleted
   auto c = store::Catalog::create(std::move(specs), kNodes, 3);
   EXPECT_TRUE(c.is_ok()) << c.status().to_string();
   return std::move(c.value());
@@ -345,8 +346,9 @@ void abort_script(const store::Catalog& cat, TxnContext& c) {
   // kUserAbort.
   EXPECT_EQ(run([](Txn& tx) { return tx.user_abort(); }), Abort::kUserAbort);
   EXPECT_EQ(e.abort_table(), Engine::kNoTable);
-  // kNotSupported: a scan of a hash table, an unknown table, writes in a
-  // read-only transaction.
+  // kNotSupported: a delete in a table declared without deletes, a scan of
+  // a hash table, an unknown table, writes in a read-only transaction.
+  EXPECT_EQ(run([](Txn& tx) { return tx.remove(kCount, 1); }), Abort::kNotSupported);
   EXPECT_EQ(run([](Txn& tx) {
               Txn::Rows rows;
               return tx.scan(kKv, 0, 10, 5, &rows);

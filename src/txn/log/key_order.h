@@ -22,6 +22,13 @@ namespace drtmx::txn {
 
 class UnreleasedChanges {
  public:
+  // Only tables that can have deletes need the order (store::TableSpec::
+  // deletes): the changes of other tables are not recorded (tracks() is
+  // false). Default: every table. Set before any applier runs.
+  void track_only(std::vector<bool> tables) { tracked_ = std::move(tables); }
+  bool tracks(uint16_t table) const {
+    return tracked_.empty() || (table < tracked_.size() && tracked_[table]);
+  }
   // An insert or update of (table, key) at `version` sits in an entry that
   // was taken from a ring here and is not released yet.
   void add(uint16_t table, uint64_t key, uint64_t version) {
@@ -75,6 +82,7 @@ class UnreleasedChanges {
     return shards_[IdHash{}({table, key}) >> 58];
   }
   std::array<Shard, 64> shards_;
+  std::vector<bool> tracked_;  // by table id; empty: all
   std::atomic<int32_t> waiting_{0};
 };
 

@@ -417,7 +417,7 @@ void BackupApplier::note_changes(uint64_t entry) {
   if (!cfg_.unreleased) return;
   std::vector<KeyChange> ch;
   for (const RedoRecord& rec : decoded_) {
-    if (rec.at_primary != 0) continue;
+    if (rec.at_primary != 0 || !cfg_.unreleased->tracks(rec.table)) continue;
     const bool del = rec.op == RedoOp::kDelete;
     ch.push_back({rec.table, del, rec.key, rec.version});
     if (!del) cfg_.unreleased->add(rec.table, rec.key, rec.version);
