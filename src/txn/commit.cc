@@ -85,7 +85,14 @@ void Engine::commit() {
         for (size_t j = 0; j < i && first; ++j) {
           first = !set_[j].write || set_[j].remove || set_[j].ref.addr.node != a.ref.addr.node;
         }
-        if (first) rdpma::add_flushing_read(batch_, a.ref.addr, flush);
+        // Any address of the primary works (the READ flushes the channel):
+        // the lock word this thread just cleared is in its cache, while the
+        // record's lines were stored non-temporally (on shm the issuer's CPU
+        // reads: the record would come back from memory).
+        if (first) {
+          rdpma::add_flushing_read(batch_, locks_ ? locks_->lock_of(a.ref.addr) : a.ref.addr,
+                                   flush);
+        }
       }
     };
     bool ok = settle && flush != nullptr;

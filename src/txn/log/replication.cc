@@ -101,7 +101,11 @@ size_t Replicator::image_bytes(const ReplicationConfig& cfg) {
 }
 
 Replicator::Replicator(r2::Worker& w, const ReplicationConfig& cfg)
-    : w_(w), cfg_(cfg), last_txn_(cfg.layout.nodes, 0), told_(cfg.layout.nodes, 0) {
+    : w_(w),
+      cfg_(cfg),
+      flush_offset_(cfg.layout.header_offset(w.node(), w.thread()) + offsetof(RingHeader, pad)),
+      last_txn_(cfg.layout.nodes, 0),
+      told_(cfg.layout.nodes, 0) {
   for (uint16_t n = 0; n < cfg.layout.nodes; ++n) {
     writers_.emplace_back(cfg.layout.ring_offset(w.node(), w.thread()), cfg.layout.ring_bytes);
   }
@@ -269,8 +273,12 @@ Status Replicator::log(r2::Co& co, std::span<const BackupEntry> entries, LogBuff
       off += pl[k].bytes;
     }
     if (cfg_.durable) {
-      // The flushing READ of H9: the WRITEs above are persistent once it completes.
-      rdpma::add_flushing_read(to, {b, cfg_.log_region, pl[*n - 1].offset},
+      // The flushing READ of H9: the WRITEs above are persistent once it
+      // completes. Any address of the target works (the READ flushes the
+      // channel); it reads the ring header's spare word, not the entry:
+      // the entry's lines were just stored non-temporally, and reading one
+      // back would be a memory access on shm, where the issuer's CPU reads.
+      rdpma::add_flushing_read(to, {b, cfg_.log_region, flush_offset_},
                                reinterpret_cast<uint64_t*>(image + stride - 64));
       last_txn_[b] = mark.txn;
       told_[b] = std::max(told_[b], mark.decided);

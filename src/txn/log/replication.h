@@ -173,6 +173,9 @@ class Replicator {
   bool send_decided();
   r2::Worker& w_;
   ReplicationConfig cfg_;
+  // Where the flushing READs of durable logs read (in every target's log
+  // region): this writer's ring header's spare word.
+  uint64_t flush_offset_;
   std::vector<LogWriter> writers_;  // by backup node
   uint64_t entries_ = 0, full_waits_ = 0;
   // Durable logs: transaction numbers and the watermark, and per target
