@@ -64,6 +64,8 @@ struct BenchOptions {
   uint32_t journal_kb = 1024;
   // --local-shortcuts=on|off (txn::TxnNodeConfig::local_shortcuts).
   bool local_shortcuts = true;
+  // --sibling-wait=on|off (txn::TxnNodeConfig::sibling_wait).
+  bool sibling_wait = true;
   // Launcher: SIGKILL every node this many seconds into the measured run (0: never).
   double crash_at = 0;
   // Tests: node `crash_node` kills itself at the `crash_hit`-th occurrence of

@@ -52,6 +52,8 @@ struct alignas(64) CoCounters {
   std::vector<uint64_t> type_aborts;       // per type: aborted attempts, window
   std::vector<uint64_t> ro_blocked;        // per type: DEP_READ reads that waited, window
   std::vector<uint64_t> ro_wait_ns;        // per type: their wait, window
+  std::vector<uint64_t> sib_waits;         // per type: reads that waited for a sibling, window
+  std::vector<uint64_t> sib_wait_ns;       // per type: their wait, window
   std::vector<uint8_t> read_only;          // per type: drawn as read-only
   uint64_t aborts[txn::kAbortKinds] = {};  // measured window
   std::vector<TableAborts> by_table;       // measured window
@@ -98,6 +100,7 @@ struct NodeResult {
   uint64_t window_ns = 0;
   std::vector<uint64_t> committed;                                       // per type
   std::vector<uint64_t> type_aborts, ro_blocked, ro_wait_ns, read_only;  // per type
+  std::vector<uint64_t> sib_waits, sib_wait_ns;                          // per type
   VersionTotals versions;
   std::vector<uint64_t> aborts;  // per reason
   std::vector<TableAborts> by_table;
@@ -123,8 +126,8 @@ struct NodeResult {
     for (int64_t v : client_sums) os << ' ' << v;
     os << ' ' << hist.encode();
     const std::vector<uint64_t> vf = versions.fields();
-    for (const auto* v :
-         {&type_aborts, &ro_blocked, &ro_wait_ns, &read_only, &vf, &durability, &timeline}) {
+    for (const auto* v : {&type_aborts, &ro_blocked, &ro_wait_ns, &read_only, &vf, &durability,
+                          &timeline, &sib_waits, &sib_wait_ns}) {
       os << ' ' << v->size();
       for (uint64_t x : *v) os << ' ' << x;
     }
@@ -155,7 +158,8 @@ struct NodeResult {
            triples(r->by_table) && vec(r->node_audit) && vec(r->client_sums) && (is >> h) &&
            r->hist.decode(h) && vec(r->type_aborts) && vec(r->ro_blocked) && vec(r->ro_wait_ns) &&
            vec(r->read_only) && vec(vf) && VersionTotals::from(vf, &r->versions) &&
-           vec(r->durability) && vec(r->timeline, kMaxTimeline);
+           vec(r->durability) && vec(r->timeline, kMaxTimeline) && vec(r->sib_waits) &&
+           vec(r->sib_wait_ns);
   }
   // A day at the finest --timeline-ms.
   static constexpr size_t kMaxTimeline = 86400u * 100;
@@ -376,7 +380,8 @@ Status report(const BenchOptions& o, const Workload& wl, const store::Catalog& c
   const std::vector<std::string> types = wl.txn_types();
   std::vector<uint64_t> committed(types.size(), 0), aborts(txn::kAbortKinds, 0);
   std::vector<uint64_t> type_aborts(types.size(), 0), ro_blocked(types.size(), 0),
-      ro_wait_ns(types.size(), 0), read_only(types.size(), 0);
+      ro_wait_ns(types.size(), 0), read_only(types.size(), 0), sib_waits(types.size(), 0),
+      sib_wait_ns(types.size(), 0);
   VersionTotals versions;
   std::vector<TableAborts> by_table;
   std::vector<int64_t> node_sums, client_sums;
@@ -397,6 +402,8 @@ Status report(const BenchOptions& o, const Workload& wl, const store::Catalog& c
       if (i < r.ro_blocked.size()) ro_blocked[i] += r.ro_blocked[i];
       if (i < r.ro_wait_ns.size()) ro_wait_ns[i] += r.ro_wait_ns[i];
       if (i < r.read_only.size()) read_only[i] |= r.read_only[i];
+      if (i < r.sib_waits.size()) sib_waits[i] += r.sib_waits[i];
+      if (i < r.sib_wait_ns.size()) sib_wait_ns[i] += r.sib_wait_ns[i];
     }
     versions.merge(r.versions);
     for (const TableAborts& t : r.by_table) count_abort(by_table, t.reason, t.table, t.count);
@@ -426,7 +433,8 @@ Status report(const BenchOptions& o, const Workload& wl, const store::Catalog& c
       << " replicas=" << replicas << " policy=" << policy.preset << " (" << policy.describe()
       << ") seconds=" << o.seconds << " warmup=" << o.warmup
       << (o.inprocess ? " inprocess" : " processes")
-      << (o.local_shortcuts ? "" : " local_shortcuts=off") << " " << wl.describe();
+      << (o.local_shortcuts ? "" : " local_shortcuts=off")
+      << (o.sibling_wait ? "" : " sibling_wait=off") << " " << wl.describe();
   std::cout << "drtmx-bench " << cfg.str() << "\n"
             << "  committed/s " << fmt(tps, 0) << "   abort rate " << fmt(abort_rate * 100, 2)
             << "%   latency p50 " << fmt(p50, 1) << " us  p99 " << fmt(p99, 1) << " us  p999 "
@@ -445,6 +453,14 @@ Status report(const BenchOptions& o, const Workload& wl, const store::Catalog& c
     std::cout << "  " << types[i] << " lock waits: " << ro_blocked[i] << " reads blocked, total "
               << fmt(double(ro_wait_ns[i]) / 1e6, 1) << " ms, "
               << fmt(committed[i] ? double(ro_wait_ns[i]) / 1e3 / double(committed[i]) : 0, 2)
+              << " us per transaction\n";
+  }
+  for (size_t i = 0; i < types.size(); ++i) {
+    if (sib_waits[i] == 0) continue;
+    std::cout << "  " << types[i] << " sibling waits: " << sib_waits[i]
+              << " reads waited for another coroutine's lock, total "
+              << fmt(double(sib_wait_ns[i]) / 1e6, 1) << " ms, "
+              << fmt(committed[i] ? double(sib_wait_ns[i]) / 1e3 / double(committed[i]) : 0, 2)
               << " us per transaction\n";
   }
   if (versions.capacity != 0) {
@@ -504,6 +520,14 @@ Status report(const BenchOptions& o, const Workload& wl, const store::Catalog& c
       j.key("in_use_bytes").value(versions.in_use_bytes);
       j.end_object();
     }
+    j.key("sibling_waits").begin_object();
+    for (size_t i = 0; i < types.size(); ++i) {
+      j.key(types[i]).begin_object();
+      j.key("waits").value(sib_waits[i]);
+      j.key("wait_us").value(double(sib_wait_ns[i]) / 1e3, 1);
+      j.end_object();
+    }
+    j.end_object();
     j.key("aborts").begin_object();
     for (int i = 1; i < txn::kAbortKinds; ++i) {
       j.key(txn::abort_name(static_cast<txn::Abort>(i))).value(aborts[i]);
@@ -539,6 +563,7 @@ Status report(const BenchOptions& o, const Workload& wl, const store::Catalog& c
     j.key("seconds").value(o.seconds, 3).key("warmup").value(o.warmup, 3);
     j.key("processes").value(!o.inprocess).key("workload").value(wl.describe());
     j.key("local_shortcuts").value(o.local_shortcuts);
+    j.key("sibling_wait").value(o.sibling_wait);
     j.end_object();
     j.end_object();
     std::string err;
@@ -585,6 +610,7 @@ Status run_bench_node(const BenchOptions& o) {
                              {"coroutines", std::to_string(o.coroutines)}};
   cfg.coroutines = o.coroutines;
   cfg.local_shortcuts = o.local_shortcuts;
+  cfg.sibling_wait = o.sibling_wait;
   cfg.policy = *policy;
   cfg.log_ring_bytes = o.log_ring_kb * 1024;
   cfg.caches.xcache.refresh_keys_per_miss = o.xstore_refresh_keys;
@@ -704,6 +730,8 @@ Status run_bench_node(const BenchOptions& o) {
     c.type_aborts.assign(types, 0);
     c.ro_blocked.assign(types, 0);
     c.ro_wait_ns.assign(types, 0);
+    c.sib_waits.assign(types, 0);
+    c.sib_wait_ns.assign(types, 0);
     c.read_only.assign(types, 0);
   }
   std::vector<std::vector<int64_t>> sums(cos);
@@ -722,8 +750,14 @@ Status run_bench_node(const BenchOptions& o) {
       const uint64_t t0 = r2::now_ns();
       bool done = false;
       for (uint32_t attempt = 0; attempt < kMaxAttempts; ++attempt) {
+        const uint64_t waits0 = ctx.engine.stats().sibling_waits;
+        const uint64_t wait_ns0 = ctx.engine.stats().sibling_wait_ns;
         const txn::Abort r = ctx.engine.run(d.proc, d.kind);
         const bool measuring = sh.phase.load(std::memory_order_relaxed) == 1;
+        if (measuring) {
+          cc.sib_waits[d.type] += ctx.engine.stats().sibling_waits - waits0;
+          cc.sib_wait_ns[d.type] += ctx.engine.stats().sibling_wait_ns - wait_ns0;
+        }
         if (r == txn::Abort::kNone) {
           client->committed();
           if (measuring) {
@@ -829,6 +863,8 @@ Status run_bench_node(const BenchOptions& o) {
   mine.type_aborts.assign(types, 0);
   mine.ro_blocked.assign(types, 0);
   mine.ro_wait_ns.assign(types, 0);
+  mine.sib_waits.assign(types, 0);
+  mine.sib_wait_ns.assign(types, 0);
   mine.read_only.assign(types, 0);
   for (auto& c : counters) {
     for (size_t i = 0; i < types; ++i) {
@@ -836,6 +872,8 @@ Status run_bench_node(const BenchOptions& o) {
       mine.type_aborts[i] += c.type_aborts[i];
       mine.ro_blocked[i] += c.ro_blocked[i];
       mine.ro_wait_ns[i] += c.ro_wait_ns[i];
+      mine.sib_waits[i] += c.sib_waits[i];
+      mine.sib_wait_ns[i] += c.sib_wait_ns[i];
       mine.read_only[i] |= c.read_only[i];
     }
     for (int i = 0; i < txn::kAbortKinds; ++i) mine.aborts[i] += c.aborts[i];

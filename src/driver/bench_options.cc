@@ -44,6 +44,7 @@ std::vector<std::string> BenchOptions::node_args(int n, const std::string& coord
   for (const auto& [k, v] : workload) a.push_back("--" + k + "=" + v);
   if (!json.empty() && n == 0) a.push_back("--json=" + json);
   if (!local_shortcuts) a.push_back("--local-shortcuts=off");
+  if (!sibling_wait) a.push_back("--sibling-wait=off");
   if (durable) {
     a.push_back("--durability=pmem");
     a.push_back("--pmem-dir=" + pmem_dir);
@@ -85,7 +86,7 @@ Result<BenchOptions> parse_bench(int argc, char** argv, const std::vector<Worklo
   o.known = std::make_shared<const std::vector<WorkloadInfo>>(known);
   uint32_t nodes = 3, threads = 1, coroutines = 8, replicas = 0;
   std::string fabric = "shm", config, mvcc, durability = "off", crash_point, lock_words = "dram",
-              local_shortcuts = "on";
+              local_shortcuts = "on", sibling_wait = "on";
   std::string kill_node, stop_node;
   std::vector<std::string> phases;
   std::string names;
@@ -142,6 +143,10 @@ Result<BenchOptions> parse_bench(int argc, char** argv, const std::vector<Worklo
       "on | off: a node reaches its own memory without the fabric's queues and completions "
       "(one-sided ops run at once, RPCs to its own thread run inline); off only to measure "
       "what that saves")(
+      "sibling-wait", po::value(&sibling_wait)->default_value("on"),
+      "on | off: a transaction about to read a record that another coroutine of its worker "
+      "holds locked waits for that one to finish instead of aborting at validation; off only "
+      "to measure what that saves")(
       "timeline-ms", po::value(&o.timeline_ms)->default_value(100),
       "the JSON report's timeline: committed/s of every interval this long (a divisor of "
       "1000, at least 10)")(
@@ -232,6 +237,9 @@ Result<BenchOptions> parse_bench(int argc, char** argv, const std::vector<Worklo
   if (local_shortcuts != "on" && local_shortcuts != "off")
     return bad("--local-shortcuts=" + local_shortcuts + ": expected on or off");
   o.local_shortcuts = local_shortcuts == "on";
+  if (sibling_wait != "on" && sibling_wait != "off")
+    return bad("--sibling-wait=" + sibling_wait + ": expected on or off");
+  o.sibling_wait = sibling_wait == "on";
   if (o.timeline_ms < 10 || o.timeline_ms > 1000 || 1000 % o.timeline_ms != 0)
     return bad("--timeline-ms=" + std::to_string(o.timeline_ms) +
                " must divide 1000 and be at least 10 (10, 20, 25, 40, 50, 100, ..., 1000)");

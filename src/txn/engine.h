@@ -38,6 +38,7 @@
 #include "txn/crash_point.h"
 #include "txn/failover.h"
 #include "txn/key_index.h"
+#include "txn/local_holds.h"
 #include "txn/locator.h"
 #include "txn/log/replication.h"
 #include "txn/mvcc_ops.h"
@@ -81,6 +82,10 @@ struct TxnStats {
   uint64_t committed = 0;
   uint64_t aborts[kAbortKinds] = {};
   uint64_t reads_ahead = 0;  // read_ahead() READs posted without waiting
+  // Reads that first waited for a sibling coroutine holding the record
+  // (LocalHolds), and the time they waited.
+  uint64_t sibling_waits = 0;
+  uint64_t sibling_wait_ns = 0;
 };
 
 // A caller's retry policy (the engine itself never retries).
@@ -148,6 +153,11 @@ class Engine final : public Txn {
     gate_slot_ = slot;
   }
 
+  // The locks this worker's coroutines hold (txn/local_holds.h; not owned;
+  // null, the default: reads never wait for a sibling). Shared by the
+  // engines of one worker only.
+  void set_local_holds(LocalHolds* holds) { holds_ = holds; }
+
   Abort get(TableId t, Key k, void* out) override;
   Abort get_for_update(TableId t, Key k, void* out) override;
   Abort put(TableId t, Key k, const void* value) override;
@@ -199,6 +209,12 @@ class Engine final : public Txn {
   void post_ahead(std::span<const TableKey> keys, bool for_update, std::vector<TableKey>* uncached);
   Abort read(TableId t, Key k, void* out, bool for_update);
   Access* find(TableId t, Key k);
+  // Before reading (t, k) in Execute: while a sibling coroutine holds it
+  // (holds_), yield — at most kSiblingWaitNs — so the read sees its result
+  // instead of a value about to change (execute.cc).
+  void await_sibling(TableId t, Key k);
+  void note_holds();                 // Validate: record the locks about to be taken in holds_
+  void drop_holds();                 // the attempt ends: forget them
   void add_access(const Access& a);  // appends to set_ and indexes it
   uint8_t* alloc(size_t bytes);
   ReadPath read_path() const {
@@ -313,6 +329,8 @@ class Engine final : public Txn {
   CrashHook crash_;
   const store::tables::LockPlan* locks_ = nullptr;  // set_lock_plan()
   FailoverGate* gate_ = nullptr;                    // set_gate()
+  LocalHolds* holds_ = nullptr;                     // set_local_holds()
+  std::vector<TableKey> my_holds_;                  // recorded in holds_ by this attempt
   size_t gate_slot_ = 0;
   uint64_t begin_epoch_ = 0;
 };

@@ -72,6 +72,45 @@ Engine::Access* Engine::find(TableId t, Key k) {
   return i == KeyIndex::kAbsent ? nullptr : &set_[i];
 }
 
+void Engine::await_sibling(TableId t, Key k) {
+  // Bounded: a holder normally finishes within a log round trip; one stuck
+  // behind a failed node must not hold its siblings longer than this.
+  constexpr uint64_t kSiblingWaitNs = 2'000'000;
+  if (holds_ == nullptr) return;
+  uint16_t h = holds_->holder(t, k);
+  if (h == LocalHolds::kNobody || h == co_.id()) return;
+  const uint64_t start = r2::now_ns();
+  const uint64_t deadline = start + kSiblingWaitNs;
+  bool in_time = true;
+  do {
+    holds_->add_waiter(h, co_.id());
+    in_time = co_.park_until(deadline);  // drop_holds() of the holder wakes us
+    h = holds_->holder(t, k);
+  } while (in_time && h != LocalHolds::kNobody && h != co_.id());
+  ++stats_.sibling_waits;
+  stats_.sibling_wait_ns += r2::now_ns() - start;
+}
+
+void Engine::note_holds() {
+  if (holds_ == nullptr) return;
+  // Until the attempt ends, this coroutine runs before the others whenever
+  // its ops complete: siblings wait for what it holds.
+  co_.set_urgent(true);
+  for (const Access& a : set_) {
+    if (a.write && !a.insert && holds_->hold(a.table, a.key, co_.id())) {
+      my_holds_.push_back({a.table, a.key});
+    }
+  }
+}
+
+void Engine::drop_holds() {
+  for (const TableKey& tk : my_holds_) holds_->drop(tk.table, tk.key, co_.id());
+  my_holds_.clear();
+  std::vector<uint16_t>& w = holds_->waiters_of(co_.id());
+  for (const uint16_t c : w) co_.unpark(c);
+  w.clear();
+}
+
 void Engine::add_access(const Access& a) {
   index_.put(a.table, a.key, static_cast<uint32_t>(set_.size()));
   set_.push_back(a);
@@ -93,6 +132,11 @@ void Engine::post_ahead(std::span<const TableKey> keys, bool for_update,
   // keys, and ahead_keys_ tells which keys it already took (or left for
   // `uncached`).
   ahead_keys_.clear();
+  if (holds_ != nullptr && holds_->size() != 0) {
+    for (const TableKey& tk : keys) {
+      if (find(tk.table, tk.key) == nullptr) await_sibling(tk.table, tk.key);
+    }
+  }
   // The location-cache lookups below are DRAM misses each: start them all.
   if (keys.size() > 1) {
     for (const TableKey& tk : keys) loc_.prefetch_address(read_path(), tk.table, tk.key);
@@ -193,6 +237,7 @@ Abort Engine::read(TableId t, Key k, void* out, bool for_update) {
   }
   uint8_t* copy = alloc(store::record_slot_size(vs));
   if (copy == nullptr) return Abort::kNotSupported;
+  await_sibling(t, k);
   Access a{};
   a.table = t;
   a.key = k;
@@ -414,6 +459,10 @@ void Engine::backoff(uint32_t attempt, const RetryPolicy& p) {
 }
 
 Abort Engine::finish(Abort a) {
+  if (holds_ != nullptr) {
+    co_.set_urgent(false);
+    if (!my_holds_.empty()) drop_holds();
+  }
   if (gts_owed_) {
     // Committed (its versions are in place) or aborted: either way the
     // oracle may move StableTS past it. A lost INSTALL (node failure)

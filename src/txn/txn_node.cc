@@ -186,6 +186,7 @@ Result<std::unique_ptr<TxnNode>> TxnNode::start(const store::Catalog& catalog,
   }
   n->reps_.resize(workers);
   n->apps_.resize(workers);
+  n->holds_.resize(workers);
   n->locs_.resize(workers * cfg.coroutines);
   n->engines_.resize(workers * cfg.coroutines);
   return n;
@@ -485,6 +486,7 @@ Status TxnNode::setup_worker(r2::Worker& w, const r2::Region* scratch, const r2:
   const size_t per_co = per_coroutine_arena();
   const uint16_t threads = cfg_.fabric.threads, cos = cfg_.coroutines;
   const r2::NodeId self = cfg_.fabric.node;
+  if (cfg_.sibling_wait && cos > 1) holds_[t] = std::make_unique<LocalHolds>(32 * size_t{cos}, cos);
   for (uint16_t c = 0; c < cos; ++c) {
     const size_t i = size_t{t} * cos + c;
     DRTMX_RETURN_IF_ERROR(w.spawn([=, this](r2::Co& co) {
@@ -494,6 +496,7 @@ Status TxnNode::setup_worker(r2::Worker& w, const r2::Region* scratch, const r2:
                                              arena->base + i * per_co, per_co, mvcc_.get());
       if (cfg_.crash_hook) engines_[i]->set_crash_hook(cfg_.crash_hook);
       engines_[i]->set_lock_plan(locks_.get());
+      engines_[i]->set_local_holds(holds_[t].get());
       if (gate_) engines_[i]->set_gate(gate_.get(), i);
       TxnContext ctx{co, *engines_[i], *locs_[i],
                      static_cast<uint32_t>((uint32_t{self} * threads + t) * cos + c)};
@@ -735,6 +738,8 @@ TxnStats TxnNode::stats() const {
     if (!e) continue;
     s.committed += e->stats().committed;
     s.reads_ahead += e->stats().reads_ahead;
+    s.sibling_waits += e->stats().sibling_waits;
+    s.sibling_wait_ns += e->stats().sibling_wait_ns;
     for (int i = 0; i < kAbortKinds; ++i) s.aborts[i] += e->stats().aborts[i];
   }
   return s;

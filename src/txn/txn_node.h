@@ -70,6 +70,11 @@ struct TxnNodeConfig {
   // inline_self_calls). Same checks, same lock/version/seal contract; off
   // only to measure what they save.
   bool local_shortcuts = true;
+  // A transaction about to read a record that another coroutine of its
+  // worker holds locked waits (yields) until that one's attempt ends,
+  // instead of reading a value about to change and aborting at Validate
+  // (txn/local_holds.h). Off only to measure what it saves.
+  bool sibling_wait = true;
 };
 
 // What a transaction coroutine gets.
@@ -160,6 +165,7 @@ class TxnNode {
   std::unique_ptr<store::tables::NodeCaches> caches_;
   std::unique_ptr<dst::MvccNode> mvcc_;
   std::vector<std::unique_ptr<Replicator>> reps_;     // per worker
+  std::vector<std::unique_ptr<LocalHolds>> holds_;    // per worker (sibling_wait)
   std::vector<std::unique_ptr<BackupApplier>> apps_;  // per worker
   std::vector<std::unique_ptr<StoreLocator>> locs_;   // per coroutine
   std::vector<std::unique_ptr<Engine>> engines_;      // per coroutine

@@ -47,6 +47,10 @@ Abort Engine::validate() {
   // Before the inserts are reserved: a lock held by another or a changed
   // version — the common conflicts — then abort without the reserve and
   // remove round trips (both steps only acquire, so their order is free).
+  // Siblings about to read one of them wait for this attempt to end
+  // (local_holds.h) — recorded before the locks are requested: a local lock
+  // is taken at once, while the batch may wait for remote ones.
+  if (writes) note_holds();
   if (writes && lock == LockPath::kCas) {
     batch_.clear();
     slots_.clear();

@@ -107,9 +107,38 @@ void Co::yield_idle() {
   worker_->yield_now(c);
 }
 
+bool Co::park_until(uint64_t deadline_ns) {
+  Worker::CoState& c = worker_->current();
+  c.wait = Worker::Wait::kParked;
+  c.deadline_ns = deadline_ns;
+  c.state = Worker::State::kWaiting;
+  ++worker_->waiting_;
+  ++worker_->parked_;
+  worker_->suspend();
+  // Unparked: unpark() cleared the deadline; expired: wake_parked() did not.
+  const bool woken = c.deadline_ns == 0;
+  c.wait = Worker::Wait::kNone;
+  c.deadline_ns = 0;
+  return woken;
+}
+
+void Co::unpark(uint16_t co) {
+  if (co >= worker_->cos_.size()) return;
+  Worker::CoState& c = *worker_->cos_[co];
+  if (c.state != Worker::State::kWaiting || c.wait != Worker::Wait::kParked) return;
+  c.deadline_ns = 0;
+  --worker_->parked_;
+  worker_->make_runnable(c);
+}
+
+void Co::set_urgent(bool urgent) {
+  worker_->current().urgent = urgent;
+}
+
 // --- Worker, coroutine side ---------------------------------------------------
 
 void Worker::yield_now(CoState& c) {
+  // A yield lets the others run first, urgent or not.
   runq_[(runq_head_ + runq_count_) % runq_.size()] = c.co.id_;
   ++runq_count_;
   suspend();
@@ -128,7 +157,7 @@ OpStatus Worker::wait_batch(CoState& c, OpBatch& b) {
     c.state = State::kWaiting;
     ++waiting_;
     suspend();
-  } else if (++inline_streak_ >= kInlineStreak) {
+  } else if (++inline_streak_ >= kInlineStreak && !c.urgent) {
     yield_now(c);  // done without waiting (local ops) many times in a row
   }
   if (c.local_reads) {
@@ -260,7 +289,7 @@ Status Worker::call(CoState& c, std::span<const Target> targets, uint16_t rpc_id
       c.targets = {};
       c.replies = {};
       Status st = std::move(c.rpc_status);
-      if (++inline_streak_ >= kInlineStreak) yield_now(c);
+      if (++inline_streak_ >= kInlineStreak && !c.urgent) yield_now(c);
       return st;
     }
   }

@@ -80,6 +80,21 @@ class Co {
   // such coroutines ran counts as idle, so the worker backs off and leaves
   // the core to busy threads instead of spinning through its time slice.
   void yield_idle();
+  // Suspends this coroutine until another coroutine of the same worker
+  // calls unpark(id()) or the clock passes `deadline_ns` (r2::now_ns();
+  // checked every few worker iterations, so it may be late by a little).
+  // Not work: a worker whose coroutines are all parked or waiting backs off
+  // like an idle one. Returns true when unparked, false at the deadline. A
+  // wake-up may be spurious: re-check the condition waited for.
+  bool park_until(uint64_t deadline_ns);
+  // Makes coroutine `co` of this worker runnable if it is parked (no
+  // effect otherwise).
+  void unpark(uint16_t co);
+  // While set, this coroutine goes to the front of the run queue whenever
+  // it becomes runnable (a completion, a reply, an unpark) instead of the
+  // back: for work that others wait for, e.g. a transaction holding locks,
+  // so it is not held up by a turn of every other coroutine.
+  void set_urgent(bool urgent);
 
  private:
   friend class Worker;

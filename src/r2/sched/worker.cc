@@ -113,7 +113,18 @@ Status Worker::spawn(std::function<void(Co&)> body) {
 void Worker::make_runnable(CoState& c) {
   if (c.state == State::kWaiting) --waiting_;
   c.state = State::kRunnable;
-  runq_[(runq_head_ + runq_count_) % runq_.size()] = c.co.id_;
+  enqueue(c);
+}
+
+void Worker::enqueue(CoState& c) {
+  // Each coroutine is queued at most once (runnable, not running), so the
+  // ring of `coroutines` entries never overflows.
+  if (c.urgent) {
+    runq_head_ = (runq_head_ + runq_.size() - 1) % runq_.size();
+    runq_[runq_head_] = c.co.id_;
+  } else {
+    runq_[(runq_head_ + runq_count_) % runq_.size()] = c.co.id_;
+  }
   ++runq_count_;
 }
 
@@ -181,6 +192,15 @@ void Worker::check_deadlines(uint64_t now) {
     ++stats_.timeouts;
     --rpc_waiters_;
     make_runnable(c);
+  }
+}
+
+void Worker::wake_parked(uint64_t now) {
+  for (auto& cp : cos_) {
+    CoState& c = *cp;
+    if (c.state != State::kWaiting || c.wait != Wait::kParked || now < c.deadline_ns) continue;
+    --parked_;
+    make_runnable(c);  // deadline_ns stays set: park_until() returns false
   }
 }
 
@@ -252,6 +272,7 @@ void Worker::run_until(const std::function<bool()>& done) {
     if (acks_owed_total_ > 0) flush_acks(!work);
     ep_->flush_sends();
     if (rpc_waiters_ > 0 && (iteration_ & 255) == 0) check_deadlines(now_ns());
+    if (parked_ > 0 && (iteration_ & 15) == 0) wake_parked(now_ns());
     if (work) {
       backoff_.on_work();
     } else if (backoff_.on_idle(waiting_ > 0 || pollers_only)) {

@@ -147,7 +147,7 @@ class Worker {
   friend class RpcRequest;
 
   enum class State : uint8_t { kRunnable, kWaiting, kFinished };
-  enum class Wait : uint8_t { kNone, kOps, kRpc, kPassiveWindow, kAllAcks };
+  enum class Wait : uint8_t { kNone, kOps, kRpc, kPassiveWindow, kAllAcks, kParked };
 
   struct CoState {
     Co co;
@@ -156,6 +156,7 @@ class Worker {
     boost::context::fiber sched;  // the scheduler, while the coroutine runs
     bool cancelled = false;       // being destroyed: unwind at the next switch
     bool idle_yield = false;      // queued by yield_idle(): not work
+    bool urgent = false;          // Co::set_urgent: queued at the front
     FiberStack stack;             // for the sanitizer's stack bookkeeping
     void* fake_stack = nullptr;
     State state = State::kRunnable;
@@ -186,6 +187,7 @@ class Worker {
   CoState& current() { return *cos_[current_]; }
   void suspend();  // switch to the scheduler
   void make_runnable(CoState& c);
+  void enqueue(CoState& c);  // into the run queue: the back, or the front if urgent
   OpStatus run_batch(CoState& c, OpBatch& b);
   // run_batch in two halves: post (returns whether any op is signaled) and
   // wait (suspends until the pending completions are in).
@@ -216,6 +218,7 @@ class Worker {
   void reply_local(const RpcRequest& req, uint8_t flags, const void* data, uint32_t len);
   void on_acks(uint32_t dest, uint16_t acks);
   void check_deadlines(uint64_t now);
+  void wake_parked(uint64_t now);  // the parked whose deadline passed
   // The view's epoch moved: ends what waits on removed nodes.
   void on_membership();
   void flush_acks(bool all_owed);
@@ -263,10 +266,12 @@ class Worker {
   void* sched_fake_stack_ = nullptr;
   uint64_t iteration_ = 0;
   uint32_t rpc_waiters_ = 0;
+  uint32_t parked_ = 0;  // coroutines in Wait::kParked
   const MembershipView* view_ = nullptr;
   uint64_t seen_epoch_ = 0;
   // Inline calls since this worker's coroutines last suspended: after
-  // kInlineStreak of them a call yields, so pollers and messages still run.
+  // kInlineStreak of them a call yields, so pollers and messages still run
+  // (not an urgent coroutine: it yields when it is done being urgent).
   uint32_t inline_streak_ = 0;
   // cfg_.direct_local_ops and the endpoint executes local ops (Co::direct).
   bool direct_local_ = false;

@@ -1,0 +1,92 @@
+// Co::park_until / unpark and Co::set_urgent on one worker (shm fabric,
+// one node): parked coroutines wake on unpark or at their deadline, never
+// earlier; an urgent coroutine made runnable runs before those queued.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "r2/common/clock.h"
+#include "r2/support/worker_cluster.h"
+
+namespace drtmx::r2 {
+namespace {
+
+using testing::InProcCluster;
+using testing::run_workers;
+
+constexpr RegionId kData = 1;
+
+TEST(WorkerPark, UnparkWakesAndTheDeadlineEndsAWaitNobodyEnds) {
+  auto c = InProcCluster::make(1, 1, {{kData, 1 << 16}});
+  ASSERT_TRUE(c->error.is_ok()) << c->error.to_string();
+  WorkerConfig wc;
+  wc.coroutines = 3;
+  bool flag = false;
+  bool woken = false, seen_flag = false, expired = true;
+  uint64_t expired_after = 0;
+  auto run = run_workers(*c, wc, [&](Worker& w) {
+    // 0: waits for the flag, parked until unparked.
+    ASSERT_TRUE(w.spawn([&](Co& co) {
+                   const uint64_t deadline = now_ns() + 5'000'000'000ull;  // not reached
+                   while (!flag) woken = co.park_until(deadline);
+                   seen_flag = flag;
+                 }).is_ok());
+    // 1: sets the flag after a few turns, then wakes 0.
+    ASSERT_TRUE(w.spawn([&](Co& co) {
+                   for (int i = 0; i < 10; ++i) co.yield();
+                   flag = true;
+                   co.unpark(0);
+                   co.unpark(2);  // not parked yet: no effect, its park still waits
+                 }).is_ok());
+    // 2: parks with nobody to wake it (an unpark that came before the park
+    // does not count): returns false, and not before its deadline.
+    ASSERT_TRUE(w.spawn([&](Co& co) {
+                   for (int i = 0; i < 20; ++i) co.yield();
+                   const uint64_t start = now_ns();
+                   expired = co.park_until(start + 3'000'000);
+                   expired_after = now_ns() - start;
+                 }).is_ok());
+  });
+  EXPECT_FALSE(run.timed_out);
+  for (auto& w : run.workers) EXPECT_TRUE(w->failure().is_ok());
+  EXPECT_TRUE(woken) << "park_until returned false for an unparked coroutine";
+  EXPECT_TRUE(seen_flag);
+  EXPECT_FALSE(expired) << "park_until returned true though nobody unparked it";
+  EXPECT_GE(expired_after, 3'000'000u) << "woke before its deadline";
+  EXPECT_LT(expired_after, 2'000'000'000u) << "the deadline was not enforced";
+}
+
+TEST(WorkerPark, AnUrgentCoroutineRunsBeforeTheQueuedOnes) {
+  for (const bool urgent : {false, true}) {
+    auto c = InProcCluster::make(1, 1, {{kData, 1 << 16}});
+    ASSERT_TRUE(c->error.is_ok()) << c->error.to_string();
+    WorkerConfig wc;
+    wc.coroutines = 4;
+    std::vector<int> order;
+    auto run = run_workers(*c, wc, [&](Worker& w) {
+      // Queued 0, 1, 2, 3. 0 parks; 1 unparks it (2 and 3 are still
+      // queued) and ends: an urgent 0 runs next, a plain one after 2 and 3.
+      ASSERT_TRUE(w.spawn([&](Co& co) {
+                     co.set_urgent(urgent);
+                     (void)co.park_until(now_ns() + 5'000'000'000ull);
+                     order.push_back(0);
+                     co.set_urgent(false);
+                   }).is_ok());
+      ASSERT_TRUE(w.spawn([&](Co& co) {
+                     order.push_back(1);
+                     co.unpark(0);
+                   }).is_ok());
+      for (int k = 2; k < 4; ++k) {
+        ASSERT_TRUE(w.spawn([&, k](Co&) { order.push_back(k); }).is_ok());
+      }
+    });
+    EXPECT_FALSE(run.timed_out);
+    for (auto& w : run.workers) EXPECT_TRUE(w->failure().is_ok());
+    const std::vector<int> want =
+        urgent ? std::vector<int>{1, 0, 2, 3} : std::vector<int>{1, 2, 3, 0};
+    EXPECT_EQ(order, want) << (urgent ? "urgent" : "plain");
+  }
+}
+
+}  // namespace
+}  // namespace drtmx::r2
