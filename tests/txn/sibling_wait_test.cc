@@ -6,10 +6,7 @@
 // ways every increment is counted exactly, at the primary and the backup.
 #include <gtest/gtest.h>
 
-#include <thread>
-
-#include "r2/control/control.h"
-#include "r2/shm/shm_fabric.h"
+#include "support/thread_cluster.h"
 #include "txn/txn_node.h"
 
 namespace drtmx::txn {
@@ -90,23 +87,11 @@ Outcome run_node(const store::Catalog& cat, uint16_t node, const std::string& co
 
 std::vector<Outcome> run_cluster(bool sibling_wait) {
   const store::Catalog cat = make_catalog();
-  const std::string cluster = "sibw" + std::to_string(getpid()) + (sibling_wait ? "on" : "off");
-  r2::remove_shm_segments(cluster);
-  r2::ControlServerConfig sc;
-  sc.cluster = cluster;
-  sc.num_nodes = kNodes;
-  auto server = r2::ControlServer::start(sc);
-  EXPECT_TRUE(server.is_ok()) << server.status().to_string();
-  if (!server.is_ok()) return {};
-  const std::string coord = "127.0.0.1:" + std::to_string((*server)->port());
-  std::vector<Outcome> outs(kNodes);
-  std::vector<std::thread> ts;
-  for (uint16_t n = 0; n < kNodes; ++n) {
-    ts.emplace_back([&, n] { outs[n] = run_node(cat, n, coord, cluster, sibling_wait); });
-  }
-  for (auto& t : ts) t.join();
-  r2::remove_shm_segments(cluster);
-  return outs;
+  return testing::run_thread_cluster<Outcome>(
+      sibling_wait ? "sibwon" : "sibwoff", kNodes,
+      [&](uint16_t n, const std::string& coord, const std::string& cluster) {
+        return run_node(cat, n, coord, cluster, sibling_wait);
+      });
 }
 
 uint64_t conflicts(const TxnStats& s) {

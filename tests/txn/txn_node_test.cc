@@ -8,10 +8,8 @@
 #include <gtest/gtest.h>
 
 #include <random>
-#include <thread>
 
-#include "r2/control/control.h"
-#include "r2/shm/shm_fabric.h"
+#include "support/thread_cluster.h"
 
 namespace drtmx::txn {
 namespace {
@@ -137,24 +135,11 @@ NodeOutcome run_node(const store::Catalog& cat, uint16_t node, const std::string
 
 TEST(TxnNode, ReplicatedBankOnThreeRuntimesDrainsAndAgrees) {
   const store::Catalog cat = make_catalog();
-  const std::string cluster = "txnnode" + std::to_string(getpid());
-  r2::remove_shm_segments(cluster);
-  r2::ControlServerConfig sc;
-  sc.cluster = cluster;
-  sc.num_nodes = kNodes;
-  auto server = r2::ControlServer::start(sc);
-  ASSERT_TRUE(server.is_ok()) << server.status().to_string();
-  const std::string coord = "127.0.0.1:" + std::to_string((*server)->port());
-  std::vector<NodeOutcome> outs(kNodes);
-  std::vector<std::thread> ts;
-  for (uint16_t n = 0; n < kNodes; ++n) {
-    ts.emplace_back([&, n] {
-      outs[n] = run_node(cat, n, coord, cluster);
-      // TxnNode destroyed inside run_node: segments stay until removed below.
-    });
-  }
-  for (auto& t : ts) t.join();
-  r2::remove_shm_segments(cluster);
+  const std::vector<NodeOutcome> outs = testing::run_thread_cluster<NodeOutcome>(
+      "txnnode", kNodes, [&](uint16_t n, const std::string& coord, const std::string& cluster) {
+        return run_node(cat, n, coord, cluster);
+      });
+  ASSERT_EQ(outs.size(), kNodes);
   int64_t total = 0;
   uint64_t committed = 0, audits = 0;
   for (uint16_t n = 0; n < kNodes; ++n) {

@@ -17,11 +17,9 @@
 #include <mutex>
 #include <random>
 #include <set>
-#include <thread>
 
-#include "r2/control/control.h"
-#include "r2/shm/shm_fabric.h"
 #include "store/record.h"
+#include "support/thread_cluster.h"
 #include "txn/mvcc_ops.h"
 #include "txn/txn_node.h"
 
@@ -167,22 +165,11 @@ NodeOutcome run_node(const store::Catalog& cat, const ClusterRun& r, uint16_t no
 // Runs the cluster; every node's outcome. Expects each node's finish() ok
 // and every copy equal (3 replicas on 3 nodes: every node has all).
 std::vector<NodeOutcome> run_cluster(const store::Catalog& cat, const ClusterRun& r) {
-  const std::string cluster = "txnops" + std::to_string(getpid());
-  r2::remove_shm_segments(cluster);
-  r2::ControlServerConfig sc;
-  sc.cluster = cluster;
-  sc.num_nodes = kNodes;
-  auto server = r2::ControlServer::start(sc);
-  EXPECT_TRUE(server.is_ok()) << server.status().to_string();
-  if (!server.is_ok()) return {};
-  const std::string coord = "127.0.0.1:" + std::to_string((*server)->port());
-  std::vector<NodeOutcome> outs(kNodes);
-  std::vector<std::thread> ts;
-  for (uint16_t n = 0; n < kNodes; ++n) {
-    ts.emplace_back([&, n] { outs[n] = run_node(cat, r, n, coord, cluster); });
-  }
-  for (auto& t : ts) t.join();
-  r2::remove_shm_segments(cluster);
+  std::vector<NodeOutcome> outs = testing::run_thread_cluster<NodeOutcome>(
+      "txnops", kNodes, [&](uint16_t n, const std::string& coord, const std::string& cluster) {
+        return run_node(cat, r, n, coord, cluster);
+      });
+  if (outs.empty()) return {};
   for (uint16_t n = 0; n < kNodes; ++n) {
     EXPECT_TRUE(outs[n].status.is_ok()) << "node " << n << ": " << outs[n].status.to_string();
   }
