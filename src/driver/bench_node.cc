@@ -4,6 +4,7 @@
 // gathers every node's results, checks the workload's invariants and
 // prints the report (and the JSON file).
 #include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -95,12 +96,35 @@ struct VersionTotals {
   }
 };
 
+enum TrafficField : size_t {
+  kTrCommitted,    // whole run
+  kTrOpsPosted,    // one-sided ops through the fabric
+  kTrMessagesOut,  // fabric messages sent
+  kTrLogEntries,
+  kTrLogBytes,
+  kTrCpuNs,            // process CPU (user + system) in the measured window
+  kTrWindowCommitted,  // commits in that window
+  kTrFields
+};
+
+uint64_t process_cpu_ns() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  auto ns = [](const timeval& t) {
+    return uint64_t(t.tv_sec) * 1000000000ull + uint64_t(t.tv_usec) * 1000ull;
+  };
+  return ns(u.ru_utime) + ns(u.ru_stime);
+}
+
 // What a node reports to node 0 (text, through the control plane).
 struct NodeResult {
   uint64_t window_ns = 0;
   std::vector<uint64_t> committed;                                       // per type
   std::vector<uint64_t> type_aborts, ro_blocked, ro_wait_ns, read_only;  // per type
   std::vector<uint64_t> sib_waits, sib_wait_ns;                          // per type
+  // TrafficField: the node's traffic (whole run) and its process CPU
+  // (measured window; 0 with --inprocess, where nodes share a process).
+  std::vector<uint64_t> traffic;
   VersionTotals versions;
   std::vector<uint64_t> aborts;  // per reason
   std::vector<TableAborts> by_table;
@@ -127,7 +151,7 @@ struct NodeResult {
     os << ' ' << hist.encode();
     const std::vector<uint64_t> vf = versions.fields();
     for (const auto* v : {&type_aborts, &ro_blocked, &ro_wait_ns, &read_only, &vf, &durability,
-                          &timeline, &sib_waits, &sib_wait_ns}) {
+                          &timeline, &sib_waits, &sib_wait_ns, &traffic}) {
       os << ' ' << v->size();
       for (uint64_t x : *v) os << ' ' << x;
     }
@@ -159,7 +183,7 @@ struct NodeResult {
            r->hist.decode(h) && vec(r->type_aborts) && vec(r->ro_blocked) && vec(r->ro_wait_ns) &&
            vec(r->read_only) && vec(vf) && VersionTotals::from(vf, &r->versions) &&
            vec(r->durability) && vec(r->timeline, kMaxTimeline) && vec(r->sib_waits) &&
-           vec(r->sib_wait_ns);
+           vec(r->sib_wait_ns) && vec(r->traffic);
   }
   // A day at the finest --timeline-ms.
   static constexpr size_t kMaxTimeline = 86400u * 100;
@@ -389,7 +413,11 @@ Status report(const BenchOptions& o, const Workload& wl, const store::Catalog& c
   double tps = 0;
   uint64_t given_up = 0;
   std::vector<uint64_t> timeline;  // the cluster's commits per interval
+  std::vector<uint64_t> traffic(kTrFields, 0);
+  bool cpu_known = !rs.empty();
   for (const NodeResult& r : rs) {
+    for (size_t i = 0; i < kTrFields && i < r.traffic.size(); ++i) traffic[i] += r.traffic[i];
+    cpu_known = cpu_known && r.traffic.size() == kTrFields && r.traffic[kTrCpuNs] != 0;
     if (r.timeline.size() > timeline.size()) timeline.resize(r.timeline.size(), 0);
     for (size_t i = 0; i < r.timeline.size(); ++i) timeline[i] += r.timeline[i];
     for (size_t i = 0; i < committed.size() && i < r.committed.size(); ++i) {
@@ -482,6 +510,24 @@ Status report(const BenchOptions& o, const Workload& wl, const store::Catalog& c
               << fmt(100.0 * double(aborts[i]) / double(total_commits + total_aborts), 3) << "%  "
               << blamed_tables(cat, by_table, i, aborts[i]) << "\n";
   }
+  if (traffic[kTrCommitted] != 0) {
+    const double c = double(traffic[kTrCommitted]);
+    std::cout << "  per transaction: " << fmt(double(traffic[kTrOpsPosted]) / c, 2)
+              << " one-sided ops through the fabric, "
+              << fmt(double(traffic[kTrMessagesOut]) / c, 2) << " messages, "
+              << fmt(double(traffic[kTrLogEntries]) / c, 2) << " log entries of "
+              << fmt(traffic[kTrLogEntries]
+                         ? double(traffic[kTrLogBytes]) / double(traffic[kTrLogEntries])
+                         : 0,
+                     0)
+              << " B";
+    if (cpu_known && traffic[kTrWindowCommitted] != 0) {
+      std::cout << ", "
+                << fmt(double(traffic[kTrCpuNs]) / 1e3 / double(traffic[kTrWindowCommitted]), 1)
+                << " us CPU (all " << rs.size() << " node processes)";
+    }
+    std::cout << "\n";
+  }
   if (given_up)
     std::cout << "  transactions given up after " << kMaxAttempts << " attempts: " << given_up
               << "\n";
@@ -520,6 +566,19 @@ Status report(const BenchOptions& o, const Workload& wl, const store::Catalog& c
       j.key("in_use_bytes").value(versions.in_use_bytes);
       j.end_object();
     }
+    j.key("traffic").begin_object();
+    {
+      const double c = traffic[kTrCommitted] ? double(traffic[kTrCommitted]) : 1.0;
+      j.key("ops_per_txn").value(double(traffic[kTrOpsPosted]) / c, 3);
+      j.key("messages_per_txn").value(double(traffic[kTrMessagesOut]) / c, 3);
+      j.key("log_entries_per_txn").value(double(traffic[kTrLogEntries]) / c, 3);
+      j.key("log_bytes_per_txn").value(double(traffic[kTrLogBytes]) / c, 1);
+      if (cpu_known && traffic[kTrWindowCommitted] != 0) {
+        j.key("cpu_us_per_txn")
+            .value(double(traffic[kTrCpuNs]) / 1e3 / double(traffic[kTrWindowCommitted]), 2);
+      }
+    }
+    j.end_object();
     j.key("sibling_waits").begin_object();
     for (size_t i = 0; i < types.size(); ++i) {
       j.key(types[i]).begin_object();
@@ -808,6 +867,7 @@ Status run_bench_node(const BenchOptions& o) {
   sh.phase.store(1);
   (void)n.runtime().control().publish("measuring", "");
   const uint64_t t0 = r2::now_ns();
+  const uint64_t cpu0 = process_cpu_ns();
   // Samples the commit count every --timeline-ms, on deadlines from t0 (no
   // drift); every whole second also publishes the progress line.
   std::vector<uint64_t> timeline;
@@ -837,6 +897,7 @@ Status run_bench_node(const BenchOptions& o) {
     std::this_thread::sleep_until(end);
   }
   const uint64_t window = r2::now_ns() - t0;
+  const uint64_t cpu = process_cpu_ns() - cpu0;
   sh.phase.store(2);
   st = n.finish(std::chrono::seconds(60));
   if (!st.is_ok()) return st;
@@ -857,6 +918,16 @@ Status run_bench_node(const BenchOptions& o) {
   if (Status je = journal_error(); !je.is_ok()) return fail(je);
   NodeResult mine;
   mine.window_ns = window;
+  {
+    const txn::TxnNode::Traffic t = n.traffic();
+    mine.traffic.assign(kTrFields, 0);
+    mine.traffic[kTrCommitted] = t.committed;
+    mine.traffic[kTrOpsPosted] = t.ops_posted;
+    mine.traffic[kTrMessagesOut] = t.messages_out;
+    mine.traffic[kTrLogEntries] = t.log_entries;
+    mine.traffic[kTrLogBytes] = t.log_bytes;
+    mine.traffic[kTrCpuNs] = o.inprocess ? 0 : cpu;
+  }
   mine.timeline = std::move(timeline);
   mine.committed.assign(types, 0);
   mine.aborts.assign(txn::kAbortKinds, 0);
@@ -879,6 +950,7 @@ Status run_bench_node(const BenchOptions& o) {
     for (int i = 0; i < txn::kAbortKinds; ++i) mine.aborts[i] += c.aborts[i];
     for (const TableAborts& t : c.by_table) count_abort(mine.by_table, t.reason, t.table, t.count);
     mine.given_up += c.given_up;
+    for (size_t i = 0; i < types; ++i) mine.traffic[kTrWindowCommitted] += c.committed[i];
     mine.hist.merge(c.hist);
   }
   for (auto& s : sums) add_into(mine.client_sums, s);

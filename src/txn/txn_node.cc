@@ -732,6 +732,21 @@ std::string TxnNode::corrupt_reason() const {
   return {};
 }
 
+TxnNode::Traffic TxnNode::traffic() const {
+  Traffic t;
+  t.committed = stats().committed;
+  for (uint16_t w = 0; w < cfg_.fabric.threads; ++w) {
+    const r2::WorkerStats& s = rt_->worker(w).stats();
+    t.ops_posted += s.ops_posted;
+    t.messages_out += s.messages_out;
+    if (w < reps_.size() && reps_[w]) {
+      t.log_entries += reps_[w]->entries();
+      t.log_bytes += reps_[w]->log_bytes();
+    }
+  }
+  return t;
+}
+
 TxnStats TxnNode::stats() const {
   TxnStats s;
   for (const auto& e : engines_) {

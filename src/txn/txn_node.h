@@ -109,6 +109,16 @@ class TxnNode {
   Status finish(std::chrono::milliseconds limit);
   // Sum of every coroutine's engine stats (after finish()).
   TxnStats stats() const;
+  // What this node's workers sent for its transactions, over the whole run
+  // (read after finish(): the workers' counters are not atomic).
+  struct Traffic {
+    uint64_t committed = 0;     // transactions committed here
+    uint64_t ops_posted = 0;    // one-sided ops through the fabric (not run at once)
+    uint64_t messages_out = 0;  // fabric messages sent (RPC requests, replies, ACKs)
+    uint64_t log_entries = 0;   // replication log entries written (one per target)
+    uint64_t log_bytes = 0;     // their payload bytes
+  };
+  Traffic traffic() const;
   // Failover (survive-failures mode): each reconfiguration this node went
   // through (txn/failover.h); empty otherwise.
   std::vector<FailoverReport> failover_reports() const;

@@ -64,6 +64,14 @@ void stress(const std::string& policy, const std::string& extra) {
   for (const char* k : {"abort_rate", "p50_us", "p99_us", "per_type", "config"}) {
     EXPECT_NE(j.find(std::string("\"") + k + "\""), std::string::npos) << k << " in " << j;
   }
+  // Traffic per committed transaction: replicas 3, so a read-write one
+  // logs to 2 backups and the read-only audits and balances to none.
+  const double entries = json_number(j, "log_entries_per_txn");
+  EXPECT_GT(entries, 0.2) << j;
+  EXPECT_LE(entries, 2.01) << j;
+  EXPECT_GT(json_number(j, "log_bytes_per_txn"), 8 * entries) << j;
+  EXPECT_GT(json_number(j, "ops_per_txn") + json_number(j, "messages_per_txn"), 0) << j;
+  EXPECT_GT(json_number(j, "cpu_us_per_txn"), 0) << j;  // node processes: each measures its own
   EXPECT_EQ(segments_of(cluster), 0);
 }
 
@@ -192,6 +200,9 @@ TEST(DrtmxBench, SmallBankInProcessTwoThreadsPerNode) {
   std::remove(json.c_str());
   EXPECT_NE(j.find("\"check\": \"ok\""), std::string::npos) << j;
   EXPECT_NE(j.find("partitions=6"), std::string::npos) << j;
+  // One process for every node: no CPU per node to tell apart.
+  EXPECT_EQ(json_number(j, "cpu_us_per_txn"), -1) << j;
+  EXPECT_GT(json_number(j, "log_entries_per_txn"), 0) << j;
 }
 
 TEST(DrtmxBench, AllPresetsInOneTable) {

@@ -36,6 +36,12 @@ struct Outcome {
   int64_t copy = -1;  // the counter's copy here
 };
 
+Outcome failed_with(const Status& s) {
+  Outcome o;
+  o.status = s;
+  return o;
+}
+
 Outcome run_node(const store::Catalog& cat, uint16_t node, const std::string& coord,
                  const std::string& cluster, bool sibling_wait) {
   Outcome out;
@@ -49,15 +55,15 @@ Outcome run_node(const store::Catalog& cat, uint16_t node, const std::string& co
   cfg.log_ring_bytes = 64 * 1024;
   cfg.sibling_wait = sibling_wait;
   auto policy = make_policy("drtmh", {}, true);
-  if (!policy.is_ok()) return {policy.status()};
+  if (!policy.is_ok()) return failed_with(policy.status());
   cfg.policy = *policy;
   auto n = TxnNode::start(cat, cfg);
-  if (!n.is_ok()) return {n.status()};
+  if (!n.is_ok()) return failed_with(n.status());
   const store::TableSpec& t = *cat.find(kCounter);
   const int64_t zero = 0;
   Status st = (*n)->store().load(t, 0, {reinterpret_cast<const uint8_t*>(&zero), sizeof zero});
-  if (!st.is_ok()) return {st};
-  if (st = (*n)->runtime().control().barrier("test.loaded"); !st.is_ok()) return {st};
+  if (!st.is_ok()) return failed_with(st);
+  if (st = (*n)->runtime().control().barrier("test.loaded"); !st.is_ok()) return failed_with(st);
   std::atomic<int> failed{0};
   st = (*n)->run([&](TxnContext& c) {
     if (node != 0) return;
@@ -75,8 +81,10 @@ Outcome run_node(const store::Catalog& cat, uint16_t node, const std::string& co
       if (r != Abort::kNone) ++failed;
     }
   });
-  if (!st.is_ok()) return {st};
-  if (failed) return {internal_error(std::to_string(failed.load()) + " increments gave up")};
+  if (!st.is_ok()) return failed_with(st);
+  if (failed) {
+    return failed_with(internal_error(std::to_string(failed.load()) + " increments gave up"));
+  }
   out.status = (*n)->finish(std::chrono::seconds(60));
   out.stats = (*n)->stats();
   auto r = (*n)->store().get_local(t, 0, {reinterpret_cast<uint8_t*>(&out.copy), 8});

@@ -200,6 +200,7 @@ void Worker::post_batch(CoState& c, OpBatch& b) {
       continue;
     }
     wr.wr_id = encode_wr_id({c.co.id_, static_cast<uint16_t>(i), c.epoch});
+    ++stats_.ops_posted;
     while (ep_->post(wr) == PostResult::kQueueFull) {
       // The channel is full: send what is queued and let the loop poll.
       ring_all();

@@ -79,6 +79,7 @@ struct WorkerStats {
   uint64_t idle_sleeps = 0;      // back-off sleeps taken
   uint64_t inline_calls = 0;     // calls to this worker served inline (no messages)
   uint64_t direct_ops = 0;       // one-sided ops on this node's memory run at once
+  uint64_t ops_posted = 0;       // one-sided ops posted to the fabric (the others)
 };
 
 class Worker {

@@ -321,6 +321,7 @@ Status Replicator::log(r2::Co& co, std::span<const BackupEntry> entries, LogBuff
     if (!buf.settle_later) decisions_.complete(mark.txn);
   }
   entries_ += entries.size();
+  for (size_t e = 0; e < entries.size(); ++e) log_bytes_ += buf.payloads[e].size();
   return Status::ok();
 }
 

@@ -161,7 +161,8 @@ class Replicator {
     if (txn != 0) decisions_.complete(txn);
   }
 
-  uint64_t entries() const { return entries_; }  // entries written (one per backup)
+  uint64_t entries() const { return entries_; }      // entries written (one per backup)
+  uint64_t log_bytes() const { return log_bytes_; }  // their payload bytes
   uint64_t full_waits() const { return full_waits_; }
   const std::vector<LogWriter>& writers() const { return writers_; }
   const Decisions& decisions() const { return decisions_; }
@@ -177,7 +178,7 @@ class Replicator {
   // region): this writer's ring header's spare word.
   uint64_t flush_offset_;
   std::vector<LogWriter> writers_;  // by backup node
-  uint64_t entries_ = 0, full_waits_ = 0;
+  uint64_t entries_ = 0, full_waits_ = 0, log_bytes_ = 0;
   // Durable logs: transaction numbers and the watermark, and per target
   // the last transaction logged there and the watermark it has been told.
   Decisions decisions_;
