@@ -210,8 +210,8 @@ class Engine final : public Txn {
   Abort read(TableId t, Key k, void* out, bool for_update);
   Access* find(TableId t, Key k);
   // Before reading (t, k) in Execute: while a sibling coroutine holds it
-  // (holds_), yield — at most kSiblingWaitNs — so the read sees its result
-  // instead of a value about to change (execute.cc).
+  // (holds_), park until that one's attempt ends — at most kSiblingWaitNs —
+  // so the read sees its result instead of a value about to change.
   void await_sibling(TableId t, Key k);
   void note_holds();                 // Validate: record the locks about to be taken in holds_
   void drop_holds();                 // the attempt ends: forget them

@@ -60,9 +60,10 @@ class LocalHolds {
   void add_waiter(uint16_t holder, uint16_t waiter) {
     if (holder < waiters_.size()) waiters_[holder].push_back(waiter);
   }
-  // The attempt of `holder` ended: the coroutines to wake (cleared by the
-  // next take). A listed waiter may have stopped waiting (deadline) or wait
-  // for another holder by now: waking it is harmless (it re-checks).
+  // The coroutines waiting for `holder`; when its attempt ends the engine
+  // wakes and clears them. A listed waiter may have stopped waiting
+  // (deadline) or wait for another holder by now: waking it is harmless (it
+  // re-checks).
   std::vector<uint16_t>& waiters_of(uint16_t holder) { return waiters_[holder]; }
 
  private:

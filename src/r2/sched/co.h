@@ -81,7 +81,7 @@ class Co {
   // the core to busy threads instead of spinning through its time slice.
   void yield_idle();
   // Suspends this coroutine until another coroutine of the same worker
-  // calls unpark(id()) or the clock passes `deadline_ns` (r2::now_ns();
+  // calls unpark(id()) or the clock passes `deadline_ns` (> 0; r2::now_ns();
   // checked every few worker iterations, so it may be late by a little).
   // Not work: a worker whose coroutines are all parked or waiting backs off
   // like an idle one. Returns true when unparked, false at the deadline. A
