@@ -20,15 +20,76 @@ uint64_t MvccNode::versions_for(const store::TableSpec& t, const MvccConfig& cfg
   return std::max<uint64_t>(cfg.min_versions, static_cast<uint64_t>(share));
 }
 
+VersionStoreOptions MvccNode::store_options(const store::Catalog& c, const store::TableSpec& t,
+                                            uint64_t record_slots, const MvccConfig& cfg) {
+  VersionStoreOptions o;
+  o.value_size = t.value_size;
+  o.record_slots = record_slots;
+  o.capacity = versions_for(t, cfg);
+  if (cfg.lanes) {
+    o.lanes = static_cast<uint32_t>(c.nodes()) * cfg.workers;
+    o.lane_capacity = std::max<uint64_t>(cfg.min_versions / 4 + 1, o.capacity / o.lanes);
+  }
+  return o;
+}
+
+namespace {
+
+// Every copy `node` hosts, in the order its version region holds them.
+Result<std::vector<std::vector<CopyLayout>>> layouts_of(const store::Catalog& c,
+                                                        store::NodeId16 node, const MvccConfig& cfg,
+                                                        uint32_t* next_id) {
+  std::vector<std::vector<CopyLayout>> out;
+  uint64_t used = 0;
+  for (const store::TableSpec& t : c.tables()) {
+    if (t.id >= out.size()) out.resize(t.id + 1u);
+    if (!has_records(t)) continue;
+    for (store::PartitionId p : c.hosted(node, t)) {
+      auto plan = store::tables::locate(c, t, p, node);
+      if (!plan.is_ok()) return plan.status();
+      CopyLayout l;
+      l.id = (*next_id)++;
+      l.node = node;
+      l.table = t.id;
+      l.partition = p;
+      l.area_offset = plan->offset;
+      l.area_end = plan->offset + plan->area_bytes;
+      l.heap_offset = plan->heap.range_offset;
+      l.slot_bytes = store::record_slot_size(t.value_size);
+      l.slots = plan->heap.range_bytes / l.slot_bytes;
+      l.vs = MvccNode::store_options(c, t, l.slots, cfg);
+      l.vs.name = t.name + "/p" + std::to_string(p);
+      l.vs_offset = used;
+      used += (VersionStore::area_bytes(l.vs) + 63) & ~uint64_t{63};
+      out[t.id].push_back(std::move(l));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 uint64_t MvccNode::region_bytes(const store::Catalog& c, store::NodeId16 node,
                                 const MvccConfig& cfg) {
+  uint32_t ids = 0;
+  auto l = layouts_of(c, node, cfg, &ids);
+  if (!l.is_ok()) return 0;
   uint64_t bytes = 0;
-  for (const store::TableSpec& t : c.tables()) {
-    if (!has_records(t)) continue;
-    const uint64_t one = VersionStore::bytes_for(versions_for(t, cfg), t.value_size);
-    bytes += one * c.hosted(node, t).size();
+  for (const auto& v : *l) {
+    for (const CopyLayout& x : v) {
+      bytes =
+          std::max(bytes, x.vs_offset + ((VersionStore::area_bytes(x.vs) + 63) & ~uint64_t{63}));
+    }
   }
   return bytes;
+}
+
+const CopyLayout* MvccNode::copy_at(store::NodeId16 node, store::TableId t, uint64_t offset) const {
+  if (node >= layouts_.size() || t >= layouts_[node].size()) return nullptr;
+  for (const CopyLayout& l : layouts_[node][t]) {
+    if (offset >= l.area_offset && offset < l.area_end) return &l;
+  }
+  return nullptr;
 }
 
 Result<std::unique_ptr<MvccNode>> MvccNode::create(const store::Catalog& c,
@@ -55,7 +116,13 @@ Result<std::unique_ptr<MvccNode>> MvccNode::create(const store::Catalog& c,
                             std::to_string(kVersionRegion) + " missing or below " +
                             std::to_string(need) + " bytes (register region_bytes())");
   }
-  uint64_t used = 0;
+  uint32_t ids = 0;
+  for (store::NodeId16 node = 0; node < c.nodes(); ++node) {
+    auto l = layouts_of(c, node, cfg, &ids);
+    if (!l.is_ok()) return l.status();
+    n->layouts_.push_back(std::move(*l));
+  }
+  n->cursors_.assign(cfg.workers, std::vector<LaneCursor>(ids));
   for (const store::TableSpec& t : c.tables()) {
     if (t.id >= n->copies_.size()) {
       n->copies_.resize(t.id + 1u);
@@ -78,12 +145,14 @@ Result<std::unique_ptr<MvccNode>> MvccNode::create(const store::Catalog& c,
       cp.slots = plan->heap.range_bytes / cp.slot_bytes;
       // Lock and ts words: in the slots, or apart (durable nodes, H8).
       if (const store::tables::LocalPartition* lp = store.partition(t.id, p)) cp.words = lp->words;
-      const uint64_t versions = versions_for(t, cfg);
-      const uint64_t bytes = VersionStore::bytes_for(versions, t.value_size);
-      auto vs = VersionStore::create({vr->base + used, bytes}, {t.name + "/p" + std::to_string(p),
-                                                                t.value_size, cp.slots, versions});
+      const CopyLayout* l = n->copy_at(self, t.id, cp.area_offset);
+      if (l == nullptr || l->slots != cp.slots) {
+        return internal_error("mvcc node " + std::to_string(self) + ": no layout for " + t.name +
+                              " partition " + std::to_string(p));
+      }
+      auto vs =
+          VersionStore::create({vr->base + l->vs_offset, VersionStore::area_bytes(l->vs)}, l->vs);
       if (!vs.is_ok()) return vs.status();
-      used += bytes;
       cp.vs = std::move(vs.value());
       cp.range_ts = std::make_unique<std::atomic<Timestamp>>(0);
       n->copies_[t.id].push_back(std::move(cp));

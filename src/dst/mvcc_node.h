@@ -56,8 +56,36 @@ struct MvccConfig {
   // UNSAFE, for tests only: snapshot reads skip the ts raise of DEP_READ.
   // Shows the read-only anomaly DST exists to prevent (tests/txn).
   bool unsafe_skip_read_raise = false;
-  uint16_t workers = 1;     // worker threads of the node
+  uint16_t workers = 1;     // worker threads of the node (every node the same)
   uint16_t coroutines = 1;  // transaction coroutines per worker
+  // One-sided Validate/Commit (txn/mvcc_onesided.cc): every version store
+  // gets a lane per coordinator thread of the cluster (version_store.h),
+  // each of max(min_versions / 4, versions / lanes) versions.
+  bool lanes = false;
+};
+
+// Where a partition copy's records and version store are on its node —
+// computed from the catalog alone, so a coordinator addresses another
+// node's copies without asking it (MvccNode::copy_at).
+struct CopyLayout {
+  uint32_t id = 0;  // dense over every copy of the cluster (LaneCursor index)
+  store::NodeId16 node = 0;
+  store::TableId table = 0;
+  store::PartitionId partition = 0;
+  uint64_t area_offset = 0, area_end = 0;  // the copy's area in its table region
+  uint64_t heap_offset = 0, slot_bytes = 0, slots = 0;
+  uint64_t vs_offset = 0;  // the version store's area in kVersionRegion
+  VersionStoreOptions vs;
+};
+
+// A coordinator thread's view of its lane in one copy's version store
+// (version_store.h, "Lanes"); only that thread touches it.
+struct LaneCursor {
+  bool synced = false;    // head and tail READ from the lane header once
+  uint64_t head = 0;      // next position to write
+  uint64_t tail = 0;      // the lane's tail as last READ (<= the real one)
+  uint64_t reserved = 0;  // promised to this thread's locked writers
+  uint64_t room() const { return reserved + head - tail; }
 };
 
 class MvccNode {
@@ -95,6 +123,19 @@ class MvccNode {
   Result<Record> locate(const store::TableSpec& t, uint64_t key, uint32_t* incarnation) const;
   // The version store of (table, partition) here, or nullptr.
   VersionStore* store_of(store::TableId t, store::PartitionId p) const;
+  // The copy on `node` whose area holds `offset` of table `t`'s region,
+  // or nullptr.
+  const CopyLayout* copy_at(store::NodeId16 node, store::TableId t, uint64_t offset) const;
+  // This node's worker `worker`: its lane (of every version store) and its
+  // cursor in copy `copy_id`'s lane.
+  uint32_t lane_of(uint16_t worker) const {
+    return static_cast<uint32_t>(store_.node()) * cfg_.workers + worker;
+  }
+  LaneCursor& cursor(uint16_t worker, uint32_t copy_id) { return cursors_[worker][copy_id]; }
+  // The options of (table t's) version stores under cfg, and the bytes of
+  // kVersionRegion before copy (t, p) on `node`.
+  static VersionStoreOptions store_options(const store::Catalog& c, const store::TableSpec& t,
+                                           uint64_t record_slots, const MvccConfig& cfg);
   // The range timestamp of (table, partition) here, or nullptr.
   std::atomic<Timestamp>* range_ts(store::TableId t, store::PartitionId p) const;
 
@@ -165,7 +206,10 @@ class MvccNode {
   store::tables::StoreNode& store_;
   MvccConfig cfg_;
   std::vector<std::vector<Copy>> copies_;  // by table id: hosted copies, ascending
-  std::vector<uint8_t*> table_base_;       // by table id: the table region's base
+  // Every node's copies: [node][table id] -> copies, ascending partitions.
+  std::vector<std::vector<std::vector<CopyLayout>>> layouts_;
+  std::vector<std::vector<LaneCursor>> cursors_;  // [worker][CopyLayout::id]
+  std::vector<uint8_t*> table_base_;              // by table id: the table region's base
   SnapshotFloor floor_;
   std::vector<LocalClock> clocks_;
   std::atomic<Timestamp> own_floor_{0};

@@ -34,18 +34,63 @@ uint64_t VersionStore::slot_bytes(uint32_t value_size) {
   return (kSlotHeader + value_size + 63) & ~uint64_t{63};
 }
 
+uint64_t VersionStore::area_bytes(const VersionStoreOptions& o) {
+  const uint64_t ring = bytes_for(o.capacity, o.value_size);
+  if (o.lanes == 0) return ring;
+  return chain_head_offset(o, 0) + ((o.record_slots * 8 + 63) & ~uint64_t{63});
+}
+
+uint64_t VersionStore::lane_header_offset(const VersionStoreOptions& o, uint32_t lane) {
+  return bytes_for(o.capacity, o.value_size) + uint64_t{lane} * 64;
+}
+
+uint64_t VersionStore::lane_slot_offset(const VersionStoreOptions& o, uint32_t lane, uint64_t pos) {
+  return lane_header_offset(o, o.lanes) +
+         (uint64_t{lane} * o.lane_capacity + pos % o.lane_capacity) * slot_bytes(o.value_size);
+}
+
+uint64_t VersionStore::chain_head_offset(const VersionStoreOptions& o, uint64_t record_slot) {
+  return lane_header_offset(o, o.lanes) +
+         uint64_t{o.lanes} * o.lane_capacity * slot_bytes(o.value_size) + record_slot * 8;
+}
+
+void VersionStore::build_lane_slot(uint8_t* out, const uint8_t* rec, Timestamp superseded_at,
+                                   uint64_t older, uint32_t value_size) {
+  store::RecordHeader h;
+  std::memcpy(&h, rec, sizeof h);
+  Slot img{};
+  img.position = 0;
+  img.superseded_at = superseded_at;
+  img.wts = h.wts;
+  img.version = h.version;
+  img.key = h.key;
+  img.older = older;
+  img.incarnation = h.incarnation;
+  img.flags = 0;
+  std::memcpy(out, &img, kSlotHeader);
+  const size_t total = slot_bytes(value_size);
+  std::memcpy(out + kSlotHeader, rec + store::kValueOffset, value_size);
+  std::memset(out + kSlotHeader + value_size, 0, total - kSlotHeader - value_size);
+}
+
 VersionStore::VersionStore(std::span<uint8_t> area, const VersionStoreOptions& o)
     : area_(area), o_(o), slot_bytes_(slot_bytes(o.value_size)) {
-  heads_ = static_cast<std::atomic<uint64_t>*>(
-      std::calloc(o.record_slots == 0 ? 1 : o.record_slots, sizeof(std::atomic<uint64_t>)));
+  if (o.lanes > 0) {
+    // Remote coordinators READ and WRITE the chain heads: in the area.
+    heads_ = reinterpret_cast<std::atomic<uint64_t>*>(area.data() + chain_head_offset(o, 0));
+  } else {
+    heads_owned_ = true;
+    heads_ = static_cast<std::atomic<uint64_t>*>(
+        std::calloc(o.record_slots == 0 ? 1 : o.record_slots, sizeof(std::atomic<uint64_t>)));
+  }
   holders_ =
       static_cast<Holder*>(std::calloc(o.record_slots == 0 ? 1 : o.record_slots, sizeof(Holder)));
   st_.capacity = o.capacity;
-  st_.bytes = bytes_for(o.capacity, o.value_size);
+  st_.bytes = area_bytes(o);
 }
 
 VersionStore::~VersionStore() {
-  std::free(heads_);
+  if (heads_owned_) std::free(heads_);
   std::free(holders_);
 }
 
@@ -54,10 +99,15 @@ Result<std::unique_ptr<VersionStore>> VersionStore::create(std::span<uint8_t> ar
   const std::string who = "version store " + o.name + ": ";
   if (o.value_size == 0) return invalid_argument(who + "value_size is 0");
   if (o.capacity == 0) return invalid_argument(who + "capacity is 0; give it room for versions");
-  if (area.size() < bytes_for(o.capacity, o.value_size)) {
+  if (o.lanes > 0 && o.lane_capacity == 0) {
+    return invalid_argument(who + "lane_capacity is 0 with " + std::to_string(o.lanes) + " lanes");
+  }
+  if (o.lanes > 0 && o.record_slots == 0) {
+    return invalid_argument(who + "lanes need the record slot count (chain heads)");
+  }
+  if (area.size() < area_bytes(o)) {
     return invalid_argument(who + "area of " + std::to_string(area.size()) +
-                            " bytes is below the " +
-                            std::to_string(bytes_for(o.capacity, o.value_size)) + " it needs");
+                            " bytes is below the " + std::to_string(area_bytes(o)) + " it needs");
   }
   if (reinterpret_cast<uintptr_t>(area.data()) % 64 != 0) {
     return invalid_argument(who + "area is not 64-byte aligned");
@@ -71,6 +121,24 @@ Result<std::unique_ptr<VersionStore>> VersionStore::create(std::span<uint8_t> ar
 
 VersionStore::Slot* VersionStore::at(uint64_t pos) const {
   return reinterpret_cast<Slot*>(area_.data() + (pos % o_.capacity) * slot_bytes_);
+}
+
+std::atomic<uint64_t>* VersionStore::lane_word(uint32_t lane, int word) const {
+  return reinterpret_cast<std::atomic<uint64_t>*>(area_.data() + lane_header_offset(o_, lane) +
+                                                  8 * word);
+}
+
+const VersionStore::Slot* VersionStore::slot_of(uint64_t link, bool* reclaimed) const {
+  const uint64_t ring = link >> kLinkRingShift;
+  const uint64_t pos = (link & ((uint64_t{1} << kLinkRingShift) - 1)) - 1;
+  if (ring == 0) {
+    *reclaimed = pos < tail_.load(std::memory_order_acquire);
+    return at(pos);
+  }
+  if (ring > o_.lanes) return nullptr;
+  const auto lane = static_cast<uint32_t>(ring - 1);
+  *reclaimed = pos < lane_word(lane, 0)->load(std::memory_order_acquire);
+  return reinterpret_cast<const Slot*>(area_.data() + lane_slot_offset(o_, lane, pos));
 }
 
 bool VersionStore::reserve(uint32_t n) {
@@ -172,10 +240,11 @@ void VersionStore::detach(uint64_t slot) {
 
 Found VersionStore::walk(uint64_t link, Timestamp ts, uint8_t* value_out, VersionInfo* info) const {
   // Bounded by the ring: a chain never holds more versions than slots.
-  for (uint64_t steps = 0; link != 0 && steps <= o_.capacity; ++steps) {
-    const uint64_t pos = link - 1;
-    if (pos < tail_.load(std::memory_order_acquire)) return Found::kReclaimed;
-    const Slot* s = at(pos);
+  const uint64_t bound = o_.capacity + uint64_t{o_.lanes} * o_.lane_capacity;
+  for (uint64_t steps = 0; link != 0 && steps <= bound; ++steps) {
+    bool reclaimed = false;
+    const Slot* s = slot_of(link, &reclaimed);
+    if (s == nullptr || reclaimed) return Found::kReclaimed;
     if (load_pos(&s->position) != link) return Found::kReclaimed;
     Slot h{};
     store::load_words(&h, s, kSlotHeader);
@@ -258,7 +327,8 @@ uint64_t VersionStore::gc_locked(Timestamp lwm) {
     if (sup > last_lwm_) break;
     ++tail;
   }
-  if (tail == from) return 0;
+  const uint64_t lanes = gc_lanes_locked();
+  if (tail == from) return lanes;
   tail_.store(tail, std::memory_order_release);
   // Graves whose newest version is gone: nobody can read the key's
   // deleted incarnations any more.
@@ -277,8 +347,37 @@ uint64_t VersionStore::gc_locked(Timestamp lwm) {
     if (links.empty()) graveyard_.erase(it);
   }
   st_.reclaimed += tail - from;
-  ++st_.gc_runs;
-  return tail - from;
+  if (lanes == 0) ++st_.gc_runs;
+  return tail - from + lanes;
+}
+
+uint64_t VersionStore::gc_lanes_locked() {
+  uint64_t freed = 0;
+  for (uint32_t lane = 0; lane < o_.lanes; ++lane) {
+    std::atomic<uint64_t>* tail_word = lane_word(lane, 0);
+    uint64_t tail = tail_word->load(std::memory_order_relaxed);
+    const uint64_t from = tail;
+    // A slot is freed once written (its position matches: the coordinator
+    // stores the position last) and superseded at or below the lwm.
+    for (uint64_t n = 0; n < o_.lane_capacity; ++n, ++tail) {
+      const auto* s =
+          reinterpret_cast<const Slot*>(area_.data() + lane_slot_offset(o_, lane, tail));
+      if (load_pos(&s->position) != lane_link(lane, tail)) break;
+      const uint64_t sup = std::atomic_ref<uint64_t>(const_cast<Slot*>(s)->superseded_at)
+                               .load(std::memory_order_relaxed);
+      if (sup > last_lwm_) break;
+    }
+    if (tail != from) {
+      tail_word->store(tail, std::memory_order_release);
+      freed += tail - from;
+    }
+  }
+  if (freed > 0) {
+    lane_reclaimed_ += freed;
+    st_.reclaimed += freed;
+    ++st_.gc_runs;
+  }
+  return freed;
 }
 
 uint64_t VersionStore::gc(Timestamp lwm) {
@@ -290,6 +389,17 @@ VersionStoreStats VersionStore::stats() const {
   std::lock_guard<std::mutex> g(mu_);
   VersionStoreStats s = st_;
   s.in_use = head_.load(std::memory_order_relaxed) - tail_.load(std::memory_order_relaxed);
+  // Lanes: the heads their coordinators publish after each commit's pushes.
+  uint64_t lane_in_use = 0;
+  for (uint32_t lane = 0; lane < o_.lanes; ++lane) {
+    const uint64_t head = lane_word(lane, 1)->load(std::memory_order_acquire);
+    const uint64_t tail = lane_word(lane, 0)->load(std::memory_order_acquire);
+    lane_in_use += head > tail ? head - tail : 0;
+  }
+  s.in_use += lane_in_use;
+  s.pushed += lane_reclaimed_ + lane_in_use;
+  s.capacity += uint64_t{o_.lanes} * o_.lane_capacity;
+  s.peak = std::max(s.peak, s.in_use);
   s.reserved = reserved_;
   s.buried = graveyard_.size();
   return s;

@@ -46,6 +46,29 @@
 // Thread safety: push/reserve/unreserve/detach/bury/gc under one mutex per
 // store (owner-side commits of one partition are not the one-sided hot
 // path); find/find_buried/buried_in without it, from any thread.
+//
+// Lanes: versions pushed by coordinators with one-sided WRITEs (`lanes` >
+// 0; txn/mvcc_onesided.cc, on fabrics whose atomics are coherent with the
+// CPU's). Beside the owner's ring the area then holds, in this order:
+//
+//   lane headers   lanes x 64 B: [tail][head] — tail written by gc() (the
+//                  owner), head by the lane's coordinator after its pushes
+//   lane rings     lanes x lane_capacity slots
+//   chain heads    record_slots x 8 B (in the area, not calloc'ed: remote
+//                  coordinators READ and WRITE them)
+//
+// Each lane belongs to one coordinator thread of the cluster (lane =
+// node x workers + worker), which alone writes it, so a push needs no
+// remote atomic: the coordinator knows its lane's head, reserves room
+// against the tail it last READ (its own bookkeeping; a stale tail only
+// under-estimates the room), and under the record's lock READs the chain
+// head (with the lock), then WRITEs, in one doorbell on one channel (FIFO):
+// the slot (its position word 0), the slot's position word (last: a slot is
+// written once its position matches its link), the record's chain head,
+// then the record and its unlock. gc() frees a lane's slots from its tail
+// while their position matches and they were superseded at or below the
+// low-water mark — a slot still being written stops it. Links name the
+// ring: lane_link(); the owner's ring keeps links = position + 1.
 #pragma once
 
 #include <atomic>
@@ -65,10 +88,12 @@
 namespace drtmx::dst {
 
 struct VersionStoreOptions {
-  std::string name;           // "stock/p2", for errors
-  uint32_t value_size = 0;    // the table's value size
-  uint64_t record_slots = 0;  // chain heads: the heap's slot count
-  uint64_t capacity = 0;      // versions the ring holds (> 0)
+  std::string name;            // "stock/p2", for errors
+  uint32_t value_size = 0;     // the table's value size
+  uint64_t record_slots = 0;   // chain heads: the heap's slot count
+  uint64_t capacity = 0;       // versions the ring holds (> 0)
+  uint32_t lanes = 0;          // one-sided coordinators' lanes (see above); 0: none
+  uint64_t lane_capacity = 0;  // versions each lane holds (> 0 with lanes)
 };
 
 struct VersionStoreStats {
@@ -104,6 +129,25 @@ class VersionStore {
   static uint64_t bytes_for(uint64_t capacity, uint32_t value_size) {
     return capacity * slot_bytes(value_size);
   }
+  // The area a store with lanes needs (bytes_for without lanes).
+  static uint64_t area_bytes(const VersionStoreOptions& o);
+  // Offsets in the area (remote coordinators compute them from the options).
+  static uint64_t lane_header_offset(const VersionStoreOptions& o, uint32_t lane);
+  static uint64_t lane_slot_offset(const VersionStoreOptions& o, uint32_t lane, uint64_t pos);
+  static uint64_t chain_head_offset(const VersionStoreOptions& o, uint64_t record_slot);
+  // The link of position `pos` of lane `lane` (never 0).
+  static uint64_t lane_link(uint32_t lane, uint64_t pos) {
+    return (uint64_t{lane + 1u} << kLinkRingShift) | (pos + 1);
+  }
+  // The offset of a ring slot's position word (its first word).
+  static constexpr uint64_t kPositionOffset = 0;
+  // Builds, at `out` (slot_bytes(value_size) bytes), the lane slot of the
+  // version `rec` (a record image: header + value) superseded at
+  // `superseded_at`, whose next older version is `older` (the chain head
+  // READ under the lock) — with its position word 0: the coordinator
+  // WRITEs the slot, then the position word (lane_link).
+  static void build_lane_slot(uint8_t* out, const uint8_t* rec, Timestamp superseded_at,
+                              uint64_t older, uint32_t value_size);
   // `area`: bytes_for(capacity, value_size) bytes (64-byte aligned) of
   // registered memory this store owns. kInvalidArgument naming the field
   // when the options or the area do not fit.
@@ -170,8 +214,14 @@ class VersionStore {
 
  private:
   struct Slot;  // version_store.cc
+  static constexpr unsigned kLinkRingShift = 48;
   VersionStore(std::span<uint8_t> area, const VersionStoreOptions& o);
-  Slot* at(uint64_t pos) const;
+  Slot* at(uint64_t pos) const;  // the owner's ring
+  // The slot a link names and whether it was reclaimed already (its
+  // position is below its ring's tail); nullptr for a malformed link.
+  const Slot* slot_of(uint64_t link, bool* reclaimed) const;
+  std::atomic<uint64_t>* lane_word(uint32_t lane, int word) const;
+  uint64_t gc_lanes_locked();
   uint64_t push_locked(uint64_t older, const uint8_t* rec, Timestamp superseded_at, bool deleted);
   uint64_t gc_locked(Timestamp lwm);
   // Walks a chain from position+1 `link`; see find().
@@ -180,7 +230,8 @@ class VersionStore {
   std::span<uint8_t> area_;
   VersionStoreOptions o_;
   uint64_t slot_bytes_;
-  std::atomic<uint64_t>* heads_;  // per record slot: position + 1 of the newest old version, 0 none
+  std::atomic<uint64_t>* heads_;  // per record slot: link of the newest old version, 0 none
+  bool heads_owned_ = false;      // calloc'ed (no lanes) or in the area
   struct Holder {
     std::atomic<uint64_t> word, ts;
   };
@@ -189,6 +240,7 @@ class VersionStore {
   std::atomic<uint64_t> head_{0}, tail_{0};
   uint64_t reserved_ = 0;
   Timestamp last_lwm_ = 0;
+  uint64_t lane_reclaimed_ = 0;
   // Graveyard: key -> positions + 1 of the last versions of its deleted
   // incarnations, newest first; `graves_` lists them in push order for GC.
   std::map<uint64_t, std::deque<uint64_t>> graveyard_;

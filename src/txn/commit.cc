@@ -15,6 +15,8 @@ void Engine::commit() {
   images_.clear();
   batch_.clear();
   held_.clear();
+  const bool onesided = mvcc_onesided_on();
+  size_t item = 0;  // one-sided MVCC: the next lane item (set_ order)
   for (Access& a : set_) {
     if (!a.write) continue;
     if (a.remove) {
@@ -40,16 +42,22 @@ void Engine::commit() {
       reinterpret_cast<store::RecordHeader*>(image)->wts = commit_ts_;
       store::seal(image, vs);
     }
+    if (onesided && !a.insert) {
+      // The replaced version into our lane, before the record's write.
+      while (item < lane_items_.size() && &set_[lane_items_[item].access] != &a) ++item;
+      if (item < lane_items_.size()) mvcc_push_onesided(item++);
+    }
     if (policy_.commit == CommitPath::kWrite) {
-      if (crash_) {
+      if (crash_ && (!mvcc_on() || onesided)) {
         // Tests: the write-backs first, the unlocks after the crash point.
         batch_.write({a.ref.addr.node, a.ref.addr.region, a.ref.addr.offset + 8}, image + 8,
                      static_cast<uint32_t>(sizeof(store::RecordHeader) - 8 + vs));
         refs_.push_back(a.ref);
       } else if (locks_ != nullptr) {
-        add_commit(batch_, a.ref, locks_->lock_of(a.ref.addr), image, zero, policy_.passive_ack);
+        add_commit(batch_, a.ref, locks_->lock_of(a.ref.addr), image, zero,
+                   policy_.passive_ack && !gts());
       } else {
-        add_commit(batch_, a.ref, image, zero, policy_.passive_ack);
+        add_commit(batch_, a.ref, image, zero, policy_.passive_ack && !gts());
       }
     } else {
       refs_.push_back(a.ref);
@@ -61,6 +69,24 @@ void Engine::commit() {
     // GTS: INSTALL(TS) may only follow the writes at every primary (a
     // snapshot at a StableTS >= TS must find them): no passive ACK.
     const bool passive = policy_.passive_ack && !gts();
+    if (onesided) {
+      mvcc_publish_lane_heads();
+      if (!batch_.empty()) (void)co_.run(batch_);
+      if (crash_ && !refs_.empty()) {
+        // Tests: versions pushed and records written back, not unlocked.
+        crash_point(CrashPoint::kWrittenBack);
+        batch_.clear();
+        for (const RecordRef& r : refs_) {
+          if (locks_ != nullptr) {
+            add_unlock(batch_, locks_->lock_of(r.addr), zero, false);
+          } else {
+            add_unlock(batch_, r, zero, false);
+          }
+        }
+        (void)co_.run(batch_);
+      }
+      refs_.clear();
+    }
     if (!refs_.empty()) (void)rpc_mvcc_commit(co_, refs_, images_, commit_ts_, passive);
     if (!held_.empty()) (void)rpc_mvcc_remove(co_, held_, lock_word_, commit_ts_, passive);
     // LocalTS = max(LocalTS, TS); later snapshots of this coroutine read

@@ -232,6 +232,18 @@ class Engine final : public Txn {
                                                   : dst::SnapshotMode::kDst;
   }
   bool gts() const { return policy_.mvcc == Mvcc::kGts && mvcc_ != nullptr; }
+  // One-sided MVCC Validate/Commit (mvcc_onesided.cc).
+  bool mvcc_onesided_on() const { return mvcc_on() && policy_.lock == LockPath::kCas; }
+  // Locks the write set (deletes by RPC), reserves lane room, collects
+  // max(ts, wts) of the locked records into *collected.
+  Abort mvcc_lock_onesided(uint64_t* collected);
+  // Raise-then-check of every record only read, as rpc_mvcc_check.
+  Status mvcc_check_onesided(std::vector<MvccCheckResult>* out);
+  // Commit: queues into batch_ the push of lane item `item`'s replaced
+  // version; then, after the records' writes, the lanes' heads.
+  void mvcc_push_onesided(size_t item);
+  void mvcc_publish_lane_heads();
+  void mvcc_unreserve_lanes();  // abort: the lane room goes back
   // Reads `keys` at read_ts_ (those not read yet); a missing key is
   // kRecordMissing in *errors (or returned at once when errors is null).
   Abort snapshot_fetch(std::span<const TableKey> keys,
@@ -319,6 +331,20 @@ class Engine final : public Txn {
   std::vector<SnapshotRow> snap_rows_;
   std::vector<MvccLockResult> mvcc_locks_;    // scratch for MVCC lock results
   std::vector<MvccCheckResult> mvcc_checks_;  // scratch for MVCC check results
+  // One-sided MVCC: per record to update (set_ order), where it is and the
+  // words its lock READ (mvcc_onesided.cc); the lane room reserved.
+  struct LaneItem {
+    size_t access;                // index in set_
+    const dst::CopyLayout* copy;  // its copy at the primary
+    uint64_t slot;                // its slot in the copy's heap
+    uint64_t* words;              // CAS result, ts (lock words apart), chain head
+    uint8_t* image;               // the record, READ under the lock
+  };
+  std::vector<LaneItem> lane_items_;
+  std::vector<dst::LaneCursor*> lane_reserved_;
+  std::vector<std::pair<dst::LaneCursor*, uint64_t*>> lane_refresh_;
+  std::vector<size_t> check_items_, check_pending_;
+  std::vector<uint64_t> check_expect_;
   bool overflow_ = false;
   Abort blamed_ = Abort::kNone;  // blame(): the first failure and its table
   TableId blamed_table_ = kNoTable;

@@ -135,20 +135,37 @@ Result<Policy> make_policy(const std::string& p, const std::map<std::string, std
     }
   }
   if (x.mvcc != Mvcc::kOff) {
-    // Table 6-1: with MVCC, Validate collects and Commit installs
-    // timestamps at the primaries — two-sided only.
+    // With MVCC, Validate collects and Commit installs timestamps and
+    // pushes versions. Table 6-1 does both at the primaries (two-sided):
+    // on an RNIC a one-sided CAS is not atomic with the primaries' CPU
+    // atomics (the DEP_READ raises of ts). Where the fabric's atomics are
+    // coherent with the CPU's (shm), the one-sided forms are safe and are
+    // kept (mvcc_onesided.cc): lock, validate and commit then go together.
+    bool asked_one = false, asked_rpc = false;
     for (const char* k : {"lock", "validate", "commit"}) {
       auto it = ov.find(k);
-      if (it != ov.end() && it->second != "rpc") {
-        return invalid_argument("--" + std::string(k) + "=" + it->second +
-                                " with --mvcc on: MVCC validates and commits by RPC (timestamps "
-                                "are collected and installed at the primaries); use --" +
-                                std::string(k) + "=rpc or --mvcc=off");
-      }
+      if (it == ov.end()) continue;
+      (it->second == "rpc" ? asked_rpc : asked_one) = true;
     }
-    x.lock = LockPath::kRpc;
-    x.validate = CheckPath::kRpc;
-    x.commit = CommitPath::kRpc;
+    const bool one = !asked_rpc && x.lock == LockPath::kCas && x.commit == CommitPath::kWrite &&
+                     atomics_coherent_with_cpu;
+    if (asked_one && !one) {
+      return invalid_argument(
+          atomics_coherent_with_cpu
+              ? "--lock/--validate/--commit with --mvcc on: MVCC validates and commits either "
+                "one-sided (--lock=cas --validate=read --commit=write) or by RPC (all three rpc), "
+                "not a mix"
+              : "one-sided --lock/--validate/--commit with --mvcc on: this fabric's atomics are "
+                "not atomic with the primaries' CPU atomics, so MVCC validates and commits by "
+                "RPC; use --lock=rpc --validate=rpc --commit=rpc, or --mvcc=off");
+    }
+    if (one) {
+      x.validate = CheckPath::kRead;
+    } else {
+      x.lock = LockPath::kRpc;
+      x.validate = CheckPath::kRpc;
+      x.commit = CommitPath::kRpc;
+    }
   }
   if (x.lock == LockPath::kCas && x.commit == CommitPath::kRpc && !atomics_coherent_with_cpu) {
     return invalid_argument(

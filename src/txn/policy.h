@@ -12,7 +12,12 @@
 //           hybrid / READ   (the default)
 //   drtmx   drtmh with MVCC by DST (thesis Table 6-1): V and C by RPC
 //           (timestamps collected and installed at the primaries), PA,
-//           read-only transactions by DEP_READ RPC, no RO validation
+//           read-only transactions by DEP_READ RPC, no RO validation —
+//           on a fabric whose atomics are coherent with the CPU's (shm),
+//           V and C stay one-sided (CAS+READ / ts raise by CAS + READ /
+//           WRITEs of the replaced version, the record and the unlock:
+//           mvcc_onesided.cc); --phase=lock=rpc,validate=rpc,commit=rpc
+//           gives Table 6-1 there too
 //   drtmx-gts  drtmx with the centralized baseline instead of DST
 //           (--mvcc=gts): commit timestamps from an oracle on node 0 (FAA),
 //           INSTALL after commit (no PA), snapshots at its StableTS
@@ -59,13 +64,19 @@ struct Policy {
   ReadPath ro_read = ReadPath::kHybrid;
   CheckPath ro_validate = CheckPath::kRead;
   // With MVCC on, Validate and Commit are two-sided (lock, validate and
-  // commit are rpc) and read-only transactions read snapshots by DEP_READ
-  // RPC (ro_read / ro_validate are unused).
+  // commit are rpc) or, on a fabric with CPU-coherent atomics, one-sided
+  // (cas, read, write: mvcc_onesided()); read-only transactions read
+  // snapshots by DEP_READ RPC (ro_read / ro_validate are unused).
   Mvcc mvcc = Mvcc::kOff;
 
   // "E=hybrid V=cas+read L=write C=write+pa RO=hybrid+read"
   std::string describe() const;
 };
+
+// MVCC with one-sided Validate and Commit (policy.cc says when).
+inline bool mvcc_onesided(const Policy& p) {
+  return p.mvcc != Mvcc::kOff && p.lock == LockPath::kCas;
+}
 
 // The preset names, for help texts: "farm, drtm-r, fasst, drtmh, ...".
 std::string policy_presets();
@@ -74,8 +85,10 @@ std::string policy_presets();
 // execute, lock, validate, log, commit, passive-ack, ro-read, ro-validate;
 // values: rpc | onesided | cached | hybrid (reads), rpc | cas (lock),
 // rpc | read (validation), rpc | write (log, commit), on | off; and mvcc =
-// off | dst | gts (on: lock, validate and commit become rpc; an explicit
-// one-sided choice for them is refused). Refuses an
+// off | dst | gts (on: lock, validate and commit stay one-sided when they
+// were cas and write and the fabric's atomics are coherent with the CPU's,
+// else all three become rpc; an explicit one-sided choice that cannot be
+// kept is refused, so is a mix of one-sided and rpc). Refuses an
 // unknown preset, key or value, and an unsafe combination for a fabric
 // whose atomics are not coherent with the CPU's — naming what to change.
 Result<Policy> make_policy(const std::string& preset,

@@ -20,6 +20,7 @@ dst::MvccConfig mvcc_config(const TxnNodeConfig& cfg) {
   dst::MvccConfig m = cfg.mvcc;
   m.workers = cfg.fabric.threads;
   m.coroutines = cfg.coroutines;
+  m.lanes = mvcc_onesided(cfg.policy);
   return m;
 }
 

@@ -51,7 +51,9 @@ Abort Engine::validate() {
   // (local_holds.h) — recorded before the locks are requested: a local lock
   // is taken at once, while the batch may wait for remote ones.
   if (writes) note_holds();
-  if (writes && lock == LockPath::kCas) {
+  if (writes && mvcc_onesided_on()) {
+    failure = mvcc_lock_onesided(&collected);
+  } else if (writes && lock == LockPath::kCas) {
     batch_.clear();
     slots_.clear();
     for (Access& a : set_) {
@@ -206,7 +208,8 @@ Abort Engine::validate() {
     // every wts it met.
     std::vector<MvccCheckResult>& res = mvcc_checks_;
     for (int round = 0; round < 4; ++round) {
-      Status s = rpc_mvcc_check(co_, refs_, commit_ts_, &res);
+      Status s = mvcc_onesided_on() ? mvcc_check_onesided(&res)
+                                    : rpc_mvcc_check(co_, refs_, commit_ts_, &res);
       if (!s.is_ok()) {
         failure = Abort::kNodeFailure;
         break;
@@ -337,12 +340,17 @@ void Engine::release(bool passive) {
   for (const Access& a : set_) locks += a.held && !a.insert;
   auto* olds = reinterpret_cast<uint64_t*>(alloc(8 * (locks + 1)));
   if (mvcc_on()) {
-    // Releases the version-store room with the lock.
+    // Releases the version-store room with the lock (one-sided: the lane
+    // room here, and only the deletes were locked by RPC).
     refs_.clear();
     for (Access& a : set_) {
-      if (a.held && !a.insert) refs_.push_back(a.ref);
+      if (a.held && !a.insert && (a.remove || !mvcc_onesided_on())) refs_.push_back(a.ref);
     }
     if (!refs_.empty()) (void)rpc_mvcc_unlock(co_, refs_, lock_word_, passive);
+    mvcc_unreserve_lanes();
+  }
+  if (mvcc_on() && !mvcc_onesided_on()) {
+    // Done above.
   } else if (policy_.lock == LockPath::kCas && olds != nullptr) {
     // CAS, not WRITE 0: a lock taken on a slot whose record was deleted
     // meanwhile may have been overwritten by the slot's next tenant
@@ -350,7 +358,7 @@ void Engine::release(bool passive) {
     batch_.clear();
     size_t i = 0;
     for (Access& a : set_) {
-      if (!a.held || a.insert) continue;
+      if (!a.held || a.insert || (a.remove && mvcc_on())) continue;
       if (locks_ != nullptr) {
         add_release(batch_, locks_->lock_of(a.ref.addr), lock_word_, &olds[i++], passive);
       } else {

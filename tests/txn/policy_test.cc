@@ -47,8 +47,26 @@ TEST(Policy, MvccPresetsAndSwitch) {
   ASSERT_TRUE(h.is_ok());
   EXPECT_EQ(h->lock, LockPath::kRpc);
   EXPECT_EQ(make_policy("drtmh", {}, false)->mvcc, Mvcc::kOff);
-  EXPECT_NE(make_policy("drtmx-gts", {{"lock", "cas"}}, true).status().message().find("--lock=cas"),
+  // Where atomics are coherent with the CPU's (shm), V and C stay
+  // one-sided; rpc for all three gives Table 6-1; a mix is refused.
+  auto one = make_policy("drtmx", {}, true);
+  ASSERT_TRUE(one.is_ok());
+  EXPECT_TRUE(mvcc_onesided(*one));
+  EXPECT_EQ(one->describe(), "E=hybrid V=cas+read L=write C=write+pa RO=dep-read MVCC=dst");
+  EXPECT_TRUE(mvcc_onesided(*make_policy("drtmh", {{"mvcc", "gts"}}, true)));
+  EXPECT_FALSE(mvcc_onesided(*make_policy("fasst", {{"mvcc", "dst"}}, true)));
+  EXPECT_FALSE(mvcc_onesided(*make_policy("drtmx", {{"validate", "rpc"}}, true)));
+  EXPECT_EQ(make_policy("drtmx", {{"lock", "rpc"}, {"validate", "rpc"}, {"commit", "rpc"}}, true)
+                ->describe(),
+            "E=hybrid V=rpc+rpc L=write C=rpc+pa RO=dep-read MVCC=dst");
+  EXPECT_NE(make_policy("drtmx", {{"lock", "cas"}, {"commit", "rpc"}}, true)
+                .status()
+                .message()
+                .find("not a mix"),
             std::string::npos);
+  EXPECT_NE(
+      make_policy("drtmx-gts", {{"lock", "cas"}}, false).status().message().find("--lock=rpc"),
+      std::string::npos);
   EXPECT_NE(
       make_policy("drtmx", {{"mvcc", "vts"}}, true).status().message().find("off, dst or gts"),
       std::string::npos);

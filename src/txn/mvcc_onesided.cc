@@ -1,0 +1,301 @@
+// MVCC Validate and Commit with one-sided operations (policy.h,
+// mvcc_onesided()): on a fabric whose atomics are coherent with the CPU's,
+// the steps dst/record_mvcc.h runs at a primary are done by the coordinator
+// with CAS, READ and WRITE on the primary's memory, and the version a commit
+// replaces goes into the coordinator's own lane of the primary's version
+// store (dst/version_store.h, "Lanes").
+//
+//   lock   per record to update: CAS the lock word, then (same channel,
+//          FIFO, so after the CAS) READ the whole record and its chain
+//          head. Collected: max(ts, wts) — RW1 under the
+//          lock, as lock_and_collect. Room for the version the commit
+//          pushes is reserved in the lane beforehand (this thread's
+//          LaneCursor: the lane is written by no one else). No holder is
+//          published: a DEP_READ waits for a one-sided holder.
+//   check  per record only read: CAS ts from what we believe it is to the
+//          commit timestamp (raise; only when below it), then READ the
+//          lock word, then READ [version .. wts] — raise then check, as
+//          raise_and_check. A CAS that finds ts moved is retried with the
+//          value found (ts only grows, so this ends).
+//   commit per record updated: WRITE the lane slot (the record as READ
+//          under the lock — not Execute's copy, which an RPC read returns
+//          without its wts),
+//          WRITE its position word, WRITE the chain head, then the record
+//          and its unlock (record_ops.h add_commit), one channel. The new
+//          version's wts is the commit timestamp, so a later writer
+//          collects it from wts — ts need not be raised for written
+//          records. Then the lane's published head.
+// Deletes keep the two-sided steps (the graveyard is the owner's): records
+// to remove are locked, unlocked and removed by RPC.
+#include <algorithm>
+#include <cstring>
+
+#include "store/record.h"
+#include "txn/engine.h"
+#include "txn/mvcc_ops.h"
+
+namespace drtmx::txn {
+
+namespace {
+
+constexpr size_t kWordsPerCheck = 7;  // old, lock, [version .. wts] (5)
+constexpr size_t kWtsWord = offsetof(store::RecordHeader, wts) / 8;
+constexpr size_t kVersionWord = offsetof(store::RecordHeader, version) / 8;
+
+r2::RemoteAddr version_addr(const dst::CopyLayout& l, uint64_t offset) {
+  return {l.node, dst::MvccNode::kVersionRegion, l.vs_offset + offset};
+}
+
+}  // namespace
+
+Abort Engine::mvcc_lock_onesided(uint64_t* collected) {
+  lane_items_.clear();
+  lane_reserved_.clear();
+  const uint16_t worker = co_.thread();
+  const uint32_t lane = mvcc_->lane_of(worker);
+  // 1. Where each record's copy and chain head are; room in our lanes.
+  for (size_t i = 0; i < set_.size(); ++i) {
+    const Access& a = set_[i];
+    if (!a.write || a.insert || a.remove) continue;
+    const dst::CopyLayout* l = mvcc_->copy_at(a.ref.addr.node, a.table, a.ref.addr.offset);
+    if (l == nullptr || a.ref.addr.offset < l->heap_offset ||
+        (a.ref.addr.offset - l->heap_offset) % l->slot_bytes != 0 ||
+        (a.ref.addr.offset - l->heap_offset) / l->slot_bytes >= l->slots) {
+      return blame(Abort::kNodeFailure, a.table);  // an address no copy holds
+    }
+    // [CAS result][ts][chain head], then the record's image.
+    uint8_t* buf = alloc(24 + l->slot_bytes);
+    if (buf == nullptr) return Abort::kNotSupported;
+    lane_items_.push_back({i, l, (a.ref.addr.offset - l->heap_offset) / l->slot_bytes,
+                           reinterpret_cast<uint64_t*>(buf), buf + 24});
+  }
+  // Lanes to (re)read: never read by this thread, or short of room by
+  // the tail last seen (GC may have moved it since).
+  batch_.clear();
+  std::vector<std::pair<dst::LaneCursor*, uint64_t*>>& refresh = lane_refresh_;
+  refresh.clear();
+  for (const LaneItem& it : lane_items_) {
+    dst::LaneCursor& c = mvcc_->cursor(worker, it.copy->id);
+    uint64_t need = 0;
+    for (const LaneItem& o : lane_items_) need += o.copy == it.copy;
+    const bool seen =
+        std::any_of(refresh.begin(), refresh.end(), [&](const auto& r) { return r.first == &c; });
+    if (seen || (c.synced && c.room() + need <= it.copy->vs.lane_capacity)) continue;
+    auto* hdr = reinterpret_cast<uint64_t*>(alloc(16));
+    if (hdr == nullptr) return Abort::kNotSupported;
+    batch_.read(version_addr(*it.copy, dst::VersionStore::lane_header_offset(it.copy->vs, lane)),
+                hdr, 16);
+    refresh.push_back({&c, hdr});
+  }
+  if (!batch_.empty()) {
+    if (co_.run(batch_) != r2::OpStatus::kOk) {
+      return blame(Abort::kNodeFailure, set_[lane_items_.front().access].table);
+    }
+    for (auto [c, hdr] : refresh) {
+      // [tail][head]. A restarted thread resumes after what its lane holds.
+      if (!c->synced) c->head = std::max({c->head, hdr[0], hdr[1]});
+      c->synced = true;
+      c->tail = std::max(c->tail, hdr[0]);
+    }
+  }
+  for (const LaneItem& it : lane_items_) {
+    dst::LaneCursor& c = mvcc_->cursor(worker, it.copy->id);
+    if (c.room() + 1 > it.copy->vs.lane_capacity) {
+      return blame(Abort::kVersionStoreFull, set_[it.access].table);
+    }
+    ++c.reserved;
+    lane_reserved_.push_back(&c);
+  }
+
+  // 2. Lock, then read what the lock protects.
+  batch_.clear();
+  for (const LaneItem& it : lane_items_) {
+    const Access& a = set_[it.access];
+    uint64_t* w = it.words;
+    w[0] = ~uint64_t{0};  // "not acquired" unless the CAS ran
+    const r2::RemoteAddr rec = a.ref.addr;
+    const auto bytes = static_cast<uint32_t>(it.copy->slot_bytes);
+    if (locks_ != nullptr) {
+      const r2::RemoteAddr lock = locks_->lock_of(rec);
+      batch_.cas(lock, 0, lock_word_, &w[0], /*signaled=*/false);
+      std::memset(it.image, 0, 8);
+      batch_.read({rec.node, rec.region, rec.offset + 8}, it.image + 8, bytes - 8);
+      batch_.read({lock.node, lock.region, lock.offset + 8}, &w[1], 8);  // ts
+    } else {
+      batch_.cas(rec, 0, lock_word_, &w[0], /*signaled=*/false);
+      batch_.read(rec, it.image, bytes);
+    }
+    batch_.read(version_addr(*it.copy, dst::VersionStore::chain_head_offset(it.copy->vs, it.slot)),
+                &w[2], 8);
+  }
+  const bool ran = batch_.empty() || co_.run(batch_) == r2::OpStatus::kOk;
+  Abort failure = Abort::kNone;
+  for (size_t k = 0; k < lane_items_.size(); ++k) {
+    Access& a = set_[lane_items_[k].access];
+    const uint64_t* w = lane_items_[k].words;
+    store::RecordHeader h;
+    std::memcpy(&h, lane_items_[k].image, sizeof h);
+    if (locks_ != nullptr) h.ts = w[1];
+    const size_t ops = locks_ != nullptr ? 4 : 3;
+    const bool cas_ok = batch_.status(ops * k) == r2::OpStatus::kOk;
+    a.held = cas_ok && lock_acquired(w[0]);
+    if (a.held) *collected = std::max({*collected, h.ts, h.wts});
+    if (failure != Abort::kNone) continue;
+    if (!ran || !cas_ok) {
+      failure = blame(Abort::kNodeFailure, a.table);
+    } else if (!a.held) {
+      failure = blame(Abort::kLockHeld, a.table);
+    } else if (h.version != a.ref.version) {
+      failure = blame(Abort::kVersionChanged, a.table);
+    }
+  }
+  if (failure != Abort::kNone) return failure;
+
+  // 3. Records to delete: the two-sided lock (the owner reserves room for
+  // the version it buries).
+  refs_.clear();
+  for (const Access& a : set_) {
+    if (a.write && a.remove) refs_.push_back(a.ref);
+  }
+  if (refs_.empty()) return Abort::kNone;
+  std::vector<MvccLockResult>& lr = mvcc_locks_;
+  Status s = rpc_mvcc_lock(co_, refs_, lock_word_, &lr);
+  size_t i = 0;
+  for (Access& a : set_) {
+    if (!a.write || !a.remove) continue;
+    const MvccLockResult r = s.is_ok() ? lr[i++] : MvccLockResult{};
+    a.held = s.is_ok() ? r.locked : true;  // after a failed call: release all
+    if (r.locked) *collected = std::max(*collected, r.ts);
+    if (failure != Abort::kNone) continue;
+    if (!s.is_ok()) {
+      failure = blame(Abort::kNodeFailure, a.table);
+    } else if (r.no_room) {
+      failure = blame(Abort::kVersionStoreFull, a.table);
+    } else if (!r.locked) {
+      failure = blame(Abort::kLockHeld, a.table);
+    } else if (!r.valid) {
+      failure = blame(Abort::kVersionChanged, a.table);
+    }
+  }
+  return failure;
+}
+
+Status Engine::mvcc_check_onesided(std::vector<MvccCheckResult>* out) {
+  size_t n = 0;
+  for (const Access& a : set_) n += !a.write;
+  out->assign(n, {});
+  auto* words = reinterpret_cast<uint64_t*>(alloc(8 * kWordsPerCheck * n));
+  if (words == nullptr) return exhausted("transaction arena full");
+  std::vector<size_t>& reads = check_items_;  // set_ indices of the reads
+  reads.clear();
+  std::vector<uint64_t>& expect = check_expect_;
+  expect.clear();
+  for (size_t i = 0; i < set_.size(); ++i) {
+    const Access& a = set_[i];
+    if (a.write) continue;
+    reads.push_back(i);
+    // What we believe ts is: the Execute copy's (0 when it lives apart).
+    uint64_t ts = 0;
+    if (locks_ == nullptr && a.copy != nullptr) {
+      std::memcpy(&ts, a.copy + store::kTsOffset, 8);
+    }
+    expect.push_back(ts);
+  }
+  std::vector<size_t>& pending = check_pending_;
+  pending.resize(n);
+  for (size_t k = 0; k < n; ++k) pending[k] = k;
+  // Each round either settles a record or learns a larger ts for it; ts
+  // moves only up, so few rounds do (a record whose ts keeps moving under
+  // us is treated as changed: the transaction aborts and retries).
+  for (int round = 0; round < 8 && !pending.empty(); ++round) {
+    batch_.clear();
+    std::vector<size_t> ops_of(pending.size());
+    for (size_t j = 0; j < pending.size(); ++j) {
+      const size_t k = pending[j];
+      const Access& a = set_[reads[k]];
+      uint64_t* w = words + kWordsPerCheck * k;
+      const r2::RemoteAddr rec = a.ref.addr;
+      const r2::RemoteAddr lock = locks_ != nullptr ? locks_->lock_of(rec) : rec;
+      const r2::RemoteAddr ts =
+          locks_ != nullptr ? r2::RemoteAddr{lock.node, lock.region, lock.offset + 8}
+                            : r2::RemoteAddr{rec.node, rec.region, rec.offset + store::kTsOffset};
+      ops_of[j] = batch_.size();
+      w[0] = expect[k];
+      if (expect[k] < commit_ts_) {
+        batch_.cas(ts, expect[k], commit_ts_, &w[0], /*signaled=*/false);
+      }
+      batch_.read(lock, &w[1], 8);  // the lock FIRST (record_ops.h, add_check)
+      batch_.read({rec.node, rec.region, rec.offset + 8}, &w[2], 40);  // version .. wts
+    }
+    if (co_.run(batch_) != r2::OpStatus::kOk) return unavailable("one-sided MVCC check failed");
+    std::vector<size_t> again;
+    for (size_t j = 0; j < pending.size(); ++j) {
+      const size_t k = pending[j];
+      const Access& a = set_[reads[k]];
+      const uint64_t* w = words + kWordsPerCheck * k;
+      if (expect[k] < commit_ts_ && w[0] != expect[k] && w[0] < commit_ts_) {
+        expect[k] = w[0];  // ts moved, still below: raise from there
+        again.push_back(k);
+        continue;
+      }
+      MvccCheckResult& r = (*out)[k];
+      const uint64_t version = w[2], wts = w[2 + (kWtsWord - kVersionWord)];
+      if (w[1] != 0 || version != a.ref.version) {
+        r.check = dst::Check::kInvalid;
+      } else if (wts >= commit_ts_) {
+        r.check = dst::Check::kBehind;
+        r.wts = wts;
+      } else {
+        r.check = dst::Check::kValid;
+      }
+    }
+    pending.swap(again);
+  }
+  for (size_t k : pending) (*out)[k].check = dst::Check::kInvalid;
+  return Status::ok();
+}
+
+void Engine::mvcc_push_onesided(size_t item) {
+  const LaneItem& it = lane_items_[item];
+  const dst::CopyLayout& l = *it.copy;
+  dst::LaneCursor& c = mvcc_->cursor(co_.thread(), l.id);
+  const uint32_t lane = mvcc_->lane_of(co_.thread());
+  const uint64_t bytes = dst::VersionStore::slot_bytes(l.vs.value_size);
+  uint8_t* slot = alloc(bytes + 8);
+  if (slot == nullptr) return;    // Execute checked the arena's size
+  const uint64_t pos = c.head++;  // the reservation goes in mvcc_publish_lane_heads
+  auto* link = reinterpret_cast<uint64_t*>(slot + bytes);
+  *link = dst::VersionStore::lane_link(lane, pos);
+  dst::VersionStore::build_lane_slot(slot, it.image, commit_ts_, it.words[2], l.vs.value_size);
+  const uint64_t at = dst::VersionStore::lane_slot_offset(l.vs, lane, pos);
+  batch_.write(version_addr(l, at), slot, static_cast<uint32_t>(bytes), false);
+  batch_.write(version_addr(l, at + dst::VersionStore::kPositionOffset), link, 8, false);
+  batch_.write(version_addr(l, dst::VersionStore::chain_head_offset(l.vs, it.slot)), link, 8,
+               false);
+}
+
+void Engine::mvcc_publish_lane_heads() {
+  const uint32_t lane = mvcc_->lane_of(co_.thread());
+  for (size_t k = 0; k < lane_items_.size(); ++k) {
+    const dst::CopyLayout* l = lane_items_[k].copy;
+    bool first = true;
+    for (size_t j = 0; j < k && first; ++j) first = lane_items_[j].copy != l;
+    if (!first) continue;
+    auto* head = reinterpret_cast<uint64_t*>(alloc(8));
+    if (head == nullptr) return;  // only the stats read it
+    *head = mvcc_->cursor(co_.thread(), l->id).head;
+    batch_.write(version_addr(*l, dst::VersionStore::lane_header_offset(l->vs, lane) + 8), head, 8,
+                 false);
+  }
+  for (dst::LaneCursor* c : lane_reserved_) --c->reserved;
+  lane_items_.clear();
+  lane_reserved_.clear();
+}
+
+void Engine::mvcc_unreserve_lanes() {
+  for (dst::LaneCursor* c : lane_reserved_) --c->reserved;
+  lane_reserved_.clear();
+  lane_items_.clear();
+}
+
+}  // namespace drtmx::txn
