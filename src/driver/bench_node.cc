@@ -372,7 +372,12 @@ Status run_bench_node(const BenchOptions& o) {
     mine.hist.merge(c.hist);
   }
   for (auto& s : sums) add_into(mine.client_sums, s);
-  if (const dst::MvccNode* m = n.mvcc()) mine.versions = VersionTotals::of(m->totals());
+  if (const dst::MvccNode* m = n.mvcc()) {
+    mine.versions = VersionTotals::of(m->totals());
+    const txn::TxnStats st = n.stats();
+    mine.versions.snapshot_reads = st.snapshot_reads;
+    mine.versions.snapshot_reads_onesided = st.snapshot_reads_onesided;
+  }
   auto audit = (*wl)->node_audit(n.store(), *cat);
   if (!audit.is_ok()) return fail(audit.status().with_context("audit"));
   mine.node_audit = *audit;

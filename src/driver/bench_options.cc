@@ -112,7 +112,8 @@ Result<BenchOptions> parse_bench(int argc, char** argv, const std::vector<Worklo
       "ro-read, ro-validate, mvcc), repeatable")(
       "mvcc", po::value(&mvcc),
       "multi-versioning: off | dst (snapshot read-only transactions by decentralized scalar "
-      "timestamps; Validate and Commit become RPCs) | gts (the centralized baseline: a "
+      "timestamps; Validate and Commit stay one-sided on shm when the preset's are, else "
+      "become RPCs) | gts (the centralized baseline: a "
       "timestamp oracle on node 0); default: the preset's (drtmx: dst, drtmx-gts: gts, the "
       "others: off)")(
       "versions-pct", po::value(&o.versions_pct)->default_value(2),

@@ -299,6 +299,13 @@ Status report(const BenchOptions& o, const Workload& wl, const store::Catalog& c
               << " MiB reserved), peak per node " << versions.peak << ", pushed " << versions.pushed
               << ", reclaimed " << versions.reclaimed << " in " << versions.gc_runs
               << " GC runs, refused " << versions.refused << "\n";
+    if (versions.snapshot_reads != 0) {
+      std::cout << "  snapshot reads: " << versions.snapshot_reads << ", "
+                << fmt(100.0 * double(versions.snapshot_reads_onesided) /
+                           double(versions.snapshot_reads),
+                       1)
+                << "% of them one-sided (the version in place), the rest by DEP_READ RPC\n";
+    }
   }
   std::vector<double> rates;
   for (uint64_t c : committed) rates.push_back(double(c) / window_s);
@@ -364,6 +371,8 @@ Status report(const BenchOptions& o, const Workload& wl, const store::Catalog& c
       j.key("reclaimed").value(versions.reclaimed).key("gc_runs").value(versions.gc_runs);
       j.key("refused").value(versions.refused).key("reserved_bytes").value(versions.reserved_bytes);
       j.key("in_use_bytes").value(versions.in_use_bytes);
+      j.key("snapshot_reads").value(versions.snapshot_reads);
+      j.key("snapshot_reads_onesided").value(versions.snapshot_reads_onesided);
       j.end_object();
     }
     j.key("traffic").begin_object();

@@ -81,7 +81,9 @@ enum class Kind : uint8_t { kReadWrite, kReadOnly };
 struct TxnStats {
   uint64_t committed = 0;
   uint64_t aborts[kAbortKinds] = {};
-  uint64_t reads_ahead = 0;  // read_ahead() READs posted without waiting
+  uint64_t reads_ahead = 0;              // read_ahead() READs posted without waiting
+  uint64_t snapshot_reads = 0;           // rows snapshot reads fetched
+  uint64_t snapshot_reads_onesided = 0;  // ... of them by one-sided ops
   // Reads that first waited for a sibling coroutine holding the record
   // (LocalHolds), and the time they waited.
   uint64_t sibling_waits = 0;
@@ -244,6 +246,10 @@ class Engine final : public Txn {
   void mvcc_push_onesided(size_t item);
   void mvcc_publish_lane_heads();
   void mvcc_unreserve_lanes();  // abort: the lane room goes back
+  // Snapshot reads (snapshot_onesided.cc): answers the rows it can from
+  // the version in place by one-sided ops; the indices of the others go to
+  // *rest (for the DEP_READ RPC).
+  void snapshot_onesided(std::vector<SnapshotRow>* rows, std::vector<size_t>* rest);
   // Reads `keys` at read_ts_ (those not read yet); a missing key is
   // kRecordMissing in *errors (or returned at once when errors is null).
   Abort snapshot_fetch(std::span<const TableKey> keys,
@@ -329,6 +335,16 @@ class Engine final : public Txn {
   uint64_t session_ts_ = 0;  // the last commit timestamp of this coroutine
   bool gts_owed_ = false;    // GTS: commit_ts_ was taken and not installed yet
   std::vector<SnapshotRow> snap_rows_;
+  std::vector<SnapshotRow> snap_rpc_rows_;  // the rows left for the RPC
+  std::vector<size_t> snap_rest_;           // ... their indices in snap_rows_
+  struct OneSidedRow {                      // snapshot_onesided.cc
+    size_t row;                             // index in the rows
+    r2::RemoteAddr addr;                    // the record's cached address
+    uint32_t incarnation;                   // ... and the tenant it names
+    uint64_t* words;                        // [ts READ][CAS result][lock READ]
+    uint8_t* image;                         // the record READ
+  };
+  std::vector<OneSidedRow> snap_onesided_;
   std::vector<MvccLockResult> mvcc_locks_;    // scratch for MVCC lock results
   std::vector<MvccCheckResult> mvcc_checks_;  // scratch for MVCC check results
   // One-sided MVCC: per record to update (set_ order), where it is and the
@@ -343,7 +359,7 @@ class Engine final : public Txn {
   std::vector<LaneItem> lane_items_;
   std::vector<dst::LaneCursor*> lane_reserved_;
   std::vector<std::pair<dst::LaneCursor*, uint64_t*>> lane_refresh_;
-  std::vector<size_t> check_items_, check_pending_;
+  std::vector<size_t> check_items_, check_pending_, check_again_;
   std::vector<uint64_t> check_expect_;
   bool overflow_ = false;
   Abort blamed_ = Abort::kNone;  // blame(): the first failure and its table

@@ -209,7 +209,6 @@ Status Engine::mvcc_check_onesided(std::vector<MvccCheckResult>* out) {
   // us is treated as changed: the transaction aborts and retries).
   for (int round = 0; round < 8 && !pending.empty(); ++round) {
     batch_.clear();
-    std::vector<size_t> ops_of(pending.size());
     for (size_t j = 0; j < pending.size(); ++j) {
       const size_t k = pending[j];
       const Access& a = set_[reads[k]];
@@ -219,7 +218,6 @@ Status Engine::mvcc_check_onesided(std::vector<MvccCheckResult>* out) {
       const r2::RemoteAddr ts =
           locks_ != nullptr ? r2::RemoteAddr{lock.node, lock.region, lock.offset + 8}
                             : r2::RemoteAddr{rec.node, rec.region, rec.offset + store::kTsOffset};
-      ops_of[j] = batch_.size();
       w[0] = expect[k];
       if (expect[k] < commit_ts_) {
         batch_.cas(ts, expect[k], commit_ts_, &w[0], /*signaled=*/false);
@@ -228,7 +226,8 @@ Status Engine::mvcc_check_onesided(std::vector<MvccCheckResult>* out) {
       batch_.read({rec.node, rec.region, rec.offset + 8}, &w[2], 40);  // version .. wts
     }
     if (co_.run(batch_) != r2::OpStatus::kOk) return unavailable("one-sided MVCC check failed");
-    std::vector<size_t> again;
+    std::vector<size_t>& again = check_again_;
+    again.clear();
     for (size_t j = 0; j < pending.size(); ++j) {
       const size_t k = pending[j];
       const Access& a = set_[reads[k]];

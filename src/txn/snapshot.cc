@@ -50,11 +50,25 @@ Abort Engine::snapshot_fetch(std::span<const TableKey> keys,
     snap_rows_.push_back(row);
   }
   if (snap_rows_.empty()) return Abort::kNone;
-  ReadWait w;
-  Status s = rpc_snapshot_get(co_, snap_rows_, read_ts_, snapshot_mode(), &w);
-  read_wait_.blocked_reads += w.blocked_reads;
-  read_wait_.wait_ns += w.wait_ns;
-  if (!s.is_ok()) return blame(Abort::kNodeFailure, snap_rows_.front().tk.table);
+  stats_.snapshot_reads += snap_rows_.size();
+  // One-sided first where that is safe (snapshot_onesided.cc); the rest,
+  // or all, by the DEP_READ RPC.
+  snap_rest_.clear();
+  if (mvcc_onesided_on()) {
+    snapshot_onesided(&snap_rows_, &snap_rest_);
+  } else {
+    for (size_t i = 0; i < snap_rows_.size(); ++i) snap_rest_.push_back(i);
+  }
+  if (!snap_rest_.empty()) {
+    snap_rpc_rows_.clear();
+    for (size_t i : snap_rest_) snap_rpc_rows_.push_back(snap_rows_[i]);
+    ReadWait w;
+    Status s = rpc_snapshot_get(co_, snap_rpc_rows_, read_ts_, snapshot_mode(), &w);
+    read_wait_.blocked_reads += w.blocked_reads;
+    read_wait_.wait_ns += w.wait_ns;
+    if (!s.is_ok()) return blame(Abort::kNodeFailure, snap_rpc_rows_.front().tk.table);
+    for (size_t j = 0; j < snap_rest_.size(); ++j) snap_rows_[snap_rest_[j]] = snap_rpc_rows_[j];
+  }
   Abort first = Abort::kNone;
   for (const SnapshotRow& row : snap_rows_) {
     if (!row.found) {

@@ -754,6 +754,8 @@ TxnStats TxnNode::stats() const {
     if (!e) continue;
     s.committed += e->stats().committed;
     s.reads_ahead += e->stats().reads_ahead;
+    s.snapshot_reads += e->stats().snapshot_reads;
+    s.snapshot_reads_onesided += e->stats().snapshot_reads_onesided;
     s.sibling_waits += e->stats().sibling_waits;
     s.sibling_wait_ns += e->stats().sibling_wait_ns;
     for (int i = 0; i < kAbortKinds; ++i) s.aborts[i] += e->stats().aborts[i];

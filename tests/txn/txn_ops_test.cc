@@ -1085,9 +1085,16 @@ INSTANTIATE_TEST_SUITE_P(Presets, TxnOps,
 struct AnomalyOutcome {
   int64_t a = -1, b = -1;
   Abort reader = Abort::kNotSupported;
+  uint64_t onesided_reads = 0;  // the snapshot's rows read by one-sided ops
 };
 
-AnomalyOutcome run_anomaly(bool skip_raise, const std::string& preset = "drtmx") {
+// `warm`: the reader's node reads A and B in a read-write transaction
+// first, so its location cache knows their addresses and the snapshot
+// reads them by one-sided ops (snapshot_onesided.cc) — otherwise by the
+// DEP_READ RPC. `table61`: Validate and Commit by RPC (the thesis's
+// Table 6-1) instead of one-sided.
+AnomalyOutcome run_anomaly(bool skip_raise, const std::string& preset = "drtmx", bool warm = false,
+                           bool table61 = false) {
   const store::Catalog cat = make_catalog();
   // Primaries on nodes 2 and 1 (kKv partition = key % 3), away from the
   // reader's skewed clock on node 0: a writer's lock there raises ts to the
@@ -1097,9 +1104,13 @@ AnomalyOutcome run_anomaly(bool skip_raise, const std::string& preset = "drtmx")
   r.preset = preset;
   r.coroutines = 1;
   r.rows = {{kKv, kA, val(0)}, {kKv, kB, val(0)}};
-  r.tweak = [skip_raise](TxnNodeConfig& cfg, uint16_t node) {
+  r.tweak = [skip_raise, table61, preset](TxnNodeConfig& cfg, uint16_t node) {
     if (node == 0) cfg.mvcc.clock_skew_us = 1000000;
     cfg.mvcc.unsafe_skip_read_raise = skip_raise;
+    if (table61) {
+      cfg.policy =
+          *make_policy(preset, {{"lock", "rpc"}, {"validate", "rpc"}, {"commit", "rpc"}}, true);
+    }
   };
   std::atomic<int> step{0};  // 1: B read; 2: writers done
   AnomalyOutcome out;
@@ -1109,6 +1120,15 @@ AnomalyOutcome run_anomaly(bool skip_raise, const std::string& preset = "drtmx")
   };
   r.body = [&](TxnContext& c) {
     if (c.index == 0) {  // node 0: the snapshot
+      if (warm) {
+        const Abort w = c.engine.run_with_retry([&](Txn& tx) {
+          Val v;
+          if (Abort x = tx.get(kKv, kA, &v); x != Abort::kNone) return x;
+          return tx.get(kKv, kB, &v);
+        });
+        EXPECT_EQ(w, Abort::kNone);
+      }
+      const uint64_t onesided0 = c.engine.stats().snapshot_reads_onesided;
       out.reader = c.engine.run(
           [&](Txn& tx) {
             Val v;
@@ -1121,6 +1141,7 @@ AnomalyOutcome run_anomaly(bool skip_raise, const std::string& preset = "drtmx")
             return Abort::kNone;
           },
           Kind::kReadOnly);
+      out.onesided_reads = c.engine.stats().snapshot_reads_onesided - onesided0;
       step = std::max(step.load(), 2);  // also when the reader failed early
     } else if (c.index == kThreads) {   // node 1: TX1 then TX2
       wait_for(c.co, 1);
@@ -1172,6 +1193,38 @@ TEST(Snapshots, WithoutTheReadTimestampRaiseTheAnomalyHappens) {
   ASSERT_EQ(o.reader, Abort::kNone);
   EXPECT_EQ(o.b, 0);
   EXPECT_EQ(o.a, 1) << "the mutation should let the snapshot see TX2 without TX1";
+}
+
+// The same three with the rows read by one-sided ops: the raise is a CAS
+// from the coordinator, and without it the anomaly happens there too.
+TEST(Snapshots, OneSidedSnapshotReadsNeverSeeTheAnomaly) {
+  for (const char* preset : {"drtmx", "drtmx-gts"}) {
+    SCOPED_TRACE(preset);
+    const AnomalyOutcome o = run_anomaly(/*skip_raise=*/false, preset, /*warm=*/true);
+    ASSERT_EQ(o.reader, Abort::kNone);
+    EXPECT_GT(o.onesided_reads, 0u) << "the snapshot read nothing one-sided";
+    EXPECT_EQ(o.b, 0);
+    EXPECT_EQ(o.a, 0) << "the snapshot saw TX2's A but not TX1's B";
+  }
+}
+
+TEST(Snapshots, OneSidedSnapshotReadsWithoutTheRaiseShowTheAnomaly) {
+  const AnomalyOutcome o = run_anomaly(/*skip_raise=*/true, "drtmx", /*warm=*/true);
+  ASSERT_EQ(o.reader, Abort::kNone);
+  EXPECT_EQ(o.onesided_reads, 2u);
+  EXPECT_EQ(o.b, 0);
+  EXPECT_EQ(o.a, 1) << "the mutation should let the snapshot see TX2 without TX1";
+}
+
+// Table 6-1 (Validate and Commit by RPC, snapshots by DEP_READ RPC).
+TEST(Snapshots, Table61FormNeverSeesTheAnomalyAndTheMutationDoes) {
+  const AnomalyOutcome o = run_anomaly(false, "drtmx", /*warm=*/true, /*table61=*/true);
+  ASSERT_EQ(o.reader, Abort::kNone);
+  EXPECT_EQ(o.onesided_reads, 0u);
+  EXPECT_EQ(o.a, 0) << "the snapshot saw TX2's A but not TX1's B";
+  const AnomalyOutcome m = run_anomaly(true, "drtmx", /*warm=*/true, /*table61=*/true);
+  ASSERT_EQ(m.reader, Abort::kNone);
+  EXPECT_EQ(m.a, 1) << "the mutation should let the snapshot see TX2 without TX1";
 }
 
 // Long snapshots while writers keep moving money between keys and GC runs
