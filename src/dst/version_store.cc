@@ -37,7 +37,11 @@ uint64_t VersionStore::slot_bytes(uint32_t value_size) {
 uint64_t VersionStore::area_bytes(const VersionStoreOptions& o) {
   const uint64_t ring = bytes_for(o.capacity, o.value_size);
   if (o.lanes == 0) return ring;
-  return chain_head_offset(o, 0) + ((o.record_slots * 8 + 63) & ~uint64_t{63});
+  return holder_offset(o, o.record_slots);
+}
+
+uint64_t VersionStore::holder_offset(const VersionStoreOptions& o, uint64_t record_slot) {
+  return ((chain_head_offset(o, o.record_slots) + 63) & ~uint64_t{63}) + record_slot * 16;
 }
 
 uint64_t VersionStore::lane_header_offset(const VersionStoreOptions& o, uint32_t lane) {
@@ -76,22 +80,26 @@ void VersionStore::build_lane_slot(uint8_t* out, const uint8_t* rec, Timestamp s
 VersionStore::VersionStore(std::span<uint8_t> area, const VersionStoreOptions& o)
     : area_(area), o_(o), slot_bytes_(slot_bytes(o.value_size)) {
   if (o.lanes > 0) {
-    // Remote coordinators READ and WRITE the chain heads: in the area.
+    // Remote coordinators READ and WRITE the chain heads and holders: in
+    // the area.
     heads_ = reinterpret_cast<std::atomic<uint64_t>*>(area.data() + chain_head_offset(o, 0));
+    holders_ = reinterpret_cast<Holder*>(area.data() + holder_offset(o, 0));
   } else {
     heads_owned_ = true;
     heads_ = static_cast<std::atomic<uint64_t>*>(
         std::calloc(o.record_slots == 0 ? 1 : o.record_slots, sizeof(std::atomic<uint64_t>)));
+    holders_ =
+        static_cast<Holder*>(std::calloc(o.record_slots == 0 ? 1 : o.record_slots, sizeof(Holder)));
   }
-  holders_ =
-      static_cast<Holder*>(std::calloc(o.record_slots == 0 ? 1 : o.record_slots, sizeof(Holder)));
   st_.capacity = o.capacity;
   st_.bytes = area_bytes(o);
 }
 
 VersionStore::~VersionStore() {
-  if (heads_owned_) std::free(heads_);
-  std::free(holders_);
+  if (heads_owned_) {
+    std::free(heads_);
+    std::free(holders_);
+  }
 }
 
 Result<std::unique_ptr<VersionStore>> VersionStore::create(std::span<uint8_t> area,

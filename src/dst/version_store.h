@@ -56,6 +56,10 @@
 //   lane rings     lanes x lane_capacity slots
 //   chain heads    record_slots x 8 B (in the area, not calloc'ed: remote
 //                  coordinators READ and WRITE them)
+//   holders        record_slots x 16 B [lock word][collected ts] (hold()):
+//                  a one-sided lock holder WRITEs the ts, then the word,
+//                  after its CAS succeeded, and WRITEs the word 0 before
+//                  its unlock
 //
 // Each lane belongs to one coordinator thread of the cluster (lane =
 // node x workers + worker), which alone writes it, so a push needs no
@@ -135,6 +139,7 @@ class VersionStore {
   static uint64_t lane_header_offset(const VersionStoreOptions& o, uint32_t lane);
   static uint64_t lane_slot_offset(const VersionStoreOptions& o, uint32_t lane, uint64_t pos);
   static uint64_t chain_head_offset(const VersionStoreOptions& o, uint64_t record_slot);
+  static uint64_t holder_offset(const VersionStoreOptions& o, uint64_t record_slot);
   // The link of position `pos` of lane `lane` (never 0).
   static uint64_t lane_link(uint32_t lane, uint64_t pos) {
     return (uint64_t{lane + 1u} << kLinkRingShift) | (pos + 1);
@@ -231,7 +236,7 @@ class VersionStore {
   VersionStoreOptions o_;
   uint64_t slot_bytes_;
   std::atomic<uint64_t>* heads_;  // per record slot: link of the newest old version, 0 none
-  bool heads_owned_ = false;      // calloc'ed (no lanes) or in the area
+  bool heads_owned_ = false;      // heads_ and holders_ calloc'ed (no lanes) or in the area
   struct Holder {
     std::atomic<uint64_t> word, ts;
   };

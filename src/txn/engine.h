@@ -246,6 +246,7 @@ class Engine final : public Txn {
   void mvcc_push_onesided(size_t item);
   void mvcc_publish_lane_heads();
   void mvcc_unreserve_lanes();  // abort: the lane room goes back
+  void mvcc_unhold_onesided();  // abort: queues the holders' clears into batch_
   // Snapshot reads (snapshot_onesided.cc): answers the rows it can from
   // the version in place by one-sided ops; the indices of the others go to
   // *rest (for the DEP_READ RPC).
@@ -353,7 +354,7 @@ class Engine final : public Txn {
     size_t access;                // index in set_
     const dst::CopyLayout* copy;  // its copy at the primary
     uint64_t slot;                // its slot in the copy's heap
-    uint64_t* words;              // CAS result, ts (lock words apart), chain head
+    uint64_t* words;              // CAS result, ts (lock words apart), chain head, hold[2], 0
     uint8_t* image;               // the record, READ under the lock
   };
   std::vector<LaneItem> lane_items_;

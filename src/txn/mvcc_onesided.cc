@@ -63,11 +63,11 @@ Abort Engine::mvcc_lock_onesided(uint64_t* collected) {
         (a.ref.addr.offset - l->heap_offset) / l->slot_bytes >= l->slots) {
       return blame(Abort::kNodeFailure, a.table);  // an address no copy holds
     }
-    // [CAS result][ts][chain head], then the record's image.
-    uint8_t* buf = alloc(24 + l->slot_bytes);
+    // [CAS result][ts][chain head][hold: word, ts][0], then the record.
+    uint8_t* buf = alloc(48 + l->slot_bytes);
     if (buf == nullptr) return Abort::kNotSupported;
     lane_items_.push_back({i, l, (a.ref.addr.offset - l->heap_offset) / l->slot_bytes,
-                           reinterpret_cast<uint64_t*>(buf), buf + 24});
+                           reinterpret_cast<uint64_t*>(buf), buf + 48});
   }
   // Lanes to (re)read: never read by this thread, or short of room by
   // the tail last seen (GC may have moved it since).
@@ -151,7 +151,26 @@ Abort Engine::mvcc_lock_onesided(uint64_t* collected) {
   }
   if (failure != Abort::kNone) return failure;
 
-  // 3. Records to delete: the two-sided lock (the owner reserves room for
+  // 3. DST: publish with each lock what we collected (version_store.h,
+  // holders), so a snapshot at or below it reads past our lock instead of
+  // waiting. We commit above it: our commit timestamp is at least a later
+  // now() (never below this one) and above everything collected.
+  if (!gts() && !lane_items_.empty()) {
+    const uint64_t promise = std::max(*collected, mvcc_->clock(co_.thread()).now() - 1);
+    batch_.clear();
+    for (const LaneItem& it : lane_items_) {
+      uint64_t* hold = it.words + 3;
+      hold[0] = lock_word_;
+      hold[1] = promise;
+      hold[2] = 0;
+      const uint64_t at = dst::VersionStore::holder_offset(it.copy->vs, it.slot);
+      batch_.write(version_addr(*it.copy, at + 8), &hold[1], 8, false);  // ts, then the word
+      batch_.write(version_addr(*it.copy, at), &hold[0], 8, false);
+    }
+    (void)co_.run(batch_);
+  }
+
+  // 4. Records to delete: the two-sided lock (the owner reserves room for
   // the version it buries).
   refs_.clear();
   for (const Access& a : set_) {
@@ -267,6 +286,10 @@ void Engine::mvcc_push_onesided(size_t item) {
   *link = dst::VersionStore::lane_link(lane, pos);
   dst::VersionStore::build_lane_slot(slot, it.image, commit_ts_, it.words[2], l.vs.value_size);
   const uint64_t at = dst::VersionStore::lane_slot_offset(l.vs, lane, pos);
+  if (!gts()) {  // unpublish the hold before the unlock (FIFO)
+    batch_.write(version_addr(l, dst::VersionStore::holder_offset(l.vs, it.slot)), &it.words[5], 8,
+                 false);
+  }
   batch_.write(version_addr(l, at), slot, static_cast<uint32_t>(bytes), false);
   batch_.write(version_addr(l, at + dst::VersionStore::kPositionOffset), link, 8, false);
   batch_.write(version_addr(l, dst::VersionStore::chain_head_offset(l.vs, it.slot)), link, 8,
@@ -289,6 +312,16 @@ void Engine::mvcc_publish_lane_heads() {
   for (dst::LaneCursor* c : lane_reserved_) --c->reserved;
   lane_items_.clear();
   lane_reserved_.clear();
+}
+
+void Engine::mvcc_unhold_onesided() {
+  if (gts()) return;
+  for (const LaneItem& it : lane_items_) {
+    if (!set_[it.access].held) continue;
+    it.words[5] = 0;
+    batch_.write(version_addr(*it.copy, dst::VersionStore::holder_offset(it.copy->vs, it.slot)),
+                 &it.words[5], 8, false);
+  }
 }
 
 void Engine::mvcc_unreserve_lanes() {

@@ -347,7 +347,6 @@ void Engine::release(bool passive) {
       if (a.held && !a.insert && (a.remove || !mvcc_onesided_on())) refs_.push_back(a.ref);
     }
     if (!refs_.empty()) (void)rpc_mvcc_unlock(co_, refs_, lock_word_, passive);
-    mvcc_unreserve_lanes();
   }
   if (mvcc_on() && !mvcc_onesided_on()) {
     // Done above.
@@ -356,6 +355,7 @@ void Engine::release(bool passive) {
     // meanwhile may have been overwritten by the slot's next tenant
     // (record_ops.h, add_release).
     batch_.clear();
+    if (mvcc_on()) mvcc_unhold_onesided();  // before the unlocks (FIFO)
     size_t i = 0;
     for (Access& a : set_) {
       if (!a.held || a.insert || (a.remove && mvcc_on())) continue;
@@ -373,6 +373,7 @@ void Engine::release(bool passive) {
     }
     if (!refs_.empty()) (void)rpc_unlock(co_, refs_, lock_word_, passive);
   }
+  if (mvcc_on()) mvcc_unreserve_lanes();
   for (Access& a : set_) a.held = false;
 }
 
