@@ -58,8 +58,8 @@ uint64_t VersionStore::chain_head_offset(const VersionStoreOptions& o, uint64_t 
          uint64_t{o.lanes} * o.lane_capacity * slot_bytes(o.value_size) + record_slot * 8;
 }
 
-void VersionStore::build_lane_slot(uint8_t* out, const uint8_t* rec, Timestamp superseded_at,
-                                   uint64_t older, uint32_t value_size) {
+VersionStore::Slot VersionStore::slot_header(const uint8_t* rec, Timestamp superseded_at,
+                                             uint64_t older, bool deleted) {
   store::RecordHeader h;
   std::memcpy(&h, rec, sizeof h);
   Slot img{};
@@ -70,7 +70,13 @@ void VersionStore::build_lane_slot(uint8_t* out, const uint8_t* rec, Timestamp s
   img.key = h.key;
   img.older = older;
   img.incarnation = h.incarnation;
-  img.flags = 0;
+  img.flags = deleted ? kDeletedAfter : 0;
+  return img;
+}
+
+void VersionStore::build_lane_slot(uint8_t* out, const uint8_t* rec, Timestamp superseded_at,
+                                   uint64_t older, uint32_t value_size) {
+  const Slot img = slot_header(rec, superseded_at, older, false);
   std::memcpy(out, &img, kSlotHeader);
   const size_t total = slot_bytes(value_size);
   std::memcpy(out + kSlotHeader, rec + store::kValueOffset, value_size);
@@ -177,16 +183,7 @@ uint64_t VersionStore::push_locked(uint64_t older, const uint8_t* rec, Timestamp
   // Unpublish first: a (buggy) reader of the slot's previous tenant sees a
   // position change instead of a mix.
   __atomic_store_n(&s->position, 0, __ATOMIC_RELEASE);
-  store::RecordHeader h;
-  std::memcpy(&h, rec, sizeof h);
-  Slot img{};
-  img.superseded_at = superseded_at;
-  img.wts = h.wts;
-  img.version = h.version;
-  img.key = h.key;
-  img.older = older;
-  img.incarnation = h.incarnation;
-  img.flags = deleted ? kDeletedAfter : 0;
+  const Slot img = slot_header(rec, superseded_at, older, deleted);
   uint8_t* base = reinterpret_cast<uint8_t*>(s);
   store::store_words(base + 8, reinterpret_cast<const uint8_t*>(&img) + 8, kSlotHeader - 8);
   // The value: whole words (the record's value area is padded to 64 bytes).

@@ -222,6 +222,9 @@ class VersionStore {
   static constexpr unsigned kLinkRingShift = 48;
   VersionStore(std::span<uint8_t> area, const VersionStoreOptions& o);
   Slot* at(uint64_t pos) const;  // the owner's ring
+  // The header of the slot of version `rec` (position 0).
+  static Slot slot_header(const uint8_t* rec, Timestamp superseded_at, uint64_t older,
+                          bool deleted);
   // The slot a link names and whether it was reclaimed already (its
   // position is below its ring's tail); nullptr for a malformed link.
   const Slot* slot_of(uint64_t link, bool* reclaimed) const;

@@ -8,6 +8,16 @@
 
 namespace drtmx::txn {
 
+void Engine::add_unlocks(const uint64_t* zero) {
+  for (const RecordRef& r : refs_) {
+    if (locks_ != nullptr) {
+      add_unlock(batch_, locks_->lock_of(r.addr), zero, false);
+    } else {
+      add_unlock(batch_, r, zero, false);
+    }
+  }
+}
+
 void Engine::commit() {
   auto* zero = reinterpret_cast<uint64_t*>(alloc(8));
   if (zero != nullptr) *zero = 0;
@@ -76,13 +86,7 @@ void Engine::commit() {
         // Tests: versions pushed and records written back, not unlocked.
         crash_point(CrashPoint::kWrittenBack);
         batch_.clear();
-        for (const RecordRef& r : refs_) {
-          if (locks_ != nullptr) {
-            add_unlock(batch_, locks_->lock_of(r.addr), zero, false);
-          } else {
-            add_unlock(batch_, r, zero, false);
-          }
-        }
+        add_unlocks(zero);
         (void)co_.run(batch_);
       }
       refs_.clear();
@@ -128,13 +132,7 @@ void Engine::commit() {
       // Tests: written back, neither persistent (durable) nor unlocked yet.
       crash_point(CrashPoint::kWrittenBack);
       batch_.clear();
-      for (const RecordRef& r : refs_) {
-        if (locks_ != nullptr) {
-          add_unlock(batch_, locks_->lock_of(r.addr), zero, false);
-        } else {
-          add_unlock(batch_, r, zero, false);
-        }
-      }
+      add_unlocks(zero);
       if (ok) add_flushes();
       ok = co_.run(batch_) == r2::OpStatus::kOk && ok;
     }

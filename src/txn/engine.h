@@ -234,6 +234,11 @@ class Engine final : public Txn {
                                                   : dst::SnapshotMode::kDst;
   }
   bool gts() const { return policy_.mvcc == Mvcc::kGts && mvcc_ != nullptr; }
+  // MVCC Validate, two-sided: locks the records to write (only those to
+  // delete when `removes_only`) by RPC, collecting their timestamps.
+  Abort mvcc_lock_by_rpc(bool removes_only, uint64_t* collected);
+  // Queues into batch_ the unlocks of the records in refs_.
+  void add_unlocks(const uint64_t* zero);
   // One-sided MVCC Validate/Commit (mvcc_onesided.cc).
   bool mvcc_onesided_on() const { return mvcc_on() && policy_.lock == LockPath::kCas; }
   // Locks the write set (deletes by RPC), reserves lane room, collects

@@ -172,31 +172,7 @@ Abort Engine::mvcc_lock_onesided(uint64_t* collected) {
 
   // 4. Records to delete: the two-sided lock (the owner reserves room for
   // the version it buries).
-  refs_.clear();
-  for (const Access& a : set_) {
-    if (a.write && a.remove) refs_.push_back(a.ref);
-  }
-  if (refs_.empty()) return Abort::kNone;
-  std::vector<MvccLockResult>& lr = mvcc_locks_;
-  Status s = rpc_mvcc_lock(co_, refs_, lock_word_, &lr);
-  size_t i = 0;
-  for (Access& a : set_) {
-    if (!a.write || !a.remove) continue;
-    const MvccLockResult r = s.is_ok() ? lr[i++] : MvccLockResult{};
-    a.held = s.is_ok() ? r.locked : true;  // after a failed call: release all
-    if (r.locked) *collected = std::max(*collected, r.ts);
-    if (failure != Abort::kNone) continue;
-    if (!s.is_ok()) {
-      failure = blame(Abort::kNodeFailure, a.table);
-    } else if (r.no_room) {
-      failure = blame(Abort::kVersionStoreFull, a.table);
-    } else if (!r.locked) {
-      failure = blame(Abort::kLockHeld, a.table);
-    } else if (!r.valid) {
-      failure = blame(Abort::kVersionChanged, a.table);
-    }
-  }
-  return failure;
+  return mvcc_lock_by_rpc(/*removes_only=*/true, collected);
 }
 
 Status Engine::mvcc_check_onesided(std::vector<MvccCheckResult>* out) {

@@ -35,6 +35,38 @@ Abort Engine::reserve_inserts() {
   return failure;
 }
 
+Abort Engine::mvcc_lock_by_rpc(bool removes_only, uint64_t* collected) {
+  auto mine = [&](const Access& a) { return a.write && !a.insert && (a.remove || !removes_only); };
+  refs_.clear();
+  for (const Access& a : set_) {
+    if (mine(a)) refs_.push_back(a.ref);
+  }
+  if (refs_.empty()) return Abort::kNone;
+  std::vector<MvccLockResult>& lr = mvcc_locks_;
+  Status s = rpc_mvcc_lock(co_, refs_, lock_word_, &lr);
+  Abort failure = Abort::kNone;
+  size_t i = 0;
+  for (Access& a : set_) {
+    if (!mine(a)) continue;
+    const MvccLockResult r = s.is_ok() ? lr[i++] : MvccLockResult{};
+    // After a failed call some primaries may have locked: release all
+    // (the unlock clears only our own lock word).
+    a.held = s.is_ok() ? r.locked : true;
+    if (r.locked) *collected = std::max(*collected, r.ts);
+    if (failure != Abort::kNone) continue;
+    if (!s.is_ok()) {
+      failure = blame(Abort::kNodeFailure, a.table);
+    } else if (r.no_room) {
+      failure = blame(Abort::kVersionStoreFull, a.table);
+    } else if (!r.locked) {
+      failure = blame(Abort::kLockHeld, a.table);
+    } else if (!r.valid) {
+      failure = blame(Abort::kVersionChanged, a.table);
+    }
+  }
+  return failure;
+}
+
 Abort Engine::validate() {
   bool writes = false;
   for (const Access& a : set_) writes |= a.write;
@@ -93,31 +125,7 @@ Abort Engine::validate() {
   } else if (writes && mvcc_on()) {
     // MVCC: lock + collect the records' timestamps + reserve room for the
     // versions Commit pushes (mvcc_ops.h).
-    refs_.clear();
-    for (const Access& a : set_) {
-      if (a.write && !a.insert) refs_.push_back(a.ref);
-    }
-    std::vector<MvccLockResult>& lr = mvcc_locks_;
-    Status s = refs_.empty() ? Status::ok() : rpc_mvcc_lock(co_, refs_, lock_word_, &lr);
-    size_t i = 0;
-    for (Access& a : set_) {
-      if (!a.write || a.insert) continue;
-      const MvccLockResult r = s.is_ok() ? lr[i++] : MvccLockResult{};
-      // After a failed call some primaries may have locked: release all
-      // (the unlock clears only our own lock word).
-      a.held = s.is_ok() ? r.locked : true;
-      if (r.locked) collected = std::max(collected, r.ts);
-      if (failure != Abort::kNone) continue;
-      if (!s.is_ok()) {
-        failure = blame(Abort::kNodeFailure, a.table);
-      } else if (r.no_room) {
-        failure = blame(Abort::kVersionStoreFull, a.table);
-      } else if (!r.locked) {
-        failure = blame(Abort::kLockHeld, a.table);
-      } else if (!r.valid) {
-        failure = blame(Abort::kVersionChanged, a.table);
-      }
-    }
+    failure = mvcc_lock_by_rpc(/*removes_only=*/false, &collected);
   } else if (writes) {
     refs_.clear();
     for (const Access& a : set_) {
