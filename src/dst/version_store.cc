@@ -78,6 +78,8 @@ void VersionStore::build_lane_slot(uint8_t* out, const uint8_t* rec, Timestamp s
                                    uint64_t older, uint32_t value_size) {
   const Slot img = slot_header(rec, superseded_at, older, false);
   std::memcpy(out, &img, kSlotHeader);
+  static_assert(kSlotHeader == store::kValueOffset, "a record image is a slot in place");
+  if (out == rec) return;  // the value is where the slot keeps it
   const size_t total = slot_bytes(value_size);
   std::memcpy(out + kSlotHeader, rec + store::kValueOffset, value_size);
   std::memset(out + kSlotHeader + value_size, 0, total - kSlotHeader - value_size);

@@ -150,7 +150,10 @@ class VersionStore {
   // version `rec` (a record image: header + value) superseded at
   // `superseded_at`, whose next older version is `older` (the chain head
   // READ under the lock) — with its position word 0: the coordinator
-  // WRITEs the slot, then the position word (lane_link).
+  // WRITEs the slot, then the position word (lane_link). `out` may be
+  // `rec` itself (a record slot and a version slot of a value size have
+  // the same size, the value at the same offset): then only the header is
+  // rewritten.
   static void build_lane_slot(uint8_t* out, const uint8_t* rec, Timestamp superseded_at,
                               uint64_t older, uint32_t value_size);
   // `area`: bytes_for(capacity, value_size) bytes (64-byte aligned) of

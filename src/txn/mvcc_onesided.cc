@@ -255,10 +255,11 @@ void Engine::mvcc_push_onesided(size_t item) {
   dst::LaneCursor& c = mvcc_->cursor(co_.thread(), l.id);
   const uint32_t lane = mvcc_->lane_of(co_.thread());
   const uint64_t bytes = dst::VersionStore::slot_bytes(l.vs.value_size);
-  uint8_t* slot = alloc(bytes + 8);
-  if (slot == nullptr) return;    // Execute checked the arena's size
   const uint64_t pos = c.head++;  // the reservation goes in mvcc_publish_lane_heads
-  auto* link = reinterpret_cast<uint64_t*>(slot + bytes);
+  // The record as READ under the lock becomes its version slot in place;
+  // the CAS result's word holds the link.
+  uint8_t* slot = it.image;
+  uint64_t* link = &it.words[0];
   *link = dst::VersionStore::lane_link(lane, pos);
   dst::VersionStore::build_lane_slot(slot, it.image, commit_ts_, it.words[2], l.vs.value_size);
   const uint64_t at = dst::VersionStore::lane_slot_offset(l.vs, lane, pos);
