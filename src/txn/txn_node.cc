@@ -436,17 +436,24 @@ Status TxnNode::setup_worker(r2::Worker& w, const r2::Region* scratch, const r2:
         // MVCC: backups keep the replaced versions too (a promoted backup
         // serves snapshots), superseded at the record's commit timestamp.
         store::ApplyMvcc keep;
+        // One pointer captured: std::function keeps it without allocating
+        // (once per applied record).
+        struct Ctx {
+          dst::MvccNode* mvcc;
+          const store::TableSpec* spec;
+          const RedoRecord* r;
+        } ctx{mvcc_.get(), spec, &r};
         if (mvcc_ && spec != nullptr) {
           keep.wts = r.ts;
-          keep.keep_old = [this, spec, &r](uint64_t offset, const uint8_t* old, bool deleted) {
+          keep.keep_old = [x = &ctx](uint64_t offset, const uint8_t* old, bool deleted) {
             dst::MvccNode::Record rec;
-            if (!mvcc_->resolve(store::tables::table_region(spec->id), offset, spec->value_size,
-                                &rec) ||
+            if (!x->mvcc->resolve(store::tables::table_region(x->spec->id), offset,
+                                  x->spec->value_size, &rec) ||
                 rec.vs == nullptr) {
               return true;  // not a versioned record: nothing to keep
             }
-            return deleted ? rec.vs->bury(rec.slot, r.key, old, r.ts)
-                           : rec.vs->push(rec.slot, old, r.ts, /*reserved=*/false);
+            return deleted ? rec.vs->bury(rec.slot, x->r->key, old, x->r->ts)
+                           : rec.vs->push(rec.slot, old, x->r->ts, /*reserved=*/false);
           };
         }
         uint64_t wrote = 0;
