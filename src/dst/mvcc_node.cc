@@ -132,26 +132,16 @@ Result<std::unique_ptr<MvccNode>> MvccNode::create(const store::Catalog& c,
     const r2::Region* tr = fabric.region(store::tables::table_region(t.id));
     if (tr == nullptr) continue;  // hosts no copy
     n->table_base_[t.id] = tr->base;
-    for (store::PartitionId p : c.hosted(self, t)) {
-      auto plan = store::tables::locate(c, t, p, self);
-      if (!plan.is_ok()) return plan.status();
+    for (const CopyLayout& l : n->layouts_[self][t.id]) {
       Copy cp;
       cp.table = &t;
-      cp.partition = p;
-      cp.area_offset = plan->offset;
-      cp.area_end = plan->offset + plan->area_bytes;
-      cp.heap_offset = plan->heap.range_offset;
-      cp.slot_bytes = store::record_slot_size(t.value_size);
-      cp.slots = plan->heap.range_bytes / cp.slot_bytes;
+      cp.layout = &l;
       // Lock and ts words: in the slots, or apart (durable nodes, H8).
-      if (const store::tables::LocalPartition* lp = store.partition(t.id, p)) cp.words = lp->words;
-      const CopyLayout* l = n->copy_at(self, t.id, cp.area_offset);
-      if (l == nullptr || l->slots != cp.slots) {
-        return internal_error("mvcc node " + std::to_string(self) + ": no layout for " + t.name +
-                              " partition " + std::to_string(p));
+      if (const store::tables::LocalPartition* lp = store.partition(t.id, l.partition)) {
+        cp.words = lp->words;
       }
       auto vs =
-          VersionStore::create({vr->base + l->vs_offset, VersionStore::area_bytes(l->vs)}, l->vs);
+          VersionStore::create({vr->base + l.vs_offset, VersionStore::area_bytes(l.vs)}, l.vs);
       if (!vs.is_ok()) return vs.status();
       cp.vs = std::move(vs.value());
       cp.range_ts = std::make_unique<std::atomic<Timestamp>>(0);
@@ -164,7 +154,7 @@ Result<std::unique_ptr<MvccNode>> MvccNode::create(const store::Catalog& c,
 const MvccNode::Copy* MvccNode::find(store::TableId t, store::PartitionId p) const {
   if (t >= copies_.size()) return nullptr;
   for (const Copy& c : copies_[t]) {
-    if (c.partition == p) return &c;
+    if (c.layout->partition == p) return &c;
   }
   return nullptr;
 }
@@ -175,16 +165,12 @@ bool MvccNode::resolve(r2::RegionId region, uint64_t offset, uint32_t value_size
   const size_t t = region - store::tables::kTableRegionBase;
   if (t >= copies_.size()) return false;
   for (const Copy& c : copies_[t]) {
-    if (offset < c.area_offset || offset >= c.area_end) continue;
-    if (value_size != c.table->value_size || offset < c.heap_offset ||
-        (offset - c.heap_offset) % c.slot_bytes != 0) {
-      return false;
-    }
-    const uint64_t slot = (offset - c.heap_offset) / c.slot_bytes;
-    if (slot >= c.slots) return false;
+    if (offset < c.layout->area_offset || offset >= c.layout->area_end) continue;
+    uint64_t slot = 0;
+    if (value_size != c.table->value_size || !c.layout->slot_at(offset, &slot)) return false;
     uint8_t* rec = table_base_[t] + offset;
     const store::SlotRef at = c.words.at(rec, offset);
-    *out = {rec, at.lock, at.ts, c.vs.get(), slot, c.table->id, c.partition};
+    *out = {rec, at.lock, at.ts, c.vs.get(), slot, c.table->id, c.layout->partition};
     return true;
   }
   return false;

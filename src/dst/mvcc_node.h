@@ -76,6 +76,15 @@ struct CopyLayout {
   uint64_t heap_offset = 0, slot_bytes = 0, slots = 0;
   uint64_t vs_offset = 0;  // the version store's area in kVersionRegion
   VersionStoreOptions vs;
+  // Whether `offset` (in the table region) is the start of a record slot
+  // of this copy's heap, and which one.
+  bool slot_at(uint64_t offset, uint64_t* slot) const {
+    if (offset < heap_offset || offset >= area_end || (offset - heap_offset) % slot_bytes != 0) {
+      return false;
+    }
+    *slot = (offset - heap_offset) / slot_bytes;
+    return *slot < slots;
+  }
 };
 
 // A coordinator thread's view of its lane in one copy's version store
@@ -85,7 +94,8 @@ struct LaneCursor {
   uint64_t head = 0;      // next position to write
   uint64_t tail = 0;      // the lane's tail as last READ (<= the real one)
   uint64_t reserved = 0;  // promised to this thread's locked writers
-  uint64_t room() const { return reserved + head - tail; }
+  // Slots taken or promised, as far as this thread knows (never fewer).
+  uint64_t used() const { return reserved + head - tail; }
 };
 
 class MvccNode {
@@ -132,8 +142,8 @@ class MvccNode {
     return static_cast<uint32_t>(store_.node()) * cfg_.workers + worker;
   }
   LaneCursor& cursor(uint16_t worker, uint32_t copy_id) { return cursors_[worker][copy_id]; }
-  // The options of (table t's) version stores under cfg, and the bytes of
-  // kVersionRegion before copy (t, p) on `node`.
+  // The options of table t's version stores under cfg (copies of
+  // `record_slots` record slots).
   static VersionStoreOptions store_options(const store::Catalog& c, const store::TableSpec& t,
                                            uint64_t record_slots, const MvccConfig& cfg);
   // The range timestamp of (table, partition) here, or nullptr.
@@ -181,10 +191,8 @@ class MvccNode {
  private:
   struct Copy {
     const store::TableSpec* table = nullptr;
-    store::PartitionId partition = 0;
-    uint64_t area_offset = 0, area_end = 0;  // in the table region
-    uint64_t heap_offset = 0, slot_bytes = 0, slots = 0;
-    store::SlotWords words;  // the store's (LocalPartition::words)
+    const CopyLayout* layout = nullptr;  // in layouts_[self]
+    store::SlotWords words;              // the store's (LocalPartition::words)
     std::unique_ptr<VersionStore> vs;
     std::unique_ptr<std::atomic<Timestamp>> range_ts;
   };

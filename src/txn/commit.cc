@@ -80,7 +80,7 @@ void Engine::commit() {
     // snapshot at a StableTS >= TS must find them): no passive ACK.
     const bool passive = policy_.passive_ack && !gts();
     if (onesided) {
-      mvcc_publish_lane_heads();
+      mvcc_finish_pushes();
       if (!batch_.empty()) (void)co_.run(batch_);
       if (crash_ && !refs_.empty()) {
         // Tests: versions pushed and records written back, not unlocked.

@@ -239,6 +239,15 @@ class Engine final : public Txn {
   Abort mvcc_lock_by_rpc(bool removes_only, uint64_t* collected);
   // Queues into batch_ the unlocks of the records in refs_.
   void add_unlocks(const uint64_t* zero);
+  // Where a record's lock and tuple-timestamp words are: in its slot, or
+  // apart in the lock area (H8: the entry is [lock][ts]).
+  r2::RemoteAddr lock_word_of(const r2::RemoteAddr& rec) const {
+    return locks_ != nullptr ? locks_->lock_of(rec) : rec;
+  }
+  r2::RemoteAddr ts_word_of(const r2::RemoteAddr& rec) const {
+    const r2::RemoteAddr w = lock_word_of(rec);
+    return {w.node, w.region, w.offset + (locks_ != nullptr ? 8 : store::kTsOffset)};
+  }
   // One-sided MVCC Validate/Commit (mvcc_onesided.cc).
   bool mvcc_onesided_on() const { return mvcc_on() && policy_.lock == LockPath::kCas; }
   // Locks the write set (deletes by RPC), reserves lane room, collects
@@ -247,9 +256,10 @@ class Engine final : public Txn {
   // Raise-then-check of every record only read, as rpc_mvcc_check.
   Status mvcc_check_onesided(std::vector<MvccCheckResult>* out);
   // Commit: queues into batch_ the push of lane item `item`'s replaced
-  // version; then, after the records' writes, the lanes' heads.
+  // version; then, after the records' writes, the lanes' heads (and the
+  // reservations are consumed).
   void mvcc_push_onesided(size_t item);
-  void mvcc_publish_lane_heads();
+  void mvcc_finish_pushes();
   void mvcc_unreserve_lanes();  // abort: the lane room goes back
   void mvcc_unhold_onesided();  // abort: queues the holders' clears into batch_
   // Snapshot reads (snapshot_onesided.cc): answers the rows it can from

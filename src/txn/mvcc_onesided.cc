@@ -10,8 +10,10 @@
 //          head. Collected: max(ts, wts) — RW1 under the
 //          lock, as lock_and_collect. Room for the version the commit
 //          pushes is reserved in the lane beforehand (this thread's
-//          LaneCursor: the lane is written by no one else). No holder is
-//          published: a DEP_READ waits for a one-sided holder.
+//          LaneCursor: the lane is written by no one else). DST: once the
+//          locks are ours, each record's holder entry gets the timestamp we
+//          commit above (WRITE ts, then the lock word), as lock_and_collect
+//          publishes it; the commit or abort clears it before the unlock.
 //   check  per record only read: CAS ts from what we believe it is to the
 //          commit timestamp (raise; only when below it), then READ the
 //          lock word, then READ [version .. wts] — raise then check, as
@@ -24,7 +26,7 @@
 //          and its unlock (record_ops.h add_commit), one channel. The new
 //          version's wts is the commit timestamp, so a later writer
 //          collects it from wts — ts need not be raised for written
-//          records. Then the lane's published head.
+//          records. Then the lane's published head (for the stats).
 // Deletes keep the two-sided steps (the graveyard is the owner's): records
 // to remove are locked, unlocked and removed by RPC.
 #include <algorithm>
@@ -58,16 +60,14 @@ Abort Engine::mvcc_lock_onesided(uint64_t* collected) {
     const Access& a = set_[i];
     if (!a.write || a.insert || a.remove) continue;
     const dst::CopyLayout* l = mvcc_->copy_at(a.ref.addr.node, a.table, a.ref.addr.offset);
-    if (l == nullptr || a.ref.addr.offset < l->heap_offset ||
-        (a.ref.addr.offset - l->heap_offset) % l->slot_bytes != 0 ||
-        (a.ref.addr.offset - l->heap_offset) / l->slot_bytes >= l->slots) {
+    uint64_t slot = 0;
+    if (l == nullptr || !l->slot_at(a.ref.addr.offset, &slot)) {
       return blame(Abort::kNodeFailure, a.table);  // an address no copy holds
     }
     // [CAS result][ts][chain head][hold: word, ts][0], then the record.
     uint8_t* buf = alloc(48 + l->slot_bytes);
     if (buf == nullptr) return Abort::kNotSupported;
-    lane_items_.push_back({i, l, (a.ref.addr.offset - l->heap_offset) / l->slot_bytes,
-                           reinterpret_cast<uint64_t*>(buf), buf + 48});
+    lane_items_.push_back({i, l, slot, reinterpret_cast<uint64_t*>(buf), buf + 48});
   }
   // Lanes to (re)read: never read by this thread, or short of room by
   // the tail last seen (GC may have moved it since).
@@ -80,7 +80,7 @@ Abort Engine::mvcc_lock_onesided(uint64_t* collected) {
     for (const LaneItem& o : lane_items_) need += o.copy == it.copy;
     const bool seen =
         std::any_of(refresh.begin(), refresh.end(), [&](const auto& r) { return r.first == &c; });
-    if (seen || (c.synced && c.room() + need <= it.copy->vs.lane_capacity)) continue;
+    if (seen || (c.synced && c.used() + need <= it.copy->vs.lane_capacity)) continue;
     auto* hdr = reinterpret_cast<uint64_t*>(alloc(16));
     if (hdr == nullptr) return Abort::kNotSupported;
     batch_.read(version_addr(*it.copy, dst::VersionStore::lane_header_offset(it.copy->vs, lane)),
@@ -100,7 +100,7 @@ Abort Engine::mvcc_lock_onesided(uint64_t* collected) {
   }
   for (const LaneItem& it : lane_items_) {
     dst::LaneCursor& c = mvcc_->cursor(worker, it.copy->id);
-    if (c.room() + 1 > it.copy->vs.lane_capacity) {
+    if (c.used() + 1 > it.copy->vs.lane_capacity) {
       return blame(Abort::kVersionStoreFull, set_[it.access].table);
     }
     ++c.reserved;
@@ -116,11 +116,10 @@ Abort Engine::mvcc_lock_onesided(uint64_t* collected) {
     const r2::RemoteAddr rec = a.ref.addr;
     const auto bytes = static_cast<uint32_t>(it.copy->slot_bytes);
     if (locks_ != nullptr) {
-      const r2::RemoteAddr lock = locks_->lock_of(rec);
-      batch_.cas(lock, 0, lock_word_, &w[0], /*signaled=*/false);
+      batch_.cas(lock_word_of(rec), 0, lock_word_, &w[0], /*signaled=*/false);
       std::memset(it.image, 0, 8);
       batch_.read({rec.node, rec.region, rec.offset + 8}, it.image + 8, bytes - 8);
-      batch_.read({lock.node, lock.region, lock.offset + 8}, &w[1], 8);  // ts
+      batch_.read(ts_word_of(rec), &w[1], 8);
     } else {
       batch_.cas(rec, 0, lock_word_, &w[0], /*signaled=*/false);
       batch_.read(rec, it.image, bytes);
@@ -209,15 +208,11 @@ Status Engine::mvcc_check_onesided(std::vector<MvccCheckResult>* out) {
       const Access& a = set_[reads[k]];
       uint64_t* w = words + kWordsPerCheck * k;
       const r2::RemoteAddr rec = a.ref.addr;
-      const r2::RemoteAddr lock = locks_ != nullptr ? locks_->lock_of(rec) : rec;
-      const r2::RemoteAddr ts =
-          locks_ != nullptr ? r2::RemoteAddr{lock.node, lock.region, lock.offset + 8}
-                            : r2::RemoteAddr{rec.node, rec.region, rec.offset + store::kTsOffset};
       w[0] = expect[k];
       if (expect[k] < commit_ts_) {
-        batch_.cas(ts, expect[k], commit_ts_, &w[0], /*signaled=*/false);
+        batch_.cas(ts_word_of(rec), expect[k], commit_ts_, &w[0], /*signaled=*/false);
       }
-      batch_.read(lock, &w[1], 8);  // the lock FIRST (record_ops.h, add_check)
+      batch_.read(lock_word_of(rec), &w[1], 8);  // the lock FIRST (record_ops.h, add_check)
       batch_.read({rec.node, rec.region, rec.offset + 8}, &w[2], 40);  // version .. wts
     }
     if (co_.run(batch_) != r2::OpStatus::kOk) return unavailable("one-sided MVCC check failed");
@@ -255,7 +250,7 @@ void Engine::mvcc_push_onesided(size_t item) {
   dst::LaneCursor& c = mvcc_->cursor(co_.thread(), l.id);
   const uint32_t lane = mvcc_->lane_of(co_.thread());
   const uint64_t bytes = dst::VersionStore::slot_bytes(l.vs.value_size);
-  const uint64_t pos = c.head++;  // the reservation goes in mvcc_publish_lane_heads
+  const uint64_t pos = c.head++;  // the reservation goes in mvcc_finish_pushes
   // The record as READ under the lock becomes its version slot in place;
   // the CAS result's word holds the link.
   uint8_t* slot = it.image;
@@ -273,7 +268,7 @@ void Engine::mvcc_push_onesided(size_t item) {
                false);
 }
 
-void Engine::mvcc_publish_lane_heads() {
+void Engine::mvcc_finish_pushes() {
   const uint32_t lane = mvcc_->lane_of(co_.thread());
   for (size_t k = 0; k < lane_items_.size(); ++k) {
     const dst::CopyLayout* l = lane_items_[k].copy;
@@ -286,9 +281,7 @@ void Engine::mvcc_publish_lane_heads() {
     batch_.write(version_addr(*l, dst::VersionStore::lane_header_offset(l->vs, lane) + 8), head, 8,
                  false);
   }
-  for (dst::LaneCursor* c : lane_reserved_) --c->reserved;
-  lane_items_.clear();
-  lane_reserved_.clear();
+  mvcc_unreserve_lanes();  // the pushes took the room they reserved
 }
 
 void Engine::mvcc_unhold_onesided() {

@@ -54,20 +54,23 @@ Abort Engine::snapshot_fetch(std::span<const TableKey> keys,
   // One-sided first where that is safe (snapshot_onesided.cc); the rest,
   // or all, by the DEP_READ RPC.
   snap_rest_.clear();
-  if (mvcc_onesided_on()) {
-    snapshot_onesided(&snap_rows_, &snap_rest_);
-  } else {
-    for (size_t i = 0; i < snap_rows_.size(); ++i) snap_rest_.push_back(i);
-  }
-  if (!snap_rest_.empty()) {
-    snap_rpc_rows_.clear();
-    for (size_t i : snap_rest_) snap_rpc_rows_.push_back(snap_rows_[i]);
+  const bool onesided = mvcc_onesided_on();
+  if (onesided) snapshot_onesided(&snap_rows_, &snap_rest_);
+  if (!onesided || !snap_rest_.empty()) {
+    // The rows left (all of them without the one-sided reads).
+    std::vector<SnapshotRow>& rows = onesided ? snap_rpc_rows_ : snap_rows_;
+    if (onesided) {
+      rows.clear();
+      for (size_t i : snap_rest_) rows.push_back(snap_rows_[i]);
+    }
     ReadWait w;
-    Status s = rpc_snapshot_get(co_, snap_rpc_rows_, read_ts_, snapshot_mode(), &w);
+    Status s = rpc_snapshot_get(co_, rows, read_ts_, snapshot_mode(), &w);
     read_wait_.blocked_reads += w.blocked_reads;
     read_wait_.wait_ns += w.wait_ns;
-    if (!s.is_ok()) return blame(Abort::kNodeFailure, snap_rpc_rows_.front().tk.table);
-    for (size_t j = 0; j < snap_rest_.size(); ++j) snap_rows_[snap_rest_[j]] = snap_rpc_rows_[j];
+    if (!s.is_ok()) return blame(Abort::kNodeFailure, rows.front().tk.table);
+    if (onesided) {
+      for (size_t j = 0; j < snap_rest_.size(); ++j) snap_rows_[snap_rest_[j]] = rows[j];
+    }
   }
   Abort first = Abort::kNone;
   for (const SnapshotRow& row : snap_rows_) {

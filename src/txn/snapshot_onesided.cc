@@ -9,7 +9,8 @@
 //
 //   DST   READ ts; then, same channel (FIFO): CAS ts from the value read to
 //         the read timestamp when it is below (the raise), READ the lock
-//         word, READ the record. Raise then load the lock, as read_at: a
+//         word when it lives apart (H8), READ the record (whose first word
+//         is the lock word otherwise). Raise then load the lock, as read_at: a
 //         writer that locks after it collects ts >= the read timestamp and
 //         commits above it, so whatever it writes later is not visible at
 //         the read timestamp (we check wts).
@@ -58,17 +59,11 @@ void Engine::snapshot_onesided(std::vector<SnapshotRow>* rows, std::vector<size_
     rest->push_back(i);
   }
   if (got.empty()) return;
-  auto ts_of = [&](const OneSidedRow& x) {
-    if (locks_ == nullptr)
-      return r2::RemoteAddr{x.addr.node, x.addr.region, x.addr.offset + store::kTsOffset};
-    const r2::RemoteAddr l = locks_->lock_of(x.addr);
-    return r2::RemoteAddr{l.node, l.region, l.offset + 8};
-  };
   const bool dst = mode != dst::SnapshotMode::kGts;
   const bool raise = mode == dst::SnapshotMode::kDst;
   if (raise) {
     batch_.clear();
-    for (const OneSidedRow& x : got) batch_.read(ts_of(x), &x.words[0], 8);
+    for (const OneSidedRow& x : got) batch_.read(ts_word_of(x.addr), &x.words[0], 8);
     if (co_.run(batch_) != r2::OpStatus::kOk) {
       for (const OneSidedRow& x : got) rest->push_back(x.row);
       return;
@@ -80,9 +75,11 @@ void Engine::snapshot_onesided(std::vector<SnapshotRow>* rows, std::vector<size_
         static_cast<uint32_t>(store::record_slot_size(loc_.value_size((*rows)[x.row].tk.table)));
     x.words[1] = raise ? x.words[0] : 0;
     if (raise && x.words[0] < read_ts_) {
-      batch_.cas(ts_of(x), x.words[0], read_ts_, &x.words[1], /*signaled=*/false);
+      batch_.cas(ts_word_of(x.addr), x.words[0], read_ts_, &x.words[1], /*signaled=*/false);
     }
-    if (dst) batch_.read(locks_ != nullptr ? locks_->lock_of(x.addr) : x.addr, &x.words[2], 8);
+    // The lock word after the raise: apart, its own READ; in the slot, the
+    // first word of the record's READ (also after the raise, same channel).
+    if (dst && locks_ != nullptr) batch_.read(lock_word_of(x.addr), &x.words[2], 8);
     batch_.read(x.addr, x.image, bytes);
   }
   const bool ran = co_.run(batch_) == r2::OpStatus::kOk;
@@ -91,14 +88,9 @@ void Engine::snapshot_onesided(std::vector<SnapshotRow>* rows, std::vector<size_
     const uint32_t vs = loc_.value_size(row.tk.table);
     bool ok = ran;
     if (ok && raise) ok = x.words[1] == x.words[0] || x.words[1] >= read_ts_;  // raised
-    if (ok && dst) ok = x.words[2] == 0;  // unlocked (lock words apart: the slot's is 0)
-    if (ok && locks_ == nullptr && dst) {
-      uint64_t in_slot;
-      std::memcpy(&in_slot, x.image, 8);
-      ok = in_slot == 0;  // not locked between the two READs either
-    }
     store::RecordHeader h;
     std::memcpy(&h, x.image, sizeof h);
+    if (ok && dst) ok = (locks_ != nullptr ? x.words[2] : h.lock) == 0;  // unlocked
     ok = ok && store::verify(x.image, vs, row.tk.key, x.incarnation) == store::RecordCheck::kOk &&
          h.version != 0 && h.wts <= read_ts_;
     if (!ok) {

@@ -347,17 +347,18 @@ void Engine::release(bool passive) {
   size_t locks = 0;
   for (const Access& a : set_) locks += a.held && !a.insert;
   auto* olds = reinterpret_cast<uint64_t*>(alloc(8 * (locks + 1)));
+  // Two-sided MVCC releases every lock here, with its version-store room;
+  // one-sided MVCC only its deletes (the lane room goes at the end).
+  const bool mvcc_rpc = mvcc_on() && !mvcc_onesided_on();
   if (mvcc_on()) {
-    // Releases the version-store room with the lock (one-sided: the lane
-    // room here, and only the deletes were locked by RPC).
     refs_.clear();
     for (Access& a : set_) {
-      if (a.held && !a.insert && (a.remove || !mvcc_onesided_on())) refs_.push_back(a.ref);
+      if (a.held && !a.insert && (a.remove || mvcc_rpc)) refs_.push_back(a.ref);
     }
     if (!refs_.empty()) (void)rpc_mvcc_unlock(co_, refs_, lock_word_, passive);
   }
-  if (mvcc_on() && !mvcc_onesided_on()) {
-    // Done above.
+  if (mvcc_rpc) {
+    // Nothing else is locked.
   } else if (policy_.lock == LockPath::kCas && olds != nullptr) {
     // CAS, not WRITE 0: a lock taken on a slot whose record was deleted
     // meanwhile may have been overwritten by the slot's next tenant

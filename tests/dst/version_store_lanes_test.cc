@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "dst/version_store.h"
+#include "random_reader.h"
 #include "record_image.h"
 
 namespace drtmx::dst {
@@ -210,26 +211,8 @@ TEST(VersionStoreLanes, ConcurrentReadersNeverSeeAReclaimedOrWrongVersion) {
     }
     stop = true;
   });
-  std::thread reader([&] {
-    std::mt19937_64 rng(5);
-    while (!stop.load()) {
-      const uint64_t lo = lwm.load(), hi = clock.load();
-      if (hi <= lo) continue;
-      const uint64_t ts = lo + rng() % (hi - lo);
-      const uint64_t slot = rng() % kSlots;
-      if (newest[slot].load() <= ts) continue;
-      uint8_t v[32];
-      VersionInfo info;
-      const Found f = s->find(slot, ts, v, &info);
-      if (lwm.load() > ts) continue;
-      if (f == Found::kReclaimed) {
-        ++bad;
-      } else if (f == Found::kVersion) {
-        ++reads;
-        if (info.wts > ts || v[0] != info.wts % 251) ++bad;
-      }
-    }
-  });
+  std::thread reader(
+      [&] { testing::read_randomly(*s, newest, clock, lwm, stop, &bad, &reads, 5); });
   writer.join();
   reader.join();
   EXPECT_EQ(bad.load(), 0u);
