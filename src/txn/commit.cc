@@ -9,13 +9,7 @@
 namespace drtmx::txn {
 
 void Engine::add_unlocks(const uint64_t* zero) {
-  for (const RecordRef& r : refs_) {
-    if (locks_ != nullptr) {
-      add_unlock(batch_, locks_->lock_of(r.addr), zero, false);
-    } else {
-      add_unlock(batch_, r, zero, false);
-    }
-  }
+  for (const RecordRef& r : refs_) add_unlock(batch_, lock_word_of(r.addr), zero, false);
 }
 
 void Engine::commit() {
@@ -120,8 +114,7 @@ void Engine::commit() {
         // record's lines were stored non-temporally (on shm the issuer's CPU
         // reads: the record would come back from memory).
         if (first) {
-          rdpma::add_flushing_read(batch_, locks_ ? locks_->lock_of(a.ref.addr) : a.ref.addr,
-                                   flush);
+          rdpma::add_flushing_read(batch_, lock_word_of(a.ref.addr), flush);
         }
       }
     };
