@@ -90,10 +90,16 @@ struct CopyLayout {
 // A coordinator thread's view of its lane in one copy's version store
 // (version_store.h, "Lanes"); only that thread touches it.
 struct LaneCursor {
-  bool synced = false;    // head and tail READ from the lane header once
-  uint64_t head = 0;      // next position to write
-  uint64_t tail = 0;      // the lane's tail as last READ (<= the real one)
-  uint64_t reserved = 0;  // promised to this thread's locked writers
+  // The head word of the lane header is a bound, not the head: the
+  // coordinator raises it to head + reserved + kBoundSlack in a lock batch
+  // when head + reserved passes it, so one WRITE covers many commits and
+  // every slot position written is below the bound in the header.
+  static constexpr uint64_t kBoundSlack = 64;
+  bool synced = false;     // head and tail READ from the lane header once
+  uint64_t head = 0;       // next position to write
+  uint64_t tail = 0;       // the lane's tail as last READ (<= the real one)
+  uint64_t reserved = 0;   // promised to this thread's locked writers
+  uint64_t published = 0;  // the bound last written to the lane header
   // Slots taken or promised, as far as this thread knows (never fewer).
   uint64_t used() const { return reserved + head - tail; }
 };

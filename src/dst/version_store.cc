@@ -197,6 +197,14 @@ uint64_t VersionStore::push_locked(uint64_t older, const uint8_t* rec, Timestamp
   return pos + 1;
 }
 
+void VersionStore::prefetch_push(uint64_t slot) const {
+  if (slot >= o_.record_slots) return;
+  __builtin_prefetch(&heads_[slot], 1);
+  // The head may move before the push (another pusher): a wasted hint.
+  const auto* s = reinterpret_cast<const uint8_t*>(at(head_.load(std::memory_order_relaxed)));
+  for (uint64_t b = 0; b < slot_bytes_; b += 64) __builtin_prefetch(s + b, 1);
+}
+
 bool VersionStore::push(uint64_t slot, const uint8_t* rec, Timestamp superseded_at, bool reserved) {
   if (slot >= o_.record_slots) return false;
   std::lock_guard<std::mutex> g(mu_);
@@ -396,12 +404,19 @@ VersionStoreStats VersionStore::stats() const {
   std::lock_guard<std::mutex> g(mu_);
   VersionStoreStats s = st_;
   s.in_use = head_.load(std::memory_order_relaxed) - tail_.load(std::memory_order_relaxed);
-  // Lanes: the heads their coordinators publish after each commit's pushes.
+  // Lanes: the slots written from the tail on (their position stored),
+  // up to the head bound their coordinators publish — exact once no commit
+  // is writing (a slot being written ends the count early).
   uint64_t lane_in_use = 0;
   for (uint32_t lane = 0; lane < o_.lanes; ++lane) {
-    const uint64_t head = lane_word(lane, 1)->load(std::memory_order_acquire);
+    const uint64_t bound = lane_word(lane, 1)->load(std::memory_order_acquire);
     const uint64_t tail = lane_word(lane, 0)->load(std::memory_order_acquire);
-    lane_in_use += head > tail ? head - tail : 0;
+    for (uint64_t pos = tail; pos < bound && pos - tail < o_.lane_capacity; ++pos) {
+      const auto* slot =
+          reinterpret_cast<const Slot*>(area_.data() + lane_slot_offset(o_, lane, pos));
+      if (load_pos(&slot->position) != lane_link(lane, pos)) break;
+      ++lane_in_use;
+    }
   }
   s.in_use += lane_in_use;
   s.pushed += lane_reclaimed_ + lane_in_use;

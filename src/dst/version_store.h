@@ -51,15 +51,18 @@
 // 0; txn/mvcc_onesided.cc, on fabrics whose atomics are coherent with the
 // CPU's). Beside the owner's ring the area then holds, in this order:
 //
-//   lane headers   lanes x 64 B: [tail][head] — tail written by gc() (the
-//                  owner), head by the lane's coordinator after its pushes
+//   lane headers   lanes x 64 B: [tail][head bound] — tail written by gc()
+//                  (the owner), the bound by the lane's coordinator: above
+//                  every position it wrote or is about to write (raised
+//                  ahead of its pushes, a few dozen at a time)
 //   lane rings     lanes x lane_capacity slots
 //   chain heads    record_slots x 8 B (in the area, not calloc'ed: remote
 //                  coordinators READ and WRITE them)
 //   holders        record_slots x 16 B [lock word][collected ts] (hold()):
 //                  a one-sided lock holder WRITEs the ts, then the word,
-//                  after its CAS succeeded, and WRITEs the word 0 before
-//                  its unlock
+//                  after its CAS succeeded (with its read checks), and
+//                  leaves them: an entry counts only while the record's
+//                  lock word is the entry's (see hold())
 //
 // Each lane belongs to one coordinator thread of the cluster (lane =
 // node x workers + worker), which alone writes it, so a push needs no
@@ -172,6 +175,9 @@ class VersionStore {
   // slot's chain. `reserved`: consumes a reservation (never fails);
   // otherwise false when there is no room.
   bool push(uint64_t slot, const uint8_t* rec, Timestamp superseded_at, bool reserved);
+  // A hint: brings in the lines a push for record slot `slot` will write
+  // (its chain head, the ring slot at the head).
+  void prefetch_push(uint64_t slot) const;
   // Record slot `slot` is deleted at `deleted_at`: pushes its last version
   // `rec` (as push) and moves its chain to the graveyard under `key`; the
   // slot's chain is empty afterwards. False (nothing changed) when there
@@ -199,7 +205,13 @@ class VersionStore {
   // lock_and_collect so DEP_READ need not wait for a holder that commits
   // above the read timestamp (record_mvcc.h). holder_ts() is that
   // timestamp when `lock_word` is the holder published, else 0. Stale
-  // entries are harmless: lock words are never reused.
+  // entries (a holder that unlocked without unhold(), as one-sided holders
+  // do) are harmless: a lock word names one transaction, so a later holder
+  // of the record has another word until it publishes its own. Even a
+  // word that comes back (its 27-bit sequence wrapped) is safe: a
+  // publisher first raises its thread's clock above what it publishes
+  // (txn/mvcc_onesided.cc), so the stale timestamp is below anything the
+  // word's coroutine commits at later.
   void hold(uint64_t slot, uint64_t lock_word, Timestamp collected) {
     if (slot >= o_.record_slots) return;
     holders_[slot].ts.store(collected, std::memory_order_relaxed);

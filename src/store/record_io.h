@@ -50,9 +50,13 @@ class RecordImage {
 // before it changes (`old_image`: its whole slot; `deleted`: the change
 // deletes it) to keep the replaced version. keep_old returning false
 // defers the change (the caller retries it later); nothing changed then.
+// `will_keep` (may be empty), called once the record to change is found,
+// before it is locked and read: a hint to bring in what keep_old will
+// touch, so those cache misses overlap the record's.
 struct ApplyMvcc {
   uint64_t wts = 0;
   std::function<bool(uint64_t record_offset, const uint8_t* old_image, bool deleted)> keep_old;
+  std::function<void(uint64_t record_offset)> will_keep;
 };
 
 // The lock word in the slot at `rec` (a node whose lock words are in the

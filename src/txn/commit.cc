@@ -74,7 +74,7 @@ void Engine::commit() {
     // snapshot at a StableTS >= TS must find them): no passive ACK.
     const bool passive = policy_.passive_ack && !gts();
     if (onesided) {
-      mvcc_finish_pushes();
+      mvcc_unreserve_lanes();  // the pushes took the room they reserved
       if (!batch_.empty()) (void)co_.run(batch_);
       if (crash_ && !refs_.empty()) {
         // Tests: versions pushed and records written back, not unlocked.

@@ -259,9 +259,8 @@ class Engine final : public Txn {
   // version; then, after the records' writes, the lanes' heads (and the
   // reservations are consumed).
   void mvcc_push_onesided(size_t item);
-  void mvcc_finish_pushes();
   void mvcc_unreserve_lanes();  // abort: the lane room goes back
-  void mvcc_unhold_onesided();  // abort: queues the holders' clears into batch_
+  void add_holds();             // DST: queues the holder entries' WRITEs into batch_
   // Snapshot reads (snapshot_onesided.cc): answers the rows it can from
   // the version in place by one-sided ops; the indices of the others go to
   // *rest (for the DEP_READ RPC).
@@ -369,10 +368,11 @@ class Engine final : public Txn {
     size_t access;                // index in set_
     const dst::CopyLayout* copy;  // its copy at the primary
     uint64_t slot;                // its slot in the copy's heap
-    uint64_t* words;              // CAS result, ts (lock words apart), chain head, hold[2], 0
-    uint8_t* image;               // the record, READ under the lock
+    uint64_t* words;  // CAS result / link, ts (lock words apart), chain head, hold[2], spare
+    uint8_t* image;   // the record, READ under the lock
   };
   std::vector<LaneItem> lane_items_;
+  bool publish_holds_ = false;  // lane_items_' holder entries go with the next check batch
   std::vector<dst::LaneCursor*> lane_reserved_;
   std::vector<std::pair<dst::LaneCursor*, uint64_t*>> lane_refresh_;
   std::vector<size_t> check_items_, check_pending_, check_again_;

@@ -10,15 +10,21 @@
 //          head. Collected: max(ts, wts) — RW1 under the
 //          lock, as lock_and_collect. Room for the version the commit
 //          pushes is reserved in the lane beforehand (this thread's
-//          LaneCursor: the lane is written by no one else). DST: once the
-//          locks are ours, each record's holder entry gets the timestamp we
-//          commit above (WRITE ts, then the lock word), as lock_and_collect
-//          publishes it; the commit or abort clears it before the unlock.
+//          LaneCursor: the lane is written by no one else).
 //   check  per record only read: CAS ts from what we believe it is to the
 //          commit timestamp (raise; only when below it), then READ the
 //          lock word, then READ [version .. wts] — raise then check, as
 //          raise_and_check. A CAS that finds ts moved is retried with the
-//          value found (ts only grows, so this ends).
+//          value found (ts only grows, so this ends). DST: the first
+//          round's batch also publishes, in each locked record's holder
+//          entry, the timestamp we commit above (commit_ts - 1; WRITE ts,
+//          then the lock word), as lock_and_collect publishes it, so a
+//          snapshot at or below it reads past our lock instead of waiting.
+//          It rides in a batch that runs anyway: a transaction without
+//          reads publishes nothing (its readers wait for the unlock, which
+//          follows after one more round). Entries are never cleared: one
+//          is read only while the record's lock word equals the entry's,
+//          and lock words are per transaction (version_store.h, holders).
 //   commit per record updated: WRITE the lane slot (the record as READ
 //          under the lock — not Execute's copy, which an RPC read returns
 //          without its wts),
@@ -26,7 +32,8 @@
 //          and its unlock (record_ops.h add_commit), one channel. The new
 //          version's wts is the commit timestamp, so a later writer
 //          collects it from wts — ts need not be raised for written
-//          records. Then the lane's published head (for the stats).
+//          records. The lane header's head word is a bound written once
+//          every kLaneHeadEvery pushes (dst/mvcc_node.h, LaneCursor).
 // Deletes keep the two-sided steps (the graveyard is the owner's): records
 // to remove are locked, unlocked and removed by RPC.
 #include <algorithm>
@@ -52,6 +59,7 @@ r2::RemoteAddr version_addr(const dst::CopyLayout& l, uint64_t offset) {
 
 Abort Engine::mvcc_lock_onesided(uint64_t* collected) {
   lane_items_.clear();
+  publish_holds_ = false;
   lane_reserved_.clear();
   const uint16_t worker = co_.thread();
   const uint32_t lane = mvcc_->lane_of(worker);
@@ -64,7 +72,8 @@ Abort Engine::mvcc_lock_onesided(uint64_t* collected) {
     if (l == nullptr || !l->slot_at(a.ref.addr.offset, &slot)) {
       return blame(Abort::kNodeFailure, a.table);  // an address no copy holds
     }
-    // [CAS result][ts][chain head][hold: word, ts][0], then the record.
+    // [CAS result / link][ts][chain head][hold: word, ts][spare], then
+    // the record.
     uint8_t* buf = alloc(48 + l->slot_bytes);
     if (buf == nullptr) return Abort::kNotSupported;
     lane_items_.push_back({i, l, slot, reinterpret_cast<uint64_t*>(buf), buf + 48});
@@ -92,7 +101,8 @@ Abort Engine::mvcc_lock_onesided(uint64_t* collected) {
       return blame(Abort::kNodeFailure, set_[lane_items_.front().access].table);
     }
     for (auto [c, hdr] : refresh) {
-      // [tail][head]. A restarted thread resumes after what its lane holds.
+      // [tail][head bound]. A restarted thread resumes at the bound: after
+      // whatever its lane holds.
       if (!c->synced) c->head = std::max({c->head, hdr[0], hdr[1]});
       c->synced = true;
       c->tail = std::max(c->tail, hdr[0]);
@@ -127,6 +137,21 @@ Abort Engine::mvcc_lock_onesided(uint64_t* collected) {
     batch_.read(version_addr(*it.copy, dst::VersionStore::chain_head_offset(it.copy->vs, it.slot)),
                 &w[2], 8);
   }
+  // The lanes' head bounds, after the items' ops (their indices above):
+  // every position this thread may push at before its next lock batch —
+  // head + reserved — is below the bound in the lane header before the
+  // commit's WRITEs start (this batch completes first).
+  for (size_t k = 0; k < lane_items_.size(); ++k) {
+    const dst::CopyLayout* l = lane_items_[k].copy;
+    dst::LaneCursor& c = mvcc_->cursor(worker, l->id);
+    if (c.head + c.reserved <= c.published) continue;  // also skips repeats of a copy
+    auto* bound = reinterpret_cast<uint64_t*>(alloc(8));
+    if (bound == nullptr) return Abort::kNotSupported;
+    c.published = c.head + c.reserved + dst::LaneCursor::kBoundSlack;
+    *bound = c.published;
+    batch_.write(version_addr(*l, dst::VersionStore::lane_header_offset(l->vs, lane) + 8), bound, 8,
+                 false);
+  }
   const bool ran = batch_.empty() || co_.run(batch_) == r2::OpStatus::kOk;
   Abort failure = Abort::kNone;
   for (size_t k = 0; k < lane_items_.size(); ++k) {
@@ -149,27 +174,9 @@ Abort Engine::mvcc_lock_onesided(uint64_t* collected) {
     }
   }
   if (failure != Abort::kNone) return failure;
+  publish_holds_ = !gts();  // with the read checks' first batch
 
-  // 3. DST: publish with each lock what we collected (version_store.h,
-  // holders), so a snapshot at or below it reads past our lock instead of
-  // waiting. We commit above it: our commit timestamp is at least a later
-  // now() (never below this one) and above everything collected.
-  if (!gts() && !lane_items_.empty()) {
-    const uint64_t promise = std::max(*collected, mvcc_->clock(co_.thread()).now() - 1);
-    batch_.clear();
-    for (const LaneItem& it : lane_items_) {
-      uint64_t* hold = it.words + 3;
-      hold[0] = lock_word_;
-      hold[1] = promise;
-      hold[2] = 0;
-      const uint64_t at = dst::VersionStore::holder_offset(it.copy->vs, it.slot);
-      batch_.write(version_addr(*it.copy, at + 8), &hold[1], 8, false);  // ts, then the word
-      batch_.write(version_addr(*it.copy, at), &hold[0], 8, false);
-    }
-    (void)co_.run(batch_);
-  }
-
-  // 4. Records to delete: the two-sided lock (the owner reserves room for
+  // 3. Records to delete: the two-sided lock (the owner reserves room for
   // the version it buries).
   return mvcc_lock_by_rpc(/*removes_only=*/true, collected);
 }
@@ -203,6 +210,7 @@ Status Engine::mvcc_check_onesided(std::vector<MvccCheckResult>* out) {
   // us is treated as changed: the transaction aborts and retries).
   for (int round = 0; round < 8 && !pending.empty(); ++round) {
     batch_.clear();
+    if (publish_holds_) add_holds();
     for (size_t j = 0; j < pending.size(); ++j) {
       const size_t k = pending[j];
       const Access& a = set_[reads[k]];
@@ -244,13 +252,29 @@ Status Engine::mvcc_check_onesided(std::vector<MvccCheckResult>* out) {
   return Status::ok();
 }
 
+void Engine::add_holds() {
+  publish_holds_ = false;
+  // Our thread's clock passes what we publish, so whatever this thread
+  // commits later is above it — a stale entry's promise holds for a lock
+  // word that comes back (version_store.h, hold()).
+  mvcc_->clock(co_.thread()).observe(commit_ts_);
+  for (const LaneItem& it : lane_items_) {
+    uint64_t* hold = it.words + 3;
+    hold[0] = lock_word_;
+    hold[1] = commit_ts_ - 1;  // we commit above it (commit_ts_ only grows)
+    const uint64_t at = dst::VersionStore::holder_offset(it.copy->vs, it.slot);
+    batch_.write(version_addr(*it.copy, at + 8), &hold[1], 8, false);  // ts, then the word
+    batch_.write(version_addr(*it.copy, at), &hold[0], 8, false);
+  }
+}
+
 void Engine::mvcc_push_onesided(size_t item) {
   const LaneItem& it = lane_items_[item];
   const dst::CopyLayout& l = *it.copy;
   dst::LaneCursor& c = mvcc_->cursor(co_.thread(), l.id);
   const uint32_t lane = mvcc_->lane_of(co_.thread());
   const uint64_t bytes = dst::VersionStore::slot_bytes(l.vs.value_size);
-  const uint64_t pos = c.head++;  // the reservation goes in mvcc_finish_pushes
+  const uint64_t pos = c.head++;  // below the bound; the reservation goes at the end
   // The record as READ under the lock becomes its version slot in place;
   // the CAS result's word holds the link.
   uint8_t* slot = it.image;
@@ -258,40 +282,10 @@ void Engine::mvcc_push_onesided(size_t item) {
   *link = dst::VersionStore::lane_link(lane, pos);
   dst::VersionStore::build_lane_slot(slot, it.image, commit_ts_, it.words[2], l.vs.value_size);
   const uint64_t at = dst::VersionStore::lane_slot_offset(l.vs, lane, pos);
-  if (!gts()) {  // unpublish the hold before the unlock (FIFO)
-    batch_.write(version_addr(l, dst::VersionStore::holder_offset(l.vs, it.slot)), &it.words[5], 8,
-                 false);
-  }
   batch_.write(version_addr(l, at), slot, static_cast<uint32_t>(bytes), false);
   batch_.write(version_addr(l, at + dst::VersionStore::kPositionOffset), link, 8, false);
   batch_.write(version_addr(l, dst::VersionStore::chain_head_offset(l.vs, it.slot)), link, 8,
                false);
-}
-
-void Engine::mvcc_finish_pushes() {
-  const uint32_t lane = mvcc_->lane_of(co_.thread());
-  for (size_t k = 0; k < lane_items_.size(); ++k) {
-    const dst::CopyLayout* l = lane_items_[k].copy;
-    bool first = true;
-    for (size_t j = 0; j < k && first; ++j) first = lane_items_[j].copy != l;
-    if (!first) continue;
-    auto* head = reinterpret_cast<uint64_t*>(alloc(8));
-    if (head == nullptr) return;  // only the stats read it
-    *head = mvcc_->cursor(co_.thread(), l->id).head;
-    batch_.write(version_addr(*l, dst::VersionStore::lane_header_offset(l->vs, lane) + 8), head, 8,
-                 false);
-  }
-  mvcc_unreserve_lanes();  // the pushes took the room they reserved
-}
-
-void Engine::mvcc_unhold_onesided() {
-  if (gts()) return;
-  for (const LaneItem& it : lane_items_) {
-    if (!set_[it.access].held) continue;
-    it.words[5] = 0;
-    batch_.write(version_addr(*it.copy, dst::VersionStore::holder_offset(it.copy->vs, it.slot)),
-                 &it.words[5], 8, false);
-  }
 }
 
 void Engine::mvcc_unreserve_lanes() {

@@ -442,18 +442,29 @@ Status TxnNode::setup_worker(r2::Worker& w, const r2::Region* scratch, const r2:
           dst::MvccNode* mvcc;
           const store::TableSpec* spec;
           const RedoRecord* r;
+          uint64_t offset = ~uint64_t{0};  // of `rec`, resolved by will_keep
+          bool versioned = false;
+          dst::MvccNode::Record rec;
+          bool resolve(uint64_t at) {
+            if (at != offset) {
+              offset = at;
+              versioned = mvcc->resolve(store::tables::table_region(spec->id), at, spec->value_size,
+                                        &rec) &&
+                          rec.vs != nullptr;
+            }
+            return versioned;
+          }
         } ctx{mvcc_.get(), spec, &r};
         if (mvcc_ && spec != nullptr) {
           keep.wts = r.ts;
+          keep.will_keep = [x = &ctx](uint64_t offset) {
+            if (x->resolve(offset)) x->rec.vs->prefetch_push(x->rec.slot);
+          };
           keep.keep_old = [x = &ctx](uint64_t offset, const uint8_t* old, bool deleted) {
-            dst::MvccNode::Record rec;
-            if (!x->mvcc->resolve(store::tables::table_region(x->spec->id), offset,
-                                  x->spec->value_size, &rec) ||
-                rec.vs == nullptr) {
-              return true;  // not a versioned record: nothing to keep
-            }
-            return deleted ? rec.vs->bury(rec.slot, x->r->key, old, x->r->ts)
-                           : rec.vs->push(rec.slot, old, x->r->ts, /*reserved=*/false);
+            if (!x->resolve(offset)) return true;  // not a versioned record: nothing to keep
+            dst::VersionStore* vs = x->rec.vs;
+            return deleted ? vs->bury(x->rec.slot, x->r->key, old, x->r->ts)
+                           : vs->push(x->rec.slot, old, x->r->ts, /*reserved=*/false);
           };
         }
         uint64_t wrote = 0;

@@ -364,7 +364,6 @@ void Engine::release(bool passive) {
     // meanwhile may have been overwritten by the slot's next tenant
     // (record_ops.h, add_release).
     batch_.clear();
-    if (mvcc_on()) mvcc_unhold_onesided();  // before the unlocks (FIFO)
     size_t i = 0;
     for (Access& a : set_) {
       if (!a.held || a.insert || (a.remove && mvcc_on())) continue;

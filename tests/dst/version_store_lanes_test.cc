@@ -55,15 +55,22 @@ uint64_t* word(Area& a, uint64_t offset) {
   return reinterpret_cast<uint64_t*>(a.mem + offset);
 }
 
-// What a coordinator's commit WRITEs, in its order: the slot (position 0),
-// the position, the chain head; `publish_position` = false stops after the
-// slot (a WRITE still on its way).
+// What a coordinator WRITEs, in its order: the lane header's head bound
+// when the push would reach it (raised by `slack`, as the engine's lock
+// batch does), then the commit's slot (position 0), the position, the
+// chain head; `publish_position` = false stops after the slot (a WRITE
+// still on its way).
 class LaneWriter {
  public:
   LaneWriter(Area& a, const VersionStoreOptions& o, uint32_t lane) : a_(a), o_(o), lane_(lane) {}
   uint64_t push(uint64_t slot, const std::vector<uint8_t>& image, Timestamp superseded_at,
                 bool publish_position = true) {
     const uint64_t pos = head_++;
+    if (head_ > bound_) {
+      bound_ = head_ + slack_;
+      __atomic_store_n(word(a_, VersionStore::lane_header_offset(o_, lane_) + 8), bound_,
+                       __ATOMIC_RELEASE);
+    }
     std::vector<uint8_t> s(VersionStore::slot_bytes(kVs));
     const uint64_t older =
         __atomic_load_n(word(a_, VersionStore::chain_head_offset(o_, slot)), __ATOMIC_ACQUIRE);
@@ -77,8 +84,6 @@ class LaneWriter {
     }
     const uint64_t link = VersionStore::lane_link(lane_, pos);
     if (publish_position) finish(pos, slot);
-    __atomic_store_n(word(a_, VersionStore::lane_header_offset(o_, lane_) + 8), head_,
-                     __ATOMIC_RELEASE);
     return link;
   }
   void finish(uint64_t pos, uint64_t slot) {
@@ -88,6 +93,7 @@ class LaneWriter {
     __atomic_store_n(word(a_, VersionStore::chain_head_offset(o_, slot)), link, __ATOMIC_RELEASE);
   }
   uint64_t head() const { return head_; }
+  void set_slack(uint64_t slack) { slack_ = slack; }
   uint64_t tail() const {
     return __atomic_load_n(word(a_, VersionStore::lane_header_offset(o_, lane_)), __ATOMIC_ACQUIRE);
   }
@@ -97,6 +103,8 @@ class LaneWriter {
   VersionStoreOptions o_;
   uint32_t lane_;
   uint64_t head_ = 0;
+  uint64_t bound_ = 0;
+  uint64_t slack_ = 0;
 };
 
 TEST(VersionStoreLanes, LaneVersionsJoinTheChainsAndGoOnlyWhenWrittenAndSuperseded) {
@@ -128,11 +136,16 @@ TEST(VersionStoreLanes, LaneVersionsJoinTheChainsAndGoOnlyWhenWrittenAndSupersed
   ASSERT_EQ(s.find(3, 25, v, &info), Found::kVersion);
   EXPECT_EQ(s.find(3, 15, v, &info), Found::kReclaimed);  // below the lwm: detected
 
-  // A slot still being written (its position not stored yet) stops GC there.
+  // A slot still being written (its position not stored yet) stops GC
+  // there, and the count of versions in use (the bound is ahead of it).
+  w.set_slack(5);
   w.push(3, rec(7, 3, 30), 40, /*publish_position=*/false);
+  EXPECT_EQ(s.stats().in_use, 1u);
   EXPECT_EQ(s.gc(100), 1u);  // lane position 0 only
   EXPECT_EQ(w.tail(), 1u);
   w.finish(1, 3);
+  EXPECT_EQ(s.stats().in_use, 1u);  // not the bound's 7 - 1
+  EXPECT_EQ(s.stats().pushed, 3u);
   EXPECT_EQ(s.gc(100), 1u);
   EXPECT_EQ(w.tail(), 2u);
   EXPECT_EQ(s.stats().in_use, 0u);

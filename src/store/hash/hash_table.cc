@@ -367,6 +367,7 @@ Result<bool> HashTable::apply_in_order(uint64_t key, Change c, uint64_t version,
   // are never locked by transactions: the record lock is free here.
   const uint64_t off = ref_offset(pos.ref);
   uint8_t* rec = record_ptr(off);
+  if (mvcc != nullptr && mvcc->will_keep) mvcc->will_keep(off);
   uint64_t free_word = 0;
   if (!lock_at(off).compare_exchange_strong(free_word, kOwnerLockWord, std::memory_order_acquire)) {
     unlock_chain(head);

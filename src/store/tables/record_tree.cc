@@ -212,6 +212,7 @@ Result<bool> RecordTree::apply_in_order(uint64_t key, Change c, uint64_t version
   }
   // Its insert has not arrived — or was skipped as replaced.
   if (!found) return skipped_.covers(key, version, c == Change::kDelete);
+  if (mvcc != nullptr && mvcc->will_keep) mvcc->will_keep(a.offset);
   Result<bool> locked = lock_record(key, a);
   if (!locked.is_ok()) return locked.status();
   if (!*locked) return false;  // removed meanwhile by another applier
