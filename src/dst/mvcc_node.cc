@@ -28,7 +28,7 @@ VersionStoreOptions MvccNode::store_options(const store::Catalog& c, const store
   o.capacity = versions_for(t, cfg);
   if (cfg.lanes) {
     o.lanes = static_cast<uint32_t>(c.nodes()) * cfg.workers;
-    o.lane_capacity = std::max<uint64_t>(cfg.min_versions / 4 + 1, o.capacity / o.lanes);
+    o.lane_capacity = std::max<uint64_t>(cfg.min_versions, o.capacity / o.lanes);
   }
   return o;
 }
@@ -92,6 +92,15 @@ const CopyLayout* MvccNode::copy_at(store::NodeId16 node, store::TableId t, uint
   return nullptr;
 }
 
+const CopyLayout* MvccNode::copy_of(store::NodeId16 node, store::TableId t,
+                                    store::PartitionId p) const {
+  if (node >= layouts_.size() || t >= layouts_[node].size()) return nullptr;
+  for (const CopyLayout& l : layouts_[node][t]) {
+    if (l.partition == p) return &l;
+  }
+  return nullptr;
+}
+
 Result<std::unique_ptr<MvccNode>> MvccNode::create(const store::Catalog& c,
                                                    store::tables::StoreNode& store,
                                                    r2::Fabric& fabric, const MvccConfig& cfg) {
@@ -144,7 +153,11 @@ Result<std::unique_ptr<MvccNode>> MvccNode::create(const store::Catalog& c,
           VersionStore::create({vr->base + l.vs_offset, VersionStore::area_bytes(l.vs)}, l.vs);
       if (!vs.is_ok()) return vs.status();
       cp.vs = std::move(vs.value());
-      cp.range_ts = std::make_unique<std::atomic<Timestamp>>(0);
+      cp.range_ts = cp.vs->range_word();
+      if (cp.range_ts == nullptr) {
+        cp.owned_range = std::make_unique<std::atomic<Timestamp>>(0);
+        cp.range_ts = cp.owned_range.get();
+      }
       n->copies_[t.id].push_back(std::move(cp));
     }
   }
@@ -218,7 +231,7 @@ VersionStore* MvccNode::store_of(store::TableId t, store::PartitionId p) const {
 
 std::atomic<Timestamp>* MvccNode::range_ts(store::TableId t, store::PartitionId p) const {
   const Copy* c = find(t, p);
-  return c ? c->range_ts.get() : nullptr;
+  return c ? c->range_ts : nullptr;
 }
 
 Timestamp MvccNode::publish(Timestamp now) {

@@ -15,7 +15,10 @@
 // read-write transaction that scanned a range raises it to its commit
 // timestamp before its phantom check, for the same reason. Per partition,
 // not per range: coarse (unrelated inserts may commit a little later in
-// timestamp order), but one word and no index changes.
+// timestamp order), but one word and no index changes. With one-sided
+// MVCC the word is in the copy's version store area (registered memory),
+// and a coordinator claims a range with CAS (txn/mvcc_onesided.cc) instead
+// of an RPC; the owner's raises are CPU atomics on the same word.
 //
 // Low-water mark. Each node computes its floor (floor.h) and sends it to
 // every other node; lwm() is the minimum of its own and the latest floor
@@ -60,7 +63,10 @@ struct MvccConfig {
   uint16_t coroutines = 1;  // transaction coroutines per worker
   // One-sided Validate/Commit (txn/mvcc_onesided.cc): every version store
   // gets a lane per coordinator thread of the cluster (version_store.h),
-  // each of max(min_versions / 4, versions / lanes) versions.
+  // each of max(min_versions, versions / lanes) versions: a coordinator
+  // pushes as fast as a whole node's commits into its own lane (TPC-C's
+  // New-Orders: ~10 STOCK versions each), and a quarter of min_versions
+  // filled in under the low-water mark's lag behind long Stock-Levels.
   bool lanes = false;
 };
 
@@ -95,11 +101,12 @@ struct LaneCursor {
   // when head + reserved passes it, so one WRITE covers many commits and
   // every slot position written is below the bound in the header.
   static constexpr uint64_t kBoundSlack = 64;
-  bool synced = false;     // head and tail READ from the lane header once
-  uint64_t head = 0;       // next position to write
-  uint64_t tail = 0;       // the lane's tail as last READ (<= the real one)
-  uint64_t reserved = 0;   // promised to this thread's locked writers
-  uint64_t published = 0;  // the bound last written to the lane header
+  bool synced = false;      // head and tail READ from the lane header once
+  uint64_t head = 0;        // next position to write
+  uint64_t tail = 0;        // the lane's tail as last READ (<= the real one)
+  uint64_t reserved = 0;    // promised to this thread's locked writers
+  uint64_t published = 0;   // the bound last written to the lane header
+  uint64_t range_seen = 0;  // the copy's range timestamp as last seen (a CAS's guess)
   // Slots taken or promised, as far as this thread knows (never fewer).
   uint64_t used() const { return reserved + head - tail; }
 };
@@ -142,6 +149,8 @@ class MvccNode {
   // The copy on `node` whose area holds `offset` of table `t`'s region,
   // or nullptr.
   const CopyLayout* copy_at(store::NodeId16 node, store::TableId t, uint64_t offset) const;
+  // The copy of (t, p) on `node`, or nullptr.
+  const CopyLayout* copy_of(store::NodeId16 node, store::TableId t, store::PartitionId p) const;
   // This node's worker `worker`: its lane (of every version store) and its
   // cursor in copy `copy_id`'s lane.
   uint32_t lane_of(uint16_t worker) const {
@@ -200,7 +209,10 @@ class MvccNode {
     const CopyLayout* layout = nullptr;  // in layouts_[self]
     store::SlotWords words;              // the store's (LocalPartition::words)
     std::unique_ptr<VersionStore> vs;
-    std::unique_ptr<std::atomic<Timestamp>> range_ts;
+    // The store's range word (lanes: coordinators raise it one-sided), or
+    // owned_range.
+    std::atomic<Timestamp>* range_ts = nullptr;
+    std::unique_ptr<std::atomic<Timestamp>> owned_range;
   };
   MvccNode(const store::Catalog& c, store::tables::StoreNode& s, const MvccConfig& cfg)
       : catalog_(c),

@@ -37,7 +37,11 @@ uint64_t VersionStore::slot_bytes(uint32_t value_size) {
 uint64_t VersionStore::area_bytes(const VersionStoreOptions& o) {
   const uint64_t ring = bytes_for(o.capacity, o.value_size);
   if (o.lanes == 0) return ring;
-  return holder_offset(o, o.record_slots);
+  return range_word_offset(o) + 64;
+}
+
+uint64_t VersionStore::range_word_offset(const VersionStoreOptions& o) {
+  return (holder_offset(o, o.record_slots) + 63) & ~uint64_t{63};
 }
 
 uint64_t VersionStore::holder_offset(const VersionStoreOptions& o, uint64_t record_slot) {
@@ -92,6 +96,7 @@ VersionStore::VersionStore(std::span<uint8_t> area, const VersionStoreOptions& o
     // the area.
     heads_ = reinterpret_cast<std::atomic<uint64_t>*>(area.data() + chain_head_offset(o, 0));
     holders_ = reinterpret_cast<Holder*>(area.data() + holder_offset(o, 0));
+    range_word_ = reinterpret_cast<std::atomic<uint64_t>*>(area.data() + range_word_offset(o));
   } else {
     heads_owned_ = true;
     heads_ = static_cast<std::atomic<uint64_t>*>(

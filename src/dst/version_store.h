@@ -63,6 +63,9 @@
 //                  after its CAS succeeded (with its read checks), and
 //                  leaves them: an entry counts only while the record's
 //                  lock word is the entry's (see hold())
+//   range word     64 B, its first word the partition copy's range
+//                  timestamp (dst/mvcc_node.h): coordinators raise it
+//                  with CAS when they claim a scanned range
 //
 // Each lane belongs to one coordinator thread of the cluster (lane =
 // node x workers + worker), which alone writes it, so a push needs no
@@ -143,6 +146,7 @@ class VersionStore {
   static uint64_t lane_slot_offset(const VersionStoreOptions& o, uint32_t lane, uint64_t pos);
   static uint64_t chain_head_offset(const VersionStoreOptions& o, uint64_t record_slot);
   static uint64_t holder_offset(const VersionStoreOptions& o, uint64_t record_slot);
+  static uint64_t range_word_offset(const VersionStoreOptions& o);
   // The link of position `pos` of lane `lane` (never 0).
   static uint64_t lane_link(uint32_t lane, uint64_t pos) {
     return (uint64_t{lane + 1u} << kLinkRingShift) | (pos + 1);
@@ -231,6 +235,9 @@ class VersionStore {
   uint64_t gc(Timestamp lwm);
   VersionStoreStats stats() const;
   const VersionStoreOptions& options() const { return o_; }
+  // With lanes: the word of the area that holds the partition copy's range
+  // timestamp (remote coordinators raise it); nullptr without lanes.
+  std::atomic<uint64_t>* range_word() const { return range_word_; }
 
  private:
   struct Slot;  // version_store.cc
@@ -258,7 +265,8 @@ class VersionStore {
   struct Holder {
     std::atomic<uint64_t> word, ts;
   };
-  Holder* holders_;  // per record slot: hold()
+  Holder* holders_;                              // per record slot: hold()
+  std::atomic<uint64_t>* range_word_ = nullptr;  // in the area (lanes only)
   mutable std::mutex mu_;
   std::atomic<uint64_t> head_{0}, tail_{0};
   uint64_t reserved_ = 0;

@@ -131,6 +131,10 @@ class Engine final : public Txn {
   // transaction has its own). Recovery-style cleanup of a lock that a lost
   // reply left behind names its holder by it.
   uint64_t last_lock_word() const { return lock_word_; }
+  // MVCC: the commit timestamp of this coroutine's last committed
+  // read-write transaction (its versions carry it); 0 before one, and
+  // without MVCC.
+  uint64_t last_commit_ts() const { return session_ts_; }
   // The table of the record (or scanned range) on which the last run()
   // failed: the first key found locked, changed, missing, ... — or
   // kNoTable when that abort concerns no table (user abort, log full, an
@@ -261,6 +265,9 @@ class Engine final : public Txn {
   void mvcc_push_onesided(size_t item);
   void mvcc_unreserve_lanes();  // abort: the lane room goes back
   void add_holds();             // DST: queues the holder entries' WRITEs into batch_
+  // Raises the range timestamps of `parts` (primary, table and key) to
+  // commit_ts_ by CAS (claim_scans on fabrics with coherent atomics).
+  Abort claim_onesided(const std::vector<std::pair<r2::NodeId, TableKey>>& parts);
   // Snapshot reads (snapshot_onesided.cc): answers the rows it can from
   // the version in place by one-sided ops; the indices of the others go to
   // *rest (for the DEP_READ RPC).
@@ -372,7 +379,13 @@ class Engine final : public Txn {
     uint8_t* image;   // the record, READ under the lock
   };
   std::vector<LaneItem> lane_items_;
-  bool publish_holds_ = false;  // lane_items_' holder entries go with the next check batch
+  bool publish_holds_ = false;
+  struct RangeClaim {
+    const dst::CopyLayout* copy;
+    uint64_t* old;  // the CAS's result
+  };
+  std::vector<RangeClaim>
+      claims_;  // claim_onesided  // lane_items_' holder entries go with the next check batch
   std::vector<dst::LaneCursor*> lane_reserved_;
   std::vector<std::pair<dst::LaneCursor*, uint64_t*>> lane_refresh_;
   std::vector<size_t> check_items_, check_pending_, check_again_;

@@ -252,6 +252,58 @@ Status Engine::mvcc_check_onesided(std::vector<MvccCheckResult>* out) {
   return Status::ok();
 }
 
+Abort Engine::claim_onesided(const std::vector<std::pair<r2::NodeId, TableKey>>& parts) {
+  // Each part's word: CAS from what this thread last saw it hold up to
+  // commit_ts_; a CAS that finds another value below commit_ts_ is retried
+  // from it (the word only grows, so few rounds do).
+  using Claim = RangeClaim;
+  std::vector<Claim>& claims = claims_;
+  claims.clear();
+  for (const auto& [node, tk] : parts) {
+    const store::TableSpec* t = mvcc_->catalog().find(tk.table);
+    const dst::CopyLayout* l = t == nullptr
+                                   ? nullptr
+                                   : mvcc_->copy_of(static_cast<store::NodeId16>(node), tk.table,
+                                                    mvcc_->catalog().partition_of(*t, tk.key));
+    if (l == nullptr) return blame(Abort::kNodeFailure, tk.table);  // no such copy there
+    bool dup = false;
+    for (const Claim& c : claims) dup |= c.copy == l;
+    if (dup) continue;
+    auto* old = reinterpret_cast<uint64_t*>(alloc(8));
+    if (old == nullptr) return Abort::kNotSupported;
+    claims.push_back({l, old});
+  }
+  const uint16_t worker = co_.thread();
+  for (int round = 0; round < 8 && !claims.empty(); ++round) {
+    batch_.clear();
+    for (const Claim& c : claims) {
+      const uint64_t guess = mvcc_->cursor(worker, c.copy->id).range_seen;
+      *c.old = guess;
+      if (guess >= commit_ts_) continue;  // raised past us already, as far as we know
+      batch_.cas(version_addr(*c.copy, dst::VersionStore::range_word_offset(c.copy->vs)), guess,
+                 commit_ts_, c.old, /*signaled=*/false);
+    }
+    if (!batch_.empty() && co_.run(batch_) != r2::OpStatus::kOk) {
+      return blame(Abort::kNodeFailure, parts.front().second.table);
+    }
+    size_t keep = 0;
+    for (const Claim& c : claims) {
+      dst::LaneCursor& cur = mvcc_->cursor(worker, c.copy->id);
+      const uint64_t guess = cur.range_seen;
+      // The CAS returns the word's value: ours went in when that was the
+      // guess; a value at or above commit_ts_ is a claim at least as late.
+      if (guess >= commit_ts_ || *c.old == guess) {
+        cur.range_seen = std::max(guess, commit_ts_);
+        continue;
+      }
+      cur.range_seen = *c.old;
+      if (*c.old < commit_ts_) claims[keep++] = c;  // moved, still below: again
+    }
+    claims.resize(keep);
+  }
+  return claims.empty() ? Abort::kNone : blame(Abort::kVersionChanged, parts.front().second.table);
+}
+
 void Engine::add_holds() {
   publish_holds_ = false;
   // Our thread's clock passes what we publish, so whatever this thread

@@ -152,6 +152,7 @@ Abort Engine::claim_scans() {
     }
   }
   if (parts.empty()) return Abort::kNone;
+  if (mvcc_onesided_on()) return claim_onesided(parts);
   Status s = rpc_range_claim(co_, parts, commit_ts_);
   return s.is_ok() ? Abort::kNone : blame(Abort::kNodeFailure, parts.front().second.table);
 }

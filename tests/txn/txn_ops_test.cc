@@ -86,13 +86,16 @@ struct ClusterRun {
   uint32_t rpc_timeout_ms = 10000;
   // Per-node configuration changes (e.g. MVCC clock skew).
   std::function<void(TxnNodeConfig&, uint16_t node)> tweak;
+  // Per node, once started and loaded, before any transaction runs.
+  std::function<void(TxnNode&, uint16_t node)> prepare;
 };
 
 struct NodeOutcome {
   Status status;
   TxnStats stats;
   Snapshot snap;
-  dst::VersionStoreStats versions;  // MVCC presets
+  dst::VersionStoreStats versions;       // MVCC presets
+  std::vector<uint64_t> queue_range_ts;  // MVCC: per kQueue partition, this node's copy's
 };
 
 NodeOutcome run_node(const store::Catalog& cat, const ClusterRun& r, uint16_t node,
@@ -128,6 +131,7 @@ NodeOutcome run_node(const store::Catalog& cat, const ClusterRun& r, uint16_t no
       return out;
     }
   }
+  if (r.prepare) r.prepare(**n, node);
   if (Status st = (*n)->runtime().control().barrier("test.loaded"); !st.is_ok()) {
     out.status = st;
     return out;
@@ -144,7 +148,13 @@ NodeOutcome run_node(const store::Catalog& cat, const ClusterRun& r, uint16_t no
   }
   out.status = (*n)->finish(std::chrono::seconds(120));
   out.stats = (*n)->stats();
-  if ((*n)->mvcc() != nullptr) out.versions = (*n)->mvcc()->totals();
+  if (const dst::MvccNode* m = (*n)->mvcc()) {
+    out.versions = m->totals();
+    for (store::PartitionId p = 0; p < kNodes; ++p) {
+      const auto* rt = m->range_ts(kQueue, p);
+      out.queue_range_ts.push_back(rt ? rt->load() : 0);
+    }
+  }
   for (TableId t : {kKv, kQueue, kCount}) {
     const store::TableSpec& spec = *cat.find(t);
     const Key end = t == kQueue ? kNodes * kRange : t == kKv ? 4096 : 64;
@@ -1310,6 +1320,68 @@ TEST_P(MvccSnapshots, LongSnapshotsReadConsistentTotalsWhileGcReclaims) {
               GetParam().c_str(), static_cast<unsigned long long>(snapshots.load()),
               static_cast<unsigned long long>(transfers.load()),
               static_cast<unsigned long long>(pushed), static_cast<unsigned long long>(reclaimed));
+}
+
+// A read-write transaction that scanned a range claims it (raises the
+// range timestamps of the partitions it covered, at their primaries, to its
+// commit timestamp) before its phantom check, so an insert it did not see
+// commits above it (dst/mvcc_node.h). One-sided (CAS, retried from the value
+// found) on shm; by RPC in the Table 6-1 form. Partition 1's word starts at
+// 1 (the first CAS, from 0, fails), partition 2's above any commit (never
+// lowered), partition 0 is outside the scan.
+void scan_claims(const std::map<std::string, std::string>& phases) {
+  const store::Catalog cat = make_catalog();
+  const store::TableSpec& queue = *cat.find(kQueue);
+  constexpr uint64_t kFar = uint64_t{1} << 62;
+  ClusterRun r;
+  r.preset = "drtmx";
+  r.coroutines = 1;
+  r.rows = {{kQueue, kRange + 5, val(1)}, {kQueue, 2 * kRange + 5, val(2)}, {kKv, 1, val(0)}};
+  r.tweak = [&](TxnNodeConfig& cfg, uint16_t) {
+    auto p = make_policy("drtmx", phases, true);
+    ASSERT_TRUE(p.is_ok()) << p.status().to_string();
+    cfg.policy = *p;
+  };
+  r.prepare = [&](TxnNode& n, uint16_t node) {
+    const store::PartitionReplicas p1 = cat.replicas_of(queue, 1, node),
+                                   p2 = cat.replicas_of(queue, 2, node);
+    if (node == p1.primary) n.mvcc()->range_ts(kQueue, 1)->store(1);
+    if (node == p2.primary) n.mvcc()->range_ts(kQueue, 2)->store(kFar);
+  };
+  std::atomic<uint64_t> commit_ts{0};
+  std::atomic<int> ran{0};
+  r.body = [&](TxnContext& c) {
+    if (c.index != 0) return;
+    const Abort a = c.engine.run_with_retry([&](Txn& tx) {
+      Txn::Rows rows;
+      if (Abort e = tx.scan(kQueue, kRange, 3 * kRange - 1, 16, &rows); e != Abort::kNone) return e;
+      Val v{static_cast<int64_t>(rows.keys.size()), 0};
+      Val old;
+      if (Abort e = tx.get_for_update(kKv, 1, &old); e != Abort::kNone) return e;
+      return tx.put(kKv, 1, &v);
+    });
+    ran = a == Abort::kNone ? 1 : -1;
+    commit_ts = c.engine.last_commit_ts();
+  };
+  std::vector<NodeOutcome> outs = run_cluster(cat, r);
+  ASSERT_EQ(outs.size(), kNodes);
+  ASSERT_EQ(ran.load(), 1);
+  ASSERT_GT(commit_ts.load(), 1u);
+  ASSERT_LT(commit_ts.load(), kFar);
+  for (store::PartitionId p = 0; p < kNodes; ++p) {
+    const store::NodeId16 primary = cat.replicas_of(queue, p, 0).primary;
+    ASSERT_EQ(outs[primary].queue_range_ts.size(), kNodes);
+    const uint64_t want = p == 0 ? 0 : p == 1 ? commit_ts.load() : kFar;
+    EXPECT_EQ(outs[primary].queue_range_ts[p], want) << "partition " << p;
+  }
+}
+
+TEST(MvccScans, AScanningWriterClaimsItsRangesAtItsCommitTimestamp) {
+  scan_claims({});
+}
+
+TEST(MvccScans, AScanningWriterClaimsItsRangesByRpcInTheTable61Form) {
+  scan_claims({{"lock", "rpc"}, {"validate", "rpc"}, {"commit", "rpc"}});
 }
 
 INSTANTIATE_TEST_SUITE_P(Mvcc, MvccSnapshots, ::testing::Values("drtmx", "drtmx-gts"),
