@@ -363,11 +363,17 @@ class Engine final : public Txn {
     size_t row;                             // index in the rows
     r2::RemoteAddr addr;                    // the record's cached address
     uint32_t incarnation;                   // ... and the tenant it names
-    uint64_t* words;                        // [ts READ][CAS result][lock READ]
-    uint8_t* image;                         // the record READ
+    uint64_t* words;  // [ts READ][CAS result][lock READ][holder word, ts READ]
+    uint8_t* image;   // the record READ
   };
   std::vector<OneSidedRow> snap_onesided_;
-  std::vector<MvccLockResult> mvcc_locks_;    // scratch for MVCC lock results
+  std::vector<size_t> snap_lookup_;  // snapshot rows missing from the location cache
+  std::vector<TableKey> snap_lookup_keys_;
+  std::vector<RecordRef> snap_lookup_refs_;
+  std::vector<uint8_t*> snap_lookup_copies_;
+  std::vector<Abort> snap_lookup_results_;
+  std::vector<size_t> snap_held_;           // snap_onesided_ rows locked, their holder entries READ
+  std::vector<MvccLockResult> mvcc_locks_;  // scratch for MVCC lock results
   std::vector<MvccCheckResult> mvcc_checks_;  // scratch for MVCC check results
   // One-sided MVCC: per record to update (set_ order), where it is and the
   // words its lock READ (mvcc_onesided.cc); the lane room reserved.

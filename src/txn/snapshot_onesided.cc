@@ -19,9 +19,17 @@
 // The row is answered here only if the CAS did raise (or ts was already at
 // or above the read timestamp), the record was unlocked (DST), its image
 // verified as the key's (seal, key, incarnation: a stale cached address
-// fails) and its wts is at or below the read timestamp. Any other row — a
-// lock (the primary knows whether its holder may commit below us), an older
-// version to find, a deleted key — goes to the RPC.
+// fails) and its wts is at or below the read timestamp. A DST row found
+// locked, but otherwise such, gets one more round: READ the record's
+// holder entry, its word then its timestamp (same channel, in that order,
+// as the holder WRITEs them the other way round); when the word is the
+// lock word we saw and the timestamp at or above the read timestamp, the
+// holder commits above us, and the image READ under its lock — before it
+// wrote anything, since the wts is ours to read — is the version to read
+// (read_at's holder rule, version_store.h). Any other row — a lock whose
+// holder may commit below us, an older version to find, a deleted key —
+// goes to the RPC.
+#include <algorithm>
 #include <cstring>
 
 #include "store/record.h"
@@ -43,20 +51,51 @@ void Engine::snapshot_onesided(std::vector<SnapshotRow>* rows, std::vector<size_
       loc_.prefetch_address(ReadPath::kHybrid, row.tk.table, row.tk.key);
     }
   }
-  for (size_t i = 0; i < rows->size(); ++i) {
+  // Rows of cached tables whose address the cache lacks: found first by
+  // the one-sided lookup an Execute read makes (which fills the cache),
+  // as drtmh reads them, instead of a DEP_READ RPC each.
+  std::vector<size_t>& lookup = snap_lookup_;
+  lookup.clear();
+  auto take = [&](size_t i) {
     const SnapshotRow& row = (*rows)[i];
     OneSidedRow x{i, {}, 0, nullptr, nullptr};
-    const uint32_t vs = loc_.value_size(row.tk.table);
-    if (loc_.address_of(ReadPath::kHybrid, row.tk.table, row.tk.key, &x.addr, &x.incarnation)) {
-      uint8_t* buf = alloc(24 + store::record_slot_size(vs));
-      if (buf != nullptr) {
-        x.words = reinterpret_cast<uint64_t*>(buf);
-        x.image = buf + 24;
-        got.push_back(x);
-        continue;
-      }
+    if (!loc_.address_of(ReadPath::kHybrid, row.tk.table, row.tk.key, &x.addr, &x.incarnation)) {
+      return false;
     }
-    rest->push_back(i);
+    uint8_t* buf = alloc(40 + store::record_slot_size(loc_.value_size(row.tk.table)));
+    if (buf == nullptr) return false;
+    x.words = reinterpret_cast<uint64_t*>(buf);
+    x.image = buf + 40;
+    got.push_back(x);
+    return true;
+  };
+  for (size_t i = 0; i < rows->size(); ++i) {
+    if (take(i)) continue;
+    if (loc_.caches_addresses((*rows)[i].tk.table)) {
+      lookup.push_back(i);
+    } else {
+      rest->push_back(i);
+    }
+  }
+  if (!lookup.empty()) {
+    std::vector<TableKey>& keys = snap_lookup_keys_;
+    std::vector<RecordRef>& refs = snap_lookup_refs_;
+    std::vector<uint8_t*>& copies = snap_lookup_copies_;
+    std::vector<Abort>& results = snap_lookup_results_;
+    keys.clear();
+    copies.clear();
+    for (size_t i : lookup) {
+      keys.push_back((*rows)[i].tk);
+      copies.push_back(alloc(store::record_slot_size(loc_.value_size((*rows)[i].tk.table))));
+    }
+    refs.assign(keys.size(), {});
+    results.assign(keys.size(), Abort::kNone);
+    const bool room = std::find(copies.begin(), copies.end(), nullptr) == copies.end();
+    if (room)
+      loc_.read_many(co_, ReadPath::kHybrid, keys, refs.data(), copies.data(), results.data());
+    for (size_t j = 0; j < lookup.size(); ++j) {
+      if (!room || results[j] != Abort::kNone || !take(lookup[j])) rest->push_back(lookup[j]);
+    }
   }
   if (got.empty()) return;
   const bool dst = mode != dst::SnapshotMode::kGts;
@@ -83,14 +122,42 @@ void Engine::snapshot_onesided(std::vector<SnapshotRow>* rows, std::vector<size_
     batch_.read(x.addr, x.image, bytes);
   }
   const bool ran = co_.run(batch_) == r2::OpStatus::kOk;
-  for (const OneSidedRow& x : got) {
+  // Locked rows whose holder may have published a timestamp above ours.
+  std::vector<size_t>& held = snap_held_;
+  held.clear();
+  if (raise && ran) {
+    batch_.clear();
+    for (size_t k = 0; k < got.size(); ++k) {
+      const OneSidedRow& x = got[k];
+      const SnapshotRow& row = (*rows)[x.row];
+      store::RecordHeader h;
+      std::memcpy(&h, x.image, sizeof h);
+      const uint64_t lock = locks_ != nullptr ? x.words[2] : h.lock;
+      const dst::CopyLayout* l =
+          lock == 0 ? nullptr : mvcc_->copy_at(x.addr.node, row.tk.table, x.addr.offset);
+      uint64_t slot = 0;
+      if (l == nullptr || !l->slot_at(x.addr.offset, &slot) || l->vs.lanes == 0) continue;
+      const uint64_t at = dst::VersionStore::holder_offset(l->vs, slot);
+      batch_.read({l->node, dst::MvccNode::kVersionRegion, l->vs_offset + at}, &x.words[3], 8);
+      batch_.read({l->node, dst::MvccNode::kVersionRegion, l->vs_offset + at + 8}, &x.words[4], 8);
+      held.push_back(k);
+    }
+    if (!held.empty() && co_.run(batch_) != r2::OpStatus::kOk) held.clear();
+  }
+  for (size_t k = 0; k < got.size(); ++k) {
+    const OneSidedRow& x = got[k];
     SnapshotRow& row = (*rows)[x.row];
     const uint32_t vs = loc_.value_size(row.tk.table);
     bool ok = ran;
     if (ok && raise) ok = x.words[1] == x.words[0] || x.words[1] >= read_ts_;  // raised
     store::RecordHeader h;
     std::memcpy(&h, x.image, sizeof h);
-    if (ok && dst) ok = (locks_ != nullptr ? x.words[2] : h.lock) == 0;  // unlocked
+    if (ok && dst) {
+      const uint64_t lock = locks_ != nullptr ? x.words[2] : h.lock;
+      // Unlocked, or held by a writer that commits above the read timestamp.
+      ok = lock == 0 || (std::find(held.begin(), held.end(), k) != held.end() &&
+                         x.words[3] == lock && x.words[4] >= read_ts_);
+    }
     ok = ok && store::verify(x.image, vs, row.tk.key, x.incarnation) == store::RecordCheck::kOk &&
          h.version != 0 && h.wts <= read_ts_;
     if (!ok) {
