@@ -1226,6 +1226,113 @@ TEST(Snapshots, OneSidedSnapshotReadsWithoutTheRaiseShowTheAnomaly) {
   EXPECT_EQ(o.a, 1) << "the mutation should let the snapshot see TX2 without TX1";
 }
 
+// A snapshot that meets a locked row reads past the lock only when the
+// holder's published timestamp is at or above its read timestamp (the
+// holder then commits above it). H, on node 1, locks A and B (and reads C,
+// so its read checks publish the holder entries), then stops before its
+// Log phase until the snapshot on node 0 has read A, or 300 ms. The
+// snapshot reads A while H holds it, then — once H committed — B.
+//   `reader_ahead`: node 0's clock runs a second ahead: the snapshot reads
+//   above H's commit, so it must wait for H and see both of H's writes
+//   (reading past A's lock would show B = 1 with A = 0).
+//   Otherwise node 1's clock runs ahead: H commits above the snapshot,
+//   whose read of A goes past the lock, one-sided and without waiting, and
+//   which sees neither write.
+struct HolderOutcome {
+  int64_t a = -1, b = -1;
+  Abort reader = Abort::kNotSupported;
+  uint64_t onesided_reads = 0, blocked_reads = 0;
+};
+
+HolderOutcome run_holder(bool reader_ahead) {
+  const store::Catalog cat = make_catalog();
+  constexpr Key kA = 20, kB = 22, kC = 23;  // primaries on nodes 2, 1, 2
+  ClusterRun r;
+  r.preset = "drtmx";
+  r.coroutines = 1;
+  r.rows = {{kKv, kA, val(0)}, {kKv, kB, val(0)}, {kKv, kC, val(0)}};
+  std::atomic<int> step{0};        // 1: H holds its locks; 2: A read; 3: H committed
+  std::atomic<bool> armed{false};  // H's next Validate stops
+  r.tweak = [&, reader_ahead](TxnNodeConfig& cfg, uint16_t node) {
+    if (node == (reader_ahead ? 0 : 1)) cfg.mvcc.clock_skew_us = 1000000;
+    if (node != 1) return;
+    cfg.crash_hook = [&](CrashPoint p) {
+      if (p != CrashPoint::kValidated || !armed.exchange(false)) return;
+      step = 1;
+      // Blocks node 1's only thread: the snapshot needs nothing from it.
+      const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(300);
+      while (step.load() < 2 && std::chrono::steady_clock::now() < until) {
+        std::this_thread::yield();
+      }
+    };
+  };
+  HolderOutcome out;
+  auto wait_for = [&](r2::Co& co, int s) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (step.load() < s && std::chrono::steady_clock::now() < until) co.yield_idle();
+  };
+  r.body = [&](TxnContext& c) {
+    if (c.index == 0) {  // node 0: the snapshot, its location cache warm
+      const Abort w = c.engine.run_with_retry([&](Txn& tx) {
+        Val v;
+        if (Abort x = tx.get(kKv, kA, &v); x != Abort::kNone) return x;
+        return tx.get(kKv, kB, &v);
+      });
+      EXPECT_EQ(w, Abort::kNone);
+      armed = true;
+      wait_for(c.co, 1);
+      const uint64_t onesided0 = c.engine.stats().snapshot_reads_onesided;
+      out.reader = c.engine.run(
+          [&](Txn& tx) {
+            Val v;
+            if (Abort x = tx.get(kKv, kA, &v); x != Abort::kNone) return x;
+            out.a = v.a;
+            step = std::max(step.load(), 2);
+            wait_for(c.co, 3);
+            if (Abort x = tx.get(kKv, kB, &v); x != Abort::kNone) return x;
+            out.b = v.a;
+            return Abort::kNone;
+          },
+          Kind::kReadOnly);
+      out.onesided_reads = c.engine.stats().snapshot_reads_onesided - onesided0;
+      out.blocked_reads = c.engine.last_read_wait().blocked_reads;
+    } else if (c.index == kThreads) {  // node 1: H
+      const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+      while (!armed.load() && std::chrono::steady_clock::now() < until) c.co.yield_idle();
+      const Abort h = c.engine.run_with_retry([&](Txn& tx) {
+        Val a, b, cv;
+        if (Abort x = tx.get(kKv, kC, &cv); x != Abort::kNone) return x;
+        if (Abort x = tx.get_for_update(kKv, kA, &a); x != Abort::kNone) return x;
+        if (Abort x = tx.get_for_update(kKv, kB, &b); x != Abort::kNone) return x;
+        a.a = b.a = 1;
+        if (Abort x = tx.put(kKv, kA, &a); x != Abort::kNone) return x;
+        return tx.put(kKv, kB, &b);
+      });
+      EXPECT_EQ(h, Abort::kNone);
+      step = 3;
+    }
+  };
+  std::vector<NodeOutcome> outs = run_cluster(cat, r);
+  EXPECT_EQ(outs.size(), kNodes);
+  return out;
+}
+
+TEST(Snapshots, ALockHolderThatMayCommitBelowTheSnapshotIsWaitedFor) {
+  const HolderOutcome o = run_holder(/*reader_ahead=*/true);
+  ASSERT_EQ(o.reader, Abort::kNone);
+  EXPECT_EQ(o.a, 1) << "the snapshot read past a lock whose holder committed below it";
+  EXPECT_EQ(o.b, 1);
+}
+
+TEST(Snapshots, ALockHolderThatCommitsAboveTheSnapshotIsReadPastOneSided) {
+  const HolderOutcome o = run_holder(/*reader_ahead=*/false);
+  ASSERT_EQ(o.reader, Abort::kNone);
+  EXPECT_EQ(o.a, 0);
+  EXPECT_EQ(o.b, 0);
+  EXPECT_GE(o.onesided_reads, 1u) << "A was not read past its lock one-sided";
+  EXPECT_EQ(o.blocked_reads, 0u) << "the snapshot waited for a holder that commits above it";
+}
+
 // Table 6-1 (Validate and Commit by RPC, snapshots by DEP_READ RPC).
 TEST(Snapshots, Table61FormNeverSeesTheAnomalyAndTheMutationDoes) {
   const AnomalyOutcome o = run_anomaly(false, "drtmx", /*warm=*/true, /*table61=*/true);
