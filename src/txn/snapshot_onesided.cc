@@ -9,8 +9,8 @@
 //
 //   DST   READ ts; then, same channel (FIFO): CAS ts from the value read to
 //         the read timestamp when it is below (the raise), READ the lock
-//         word when it lives apart (H8), READ the record (whose first word
-//         is the lock word otherwise). Raise then load the lock, as read_at: a
+//         word (in the slot or apart, H8), then READ the record. Raise then
+//         load the lock, then the record, as read_at: a
 //         writer that locks after it collects ts >= the read timestamp and
 //         commits above it, so whatever it writes later is not visible at
 //         the read timestamp (we check wts).
@@ -84,9 +84,16 @@ void Engine::snapshot_onesided(std::vector<SnapshotRow>* rows, std::vector<size_
     if (raise && x.words[0] < read_ts_) {
       batch_.cas(ts_word_of(x.addr), x.words[0], read_ts_, &x.words[1], /*signaled=*/false);
     }
-    // The lock word after the raise: apart, its own READ; in the slot, the
-    // first word of the record's READ (also after the raise, same channel).
-    if (dst && locks_ != nullptr) batch_.read(lock_word_of(x.addr), &x.words[2], 8);
+    // The lock word after the raise and before the record: its own READ
+    // even when it is the slot's first word. One READ of the whole slot
+    // gives no order among its words (on shm a memcpy may load the body
+    // first; an RNIC reads cache lines in any order): it could pair an old
+    // body, read while a writer that locked before our raise held the lock,
+    // with the lock word 0 that writer left after committing below our read
+    // timestamp. Loaded in this order, a lock seen free means that any such
+    // writer had written its version already, and the record READ after it
+    // sees that version or a newer (add_check's order, record_ops.h).
+    if (dst) batch_.read(lock_word_of(x.addr), &x.words[2], 8);
     batch_.read(x.addr, x.image, bytes);
   }
   const bool ran = co_.run(batch_) == r2::OpStatus::kOk;
@@ -100,7 +107,7 @@ void Engine::snapshot_onesided(std::vector<SnapshotRow>* rows, std::vector<size_
       const SnapshotRow& row = (*rows)[x.row];
       store::RecordHeader h;
       std::memcpy(&h, x.image, sizeof h);
-      const uint64_t lock = locks_ != nullptr ? x.words[2] : h.lock;
+      const uint64_t lock = x.words[2];
       const dst::CopyLayout* l =
           lock == 0 ? nullptr : mvcc_->copy_at(x.addr.node, row.tk.table, x.addr.offset);
       uint64_t slot = 0;
@@ -121,7 +128,7 @@ void Engine::snapshot_onesided(std::vector<SnapshotRow>* rows, std::vector<size_
     store::RecordHeader h;
     std::memcpy(&h, x.image, sizeof h);
     if (ok && dst) {
-      const uint64_t lock = locks_ != nullptr ? x.words[2] : h.lock;
+      const uint64_t lock = x.words[2];
       // Unlocked, or held by a writer that commits above the read timestamp.
       ok = lock == 0 || (std::find(held.begin(), held.end(), k) != held.end() &&
                          x.words[3] == lock && x.words[4] >= read_ts_);
