@@ -183,7 +183,7 @@ bool MvccNode::resolve(r2::RegionId region, uint64_t offset, uint32_t value_size
     if (value_size != c.table->value_size || !c.layout->slot_at(offset, &slot)) return false;
     uint8_t* rec = table_base_[t] + offset;
     const store::SlotRef at = c.words.at(rec, offset);
-    *out = {rec, at.lock, at.ts, c.vs.get(), slot, c.table->id, c.layout->partition};
+    *out = {rec, at.lock, at.ts, c.vs.get(), slot, offset, c.table->id, c.layout->partition};
     return true;
   }
   return false;

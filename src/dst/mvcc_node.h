@@ -133,7 +133,8 @@ class MvccNode {
     uint64_t* lock = nullptr;
     uint64_t* ts = nullptr;
     VersionStore* vs = nullptr;
-    uint64_t slot = 0;  // index in its heap: the version chain's
+    uint64_t slot = 0;    // index in its heap: the version chain's
+    uint64_t offset = 0;  // of the slot in the table's region
     store::TableId table = 0;
     store::PartitionId partition = 0;
     store::SlotRef at() const { return {rec, lock, ts}; }

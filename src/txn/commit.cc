@@ -53,13 +53,24 @@ void Engine::commit() {
     }
     if (policy_.commit == CommitPath::kWrite) {
       if (crash_ && (!mvcc_on() || onesided)) {
-        // Tests: the write-backs first, the unlocks after the crash point.
-        batch_.write({a.ref.addr.node, a.ref.addr.region, a.ref.addr.offset + 8}, image + 8,
-                     static_cast<uint32_t>(sizeof(store::RecordHeader) - 8 + vs));
+        // Tests: the write-backs first, the unlocks after the crash point
+        // (around the ts word where remote raises change it).
+        const r2::RemoteAddr& at = a.ref.addr;
+        if (onesided && locks_ == nullptr) {
+          batch_.write({at.node, at.region, at.offset + 8}, image + 8,
+                       static_cast<uint32_t>(store::kTsOffset - 8));
+          batch_.write({at.node, at.region, at.offset + store::kValueOffset},
+                       image + store::kValueOffset, vs);
+        } else {
+          batch_.write({at.node, at.region, at.offset + 8}, image + 8,
+                       static_cast<uint32_t>(sizeof(store::RecordHeader) - 8 + vs));
+        }
         refs_.push_back(a.ref);
       } else if (locks_ != nullptr) {
         add_commit(batch_, a.ref, locks_->lock_of(a.ref.addr), image, zero,
                    policy_.passive_ack && !gts());
+      } else if (onesided) {
+        add_commit_keep_ts(batch_, a.ref, image, zero, policy_.passive_ack && !gts());
       } else {
         add_commit(batch_, a.ref, image, zero, policy_.passive_ack && !gts());
       }

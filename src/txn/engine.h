@@ -367,6 +367,11 @@ class Engine final : public Txn {
     uint8_t* image;   // the record READ
   };
   std::vector<OneSidedRow> snap_onesided_;
+  std::vector<size_t> snap_lookup_;  // snapshot rows missing from the location cache
+  std::vector<TableKey> snap_lookup_keys_;
+  std::vector<RecordRef> snap_lookup_refs_;
+  std::vector<uint8_t*> snap_lookup_copies_;
+  std::vector<Abort> snap_lookup_results_;
   std::vector<size_t> snap_held_;           // snap_onesided_ rows locked, their holder entries READ
   std::vector<MvccLockResult> mvcc_locks_;  // scratch for MVCC lock results
   std::vector<MvccCheckResult> mvcc_checks_;  // scratch for MVCC check results

@@ -53,6 +53,13 @@ class Locator {
   // will look at (no effect on results). A caller about to ask for many
   // keys issues all hints first, so the lookups' cache misses overlap.
   virtual void prefetch_address(ReadPath, TableId, Key) {}
+  // Whether a read of t on the cached paths fills the location cache (then
+  // address_of() knows the key afterwards).
+  virtual bool caches_addresses(TableId) const { return false; }
+  // Where k's record is, as its primary told (a DEP_READ reply): a hint
+  // for later address_of() calls (no effect where there is no cache).
+  virtual void remember_address(TableId, Key, r2::NodeId /*primary*/, uint64_t /*offset*/,
+                                uint32_t /*incarnation*/) {}
   // Rows of an ordered table with records with from <= key <= to,
   // ascending, at most `n`: keys, values (value_size each, back to back),
   // where each record is with the version read, and its incarnation. A row

@@ -44,6 +44,11 @@ struct RowHeader {  // snapshot reply, per row
   uint64_t key;
   uint64_t wts;
   uint64_t version;
+  // Get of a hash table's live record: where it is (its offset in the
+  // table's region, 0 otherwise), so the reader's location cache learns it.
+  uint64_t offset;
+  uint32_t incarnation;
+  uint32_t unused;
 };
 struct ScanRequest {
   uint64_t ts;
@@ -59,7 +64,7 @@ struct WaitTrailer {
   uint64_t exhausted;
 };
 static_assert(sizeof(Header) == 24 && sizeof(Item) == 24 && sizeof(KeyItem) == 24);
-static_assert(sizeof(RowHeader) == 32 && sizeof(ScanRequest) == 32);
+static_assert(sizeof(RowHeader) == 48 && sizeof(ScanRequest) == 32);
 
 constexpr uint32_t kImages = 1;
 // A snapshot request's mode travels in its flags (a value the primary
@@ -384,7 +389,7 @@ bool Service::read_key(const store::TableSpec& t, uint64_t key, uint64_t ts, dst
   const size_t vbytes = padded(t.value_size);
   thread_local std::vector<uint8_t> value;
   value.assign(vbytes, 0);
-  RowHeader row{0, t.value_size, key, 0, 0};
+  RowHeader row{0, t.value_size, key, 0, 0, 0, 0, 0};
   for (int tries = 0; tries < 8; ++tries) {
     uint32_t inc = 0;
     auto r = m_.locate(t, key, &inc);
@@ -434,6 +439,7 @@ bool Service::read_key(const store::TableSpec& t, uint64_t key, uint64_t ts, dst
     }
     if (a == dst::ReadAt::kValue) {
       row.found = 1, row.wts = info.wts, row.version = info.version;
+      if (t.kind == store::TableKind::kHash) row.offset = r->offset, row.incarnation = inc;
     } else {
       // This incarnation began after ts: an older, deleted one may have
       // lived then.
@@ -477,7 +483,7 @@ bool Service::snapshot_get(std::span<const uint8_t> p, std::vector<uint8_t>* rep
     if (!read_key(*t, it.key, h.ts, mode, reply, &locked, true, err)) return false;
     if (locked) {
       ++*blocked;
-      RowHeader row{0, t->value_size, it.key, 0, 0};
+      RowHeader row{0, t->value_size, it.key, 0, 0, 0, 0, 0};
       put(reply, row);
       reply->resize(reply->size() + padded(t->value_size), 0);
     }
@@ -784,6 +790,8 @@ Status rpc_snapshot_get(r2::Co& co, std::span<SnapshotRow> rows, uint64_t ts,
       }
       rows[i].found = h.found != 0;
       rows[i].version = h.version;
+      rows[i].offset = h.offset;
+      rows[i].incarnation = h.incarnation;
       if (rows[i].found && rows[i].value != nullptr) {
         std::memcpy(rows[i].value, b.data() + off, h.value_size);
       }

@@ -23,6 +23,10 @@ struct SnapshotRow {
   bool found = false;
   uint64_t version = 0;
   uint8_t* value = nullptr;  // caller's buffer: the table's value size
+  // DEP_READ of a hash table's live record: its offset in the table's
+  // region at the primary (0: not told) and incarnation.
+  uint64_t offset = 0;
+  uint32_t incarnation = 0;
 };
 
 }  // namespace drtmx::txn

@@ -186,6 +186,13 @@ void add_commit(r2::OpBatch& b, const RecordRef& r, const uint8_t* image, const 
   b.write(at(r, 0), zero, 8, !passive);
 }
 
+void add_commit_keep_ts(r2::OpBatch& b, const RecordRef& r, const uint8_t* image,
+                        const uint64_t* zero, bool passive) {
+  b.write(at(r, 8), image + 8, static_cast<uint32_t>(store::kTsOffset - 8), !passive);
+  b.write(at(r, store::kValueOffset), image + store::kValueOffset, r.value_size, !passive);
+  b.write(at(r, 0), zero, 8, !passive);
+}
+
 void add_unlock(r2::OpBatch& b, const RecordRef& r, const uint64_t* zero, bool passive) {
   b.write(at(r, 0), zero, 8, !passive);
 }

@@ -82,6 +82,13 @@ void add_check(r2::OpBatch& b, const RecordRef& r, LockState* state);
 // `passive` is false.
 void add_commit(r2::OpBatch& b, const RecordRef& r, const uint8_t* image, const uint64_t* zero,
                 bool passive);
+// The same for a record whose tuple timestamp `ts` is in the slot and
+// changes by remote raises (one-sided MVCC): two WRITEs around the ts word,
+// [version .. wts] and the value, so a raise that a snapshot or a read
+// check made while we held the lock is not overwritten (a lowered ts would
+// let a later writer commit below that reader). Then the unlock.
+void add_commit_keep_ts(r2::OpBatch& b, const RecordRef& r, const uint8_t* image,
+                        const uint64_t* zero, bool passive);
 // Queues only the unlock (WRITE 0). Only for a lock known to be ours on
 // a record known to be the one locked (it was validated).
 void add_unlock(r2::OpBatch& b, const RecordRef& r, const uint64_t* zero, bool passive);

@@ -69,7 +69,13 @@ Abort Engine::snapshot_fetch(std::span<const TableKey> keys,
     read_wait_.wait_ns += w.wait_ns;
     if (!s.is_ok()) return blame(Abort::kNodeFailure, rows.front().tk.table);
     if (onesided) {
-      for (size_t j = 0; j < snap_rest_.size(); ++j) snap_rows_[snap_rest_[j]] = rows[j];
+      for (size_t j = 0; j < snap_rest_.size(); ++j) {
+        const SnapshotRow& r = rows[j];
+        // The next snapshot of this row reads it one-sided.
+        if (r.offset != 0)
+          loc_.remember_address(r.tk.table, r.tk.key, r.primary, r.offset, r.incarnation);
+        snap_rows_[snap_rest_[j]] = r;
+      }
     }
   }
   Abort first = Abort::kNone;

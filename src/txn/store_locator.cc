@@ -175,6 +175,14 @@ bool StoreLocator::address_of(ReadPath path, TableId t, Key k, r2::RemoteAddr* a
   return true;
 }
 
+void StoreLocator::remember_address(TableId t, Key k, r2::NodeId primary, uint64_t offset,
+                                    uint32_t incarnation) {
+  const store::TableSpec* s = spec(t);
+  if (s == nullptr || s->kind != store::TableKind::kHash) return;
+  caches_.location().put(store::tables::service_id(t, catalog_.partition_of(*s, k)), k,
+                         {{primary, store::tables::table_region(t), offset}, incarnation});
+}
+
 void StoreLocator::prefetch_address(ReadPath path, TableId t, Key k) {
   if (path != ReadPath::kOneSidedCached && path != ReadPath::kHybrid) return;
   const store::TableSpec* s = spec(t);

@@ -63,6 +63,12 @@ class StoreLocator final : public Locator {
   bool address_of(ReadPath path, TableId t, Key k, r2::RemoteAddr* addr,
                   uint32_t* incarnation) override;
   void prefetch_address(ReadPath path, TableId t, Key k) override;
+  bool caches_addresses(TableId t) const override {
+    const store::TableSpec* s = spec(t);
+    return s != nullptr && s->kind == store::TableKind::kHash;
+  }
+  void remember_address(TableId t, Key k, r2::NodeId primary, uint64_t offset,
+                        uint32_t incarnation) override;
   // By the owner RPCs of index_ops.h (the primary from the catalog).
   Status reserve(r2::Co& co, std::span<Reservation> items, uint64_t lock_word) override;
   Status remove_held(r2::Co& co, std::span<const HeldRecord> items, uint64_t lock_word,
