@@ -1092,6 +1092,12 @@ INSTANTIATE_TEST_SUITE_P(Presets, TxnOps,
 // the writers' clocks: only DEP_READ's raise of B's ts pushes TX1 (and so
 // TX2) above it. With the raise skipped (an unsafe test switch) the same
 // script shows the anomaly — the check below can fail.
+// Yields until `step` reaches `s` (20 s at most): the scripted tests' steps.
+void wait_step(r2::Co& co, const std::atomic<int>& step, int s) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (step.load() < s && std::chrono::steady_clock::now() < until) co.yield_idle();
+}
+
 struct AnomalyOutcome {
   int64_t a = -1, b = -1;
   Abort reader = Abort::kNotSupported;
@@ -1124,10 +1130,7 @@ AnomalyOutcome run_anomaly(bool skip_raise, const std::string& preset = "drtmx",
   };
   std::atomic<int> step{0};  // 1: B read; 2: writers done
   AnomalyOutcome out;
-  auto wait_for = [&](r2::Co& co, int s) {
-    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    while (step.load() < s && std::chrono::steady_clock::now() < until) co.yield_idle();
-  };
+  auto wait_for = [&](r2::Co& co, int s) { wait_step(co, step, s); };
   r.body = [&](TxnContext& c) {
     if (c.index == 0) {  // node 0: the snapshot
       if (warm) {
@@ -1267,10 +1270,7 @@ HolderOutcome run_holder(bool reader_ahead) {
     };
   };
   HolderOutcome out;
-  auto wait_for = [&](r2::Co& co, int s) {
-    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    while (step.load() < s && std::chrono::steady_clock::now() < until) co.yield_idle();
-  };
+  auto wait_for = [&](r2::Co& co, int s) { wait_step(co, step, s); };
   r.body = [&](TxnContext& c) {
     if (c.index == 0) {  // node 0: the snapshot, its location cache warm
       const Abort w = c.engine.run_with_retry([&](Txn& tx) {
