@@ -92,6 +92,10 @@ const CopyLayout* MvccNode::copy_at(store::NodeId16 node, store::TableId t, uint
   return nullptr;
 }
 
+r2::RemoteAddr CopyLayout::version_addr(uint64_t offset) const {
+  return {node, MvccNode::kVersionRegion, vs_offset + offset};
+}
+
 const CopyLayout* MvccNode::copy_of(store::NodeId16 node, store::TableId t,
                                     store::PartitionId p) const {
   if (node >= layouts_.size() || t >= layouts_[node].size()) return nullptr;

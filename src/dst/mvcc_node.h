@@ -82,6 +82,8 @@ struct CopyLayout {
   uint64_t heap_offset = 0, slot_bytes = 0, slots = 0;
   uint64_t vs_offset = 0;  // the version store's area in kVersionRegion
   VersionStoreOptions vs;
+  // Where `offset` of the copy's version-store area is (kVersionRegion).
+  r2::RemoteAddr version_addr(uint64_t offset) const;
   // Whether `offset` (in the table region) is the start of a record slot
   // of this copy's heap, and which one.
   bool slot_at(uint64_t offset, uint64_t* slot) const {

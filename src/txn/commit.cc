@@ -57,10 +57,7 @@ void Engine::commit() {
         // (around the ts word where remote raises change it).
         const r2::RemoteAddr& at = a.ref.addr;
         if (onesided && locks_ == nullptr) {
-          batch_.write({at.node, at.region, at.offset + 8}, image + 8,
-                       static_cast<uint32_t>(store::kTsOffset - 8));
-          batch_.write({at.node, at.region, at.offset + store::kValueOffset},
-                       image + store::kValueOffset, vs);
+          add_write_back_keep_ts(batch_, a.ref, image, /*passive=*/false);
         } else {
           batch_.write({at.node, at.region, at.offset + 8}, image + 8,
                        static_cast<uint32_t>(sizeof(store::RecordHeader) - 8 + vs));

@@ -372,8 +372,7 @@ class Engine final : public Txn {
   std::vector<RecordRef> snap_lookup_refs_;
   std::vector<uint8_t*> snap_lookup_copies_;
   std::vector<Abort> snap_lookup_results_;
-  std::vector<size_t> snap_held_;           // snap_onesided_ rows locked, their holder entries READ
-  std::vector<MvccLockResult> mvcc_locks_;  // scratch for MVCC lock results
+  std::vector<MvccLockResult> mvcc_locks_;    // scratch for MVCC lock results
   std::vector<MvccCheckResult> mvcc_checks_;  // scratch for MVCC check results
   // One-sided MVCC: per record to update (set_ order), where it is and the
   // words its lock READ (mvcc_onesided.cc); the lane room reserved.

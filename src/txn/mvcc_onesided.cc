@@ -33,7 +33,7 @@
 //          version's wts is the commit timestamp, so a later writer
 //          collects it from wts — ts need not be raised for written
 //          records. The lane header's head word is a bound written once
-//          every kLaneHeadEvery pushes (dst/mvcc_node.h, LaneCursor).
+//          kBoundSlack pushes ahead (dst/mvcc_node.h, LaneCursor).
 // Deletes keep the two-sided steps (the graveyard is the owner's): records
 // to remove are locked, unlocked and removed by RPC.
 #include <algorithm>
@@ -50,10 +50,6 @@ namespace {
 constexpr size_t kWordsPerCheck = 7;  // old, lock, [version .. wts] (5)
 constexpr size_t kWtsWord = offsetof(store::RecordHeader, wts) / 8;
 constexpr size_t kVersionWord = offsetof(store::RecordHeader, version) / 8;
-
-r2::RemoteAddr version_addr(const dst::CopyLayout& l, uint64_t offset) {
-  return {l.node, dst::MvccNode::kVersionRegion, l.vs_offset + offset};
-}
 
 }  // namespace
 
@@ -92,7 +88,7 @@ Abort Engine::mvcc_lock_onesided(uint64_t* collected) {
     if (seen || (c.synced && c.used() + need <= it.copy->vs.lane_capacity)) continue;
     auto* hdr = reinterpret_cast<uint64_t*>(alloc(16));
     if (hdr == nullptr) return Abort::kNotSupported;
-    batch_.read(version_addr(*it.copy, dst::VersionStore::lane_header_offset(it.copy->vs, lane)),
+    batch_.read(it.copy->version_addr(dst::VersionStore::lane_header_offset(it.copy->vs, lane)),
                 hdr, 16);
     refresh.push_back({&c, hdr});
   }
@@ -134,7 +130,7 @@ Abort Engine::mvcc_lock_onesided(uint64_t* collected) {
       batch_.cas(rec, 0, lock_word_, &w[0], /*signaled=*/false);
       batch_.read(rec, it.image, bytes);
     }
-    batch_.read(version_addr(*it.copy, dst::VersionStore::chain_head_offset(it.copy->vs, it.slot)),
+    batch_.read(it.copy->version_addr(dst::VersionStore::chain_head_offset(it.copy->vs, it.slot)),
                 &w[2], 8);
   }
   // The lanes' head bounds, after the items' ops (their indices above):
@@ -149,7 +145,7 @@ Abort Engine::mvcc_lock_onesided(uint64_t* collected) {
     if (bound == nullptr) return Abort::kNotSupported;
     c.published = c.head + c.reserved + dst::LaneCursor::kBoundSlack;
     *bound = c.published;
-    batch_.write(version_addr(*l, dst::VersionStore::lane_header_offset(l->vs, lane) + 8), bound, 8,
+    batch_.write(l->version_addr(dst::VersionStore::lane_header_offset(l->vs, lane) + 8), bound, 8,
                  false);
   }
   const bool ran = batch_.empty() || co_.run(batch_) == r2::OpStatus::kOk;
@@ -256,8 +252,7 @@ Abort Engine::claim_onesided(const std::vector<std::pair<r2::NodeId, TableKey>>&
   // Each part's word: CAS from what this thread last saw it hold up to
   // commit_ts_; a CAS that finds another value below commit_ts_ is retried
   // from it (the word only grows, so few rounds do).
-  using Claim = RangeClaim;
-  std::vector<Claim>& claims = claims_;
+  std::vector<RangeClaim>& claims = claims_;
   claims.clear();
   for (const auto& [node, tk] : parts) {
     const store::TableSpec* t = mvcc_->catalog().find(tk.table);
@@ -267,7 +262,7 @@ Abort Engine::claim_onesided(const std::vector<std::pair<r2::NodeId, TableKey>>&
                                                     mvcc_->catalog().partition_of(*t, tk.key));
     if (l == nullptr) return blame(Abort::kNodeFailure, tk.table);  // no such copy there
     bool dup = false;
-    for (const Claim& c : claims) dup |= c.copy == l;
+    for (const RangeClaim& c : claims) dup |= c.copy == l;
     if (dup) continue;
     auto* old = reinterpret_cast<uint64_t*>(alloc(8));
     if (old == nullptr) return Abort::kNotSupported;
@@ -276,18 +271,18 @@ Abort Engine::claim_onesided(const std::vector<std::pair<r2::NodeId, TableKey>>&
   const uint16_t worker = co_.thread();
   for (int round = 0; round < 8 && !claims.empty(); ++round) {
     batch_.clear();
-    for (const Claim& c : claims) {
+    for (const RangeClaim& c : claims) {
       const uint64_t guess = mvcc_->cursor(worker, c.copy->id).range_seen;
       *c.old = guess;
       if (guess >= commit_ts_) continue;  // raised past us already, as far as we know
-      batch_.cas(version_addr(*c.copy, dst::VersionStore::range_word_offset(c.copy->vs)), guess,
+      batch_.cas(c.copy->version_addr(dst::VersionStore::range_word_offset(c.copy->vs)), guess,
                  commit_ts_, c.old, /*signaled=*/false);
     }
     if (!batch_.empty() && co_.run(batch_) != r2::OpStatus::kOk) {
       return blame(Abort::kNodeFailure, parts.front().second.table);
     }
     size_t keep = 0;
-    for (const Claim& c : claims) {
+    for (const RangeClaim& c : claims) {
       dst::LaneCursor& cur = mvcc_->cursor(worker, c.copy->id);
       const uint64_t guess = cur.range_seen;
       // The CAS returns the word's value: ours went in when that was the
@@ -315,8 +310,8 @@ void Engine::add_holds() {
     hold[0] = lock_word_;
     hold[1] = commit_ts_ - 1;  // we commit above it (commit_ts_ only grows)
     const uint64_t at = dst::VersionStore::holder_offset(it.copy->vs, it.slot);
-    batch_.write(version_addr(*it.copy, at + 8), &hold[1], 8, false);  // ts, then the word
-    batch_.write(version_addr(*it.copy, at), &hold[0], 8, false);
+    batch_.write(it.copy->version_addr(at + 8), &hold[1], 8, false);  // ts, then the word
+    batch_.write(it.copy->version_addr(at), &hold[0], 8, false);
   }
 }
 
@@ -334,10 +329,9 @@ void Engine::mvcc_push_onesided(size_t item) {
   *link = dst::VersionStore::lane_link(lane, pos);
   dst::VersionStore::build_lane_slot(slot, it.image, commit_ts_, it.words[2], l.vs.value_size);
   const uint64_t at = dst::VersionStore::lane_slot_offset(l.vs, lane, pos);
-  batch_.write(version_addr(l, at), slot, static_cast<uint32_t>(bytes), false);
-  batch_.write(version_addr(l, at + dst::VersionStore::kPositionOffset), link, 8, false);
-  batch_.write(version_addr(l, dst::VersionStore::chain_head_offset(l.vs, it.slot)), link, 8,
-               false);
+  batch_.write(l.version_addr(at), slot, static_cast<uint32_t>(bytes), false);
+  batch_.write(l.version_addr(at + dst::VersionStore::kPositionOffset), link, 8, false);
+  batch_.write(l.version_addr(dst::VersionStore::chain_head_offset(l.vs, it.slot)), link, 8, false);
 }
 
 void Engine::mvcc_unreserve_lanes() {

@@ -186,10 +186,15 @@ void add_commit(r2::OpBatch& b, const RecordRef& r, const uint8_t* image, const 
   b.write(at(r, 0), zero, 8, !passive);
 }
 
-void add_commit_keep_ts(r2::OpBatch& b, const RecordRef& r, const uint8_t* image,
-                        const uint64_t* zero, bool passive) {
+void add_write_back_keep_ts(r2::OpBatch& b, const RecordRef& r, const uint8_t* image,
+                            bool passive) {
   b.write(at(r, 8), image + 8, static_cast<uint32_t>(store::kTsOffset - 8), !passive);
   b.write(at(r, store::kValueOffset), image + store::kValueOffset, r.value_size, !passive);
+}
+
+void add_commit_keep_ts(r2::OpBatch& b, const RecordRef& r, const uint8_t* image,
+                        const uint64_t* zero, bool passive) {
+  add_write_back_keep_ts(b, r, image, passive);
   b.write(at(r, 0), zero, 8, !passive);
 }
 

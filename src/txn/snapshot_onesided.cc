@@ -65,6 +65,7 @@ void Engine::snapshot_onesided(std::vector<SnapshotRow>* rows, std::vector<size_
     uint8_t* buf = alloc(40 + store::record_slot_size(loc_.value_size(row.tk.table)));
     if (buf == nullptr) return false;
     x.words = reinterpret_cast<uint64_t*>(buf);
+    x.words[3] = 0;  // the holder entry's word: none READ
     x.image = buf + 40;
     got.push_back(x);
     return true;
@@ -128,27 +129,23 @@ void Engine::snapshot_onesided(std::vector<SnapshotRow>* rows, std::vector<size_
     batch_.read(x.addr, x.image, bytes);
   }
   const bool ran = co_.run(batch_) == r2::OpStatus::kOk;
-  // Locked rows whose holder may have published a timestamp above ours.
-  std::vector<size_t>& held = snap_held_;
-  held.clear();
+  // Locked rows whose holder may have published a timestamp above ours:
+  // their holder entries (words[3..4]; words[3] stays 0 for the others).
   if (raise && ran) {
     batch_.clear();
-    for (size_t k = 0; k < got.size(); ++k) {
-      const OneSidedRow& x = got[k];
-      const SnapshotRow& row = (*rows)[x.row];
-      store::RecordHeader h;
-      std::memcpy(&h, x.image, sizeof h);
-      const uint64_t lock = x.words[2];
+    for (const OneSidedRow& x : got) {
       const dst::CopyLayout* l =
-          lock == 0 ? nullptr : mvcc_->copy_at(x.addr.node, row.tk.table, x.addr.offset);
+          x.words[2] == 0 ? nullptr
+                          : mvcc_->copy_at(x.addr.node, (*rows)[x.row].tk.table, x.addr.offset);
       uint64_t slot = 0;
       if (l == nullptr || !l->slot_at(x.addr.offset, &slot) || l->vs.lanes == 0) continue;
       const uint64_t at = dst::VersionStore::holder_offset(l->vs, slot);
-      batch_.read({l->node, dst::MvccNode::kVersionRegion, l->vs_offset + at}, &x.words[3], 8);
-      batch_.read({l->node, dst::MvccNode::kVersionRegion, l->vs_offset + at + 8}, &x.words[4], 8);
-      held.push_back(k);
+      batch_.read(l->version_addr(at), &x.words[3], 8);
+      batch_.read(l->version_addr(at + 8), &x.words[4], 8);
     }
-    if (!held.empty() && co_.run(batch_) != r2::OpStatus::kOk) held.clear();
+    if (!batch_.empty() && co_.run(batch_) != r2::OpStatus::kOk) {
+      for (const OneSidedRow& x : got) x.words[3] = 0;  // none trusted
+    }
   }
   for (size_t k = 0; k < got.size(); ++k) {
     const OneSidedRow& x = got[k];
@@ -161,8 +158,7 @@ void Engine::snapshot_onesided(std::vector<SnapshotRow>* rows, std::vector<size_
     if (ok && dst) {
       const uint64_t lock = x.words[2];
       // Unlocked, or held by a writer that commits above the read timestamp.
-      ok = lock == 0 || (std::find(held.begin(), held.end(), k) != held.end() &&
-                         x.words[3] == lock && x.words[4] >= read_ts_);
+      ok = lock == 0 || (x.words[3] == lock && x.words[4] >= read_ts_);
     }
     ok = ok && store::verify(x.image, vs, row.tk.key, x.incarnation) == store::RecordCheck::kOk &&
          h.version != 0 && h.wts <= read_ts_;

@@ -454,7 +454,7 @@ Status TxnNode::setup_worker(r2::Worker& w, const r2::Region* scratch, const r2:
             }
             return versioned;
           }
-        } ctx{mvcc_.get(), spec, &r};
+        } ctx{mvcc_.get(), spec, &r, ~uint64_t{0}, false, {}};
         if (mvcc_ && spec != nullptr) {
           keep.wts = r.ts;
           keep.will_keep = [x = &ctx](uint64_t offset) {
