@@ -327,8 +327,23 @@ void execute_in_order(const OpBatch& b, const std::map<r2::RegionId, uint8_t*>& 
     between(i);
     const r2::WorkRequest& op = b.op(i);
     uint8_t* remote = mem.at(op.remote.region) + op.remote.offset;
-    ASSERT_EQ(op.verb, r2::Verb::kRead);
-    std::memcpy(op.local, remote, op.len);
+    switch (op.verb) {
+      case r2::Verb::kRead:
+        std::memcpy(op.local, remote, op.len);
+        break;
+      case r2::Verb::kWrite:
+        std::memcpy(remote, op.local, op.len);
+        break;
+      case r2::Verb::kCas: {
+        uint64_t cur;
+        std::memcpy(&cur, remote, 8);
+        std::memcpy(op.local, &cur, 8);
+        if (cur == op.compare) std::memcpy(remote, &op.operand, 8);
+        break;
+      }
+      default:
+        FAIL() << "execute_in_order: an op this test does not model";
+    }
   }
 }
 
@@ -435,6 +450,67 @@ TEST(RecordOps, ACheckOfALockWordApartReadsItBeforeTheVersion) {
   EXPECT_EQ(cb.op(0).remote.offset, 8u);
   EXPECT_EQ(cb.op(1).remote.region, kLocks);
   EXPECT_EQ(cb.op(1).remote.offset, 0u);
+}
+
+// One-sided MVCC: a snapshot's raise of a record's ts, made while a writer
+// holds the lock, survives that writer's commit. The snapshot's doorbell
+// is CAS(ts -> read_ts), READ lock word, READ record (snapshot_onesided.cc);
+// the writer (commit ts below read_ts) writes back and unlocks between the
+// CAS and the lock READ. The snapshot then sees the lock free and reads the
+// writer's version (its wts is below read_ts) — so ts must still be
+// read_ts, or a next writer collects the lower ts, commits below read_ts
+// and changes what the snapshot already read. add_commit_keep_ts keeps the
+// raise; a write-back over the whole header (add_commit) loses it.
+TEST(RecordOps, AOneSidedMvccCommitKeepsARaiseMadeUnderItsLock) {
+  constexpr uint64_t kTs0 = 10, kCommit = 20, kReadTs = 100;
+  const uint64_t writer = store::lock_word(1, 0, 0, 1);
+  const int64_t v1[2] = {7, 0}, v2[2] = {8, 0};
+  RecordRef r;
+  r.addr = {0, kData, 0};
+  r.value_size = kValue;
+  r.version = 1;
+  alignas(64) uint8_t image[256] = {};  // the writer's new version
+  build_image(image, 5, 1, 2, v2, kValue);
+  reinterpret_cast<store::RecordHeader*>(image)->wts = kCommit;
+  reinterpret_cast<store::RecordHeader*>(image)->ts = kCommit;
+  store::seal(image, kValue);
+  const uint64_t zero = 0;
+
+  // Runs the interleaving with the writer's commit batch `commit`; returns
+  // the record's ts afterwards, and checks what the snapshot read.
+  auto run = [&](const OpBatch& commit) {
+    alignas(64) uint8_t slot[256] = {};
+    build_image(slot, 5, 1, 1, v1, kValue);
+    reinterpret_cast<store::RecordHeader*>(slot)->wts = 5;
+    reinterpret_cast<store::RecordHeader*>(slot)->ts = kTs0;
+    store::seal(slot, kValue);
+    reinterpret_cast<store::RecordHeader*>(slot)->lock = writer;  // the writer holds it
+    const std::map<r2::RegionId, uint8_t*> mem = {{kData, slot}};
+    uint64_t seen_ts = 0, old_ts = 0, lock = 1;
+    alignas(64) uint8_t got[256] = {};
+    OpBatch snap;
+    snap.read({0, kData, store::kTsOffset}, &seen_ts, 8);
+    snap.cas({0, kData, store::kTsOffset}, kTs0, kReadTs, &old_ts, false);
+    snap.read({0, kData, 0}, &lock, 8);
+    snap.read({0, kData, 0}, got, static_cast<uint32_t>(kSlot));
+    execute_in_order(snap, mem, [&](size_t i) {
+      if (i == 2) execute_in_order(commit, mem, [](size_t) {});
+    });
+    EXPECT_EQ(old_ts, kTs0) << "the raise took place";
+    EXPECT_EQ(lock, 0u);
+    EXPECT_EQ(store::verify(got, kValue, 5, 1), store::RecordCheck::kOk);
+    store::RecordHeader h;
+    std::memcpy(&h, got, sizeof h);
+    EXPECT_EQ(h.version, 2u) << "the snapshot reads the writer's version";
+    EXPECT_LE(h.wts, kReadTs);
+    return *store::ts_word(slot);
+  };
+  OpBatch keep;
+  add_commit_keep_ts(keep, r, image, &zero, false);
+  EXPECT_EQ(run(keep), kReadTs) << "the commit lowered the ts a snapshot raised";
+  OpBatch over;  // why the one-sided MVCC commit does not use add_commit
+  add_commit(over, r, image, &zero, false);
+  EXPECT_EQ(run(over), kCommit) << "a write over the ts word loses the raise";
 }
 
 // On a fabric: a lock taken one-sided or by RPC is in the lock region, by
