@@ -146,7 +146,7 @@ void run_bank(const std::string& preset) {
                       return r ? std::make_pair(r->base, r->size)
                                : std::make_pair(nullptr, size_t{0});
                     },
-                    /*lock_word=*/{}};
+                    /*lock_word=*/{}, /*flush=*/{}, /*drain=*/{}};
     ASSERT_TRUE(register_record_handlers(w, lr).is_ok());
     ASSERT_TRUE(w.register_handler(kReadRpc, [table](r2::RpcRequest& r) {
                    Key k;
