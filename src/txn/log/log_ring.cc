@@ -205,37 +205,33 @@ LogReader::At LogReader::probe(uint64_t pos_abs, uint64_t seq, LogEntry* e, uint
   return At::kEntry;
 }
 
-LogReader::Polled LogReader::poll(const Apply& apply, uint32_t max) {
-  Polled r;
-  while (r.applied < max) {
-    LogEntry e;
-    uint64_t total = 0;
-    const At a = probe(head_, next_seq_, &e, &total);
+bool LogReader::next_eager(LogEntry* e, uint64_t* total, Polled* r) {
+  for (;;) {
+    const At a = probe(head_, next_seq_, e, total);
     if (a == At::kGap) {
-      head_ += total;
+      head_ += *total;
       continue;
     }
-    if (a == At::kNone) break;
     if (a == At::kCorrupt) {
-      r.corrupt = true;
-      r.found_seq = e.seq;
-      break;
+      r->corrupt = true;
+      r->found_seq = e->seq;
     }
-    if (e.kind == kLogData) {
-      last_mark_ = e.mark;
-      apply(e.seq, e.payload, e.len);
-      ++r.applied;
-    }
-    // Zero before the space can be reported free, so a later partial write
-    // over it can never look complete with stale bytes.
-    std::memset(ring_ + (head_ & (bytes_ - 1)), 0, image_bytes(e.kind, e.len));
-    head_ += total;
-    ++next_seq_;
+    return a == At::kEntry;
   }
+}
+
+void LogReader::consume_eager(const LogEntry& e, uint64_t total) {
+  // Zero before the space can be reported free, so a later partial write
+  // over it can never look complete with stale bytes.
+  std::memset(ring_ + (head_ & (bytes_ - 1)), 0, image_bytes(e.kind, e.len));
+  head_ += total;
+  ++next_seq_;
+}
+
+void LogReader::end_eager(Polled* r) {
   cursor_ = head_;
   cursor_seq_ = next_seq_;
-  r.report = head_ - reported_ >= reclaim_every_;
-  return r;
+  r->report = head_ - reported_ >= reclaim_every_;
 }
 
 bool LogReader::peek(LogEntry* out, bool* corrupt, uint64_t* found_seq) {

@@ -191,7 +191,6 @@ class LogReader {
   LogReader(uint8_t* ring, uint32_t ring_bytes, uint32_t reclaim_every, uint64_t start_head = 0,
             uint64_t start_seq = 1);
 
-  using Apply = std::function<void(uint64_t seq, const uint8_t* payload, uint32_t len)>;
   struct Polled {
     uint32_t applied = 0;
     bool report = false;     // send head() to the writer now
@@ -199,8 +198,25 @@ class LogReader {
     uint64_t found_seq = 0;  // when corrupt: the sequence number found
   };
   // Eager reading (no durability): applies up to `max` complete entries
-  // in order, zeroing each at once.
-  Polled poll(const Apply& apply, uint32_t max);
+  // in order, zeroing each at once. `apply(seq, payload, len)` is called
+  // for each data entry (a template: the appliers poll every ring on
+  // every loop iteration, and a std::function could allocate per call).
+  template <class Apply>
+  Polled poll(Apply&& apply, uint32_t max) {
+    Polled r;
+    LogEntry e;
+    uint64_t total = 0;
+    while (r.applied < max && next_eager(&e, &total, &r)) {
+      if (e.kind == kLogData) {
+        last_mark_ = e.mark;
+        apply(e.seq, e.payload, e.len);
+        ++r.applied;
+      }
+      consume_eager(e, total);
+    }
+    end_eager(&r);
+    return r;
+  }
 
   // --- gated reading (durable logs) -----------------------------------------
   // The next complete data entry at the read cursor (wrap entries and gaps
@@ -243,6 +259,12 @@ class LogReader {
   // What sits at ring position `pos` when `seq` is expected there.
   enum class At : uint8_t { kNone, kEntry, kGap, kCorrupt };
   At probe(uint64_t pos, uint64_t seq, LogEntry* e, uint64_t* total) const;
+  // poll()'s steps: the next complete entry at the head, gaps skipped
+  // (false at none, or at a corrupt one: then r->corrupt); zeroing it and
+  // moving past it; the cursor and the report after the last.
+  bool next_eager(LogEntry* e, uint64_t* total, Polled* r);
+  void consume_eager(const LogEntry& e, uint64_t total);
+  void end_eager(Polled* r);
 
   uint8_t* ring_;
   uint32_t bytes_;

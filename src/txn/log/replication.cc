@@ -627,25 +627,17 @@ bool BackupApplier::poll() {
       continue;
     }
     LogReader& r = readers_[n];
-    // One pointer captured: the std::function holds it without allocating
-    // (this runs for every ring on every poll).
-    struct Ctx {
-      BackupApplier* self;
-      LogReader* r;
-      uint16_t n;
-    } ctx{this, &r, n};
     auto res = r.poll(
-        [c = &ctx](uint64_t seq, const uint8_t* p, uint32_t len) {
-          BackupApplier& a = *c->self;
-          if (!decode_redo(p, len, &a.decoded_)) {
-            a.stop_corrupt("the ring written by node " + std::to_string(c->n) + " thread " +
-                           std::to_string(a.w_.thread()) + ": entry " + std::to_string(seq) + " (" +
-                           std::to_string(len) + " bytes) does not decode");
+        [&](uint64_t seq, const uint8_t* p, uint32_t len) {
+          if (!decode_redo(p, len, &decoded_)) {
+            stop_corrupt("the ring written by node " + std::to_string(n) + " thread " +
+                         std::to_string(w_.thread()) + ": entry " + std::to_string(seq) + " (" +
+                         std::to_string(len) + " bytes) does not decode");
             return;
           }
-          if (a.history_per_ring_ != 0) a.remember(c->n, c->r->last_mark());
-          a.took(c->n);
-          a.offer(a.next_entry_++);
+          if (history_per_ring_ != 0) remember(n, r.last_mark());
+          took(n);
+          offer(next_entry_++);
         },
         32);
     if (res.corrupt) {
