@@ -55,12 +55,10 @@ void Engine::commit() {
       if (crash_ && (!mvcc_on() || onesided)) {
         // Tests: the write-backs first, the unlocks after the crash point
         // (around the ts word where remote raises change it).
-        const r2::RemoteAddr& at = a.ref.addr;
         if (onesided && locks_ == nullptr) {
           add_write_back_keep_ts(batch_, a.ref, image, /*passive=*/false);
         } else {
-          batch_.write({at.node, at.region, at.offset + 8}, image + 8,
-                       static_cast<uint32_t>(sizeof(store::RecordHeader) - 8 + vs));
+          add_write_back(batch_, a.ref, image, /*passive=*/false);
         }
         refs_.push_back(a.ref);
       } else if (locks_ != nullptr) {

@@ -180,9 +180,13 @@ void add_check(r2::OpBatch& b, const RecordRef& r, LockState* state) {
   b.read(at(r, 0), state, sizeof(LockState));
 }
 
+void add_write_back(r2::OpBatch& b, const RecordRef& r, const uint8_t* image, bool passive) {
+  b.write(at(r, 8), image + 8, static_cast<uint32_t>(image_bytes(r.value_size)), !passive);
+}
+
 void add_commit(r2::OpBatch& b, const RecordRef& r, const uint8_t* image, const uint64_t* zero,
                 bool passive) {
-  b.write(at(r, 8), image + 8, static_cast<uint32_t>(image_bytes(r.value_size)), !passive);
+  add_write_back(b, r, image, passive);
   b.write(at(r, 0), zero, 8, !passive);
 }
 
@@ -240,7 +244,7 @@ void add_check(r2::OpBatch& b, const RecordRef& r, const r2::RemoteAddr& lock, L
 
 void add_commit(r2::OpBatch& b, const RecordRef& r, const r2::RemoteAddr& lock,
                 const uint8_t* image, const uint64_t* zero, bool passive) {
-  b.write(at(r, 8), image + 8, static_cast<uint32_t>(image_bytes(r.value_size)), !passive);
+  add_write_back(b, r, image, passive);
   b.write(lock, zero, 8, !passive);  // after the data (FIFO)
 }
 

@@ -89,7 +89,10 @@ void add_commit(r2::OpBatch& b, const RecordRef& r, const uint8_t* image, const 
 // let a later writer commit below that reader). Then the unlock.
 void add_commit_keep_ts(r2::OpBatch& b, const RecordRef& r, const uint8_t* image,
                         const uint64_t* zero, bool passive);
-// Only its two write-back WRITEs (tests stop between them and the unlock).
+// The write-backs alone, without the unlock (tests stop between them and
+// the unlock): add_commit's one WRITE of [version .. value end], and
+// add_commit_keep_ts's two around ts.
+void add_write_back(r2::OpBatch& b, const RecordRef& r, const uint8_t* image, bool passive);
 void add_write_back_keep_ts(r2::OpBatch& b, const RecordRef& r, const uint8_t* image, bool passive);
 // Queues only the unlock (WRITE 0). Only for a lock known to be ours on
 // a record known to be the one locked (it was validated).

@@ -1098,6 +1098,28 @@ void wait_step(r2::Co& co, const std::atomic<int>& step, int s) {
   while (step.load() < s && std::chrono::steady_clock::now() < until) co.yield_idle();
 }
 
+// A snapshot that reads `first`, raises `step` to at least `reached`,
+// waits for step `resume`, then reads `second` (the scripted tests' reader);
+// the values into *v1 and *v2, the rows read one-sided into *onesided.
+Abort read_two_with_pause(TxnContext& c, std::atomic<int>& step, Key first, int64_t* v1,
+                          int reached, int resume, Key second, int64_t* v2, uint64_t* onesided) {
+  const uint64_t onesided0 = c.engine.stats().snapshot_reads_onesided;
+  const Abort a = c.engine.run(
+      [&](Txn& tx) {
+        Val v;
+        if (Abort x = tx.get(kKv, first, &v); x != Abort::kNone) return x;
+        *v1 = v.a;
+        step = std::max(step.load(), reached);
+        wait_step(c.co, step, resume);
+        if (Abort x = tx.get(kKv, second, &v); x != Abort::kNone) return x;
+        *v2 = v.a;
+        return Abort::kNone;
+      },
+      Kind::kReadOnly);
+  *onesided = c.engine.stats().snapshot_reads_onesided - onesided0;
+  return a;
+}
+
 struct AnomalyOutcome {
   int64_t a = -1, b = -1;
   Abort reader = Abort::kNotSupported;
@@ -1130,7 +1152,6 @@ AnomalyOutcome run_anomaly(bool skip_raise, const std::string& preset = "drtmx",
   };
   std::atomic<int> step{0};  // 1: B read; 2: writers done
   AnomalyOutcome out;
-  auto wait_for = [&](r2::Co& co, int s) { wait_step(co, step, s); };
   r.body = [&](TxnContext& c) {
     if (c.index == 0) {  // node 0: the snapshot
       if (warm) {
@@ -1141,23 +1162,10 @@ AnomalyOutcome run_anomaly(bool skip_raise, const std::string& preset = "drtmx",
         });
         EXPECT_EQ(w, Abort::kNone);
       }
-      const uint64_t onesided0 = c.engine.stats().snapshot_reads_onesided;
-      out.reader = c.engine.run(
-          [&](Txn& tx) {
-            Val v;
-            if (Abort x = tx.get(kKv, kB, &v); x != Abort::kNone) return x;
-            out.b = v.a;
-            step = 1;
-            wait_for(c.co, 2);
-            if (Abort x = tx.get(kKv, kA, &v); x != Abort::kNone) return x;
-            out.a = v.a;
-            return Abort::kNone;
-          },
-          Kind::kReadOnly);
-      out.onesided_reads = c.engine.stats().snapshot_reads_onesided - onesided0;
+      out.reader = read_two_with_pause(c, step, kB, &out.b, 1, 2, kA, &out.a, &out.onesided_reads);
       step = std::max(step.load(), 2);  // also when the reader failed early
     } else if (c.index == kThreads) {   // node 1: TX1 then TX2
-      wait_for(c.co, 1);
+      wait_step(c.co, step, 1);
       const Abort t1 = c.engine.run_with_retry([&](Txn& tx) {
         Val v;
         if (Abort x = tx.get_for_update(kKv, kB, &v); x != Abort::kNone) return x;
@@ -1270,7 +1278,6 @@ HolderOutcome run_holder(bool reader_ahead) {
     };
   };
   HolderOutcome out;
-  auto wait_for = [&](r2::Co& co, int s) { wait_step(co, step, s); };
   r.body = [&](TxnContext& c) {
     if (c.index == 0) {  // node 0: the snapshot, its location cache warm
       const Abort w = c.engine.run_with_retry([&](Txn& tx) {
@@ -1280,21 +1287,8 @@ HolderOutcome run_holder(bool reader_ahead) {
       });
       EXPECT_EQ(w, Abort::kNone);
       armed = true;
-      wait_for(c.co, 1);
-      const uint64_t onesided0 = c.engine.stats().snapshot_reads_onesided;
-      out.reader = c.engine.run(
-          [&](Txn& tx) {
-            Val v;
-            if (Abort x = tx.get(kKv, kA, &v); x != Abort::kNone) return x;
-            out.a = v.a;
-            step = std::max(step.load(), 2);
-            wait_for(c.co, 3);
-            if (Abort x = tx.get(kKv, kB, &v); x != Abort::kNone) return x;
-            out.b = v.a;
-            return Abort::kNone;
-          },
-          Kind::kReadOnly);
-      out.onesided_reads = c.engine.stats().snapshot_reads_onesided - onesided0;
+      wait_step(c.co, step, 1);
+      out.reader = read_two_with_pause(c, step, kA, &out.a, 2, 3, kB, &out.b, &out.onesided_reads);
       out.blocked_reads = c.engine.last_read_wait().blocked_reads;
     } else if (c.index == kThreads) {  // node 1: H
       const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
