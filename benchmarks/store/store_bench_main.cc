@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "command_line.h"
+#include "r2/shm/segment.h"
 #include "store_bench.h"
 
 namespace po = boost::program_options;
@@ -112,6 +113,13 @@ int main(int argc, char** argv) {
     }
     std::cerr << "store-bench: " << o.status().to_string() << "\n";
     return 2;
+  }
+  if (o->fabric.backend == "shm") {
+    const drtmx::r2::shm::OrphanSweep swept = drtmx::r2::shm::remove_orphan_segments("storebench");
+    if (swept.segments > 0) {
+      std::cout << "store-bench: removed " << swept.segments << " shm segments ("
+                << (swept.bytes >> 20) << " MiB of /dev/shm) left by killed runs\n";
+    }
   }
   auto r = run_store_bench(*o);
   if (!r.is_ok()) {

@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "json_writer.h"
+#include "r2/shm/segment.h"
 #include "txn/engine.h"
 
 namespace drtmx::bench {
@@ -338,6 +339,15 @@ Status report(const BenchOptions& o, const Workload& wl, const store::Catalog& c
   if (given_up)
     std::cout << "  transactions given up after " << kMaxAttempts << " attempts: " << given_up
               << "\n";
+  const std::string shm_huge = o.fabric.backend == "shm" ? r2::shm::dev_shm_huge_option() : "";
+  if (shm_huge == "never" || shm_huge == "advise" || shm_huge == "deny") {
+    std::cout << "  shm pages: 4 KiB (/dev/shm is mounted huge=" << shm_huge
+              << "); 2 MiB pages run faster: mount -o remount,huge=within_size /dev/shm "
+                 "(docs/performance.md)\n";
+  } else if (!shm_huge.empty()) {
+    std::cout << "  shm pages: 2 MiB where they fit (/dev/shm is mounted huge=" << shm_huge
+              << ")\n";
+  }
   print_durability(o, dur, run);
   print_failover(fo, timeline);
   std::cout << "  check: " << (check.is_ok() ? "ok" : check.message()) << "\n";
@@ -432,6 +442,7 @@ Status report(const BenchOptions& o, const Workload& wl, const store::Catalog& c
     j.key("processes").value(!o.inprocess).key("workload").value(wl.describe());
     j.key("local_shortcuts").value(o.local_shortcuts);
     j.key("sibling_wait").value(o.sibling_wait);
+    if (!shm_huge.empty()) j.key("shm_huge").value(shm_huge);
     j.end_object();
     j.end_object();
     std::string err;

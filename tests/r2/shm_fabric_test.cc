@@ -4,10 +4,12 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstring>
+#include <sstream>
 #include <thread>
 
 #include "r2/common/clock.h"
@@ -287,6 +289,58 @@ TEST(ShmFabric, SegmentsAreRemovedOnExitAndStaleOnesCleanedAtStart) {
     EXPECT_EQ(count_segments(name), 1);  // stale r9 gone, own msg created
   }
   EXPECT_EQ(count_segments(name), 0);
+}
+
+TEST(ShmFabric, HugeOptionOfDevShmIsReadFromTheMountTable) {
+  auto of = [](const std::string& text) {
+    std::istringstream in(text);
+    return shm::dev_shm_huge_option(in);
+  };
+  EXPECT_EQ(of("proc /proc proc rw 0 0\n"
+               "tmpfs /dev/shm tmpfs rw,relatime,size=24684084k,huge=within_size 0 0\n"),
+            "within_size");
+  EXPECT_EQ(of("tmpfs /dev/shm tmpfs rw,huge=always,relatime 0 0\n"), "always");
+  // No huge= option: the kernel's default for a tmpfs mount, never.
+  EXPECT_EQ(of("tmpfs /dev/shm tmpfs rw,nosuid,nodev 0 0\n"), "never");
+  // Other mounts' options are not /dev/shm's; no /dev/shm at all is "".
+  EXPECT_EQ(of("tmpfs /run tmpfs rw,huge=always 0 0\n"), "");
+  EXPECT_EQ(of("tmpfs /dev/shm2 tmpfs rw,huge=always 0 0\ngarbage\n\n"), "");
+  EXPECT_EQ(of(""), "");
+}
+
+TEST(ShmFabric, SegmentsOfKilledLaunchersAreSweptAndLiveOnesKept) {
+  // A launcher name of this test only, so concurrent runs of the real
+  // launchers are never touched.
+  const std::string launcher = "sweeptest" + std::to_string(getpid());
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) _exit(0);
+  int wstatus = 0;
+  ASSERT_EQ(waitpid(child, &wstatus, 0), child);  // now a pid nobody has
+  const std::string dead = launcher + "-" + std::to_string(child);
+  const std::string live = launcher + "-" + std::to_string(getpid());
+  const std::string named = launcher + "-mycluster";  // as --cluster names it
+  auto dead0 = shm::Segment::create(shm::segment_name(dead, 0, "r1"), 1 << 20);
+  auto dead1 = shm::Segment::create(shm::segment_name(dead, 1, "msg"), 1 << 16);
+  auto alive = shm::Segment::create(shm::segment_name(live, 0, "r1"), 1 << 16);
+  auto custom = shm::Segment::create(shm::segment_name(named, 0, "r1"), 1 << 16);
+  ASSERT_TRUE(dead0.is_ok() && dead1.is_ok() && alive.is_ok() && custom.is_ok());
+  const shm::OrphanSweep r = shm::remove_orphan_segments(launcher);
+  EXPECT_EQ(r.segments, 2);
+  EXPECT_GE(r.bytes, uint64_t{1} << 20);  // the dead cluster's pages
+  ASSERT_EQ(r.clusters.size(), 1u);
+  EXPECT_EQ(r.clusters[0], dead);
+  auto exists = [](const std::string& name) {
+    return access(("/dev/shm" + name).c_str(), F_OK) == 0;
+  };
+  EXPECT_FALSE(exists(shm::segment_name(dead, 0, "r1")));
+  EXPECT_FALSE(exists(shm::segment_name(dead, 1, "msg")));
+  EXPECT_TRUE(exists(shm::segment_name(live, 0, "r1")));
+  EXPECT_TRUE(exists(shm::segment_name(named, 0, "r1")));
+  // The removed segment's mapping stays usable by whoever holds it.
+  dead0->data()[0] = 7;
+  EXPECT_EQ(dead0->data()[0], 7);
+  EXPECT_EQ(shm::remove_orphan_segments(launcher).segments, 0);
 }
 
 TEST(ShmFabric, RegistrationErrors) {

@@ -2,12 +2,17 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <fstream>
+#include <sstream>
+#include <vector>
 
 namespace drtmx::r2::shm {
 
@@ -95,6 +100,27 @@ Result<Segment> Segment::open(const std::string& name, size_t size) {
   return s;
 }
 
+std::string dev_shm_huge_option() {
+  std::ifstream mounts("/proc/mounts");
+  return dev_shm_huge_option(mounts);
+}
+
+std::string dev_shm_huge_option(std::istream& mounts) {
+  std::string line;
+  while (std::getline(mounts, line)) {
+    std::istringstream in(line);
+    std::string dev, dir, type, opts;
+    if (!(in >> dev >> dir >> type >> opts) || dir != "/dev/shm") continue;
+    std::string huge = "never";
+    std::istringstream os(opts);
+    for (std::string o; std::getline(os, o, ',');) {
+      if (o.rfind("huge=", 0) == 0) huge = o.substr(5);
+    }
+    return huge;
+  }
+  return "";
+}
+
 int remove_segments(const std::string& cluster, int node) {
   std::string prefix = "drtmx." + cluster + ".";
   if (node >= 0) prefix += "n" + std::to_string(node) + ".";
@@ -109,6 +135,38 @@ int remove_segments(const std::string& cluster, int node) {
   }
   closedir(d);
   return removed;
+}
+
+OrphanSweep remove_orphan_segments(const std::string& launcher) {
+  OrphanSweep r;
+  const std::string prefix = "drtmx." + launcher + "-";
+  DIR* d = opendir("/dev/shm");
+  if (d == nullptr) return r;
+  std::vector<std::string> names;
+  while (dirent* e = readdir(d)) {
+    if (std::strncmp(e->d_name, prefix.c_str(), prefix.size()) == 0) names.emplace_back(e->d_name);
+  }
+  closedir(d);
+  for (const std::string& name : names) {
+    // "drtmx.<launcher>-<pid>.n<node>.<what>": a default cluster name.
+    const size_t dot = name.find('.', prefix.size());
+    if (dot == std::string::npos || dot == prefix.size()) continue;
+    const std::string digits = name.substr(prefix.size(), dot - prefix.size());
+    if (digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos) continue;
+    const pid_t pid = static_cast<pid_t>(std::stol(digits));
+    if (pid <= 0 || kill(pid, 0) == 0 || errno != ESRCH) continue;  // alive, or not ours to judge
+    struct stat st {};
+    const std::string path = "/dev/shm/" + name;
+    const uint64_t bytes = stat(path.c_str(), &st) == 0 ? uint64_t(st.st_blocks) * 512 : 0;
+    if (shm_unlink(("/" + name).c_str()) != 0) continue;
+    ++r.segments;
+    r.bytes += bytes;
+    const std::string cluster = launcher + "-" + digits;
+    if (std::find(r.clusters.begin(), r.clusters.end(), cluster) == r.clusters.end()) {
+      r.clusters.push_back(cluster);
+    }
+  }
+  return r;
 }
 
 }  // namespace drtmx::r2::shm

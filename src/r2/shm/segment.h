@@ -10,7 +10,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <istream>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 
@@ -45,8 +47,34 @@ class Segment {
   bool owner_ = false;
 };
 
+// The `huge=` option /dev/shm is mounted with ("never" when it has none,
+// or "" when /proc/mounts lists no /dev/shm). With "within_size" or
+// "always" the kernel backs segments with 2 MiB pages where they fit
+// (posix_fallocate allocates them so), and a READ of a random record no
+// longer misses the TLB first; drtmx-bench names it in its report
+// (docs/performance.md has the difference it makes). Mount options are the
+// administrator's: drtmx never changes them.
+std::string dev_shm_huge_option();
+// The same, read from `mounts` (the format of /proc/mounts).
+std::string dev_shm_huge_option(std::istream& mounts);
+
 // Unlinks every segment whose name starts with "drtmx.<cluster>." and, when
 // node >= 0, belongs to that node. Returns how many were removed.
 int remove_segments(const std::string& cluster, int node);
+
+// Segments left behind by killed launchers: a launcher that uses the
+// default cluster name "<launcher>-<pid>" (drtmx-bench: "drtmxbench",
+// store-bench: "storebench") and was killed (SIGKILL, a test timeout)
+// cannot unlink its segments, and each run would leave its database in
+// /dev/shm. This removes every "drtmx.<launcher>-<pid>." segment whose pid
+// no longer exists (names chosen with --cluster are never touched: nothing
+// says whether their cluster still runs). Nodes that still map a removed
+// segment keep their mapping; only the name goes.
+struct OrphanSweep {
+  int segments = 0;
+  uint64_t bytes = 0;                 // the memory given back
+  std::vector<std::string> clusters;  // "<launcher>-<pid>" of each
+};
+OrphanSweep remove_orphan_segments(const std::string& launcher);
 
 }  // namespace drtmx::r2::shm
