@@ -23,6 +23,7 @@ constexpr r2::RegionId kLog = 1, kScratch = 2;
 struct Value {
   uint64_t version;
   std::vector<uint8_t> bytes;
+  bool operator==(const Value&) const = default;
 };
 using Copy = std::map<std::pair<uint16_t, uint64_t>, Value>;  // (table, key)
 
@@ -253,6 +254,111 @@ TEST(Replication, DurableDeleteEntryIsNeverReleasedBeforeItsKeysEarlierChange) {
                        << " without its later delete: recovery would bring the key back";
   EXPECT_FALSE(ring_holds(0, RedoOp::kInsert) && !ring_holds(1, RedoOp::kDelete));
   EXPECT_FALSE(ring_holds(1, RedoOp::kDelete)) << "the delete's entry was never released";
+}
+
+// Staged installs (BackupApplier::set_staged_prefetch): node 0 logs
+// entries of 1-4 records of various sizes to node 1, whose applier stages
+// them. Every record is installed with the bytes logged (the staging
+// buffer grows and moves while records are added), in a later poll than
+// the one that took it, after its first and second prefetch; a record the
+// installer refuses once (an earlier change "not arrived") is retried and
+// each key's versions are installed in order. The applier is drained only
+// once nothing is staged.
+TEST(Replication, StagedRecordsAreInstalledAtALaterPollWithTheBytesLogged) {
+  constexpr int kTxns = 600;
+  ReplicationConfig cfg;
+  cfg.layout = {2, 1, 1 << 16};
+  cfg.log_region = kLog;
+  const size_t img = Replicator::image_bytes(cfg);
+  auto c =
+      r2::testing::InProcCluster::make(2, 1, {{kLog, cfg.layout.region_bytes()}, {kScratch, img}});
+  ASSERT_TRUE(c->error.is_ok());
+  std::unique_ptr<Replicator> rep;
+  std::unique_ptr<BackupApplier> app;
+  Copy logged, installed;
+  struct Seen {
+    uint64_t first = ~uint64_t{0}, second = ~uint64_t{0};  // the polls of the prefetches
+  };
+  std::map<std::pair<uint64_t, uint64_t>, Seen> seen;  // (key, version)
+  std::atomic<int> bad{0};
+  std::atomic<bool> logged_all{false}, drained{false};
+  uint64_t refusals = 0, installs = 0;
+  std::mt19937 refuse_rng(7);
+  r2::WorkerConfig wc;
+  wc.coroutines = 1;
+  auto run = r2::testing::run_workers(*c, wc, [&](r2::Worker& w) {
+    if (w.node() == 1) {
+      app = std::make_unique<BackupApplier>(
+          w, cfg, c->base(1, kLog), BackupApplier::TryInstall([&](const RedoRecord& r) {
+            Seen& s = seen[{r.key, r.version}];
+            // A later poll than the take, after both prefetches.
+            if (s.first == ~uint64_t{0} || s.second == ~uint64_t{0} || s.second < s.first ||
+                app->polls() <= s.first) {
+              ++bad;
+            }
+            Value& v = installed[{r.table, r.key}];
+            if (r.version <= v.version) ++bad;            // installed twice
+            if (r.version > v.version + 1) return false;  // its key's earlier change waits
+            if (refuse_rng() % 5 == 0) {
+              ++refusals;
+              return false;  // as if an earlier change had not arrived
+            }
+            v = {r.version, {r.value.begin(), r.value.end()}};
+            ++installs;
+            return true;
+          }));
+      app->set_prefetch([&](const RedoRecord& r) {
+        Seen& s = seen[{r.key, r.version}];
+        if (s.first != ~uint64_t{0}) ++bad;  // once per take
+        s.first = app->polls();
+      });
+      app->set_staged_prefetch([&](const RedoRecord& r) {
+        seen[{r.key, r.version}].second = app->polls();
+      });
+      ASSERT_TRUE(w.spawn([&](Co& co) {
+                     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+                     while (!logged_all.load() && std::chrono::steady_clock::now() < until) {
+                       co.yield();
+                     }
+                     const uint64_t p0 = app->polls();
+                     while (!app->drained_since(p0) && std::chrono::steady_clock::now() < until) {
+                       co.yield();
+                     }
+                     drained = app->drained_since(p0);
+                   }).is_ok());
+      return;
+    }
+    rep = std::make_unique<Replicator>(w, cfg);
+    ASSERT_TRUE(rep->attach().is_ok());
+    ASSERT_TRUE(w.spawn([&](Co& co) {
+                   LogBuffers buf;
+                   buf.images = c->base(0, kScratch);
+                   std::mt19937 rng(3);
+                   const r2::NodeId backups[1] = {1};
+                   for (int t = 0; t < kTxns; ++t) {
+                     std::vector<RedoRecord> recs(1 + rng() % 4);
+                     std::vector<std::vector<uint8_t>> vals(recs.size());
+                     for (size_t i = 0; i < recs.size(); ++i) {
+                       recs[i].table = 0;
+                       // Distinct keys within an entry; versions grow per key.
+                       recs[i].key = (rng() % 8) * 8 + i;
+                       Value& v = logged[{0, recs[i].key}];
+                       recs[i].version = ++v.version;
+                       vals[i].assign(1 + rng() % 700, static_cast<uint8_t>(rng()));
+                       v.bytes = vals[i];
+                       recs[i].value = vals[i];
+                     }
+                     ASSERT_TRUE(rep->log(co, backups, recs, buf).is_ok());
+                   }
+                   logged_all = true;
+                 }).is_ok());
+  });
+  ASSERT_FALSE(run.timed_out);
+  EXPECT_TRUE(drained.load()) << app->stuck();
+  EXPECT_EQ(bad.load(), 0);
+  EXPECT_GT(refusals, 0u) << "no record was deferred: the retry went untested";
+  EXPECT_EQ(app->applied(), uint64_t{kTxns});
+  EXPECT_EQ(installed, logged);
 }
 
 TEST(Replication, ABackupThatNeverAppliesMakesLogFullNotAHang) {

@@ -123,6 +123,20 @@ bool HashTable::find_locked(uint32_t head, uint64_t key, SlotPos* pos) const {
   return false;
 }
 
+bool HashTable::prefetch_record(uint64_t key, uint64_t* offset) const {
+  const Bucket img = load_bucket(bucket_ptr(bucket_index(key, layout_.buckets)));
+  for (uint32_t s = 0; s < kSlotsPerBucket; ++s) {
+    if (img.slots[s].ref == 0 || img.slots[s].key != key) continue;
+    const uint64_t off = ref_offset(img.slots[s].ref);
+    if (off + layout_.slot_bytes() > records_.size()) return false;  // torn: no hint
+    __builtin_prefetch(record_ptr(off), 1);
+    if (words_.apart() && words_.holds(off)) __builtin_prefetch(words_.lock(nullptr, off), 1);
+    *offset = off;
+    return true;
+  }
+  return false;
+}
+
 Status HashTable::check_value(std::span<const uint8_t> value) const {
   if (value.size() > layout_.value_size) {
     return out_of_range("hash table: value of " + std::to_string(value.size()) +

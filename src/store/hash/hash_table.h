@@ -101,6 +101,12 @@ class HashTable {
   void prefetch(uint64_t key) const {
     __builtin_prefetch(bucket_ptr(bucket_index(key, layout_.buckets)), 1);
   }
+  // A hint after prefetch(key) had time to land: prefetches the record
+  // (its first line, and its lock word when lock words live apart) that
+  // the head bucket holds for `key`. Reads the bucket without its latch
+  // (word by word, like a one-sided reader): a torn view only makes the
+  // hint useless, never wrong. Returns the offset it prefetched, or false.
+  bool prefetch_record(uint64_t key, uint64_t* offset) const;
   // Deletes a present key and frees its slot. kNotFound, kUnavailable as above.
   Status remove(uint64_t key);
 

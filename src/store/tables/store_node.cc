@@ -288,6 +288,11 @@ void StoreNode::prefetch(const TableSpec& t, uint64_t key) const {
   if (part != nullptr && part->hash) part->hash->prefetch(key);
 }
 
+bool StoreNode::prefetch_record(const TableSpec& t, uint64_t key, uint64_t* offset) const {
+  const LocalPartition* part = partition(t.id, catalog_.partition_of(t, key));
+  return part != nullptr && part->hash && part->hash->prefetch_record(key, offset);
+}
+
 namespace {
 // The primary copy of key's partition on this node, or null.
 LocalPartition* primary_here(StoreNode& sn, const TableSpec& t, uint64_t key) {

@@ -114,6 +114,11 @@ class StoreNode {
   // A hint before install()/get_local() of `key`: prefetches the index
   // memory the call will touch first (hash tables; a no-op otherwise).
   void prefetch(const TableSpec& t, uint64_t key) const;
+  // The step after prefetch(), once its bucket had time to arrive: the
+  // record slot the key's head bucket points to (hash tables; a no-op
+  // otherwise, or when the key is not in its head bucket). Returns the
+  // slot's offset in the table's region, or false when it prefetched none.
+  bool prefetch_record(const TableSpec& t, uint64_t key, uint64_t* offset) const;
   // Primaries, for transactions (txn/index_ops.h): reserve publishes `key`
   // locked with `lock_word` and not yet committed (HashTable::reserve,
   // RecordTree::reserve) and returns where the record is; remove_held

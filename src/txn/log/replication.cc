@@ -377,18 +377,44 @@ bool BackupApplier::retry_deferred() {
       }
       const uint64_t entry = deferred_[i].entry;
       deferred_.erase(deferred_.begin() + static_cast<ptrdiff_t>(i));
-      for (size_t w = 0; w < waiting_.size(); ++w) {
-        if (waiting_[w].first != entry) continue;
-        if (--waiting_[w].second == 0) {
-          waiting_.erase(waiting_.begin() + static_cast<ptrdiff_t>(w));
-          entry_done();
-        }
-        break;
-      }
+      one_installed(entry);
       progress = any = true;
     }
   }
   return any;
+}
+
+void BackupApplier::one_installed(uint64_t entry) {
+  for (size_t w = 0; w < waiting_.size(); ++w) {
+    if (waiting_[w].first != entry) continue;
+    if (--waiting_[w].second == 0) {
+      waiting_.erase(waiting_.begin() + static_cast<ptrdiff_t>(w));
+      entry_done();
+    }
+    return;
+  }
+}
+
+bool BackupApplier::install_staged() {
+  if (staged_.empty()) return false;
+  for (Staged& s : staged_) {
+    s.rec.value = {staged_bytes_.data() + s.value_at, s.rec.value.size()};
+  }
+  if (second_prefetch_) {
+    for (const Staged& s : staged_) second_prefetch_(s.rec);
+  }
+  for (const Staged& s : staged_) {
+    if (install_(s.rec)) {
+      one_installed(s.entry);
+      continue;
+    }
+    Deferred d{s.rec, {s.rec.value.begin(), s.rec.value.end()}, s.entry};
+    deferred_.push_back(std::move(d));
+    deferred_.back().rec.value = deferred_.back().value;
+  }
+  staged_.clear();
+  staged_bytes_.clear();
+  return true;
 }
 
 void BackupApplier::stop_corrupt(std::string reason) {
@@ -403,6 +429,14 @@ void BackupApplier::offer(uint64_t entry) {
   uint32_t later = 0;
   if (prefetch_) {
     for (const RedoRecord& rec : decoded_) prefetch_(rec);
+  }
+  if (stage_ && !cfg_.durable && !decoded_.empty()) {
+    for (const RedoRecord& rec : decoded_) {
+      staged_.push_back({rec, staged_bytes_.size(), entry});
+      staged_bytes_.insert(staged_bytes_.end(), rec.value.begin(), rec.value.end());
+    }
+    waiting_.emplace_back(entry, static_cast<uint32_t>(decoded_.size()));
+    return;
   }
   for (const RedoRecord& rec : decoded_) {
     if (install_(rec)) continue;
@@ -617,7 +651,8 @@ void BackupApplier::remember(uint16_t node, const LogMark& m) {
 
 bool BackupApplier::poll() {
   if (corrupt_.load(std::memory_order_relaxed)) return false;
-  const bool deferred_progress = retry_deferred();
+  bool deferred_progress = retry_deferred();
+  deferred_progress = install_staged() || deferred_progress;
   bool work = deferred_progress;
   const uint64_t retired = retired_.load(std::memory_order_relaxed);
   for (uint16_t n = 0; n < readers_.size(); ++n) {
@@ -664,17 +699,18 @@ bool BackupApplier::poll() {
       }
     }
   }
-  if (!deferred_.empty() || deferred_count_.load(std::memory_order_relaxed) != 0) {
-    if (!deferred_.empty()) {
-      const RedoRecord& d = deferred_.front().rec;
+  const size_t waiting = deferred_.size() + staged_.size();
+  if (waiting != 0 || deferred_count_.load(std::memory_order_relaxed) != 0) {
+    if (waiting != 0) {
+      const RedoRecord& d = deferred_.empty() ? staged_.front().rec : deferred_.front().rec;
       stuck_table_.store(d.table, std::memory_order_relaxed);
       stuck_key_.store(d.key, std::memory_order_relaxed);
       stuck_version_.store(d.version, std::memory_order_relaxed);
     }
-    deferred_count_.store(deferred_.size(), std::memory_order_release);
+    deferred_count_.store(waiting, std::memory_order_release);
   }
   polls_.store(polls_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
-  if (work || !deferred_.empty()) {
+  if (work || waiting != 0) {
     quiet_.store(0, std::memory_order_release);
   } else {
     quiet_.store(quiet_.load(std::memory_order_relaxed) + 1, std::memory_order_release);

@@ -225,6 +225,21 @@ class BackupApplier {
   // buckets are DRAM misses; an entry's records then overlap them).
   using Prefetch = std::function<void(const RedoRecord&)>;
   void set_prefetch(Prefetch p) { prefetch_ = std::move(p); }
+  // Optional, volatile logs (not durable ones): records are installed one
+  // poll after they are taken, not at once. At the take, `prefetch` (above)
+  // brings what the record's lookup reads first (an index bucket); at the
+  // next poll `second` may follow that (the record slot the bucket points
+  // to) for all staged records, and only then are they installed. A
+  // backup's buckets and records are cold, and most entries hold one or two
+  // records: without the wait each install stalls on two DRAM misses in a
+  // row. The poll in between is one turn of the worker loop. A staged
+  // record counts as deferred (oldest_deferred, stuck, drained_since) until
+  // it is installed, and keeps its arrival order among the records taken
+  // after it.
+  void set_staged_prefetch(Prefetch second) {
+    stage_ = true;
+    second_prefetch_ = std::move(second);
+  }
   // Tests: CrashPoint::kApplied is called after a durable entry's records
   // were installed and before it is released.
   void set_crash_hook(CrashHook h) { crash_ = std::move(h); }
@@ -295,6 +310,11 @@ class BackupApplier {
   bool poll();
   bool poll_gated(uint16_t ring, bool deferred_progress);
   bool retry_deferred();
+  // Installs the records staged by the last poll (set_staged_prefetch);
+  // those not taken are deferred. True when there were any.
+  bool install_staged();
+  // One fewer record of `entry` waits; entry_done() when none does.
+  void one_installed(uint64_t entry);
   void entry_done();
   // Offers the decoded records of entry `entry`; defers what is not taken.
   void offer(uint64_t entry);
@@ -303,6 +323,18 @@ class BackupApplier {
   TryInstall install_;
   Prefetch prefetch_;
   std::vector<Deferred> deferred_;
+  // Staged records (set_staged_prefetch): values back to back in
+  // staged_bytes_ (each record's value is re-pointed at install: the
+  // buffer may move while records are added).
+  struct Staged {
+    RedoRecord rec;
+    size_t value_at;
+    uint64_t entry;
+  };
+  bool stage_ = false;
+  Prefetch second_prefetch_;
+  std::vector<Staged> staged_;
+  std::vector<uint8_t> staged_bytes_;
   std::vector<std::pair<uint64_t, uint32_t>> waiting_;  // (entry id, records deferred)
   uint64_t next_entry_ = 0;
   std::vector<LogReader> readers_;  // by coordinator node (thread = this worker's)
