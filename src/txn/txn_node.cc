@@ -501,23 +501,21 @@ Status TxnNode::setup_worker(r2::Worker& w, const r2::Region* scratch, const r2:
     }
     if (const store::TableSpec* spec = catalog_.find(r.table)) store_->prefetch(*spec, r.key);
   });
-  if (!durable_) {
-    // Volatile logs: each record is installed one loop turn after it is
-    // taken, its bucket and then its slot prefetched in between.
-    // MVCC: and the version-store lines the install's push will write.
-    apps_[t]->set_staged_prefetch([this](const RedoRecord& r) {
-      if (r.at_primary != 0) return;  // its slot was prefetched directly
-      const store::TableSpec* spec = catalog_.find(r.table);
-      uint64_t at = 0;
-      if (spec == nullptr || !store_->prefetch_record(*spec, r.key, &at) || !mvcc_) return;
-      dst::MvccNode::Record rec;
-      if (r.op == RedoOp::kUpdate &&
-          mvcc_->resolve(store::tables::table_region(spec->id), at, spec->value_size, &rec) &&
-          rec.vs != nullptr) {
-        rec.vs->prefetch_push(rec.slot);
-      }
-    });
-  }
+  // Each record is installed one loop turn after it is taken, its bucket
+  // and then its slot prefetched in between; MVCC: and the version-store
+  // lines the install's push will write.
+  apps_[t]->set_staged_prefetch([this](const RedoRecord& r) {
+    if (r.at_primary != 0) return;  // its slot was prefetched directly
+    const store::TableSpec* spec = catalog_.find(r.table);
+    uint64_t at = 0;
+    if (spec == nullptr || !store_->prefetch_record(*spec, r.key, &at) || !mvcc_) return;
+    dst::MvccNode::Record rec;
+    if (r.op == RedoOp::kUpdate &&
+        mvcc_->resolve(store::tables::table_region(spec->id), at, spec->value_size, &rec) &&
+        rec.vs != nullptr) {
+      rec.vs->prefetch_push(rec.slot);
+    }
+  });
   const store::tables::ScratchPlan sp = scratch_plan(catalog_, cfg_);
   const size_t per_co = per_coroutine_arena();
   const uint16_t threads = cfg_.fabric.threads, cos = cfg_.coroutines;

@@ -430,7 +430,7 @@ void BackupApplier::offer(uint64_t entry) {
   if (prefetch_) {
     for (const RedoRecord& rec : decoded_) prefetch_(rec);
   }
-  if (stage_ && !cfg_.durable && !decoded_.empty()) {
+  if (stage_ && !decoded_.empty()) {
     for (const RedoRecord& rec : decoded_) {
       staged_.push_back({rec, staged_bytes_.size(), entry});
       staged_bytes_.insert(staged_bytes_.end(), rec.value.begin(), rec.value.end());

@@ -225,8 +225,9 @@ class BackupApplier {
   // buckets are DRAM misses; an entry's records then overlap them).
   using Prefetch = std::function<void(const RedoRecord&)>;
   void set_prefetch(Prefetch p) { prefetch_ = std::move(p); }
-  // Optional, volatile logs (not durable ones): records are installed one
-  // poll after they are taken, not at once. At the take, `prefetch` (above)
+  // Optional: records are installed one poll after they are taken, not at
+  // once (durable logs: an entry is released only once all its records
+  // are installed, as for deferred ones). At the take, `prefetch` (above)
   // brings what the record's lookup reads first (an index bucket); at the
   // next poll `second` may follow that (the record slot the bucket points
   // to) for all staged records, and only then are they installed. A
@@ -241,7 +242,7 @@ class BackupApplier {
     second_prefetch_ = std::move(second);
   }
   // Tests: CrashPoint::kApplied is called after a durable entry's records
-  // were installed and before it is released.
+  // were offered (installed, deferred or staged) and before it is released.
   void set_crash_hook(CrashHook h) { crash_ = std::move(h); }
 
   // Entries installed so far; readable from any thread (release/acquire:
