@@ -302,6 +302,10 @@ TEST(ShmFabric, HugeOptionOfDevShmIsReadFromTheMountTable) {
   EXPECT_EQ(of("tmpfs /dev/shm tmpfs rw,huge=always,relatime 0 0\n"), "always");
   // No huge= option: the kernel's default for a tmpfs mount, never.
   EXPECT_EQ(of("tmpfs /dev/shm tmpfs rw,nosuid,nodev 0 0\n"), "never");
+  // Mounted over: the last mount is the one in effect.
+  EXPECT_EQ(of("tmpfs /dev/shm tmpfs rw 0 0\ntmpfs /dev/shm tmpfs rw,huge=within_size 0 0\n"),
+            "within_size");
+  EXPECT_EQ(of("tmpfs /dev/shm tmpfs rw,huge=always 0 0\ntmpfs /dev/shm tmpfs rw 0 0\n"), "never");
   // Other mounts' options are not /dev/shm's; no /dev/shm at all is "".
   EXPECT_EQ(of("tmpfs /run tmpfs rw,huge=always 0 0\n"), "");
   EXPECT_EQ(of("tmpfs /dev/shm2 tmpfs rw,huge=always 0 0\ngarbage\n\n"), "");

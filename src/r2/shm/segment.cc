@@ -106,19 +106,20 @@ std::string dev_shm_huge_option() {
 }
 
 std::string dev_shm_huge_option(std::istream& mounts) {
-  std::string line;
+  // The last /dev/shm line: a later mount over the same directory hides
+  // the earlier ones.
+  std::string huge, line;
   while (std::getline(mounts, line)) {
     std::istringstream in(line);
     std::string dev, dir, type, opts;
     if (!(in >> dev >> dir >> type >> opts) || dir != "/dev/shm") continue;
-    std::string huge = "never";
+    huge = "never";
     std::istringstream os(opts);
     for (std::string o; std::getline(os, o, ',');) {
       if (o.rfind("huge=", 0) == 0) huge = o.substr(5);
     }
-    return huge;
   }
-  return "";
+  return huge;
 }
 
 int remove_segments(const std::string& cluster, int node) {
