@@ -115,11 +115,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (o->fabric.backend == "shm") {
-    const drtmx::r2::shm::OrphanSweep swept = drtmx::r2::shm::remove_orphan_segments("storebench");
-    if (swept.segments > 0) {
-      std::cout << "store-bench: removed " << swept.segments << " shm segments ("
-                << (swept.bytes >> 20) << " MiB of /dev/shm) left by killed runs\n";
-    }
+    const std::string swept = drtmx::r2::shm::remove_orphan_segments("storebench").summary();
+    if (!swept.empty()) std::cout << "store-bench: " << swept << "\n";
   }
   auto r = run_store_bench(*o);
   if (!r.is_ok()) {

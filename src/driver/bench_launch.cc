@@ -93,20 +93,13 @@ uint64_t read_killed_file(const BenchOptions& o) {
   return (in >> v) ? v : 0;
 }
 
-void report_orphans(const r2::shm::OrphanSweep& r) {
-  if (r.segments == 0) return;
-  std::cout << "drtmx-bench: removed " << r.segments << " shm segments (" << (r.bytes >> 20)
-            << " MiB of /dev/shm) left by killed runs:";
-  for (const std::string& c : r.clusters) std::cout << " " << c;
-  std::cout << std::endl;
-}
-
 // One run of one preset: the nodes, the coordinator, cleanup.
 Status run_once(const BenchOptions& o) {
   const bool shm = o.fabric.backend == "shm";
   if (shm) {
     r2::remove_shm_segments(o.fabric.cluster);
-    report_orphans(r2::shm::remove_orphan_segments("drtmxbench"));
+    const std::string swept = r2::shm::remove_orphan_segments("drtmxbench").summary();
+    if (!swept.empty()) std::cout << "drtmx-bench: " << swept << std::endl;
   }
   if (o.durable && !o.recover) {
     std::error_code ec;

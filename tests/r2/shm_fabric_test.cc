@@ -334,6 +334,8 @@ TEST(ShmFabric, SegmentsOfKilledLaunchersAreSweptAndLiveOnesKept) {
   EXPECT_GE(r.bytes, uint64_t{1} << 20);  // the dead cluster's pages
   ASSERT_EQ(r.clusters.size(), 1u);
   EXPECT_EQ(r.clusters[0], dead);
+  EXPECT_NE(r.summary().find("removed 2 shm segments"), std::string::npos) << r.summary();
+  EXPECT_NE(r.summary().find(dead), std::string::npos) << r.summary();
   auto exists = [](const std::string& name) {
     return access(("/dev/shm" + name).c_str(), F_OK) == 0;
   };
@@ -344,7 +346,9 @@ TEST(ShmFabric, SegmentsOfKilledLaunchersAreSweptAndLiveOnesKept) {
   // The removed segment's mapping stays usable by whoever holds it.
   dead0->data()[0] = 7;
   EXPECT_EQ(dead0->data()[0], 7);
-  EXPECT_EQ(shm::remove_orphan_segments(launcher).segments, 0);
+  const shm::OrphanSweep again = shm::remove_orphan_segments(launcher);
+  EXPECT_EQ(again.segments, 0);
+  EXPECT_EQ(again.summary(), "");
 }
 
 TEST(ShmFabric, RegistrationErrors) {

@@ -122,33 +122,36 @@ std::string dev_shm_huge_option(std::istream& mounts) {
   return huge;
 }
 
+namespace {
+
+// The names in /dev/shm that start with `prefix` (without the leading '/').
+std::vector<std::string> names_starting(const std::string& prefix) {
+  std::vector<std::string> names;
+  DIR* d = opendir("/dev/shm");
+  if (d == nullptr) return names;
+  while (dirent* e = readdir(d)) {
+    if (std::strncmp(e->d_name, prefix.c_str(), prefix.size()) == 0) names.emplace_back(e->d_name);
+  }
+  closedir(d);
+  return names;
+}
+
+}  // namespace
+
 int remove_segments(const std::string& cluster, int node) {
   std::string prefix = "drtmx." + cluster + ".";
   if (node >= 0) prefix += "n" + std::to_string(node) + ".";
-  DIR* d = opendir("/dev/shm");
-  if (d == nullptr) return 0;
   int removed = 0;
-  while (dirent* e = readdir(d)) {
-    if (std::strncmp(e->d_name, prefix.c_str(), prefix.size()) == 0) {
-      std::string n = std::string("/") + e->d_name;
-      if (shm_unlink(n.c_str()) == 0) ++removed;
-    }
+  for (const std::string& name : names_starting(prefix)) {
+    if (shm_unlink(("/" + name).c_str()) == 0) ++removed;
   }
-  closedir(d);
   return removed;
 }
 
 OrphanSweep remove_orphan_segments(const std::string& launcher) {
   OrphanSweep r;
   const std::string prefix = "drtmx." + launcher + "-";
-  DIR* d = opendir("/dev/shm");
-  if (d == nullptr) return r;
-  std::vector<std::string> names;
-  while (dirent* e = readdir(d)) {
-    if (std::strncmp(e->d_name, prefix.c_str(), prefix.size()) == 0) names.emplace_back(e->d_name);
-  }
-  closedir(d);
-  for (const std::string& name : names) {
+  for (const std::string& name : names_starting(prefix)) {
     // "drtmx.<launcher>-<pid>.n<node>.<what>": a default cluster name.
     const size_t dot = name.find('.', prefix.size());
     if (dot == std::string::npos || dot == prefix.size()) continue;
@@ -168,6 +171,14 @@ OrphanSweep remove_orphan_segments(const std::string& launcher) {
     }
   }
   return r;
+}
+
+std::string OrphanSweep::summary() const {
+  if (segments == 0) return "";
+  std::string s = "removed " + std::to_string(segments) + " shm segments (" +
+                  std::to_string(bytes >> 20) + " MiB of /dev/shm) left by killed runs:";
+  for (const std::string& c : clusters) s += " " + c;
+  return s;
 }
 
 }  // namespace drtmx::r2::shm

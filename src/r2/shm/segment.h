@@ -74,6 +74,9 @@ struct OrphanSweep {
   int segments = 0;
   uint64_t bytes = 0;                 // the memory given back
   std::vector<std::string> clusters;  // "<launcher>-<pid>" of each
+  // "removed N shm segments (M MiB of /dev/shm) left by killed runs: <clusters>",
+  // or "" when none was.
+  std::string summary() const;
 };
 OrphanSweep remove_orphan_segments(const std::string& launcher);
 

@@ -384,6 +384,13 @@ bool BackupApplier::retry_deferred() {
   return any;
 }
 
+void BackupApplier::defer(const RedoRecord& rec, uint64_t entry) {
+  // A copy: the ring slot (or staging buffer) the value lies in may be
+  // reused before the record is taken.
+  deferred_.push_back({rec, {rec.value.begin(), rec.value.end()}, entry});
+  deferred_.back().rec.value = deferred_.back().value;
+}
+
 void BackupApplier::one_installed(uint64_t entry) {
   for (size_t w = 0; w < waiting_.size(); ++w) {
     if (waiting_[w].first != entry) continue;
@@ -397,20 +404,17 @@ void BackupApplier::one_installed(uint64_t entry) {
 
 bool BackupApplier::install_staged() {
   if (staged_.empty()) return false;
+  // Every slot's prefetch goes out before the first install.
   for (Staged& s : staged_) {
     s.rec.value = {staged_bytes_.data() + s.value_at, s.rec.value.size()};
-  }
-  if (second_prefetch_) {
-    for (const Staged& s : staged_) second_prefetch_(s.rec);
+    second_prefetch_(s.rec);
   }
   for (const Staged& s : staged_) {
     if (install_(s.rec)) {
       one_installed(s.entry);
-      continue;
+    } else {
+      defer(s.rec, s.entry);
     }
-    Deferred d{s.rec, {s.rec.value.begin(), s.rec.value.end()}, s.entry};
-    deferred_.push_back(std::move(d));
-    deferred_.back().rec.value = deferred_.back().value;
   }
   staged_.clear();
   staged_bytes_.clear();
@@ -430,7 +434,7 @@ void BackupApplier::offer(uint64_t entry) {
   if (prefetch_) {
     for (const RedoRecord& rec : decoded_) prefetch_(rec);
   }
-  if (stage_ && !decoded_.empty()) {
+  if (second_prefetch_ && !decoded_.empty()) {
     for (const RedoRecord& rec : decoded_) {
       staged_.push_back({rec, staged_bytes_.size(), entry});
       staged_bytes_.insert(staged_bytes_.end(), rec.value.begin(), rec.value.end());
@@ -440,10 +444,7 @@ void BackupApplier::offer(uint64_t entry) {
   }
   for (const RedoRecord& rec : decoded_) {
     if (install_(rec)) continue;
-    // Not yet: keep a copy (the ring slot may be zeroed before it is taken).
-    Deferred d{rec, {rec.value.begin(), rec.value.end()}, entry};
-    deferred_.push_back(std::move(d));
-    deferred_.back().rec.value = deferred_.back().value;
+    defer(rec, entry);
     ++later;
   }
   if (later == 0) {

@@ -237,10 +237,8 @@ class BackupApplier {
   // record counts as deferred (oldest_deferred, stuck, drained_since) until
   // it is installed, and keeps its arrival order among the records taken
   // after it.
-  void set_staged_prefetch(Prefetch second) {
-    stage_ = true;
-    second_prefetch_ = std::move(second);
-  }
+  // `second` must not be empty (an empty one leaves staging off).
+  void set_staged_prefetch(Prefetch second) { second_prefetch_ = std::move(second); }
   // Tests: CrashPoint::kApplied is called after a durable entry's records
   // were offered (installed, deferred or staged) and before it is released.
   void set_crash_hook(CrashHook h) { crash_ = std::move(h); }
@@ -314,6 +312,8 @@ class BackupApplier {
   // Installs the records staged by the last poll (set_staged_prefetch);
   // those not taken are deferred. True when there were any.
   bool install_staged();
+  // Keeps a copy of `rec` (entry `entry`) to offer again at later polls.
+  void defer(const RedoRecord& rec, uint64_t entry);
   // One fewer record of `entry` waits; entry_done() when none does.
   void one_installed(uint64_t entry);
   void entry_done();
@@ -332,8 +332,7 @@ class BackupApplier {
     size_t value_at;
     uint64_t entry;
   };
-  bool stage_ = false;
-  Prefetch second_prefetch_;
+  Prefetch second_prefetch_;  // set: records are staged
   std::vector<Staged> staged_;
   std::vector<uint8_t> staged_bytes_;
   std::vector<std::pair<uint64_t, uint32_t>> waiting_;  // (entry id, records deferred)
