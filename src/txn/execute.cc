@@ -480,6 +480,7 @@ Abort Engine::finish(Abort a) {
 }
 
 Abort Engine::run(const Procedure& proc, Kind kind) {
+  co_.yield_at_boundary();  // other coroutines' turns between transactions
   if (gate_ == nullptr) return run_attempt(proc, kind);
   if (!gate_->enter(co_, gate_slot_)) return Abort::kNodeFailure;  // failover failed
   begin_epoch_ = gate_->epoch();

@@ -116,6 +116,58 @@ std::map<r2::NodeId, std::vector<size_t>> by_node(size_t n, GetNode node_of) {
   return g;
 }
 
+// The owner's work for one reserve item (the handler's, and the direct
+// path's for keys of the caller's own node).
+ReserveReply reserve_one(store::tables::StoreNode& sn, const RangeTs& range_ts, TableId table,
+                         Key key, uint64_t lock_word) {
+  ReserveReply out{};
+  const store::TableSpec* t = sn.catalog().find(table);
+  if (t == nullptr) {
+    out.code = kBadTable;
+    return out;
+  }
+  uint64_t base = 0;
+  Result<store::tables::RecordAddr> r = sn.reserve(*t, key, lock_word, &base);
+  out.code = code_of(r.status());
+  if (r.is_ok()) {
+    out.base = base;
+    out.offset = r->offset;
+    out.incarnation = r->incarnation;
+    // Published, then read (dst/mvcc_node.h: range timestamps).
+    if (range_ts) out.ts = range_ts(*t, key);
+  }
+  return out;
+}
+
+uint8_t remove_one(store::tables::StoreNode& sn, TableId table, Key key, uint32_t incarnation,
+                   uint64_t offset, uint64_t lock_word) {
+  const store::TableSpec* t = sn.catalog().find(table);
+  if (t == nullptr) return kBadTable;
+  const store::tables::RecordAddr a{offset, incarnation, 0};
+  return code_of(sn.remove_held(*t, key, a, lock_word));
+}
+
+// A reply (from the wire or the direct path) into its reservation.
+void take_reply(const ReserveReply& rr, r2::NodeId primary, Reservation& r) {
+  r.result = abort_of(rr.code);
+  if (r.result == Abort::kNone) {
+    r.addr = {primary, store::tables::table_region(r.table), rr.offset};
+    r.incarnation = rr.incarnation;
+    r.base_version = rr.base;
+    r.range_ts = rr.ts;
+  }
+}
+
+Status not_removed(uint8_t code) {
+  return internal_error("a primary did not remove a record this transaction held (code " +
+                        std::to_string(code) + ")");
+}
+
+// Whether the caller serves this primary's items itself (LocalIndex).
+bool served_here(r2::Co& co, const LocalIndex* local, r2::NodeId primary) {
+  return local != nullptr && local->store != nullptr && co.direct(primary);
+}
+
 }  // namespace
 
 Status register_index_handlers(r2::Worker& w, store::tables::StoreNode& sn, RangeTs range_ts) {
@@ -125,21 +177,7 @@ Status register_index_handlers(r2::Worker& w, store::tables::StoreNode& sn, Rang
     if (!parse(req, &h, &items)) return;
     std::vector<ReserveReply> out(items.size(), ReserveReply{});
     for (size_t i = 0; i < items.size(); ++i) {
-      const store::TableSpec* t = sn.catalog().find(items[i].table);
-      if (t == nullptr) {
-        out[i].code = kBadTable;
-        continue;
-      }
-      uint64_t base = 0;
-      Result<store::tables::RecordAddr> r = sn.reserve(*t, items[i].key, h.lock_word, &base);
-      out[i].code = code_of(r.status());
-      if (r.is_ok()) {
-        out[i].base = base;
-        out[i].offset = r->offset;
-        out[i].incarnation = r->incarnation;
-        // Published, then read (dst/mvcc_node.h: range timestamps).
-        if (range_ts) out[i].ts = range_ts(*t, items[i].key);
-      }
+      out[i] = reserve_one(sn, range_ts, items[i].table, items[i].key, h.lock_word);
     }
     req.reply(out.data(), static_cast<uint32_t>(out.size() * sizeof(ReserveReply)));
   }));
@@ -149,22 +187,32 @@ Status register_index_handlers(r2::Worker& w, store::tables::StoreNode& sn, Rang
     if (!parse(req, &h, &items)) return;
     std::vector<uint8_t> out(items.size(), kBadTable);
     for (size_t i = 0; i < items.size(); ++i) {
-      const store::TableSpec* t = sn.catalog().find(items[i].table);
-      if (t == nullptr) continue;
-      const store::tables::RecordAddr a{items[i].offset, items[i].incarnation, 0};
-      out[i] = code_of(sn.remove_held(*t, items[i].key, a, h.lock_word));
+      out[i] = remove_one(sn, items[i].table, items[i].key, items[i].incarnation, items[i].offset,
+                          h.lock_word);
     }
     if (req.wants_reply()) req.reply(out.data(), static_cast<uint32_t>(out.size()));
   });
 }
 
-Status rpc_reserve(r2::Co& co, std::span<Reservation> items, uint64_t lock_word) {
-  for (Reservation& r : items) r.result = Abort::kNodeFailure;
+Status rpc_reserve(r2::Co& co, std::span<Reservation> items, uint64_t lock_word,
+                   const LocalIndex* local) {
+  bool remote = false;
+  for (Reservation& r : items) {
+    r.result = Abort::kNodeFailure;
+    if (served_here(co, local, r.primary)) {
+      take_reply(reserve_one(*local->store, local->range_ts, r.table, r.key, lock_word), r.primary,
+                 r);
+    } else {
+      remote = true;
+    }
+  }
+  if (!remote) return Status::ok();
   auto groups = by_node(items.size(), [&](size_t i) { return items[i].primary; });
   std::vector<r2::Target> targets;
   std::vector<std::vector<uint8_t>> reqs;
   std::vector<std::vector<size_t>> index;
   for (auto& [node, idx] : groups) {
+    if (served_here(co, local, node)) continue;
     reqs.emplace_back();
     append(&reqs.back(), Header{lock_word, static_cast<uint32_t>(idx.size()), 0});
     for (size_t i : idx) {
@@ -185,26 +233,34 @@ Status rpc_reserve(r2::Co& co, std::span<Reservation> items, uint64_t lock_word)
     for (size_t k = 0; k < index[g].size(); ++k) {
       ReserveReply rr;
       std::memcpy(&rr, replies[g].data() + k * sizeof rr, sizeof rr);
-      Reservation& r = items[index[g][k]];
-      r.result = abort_of(rr.code);
-      if (r.result == Abort::kNone) {
-        r.addr = {targets[g].node, store::tables::table_region(r.table), rr.offset};
-        r.incarnation = rr.incarnation;
-        r.base_version = rr.base;
-        r.range_ts = rr.ts;
-      }
+      take_reply(rr, targets[g].node, items[index[g][k]]);
     }
   }
   return Status::ok();
 }
 
 Status rpc_remove_held(r2::Co& co, std::span<const HeldRecord> items, uint64_t lock_word,
-                       bool passive) {
+                       bool passive, const LocalIndex* local) {
+  // The other primaries get their lists even after one of these failed
+  // (as after a failed reply).
+  bool remote = false;
+  Status here;
+  for (const HeldRecord& h : items) {
+    if (!served_here(co, local, h.addr.node)) {
+      remote = true;
+      continue;
+    }
+    const uint8_t c =
+        remove_one(*local->store, h.table, h.key, h.incarnation, h.addr.offset, lock_word);
+    if (c != kOk && !passive && here.is_ok()) here = not_removed(c);
+  }
+  if (!remote) return here;
   auto groups = by_node(items.size(), [&](size_t i) { return items[i].addr.node; });
   std::vector<r2::Target> targets;
   std::vector<std::vector<uint8_t>> reqs;
   std::vector<size_t> counts;
   for (auto& [node, idx] : groups) {
+    if (served_here(co, local, node)) continue;
     reqs.emplace_back();
     append(&reqs.back(), Header{lock_word, static_cast<uint32_t>(idx.size()), 0});
     for (size_t i : idx) {
@@ -214,7 +270,6 @@ Status rpc_remove_held(r2::Co& co, std::span<const HeldRecord> items, uint64_t l
     targets.push_back({node, co.thread()});
     counts.push_back(idx.size());
   }
-  if (targets.empty()) return Status::ok();
   if (passive) {
     // Every primary gets its list even after one failed (a removed node).
     Status first;
@@ -228,16 +283,14 @@ Status rpc_remove_held(r2::Co& co, std::span<const HeldRecord> items, uint64_t l
   std::vector<std::span<const uint8_t>> bodies(reqs.begin(), reqs.end());
   std::vector<r2::RpcBuffer> replies(targets.size());
   DRTMX_RETURN_IF_ERROR(co.call(targets, kRpcRemoveHeld, bodies, replies));
+  DRTMX_RETURN_IF_ERROR(here);
   for (size_t g = 0; g < targets.size(); ++g) {
     if (replies[g].size() != counts[g]) {
       return internal_error("remove reply of " + std::to_string(replies[g].size()) + " bytes for " +
                             std::to_string(counts[g]) + " records");
     }
     for (uint8_t c : replies[g]) {
-      if (c != kOk) {
-        return internal_error("a primary did not remove a record this transaction held (code " +
-                              std::to_string(c) + ")");
-      }
+      if (c != kOk) return not_removed(c);
     }
   }
   return Status::ok();

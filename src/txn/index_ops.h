@@ -90,11 +90,22 @@ using RangeTs = std::function<uint64_t(const store::TableSpec&, uint64_t key)>;
 Status register_index_handlers(r2::Worker& w, store::tables::StoreNode& store,
                                RangeTs range_ts = {});
 
+// The coordinator's own node, for the local shortcuts: when the caller's
+// worker runs local ops directly (r2::Co::direct), the items whose primary
+// is this node are served by calling the handler's code on `store` in the
+// caller (same work, same results, no request built or parsed).
+struct LocalIndex {
+  store::tables::StoreNode* store = nullptr;
+  RangeTs range_ts;  // as given to register_index_handlers
+};
+
 // Coordinator side. A failed call (fabric, error reply) returns its status
-// and leaves every item's result kNodeFailure.
-Status rpc_reserve(r2::Co& co, std::span<Reservation> items, uint64_t lock_word);
-// With `passive` the requests are one-way (acknowledged on later traffic).
+// and leaves the result of every item it carried kNodeFailure.
+Status rpc_reserve(r2::Co& co, std::span<Reservation> items, uint64_t lock_word,
+                   const LocalIndex* local = nullptr);
+// With `passive` the requests are one-way (acknowledged on later traffic);
+// items served here are removed at once either way.
 Status rpc_remove_held(r2::Co& co, std::span<const HeldRecord> items, uint64_t lock_word,
-                       bool passive);
+                       bool passive, const LocalIndex* local = nullptr);
 
 }  // namespace drtmx::txn

@@ -192,12 +192,12 @@ void StoreLocator::prefetch_address(ReadPath path, TableId t, Key k) {
 
 Status StoreLocator::reserve(r2::Co& co, std::span<Reservation> items, uint64_t lock_word) {
   for (Reservation& r : items) r.primary = primary(r.table, r.key);
-  return rpc_reserve(co, items, lock_word);
+  return rpc_reserve(co, items, lock_word, local_);
 }
 
 Status StoreLocator::remove_held(r2::Co& co, std::span<const HeldRecord> items, uint64_t lock_word,
                                  bool passive) {
-  return rpc_remove_held(co, items, lock_word, passive);
+  return rpc_remove_held(co, items, lock_word, passive, local_);
 }
 
 bool StoreLocator::next_partition(TableId t, Key key, Key* start) const {

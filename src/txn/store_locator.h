@@ -26,6 +26,7 @@
 
 #include "store/catalog.h"
 #include "store/tables/table_client.h"
+#include "txn/index_ops.h"
 #include "txn/locator.h"
 
 namespace drtmx::txn {
@@ -69,11 +70,14 @@ class StoreLocator final : public Locator {
   }
   void remember_address(TableId t, Key k, r2::NodeId primary, uint64_t offset,
                         uint32_t incarnation) override;
-  // By the owner RPCs of index_ops.h (the primary from the catalog).
+  // By the owner RPCs of index_ops.h (the primary from the catalog); keys
+  // of this node directly when set_local_index() gave its store.
   Status reserve(r2::Co& co, std::span<Reservation> items, uint64_t lock_word) override;
   Status remove_held(r2::Co& co, std::span<const HeldRecord> items, uint64_t lock_word,
                      bool passive) override;
   static constexpr size_t kScanChunk = 32;
+  // This node's own index (index_ops.h); must outlive the locator.
+  void set_local_index(const LocalIndex* l) { local_ = l; }
 
   // The client of one read path (created on first use).
   store::tables::TableClient& client(ReadPath path);
@@ -85,6 +89,7 @@ class StoreLocator final : public Locator {
   store::tables::NodeCaches& caches_;
   std::span<uint8_t> scratch_;
   r2::NodeId self_;
+  const LocalIndex* local_ = nullptr;
   std::array<std::unique_ptr<store::tables::TableClient>, 4> clients_;
   std::vector<uint8_t> value_;
   std::vector<uint8_t> many_done_;  // read_many: keys already handled

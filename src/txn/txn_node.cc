@@ -56,6 +56,16 @@ uint64_t layout_fingerprint(const store::Catalog& c,
   return h;
 }
 
+// MVCC: the range timestamp of key's partition on this node (read after a
+// reservation is published); empty without MVCC.
+RangeTs range_ts_of(dst::MvccNode* m) {
+  if (m == nullptr) return {};
+  return [m](const store::TableSpec& t, uint64_t key) -> uint64_t {
+    auto* rt = m->range_ts(t.id, m->catalog().partition_of(t, key));
+    return rt ? rt->load() : 0;
+  };
+}
+
 }  // namespace
 
 ReplicationConfig TxnNode::replication() const {
@@ -180,6 +190,10 @@ Result<std::unique_ptr<TxnNode>> TxnNode::start(const store::Catalog& catalog,
       n->mvcc_->host_oracle(o->base);
     }
   }
+  // The local shortcuts of reads and index changes (table_client.h,
+  // index_ops.h: LocalIndex) reach this node's own copies directly.
+  n->caches_->set_local_store(n->store_.get());
+  n->local_index_ = LocalIndex{n->store_.get(), range_ts_of(n->mvcc_.get())};
   const size_t workers = cfg.fabric.threads;
   if (cfg.fabric.survive_failures) {
     n->store_->set_placement(&n->caches_->placement());
@@ -378,13 +392,8 @@ Status TxnNode::setup_worker(r2::Worker& w, const r2::Region* scratch, const r2:
     lr.drain = persist_.drain;
   }
   DRTMX_RETURN_IF_ERROR(register_record_handlers(w, lr));
-  RangeTs range_ts;
+  const RangeTs range_ts = range_ts_of(mvcc_.get());
   if (mvcc_) {
-    dst::MvccNode* m = mvcc_.get();
-    range_ts = [m](const store::TableSpec& t, uint64_t key) -> uint64_t {
-      auto* rt = m->range_ts(t.id, m->catalog().partition_of(t, key));
-      return rt ? rt->load() : 0;
-    };
     DRTMX_RETURN_IF_ERROR(register_mvcc_handlers(w, *mvcc_, *store_));
     if (t == 0) {
       // The node's snapshot floor: computed, sent to every other node and
@@ -526,6 +535,7 @@ Status TxnNode::setup_worker(r2::Worker& w, const r2::Region* scratch, const r2:
     DRTMX_RETURN_IF_ERROR(w.spawn([=, this](r2::Co& co) {
       std::span<uint8_t> sc(scratch->base + sp.offset(t, c), sp.per_coroutine);
       locs_[i] = std::make_unique<StoreLocator>(catalog_, *caches_, sc, self);
+      locs_[i]->set_local_index(&local_index_);
       engines_[i] = std::make_unique<Engine>(co, *locs_[i], reps_[t].get(), cfg_.policy,
                                              arena->base + i * per_co, per_co, mvcc_.get());
       if (cfg_.crash_hook) engines_[i]->set_crash_hook(cfg_.crash_hook);

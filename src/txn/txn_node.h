@@ -174,6 +174,7 @@ class TxnNode {
   std::unique_ptr<store::tables::StoreNode> store_;
   std::unique_ptr<store::tables::NodeCaches> caches_;
   std::unique_ptr<dst::MvccNode> mvcc_;
+  LocalIndex local_index_;                            // this node's index changes without the RPC
   std::vector<std::unique_ptr<Replicator>> reps_;     // per worker
   std::vector<std::unique_ptr<LocalHolds>> holds_;    // per worker (sibling_wait)
   std::vector<std::unique_ptr<BackupApplier>> apps_;  // per worker

@@ -2,7 +2,9 @@
 // accounting, request checking, the latency histogram, wr_id encoding.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
+#include <vector>
 
 #include "base/histogram.h"
 #include "r2/common/region_table.h"
@@ -91,6 +93,36 @@ TEST(RegionTable, ChecksEveryField) {
   EXPECT_EQ(t.check(w, 1 << 20), OpStatus::kMisaligned);
   w.remote.offset = 16;
   EXPECT_EQ(t.check(w, 1 << 20), OpStatus::kOk);
+}
+
+// Local buffers against many registered regions, added in random order
+// (is_local binary-searches them): every byte of each region passes, a
+// buffer running past a region's end or in a gap between regions fails,
+// and a buffer inside a region that overlaps an earlier-starting one
+// (registered twice) still passes.
+TEST(RegionTable, LocalBuffersAgainstManyRegionsInAnyOrder) {
+  static uint8_t mem[64 * 256];
+  std::vector<int> order(32);
+  for (int i = 0; i < 32; ++i) order[i] = i;
+  std::mt19937 rng(3);
+  std::shuffle(order.begin(), order.end(), rng);
+  RegionTable t;
+  for (int i : order) t.add_local(mem + i * 512, 256);  // [512 i, 512 i + 256)
+  t.add_local(mem + 100, 40);                           // inside region 0
+  t.add_local(mem + 200, 200);                          // overlaps region 0's end
+  for (int i = 0; i < 32; ++i) {
+    uint8_t* b = mem + i * 512;
+    EXPECT_TRUE(t.is_local(b, 256)) << i;
+    EXPECT_TRUE(t.is_local(b + 255, 1)) << i;
+    if (i == 0) continue;                        // (overlapped: below)
+    EXPECT_FALSE(t.is_local(b + 200, 57)) << i;  // past the end
+    EXPECT_FALSE(t.is_local(b - 100, 8)) << i;   // in the gap before
+  }
+  EXPECT_TRUE(t.is_local(mem + 110, 20));   // region 0 and the one inside it
+  EXPECT_TRUE(t.is_local(mem + 150, 10));   // region 0, not the one starting last below
+  EXPECT_TRUE(t.is_local(mem + 300, 100));  // only the overlapping one holds it
+  EXPECT_FALSE(t.is_local(mem + 300, 101));
+  EXPECT_FALSE(t.is_local(mem + 64 * 256, 1));
 }
 
 TEST(LatencyHistogram, QuantilesWithinBucketErrorAndRoundTrip) {

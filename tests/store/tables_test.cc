@@ -78,8 +78,10 @@ Catalog make_catalog(uint64_t capacity = 20000) {
 }
 
 // `apart`: the owners keep record lock words apart (durable nodes, H8).
+// `direct`: each node's clients reach its own primaries' trees directly
+// (NodeCaches::set_local_store, the direct path of table_client.h).
 struct Fixture {
-  explicit Fixture(Catalog c, bool apart = false) : cat(std::move(c)) {
+  explicit Fixture(Catalog c, bool apart = false, bool direct = false) : cat(std::move(c)) {
     scratch = ScratchPlan{1, kCos, scratch_per_coroutine(cat)};
     auto regions = regions_of(cat, 0, scratch, apart);
     EXPECT_EQ(regions, regions_of(cat, 1, scratch, apart));
@@ -94,6 +96,7 @@ struct Fixture {
       auto c2 = NodeCaches::create(cat, o);
       EXPECT_TRUE(c2.is_ok()) << c2.status().to_string();
       caches.push_back(std::move(c2.value()));
+      if (direct) caches.back()->set_local_store(nodes.back().get());
     }
   }
   const TableSpec& t(TableId id) const { return *cat.find(id); }
@@ -128,6 +131,7 @@ struct Fixture {
         },
         std::chrono::seconds(120));
     EXPECT_FALSE(r.timed_out);
+    for (const auto& c : clients) stats.add(c->stats());
   }
 
   Catalog cat;
@@ -135,7 +139,20 @@ struct Fixture {
   std::unique_ptr<r2::testing::InProcCluster> cluster;
   std::vector<std::unique_ptr<StoreNode>> nodes;
   std::vector<std::unique_ptr<NodeCaches>> caches;
+  TableClientStats stats;  // of every client of the runs so far
 };
+
+// What the clients' counters must show for the path the fixture chose:
+// reads of local primaries on the direct path only with `direct`, and
+// the other node's partitions by learned cache or RPC either way.
+void expect_paths(const Fixture& f, bool direct) {
+  if (direct) {
+    EXPECT_GT(f.stats.local, 0u);
+  } else {
+    EXPECT_EQ(f.stats.local, 0u);
+  }
+  EXPECT_GT(f.stats.reads + f.stats.rpcs, 0u);
+}
 
 // Keys 0..3999 spread over the range table's 4 partitions; the record
 // table's function uses bits 12+, so use k * 4096 / 7 spreads.
@@ -143,8 +160,8 @@ uint64_t key_of(TableId id, uint64_t i) {
   return id == kRecT ? i * 1543 : i;
 }
 
-TEST(Tables, ConcurrentOperationsMatchReferenceMaps) {
-  Fixture f(make_catalog());
+void concurrent_operations(bool direct) {
+  Fixture f(make_catalog(), false, direct);
   constexpr uint64_t kKeys = 4000;
   for (TableId id : {kHashT, kRangeT, kRecT}) {
     for (uint64_t i = 0; i < kKeys; i += 2) f.load(id, key_of(id, i), 1);
@@ -238,10 +255,19 @@ TEST(Tables, ConcurrentOperationsMatchReferenceMaps) {
     }
   });
   EXPECT_GT(checked.load(), 1000);
+  expect_paths(f, direct);
 }
 
-TEST(Tables, ScansCrossPartitionBoundariesAndMatchStdMap) {
-  Fixture f(make_catalog());
+TEST(Tables, ConcurrentOperationsMatchReferenceMaps) {
+  concurrent_operations(false);
+}
+
+TEST(Tables, ConcurrentOperationsMatchReferenceMapsOnTheDirectPath) {
+  concurrent_operations(true);
+}
+
+void scans_cross_partitions(bool direct) {
+  Fixture f(make_catalog(), false, direct);
   std::map<uint64_t, uint64_t> ref;
   std::mt19937_64 rng(7);
   for (int i = 0; i < 1500; ++i) {
@@ -280,6 +306,15 @@ TEST(Tables, ScansCrossPartitionBoundariesAndMatchStdMap) {
       ASSERT_EQ(*r, ref.count(k) == 1) << k;
     }
   });
+  expect_paths(f, direct);
+}
+
+TEST(Tables, ScansCrossPartitionBoundariesAndMatchStdMap) {
+  scans_cross_partitions(false);
+}
+
+TEST(Tables, ScansCrossPartitionBoundariesAndMatchStdMapOnTheDirectPath) {
+  scans_cross_partitions(true);
 }
 
 TEST(Tables, StaleCacheEntriesAreDetectedAfterDeleteAndReinsert) {
@@ -448,8 +483,8 @@ TEST(Tables, OrderedReadsStayCorrectUnderInsertsDeletesAndRetraining) {
 // never-inserted keys absent, written keys with their value when present);
 // afterwards exactly the final contents, with far fewer round trips than
 // get() per key.
-TEST(Tables, GetManyMatchesGetUnderInsertsAndDeletes) {
-  Fixture f(make_catalog(/*capacity=*/40000));
+void get_many_matches_get(bool direct) {
+  Fixture f(make_catalog(/*capacity=*/40000), false, direct);
   const TableSpec& t = f.t(kRecT);
   constexpr uint64_t kKeys = 3000;
   for (uint64_t i = 0; i < kKeys; i += 10) f.load(kRecT, key_of(kRecT, i), i);
@@ -553,6 +588,15 @@ TEST(Tables, GetManyMatchesGetUnderInsertsAndDeletes) {
     EXPECT_LT(batched * 4, single);
   });
   EXPECT_GT(batches.load(), 50u);
+  expect_paths(f, direct);
+}
+
+TEST(Tables, GetManyMatchesGetUnderInsertsAndDeletes) {
+  get_many_matches_get(false);
+}
+
+TEST(Tables, GetManyMatchesGetUnderInsertsAndDeletesOnTheDirectPath) {
+  get_many_matches_get(true);
 }
 
 // A read-only table replicated on every node: each node reads its own copy.

@@ -1,5 +1,8 @@
 #include "r2/common/region_table.h"
 
+#include <algorithm>
+#include <iterator>
+
 namespace drtmx::r2 {
 
 void RegionTable::set(NodeId node, RegionId id, RegionEntry e) {
@@ -11,15 +14,19 @@ void RegionTable::set(NodeId node, RegionId id, RegionEntry e) {
 
 void RegionTable::add_local(const void* base, uint64_t size) {
   auto b = reinterpret_cast<uintptr_t>(base);
-  local_.push_back({b, b + size});
+  const Local l{b, b + size};
+  local_.insert(std::upper_bound(local_.begin(), local_.end(), l, by_begin), l);
 }
 
 bool RegionTable::is_local(const void* p, uint64_t len) const {
   auto b = reinterpret_cast<uintptr_t>(p);
-  for (const Local& l : local_) {
-    if (b >= l.begin && b <= l.end && len <= l.end - b) return true;
-  }
-  return false;
+  auto inside = [&](const Local& l) { return b >= l.begin && b <= l.end && len <= l.end - b; };
+  // Every op checks its local buffer: the region starting last at or below
+  // b first (a binary search; regions do not overlap)...
+  auto it = std::upper_bound(local_.begin(), local_.end(), Local{b, b}, by_begin);
+  if (it != local_.begin() && inside(*std::prev(it))) return true;
+  // ... and only when that fails, every region (overlapping registrations).
+  return std::any_of(local_.begin(), local_.end(), inside);
 }
 
 OpStatus RegionTable::check(const WorkRequest& wr, uint32_t max_op_bytes) const {

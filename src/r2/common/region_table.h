@@ -45,7 +45,8 @@ class RegionTable {
   struct Local {
     uintptr_t begin, end;
   };
-  std::vector<Local> local_;
+  static bool by_begin(const Local& a, const Local& b) { return a.begin < b.begin; }
+  std::vector<Local> local_;  // sorted by begin
 };
 
 }  // namespace drtmx::r2

@@ -101,6 +101,10 @@ void Co::yield() {
   worker_->yield_now(worker_->current());
 }
 
+void Co::yield_at_boundary() {
+  if (worker_->inline_streak_ != 0) worker_->yield_now(worker_->current());
+}
+
 void Co::yield_idle() {
   Worker::CoState& c = worker_->current();
   c.idle_yield = true;

@@ -54,6 +54,7 @@ void TableClientStats::add(const TableClientStats& o) {
   gets += o.gets;
   reads += o.reads;
   rpcs += o.rpcs;
+  local += o.local;
   scans += o.scans;
   writes += o.writes;
   record_retries += o.record_retries;
@@ -132,6 +133,13 @@ Result<TableClient::Ordered*> TableClient::ordered(r2::Co& co, const TableSpec& 
   o.partition = p;
   o.learned = &caches_.xcache(co.thread(), t.id, p);
   o.remote = OrderedRemote{owner, service_id(t.id, p), plan->leaves.value_bytes};
+  if (caches_.local_store() != nullptr && co.direct(owner)) {
+    const LocalPartition* lp = caches_.local_store()->partition(t.id, p);
+    if (lp != nullptr && lp->tree != nullptr &&
+        lp->tree->value_bytes() == plan->leaves.value_bytes) {
+      o.local = lp->tree.get();
+    }
+  }
   xstore::XRemote xr;
   xr.owner = r2::Target{owner, static_cast<r2::ThreadId>(p % co.worker().threads_per_node())};
   xr.tree = o.remote.service;
@@ -146,7 +154,7 @@ Result<TableClient::Ordered*> TableClient::ordered(r2::Co& co, const TableSpec& 
 }
 
 Status TableClient::warm_one(r2::Co& co, Ordered& o) {
-  if (o.learned->cache.trained() || o.learned->warming) return Status::ok();
+  if (o.local != nullptr || o.learned->cache.trained() || o.learned->warming) return Status::ok();
   o.learned->warming = true;
   Status st = o.client->warm(co);
   o.learned->warming = false;
@@ -164,7 +172,16 @@ Status TableClient::warm(r2::Co& co, const TableSpec& t) {
   return Status::ok();
 }
 
+Result<bool> TableClient::local_get(const Ordered& o, uint64_t key, void* out) {
+  ++stats_.local;
+  const xstore::XStatus s = o.local->get(key, out);
+  if (s == xstore::XStatus::kNotFound) return false;
+  DRTMX_RETURN_IF_ERROR(xstore::to_status(s, key));
+  return true;
+}
+
 Result<bool> TableClient::index_get(r2::Co& co, Ordered& o, uint64_t key, void* out) {
+  if (o.local != nullptr) return local_get(o, key, out);
   if (opts_.path == Path::kOneSided) {
     if (!o.learned->cache.trained() && !o.learned->warming) {
       DRTMX_RETURN_IF_ERROR(warm_one(co, o));
@@ -274,10 +291,10 @@ Status TableClient::get_many(r2::Co& co, const TableSpec& t, std::span<const uin
     Result<Ordered*> r = ordered(co, t, p);
     if (!r.is_ok()) return r.status();
     Ordered& o = **r;
-    if (!o.learned->cache.trained() && !o.learned->warming) DRTMX_RETURN_IF_ERROR(warm_one(co, o));
+    DRTMX_RETURN_IF_ERROR(warm_one(co, o));
     // Leaf values are RecordAddrs in a record table's plan; anything else
     // (a mismatched plan) takes the checked one-key path.
-    if (many_at_.size() < 2 || !o.learned->cache.trained() ||
+    if (many_at_.size() < 2 || (o.local == nullptr && !o.learned->cache.trained()) ||
         o.remote.value_bytes != sizeof(RecordAddr)) {
       for (size_t at : many_at_) DRTMX_RETURN_IF_ERROR(one(at));
       continue;
@@ -286,10 +303,18 @@ Status TableClient::get_many(r2::Co& co, const TableSpec& t, std::span<const uin
     stats_.gets += n;
     many_addrs_.resize(n * sizeof(RecordAddr));
     many_found_.resize(n);
-    const uint64_t before = o.client->stats().reads;
-    DRTMX_RETURN_IF_ERROR(
-        o.client->get_many(co, many_keys_, many_addrs_.data(), many_found_.data()));
-    stats_.reads += o.client->stats().reads - before;
+    if (o.local != nullptr) {
+      for (size_t k = 0; k < n; ++k) {
+        Result<bool> f = local_get(o, many_keys_[k], many_addrs_.data() + k * sizeof(RecordAddr));
+        if (!f.is_ok()) return f.status();
+        many_found_[k] = *f ? 1 : 0;
+      }
+    } else {
+      const uint64_t before = o.client->stats().reads;
+      DRTMX_RETURN_IF_ERROR(
+          o.client->get_many(co, many_keys_, many_addrs_.data(), many_found_.data()));
+      stats_.reads += o.client->stats().reads - before;
+    }
     for (size_t first = 0; first < n; first += kScanRecordBatch) {
       const size_t count = std::min<size_t>(kScanRecordBatch, n - first);
       RecordAddr where[kScanRecordBatch];
@@ -328,6 +353,11 @@ Status TableClient::get_many(r2::Co& co, const TableSpec& t, std::span<const uin
 Status TableClient::scan_partition(r2::Co& co, Ordered& o, uint64_t start, size_t n, bool* end) {
   part_keys_.clear();
   part_values_.clear();
+  if (o.local != nullptr) {
+    ++stats_.local;
+    *end = o.local->scan(start, n, part_keys_, part_values_);
+    return Status::ok();
+  }
   if (opts_.path == Path::kOneSided) {
     if (!o.learned->cache.trained() && !o.learned->warming) {
       DRTMX_RETURN_IF_ERROR(warm_one(co, o));

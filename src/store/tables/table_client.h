@@ -24,6 +24,13 @@
 //     until then that thread's lookups of the partition go by RPC.
 //   * TableClient — one per coroutine (owns scratch and per-partition
 //     XStoreClients; every call runs on that coroutine).
+//   * The direct path: on the node that holds a partition's primary, when
+//     its worker runs local ops directly (r2::Co::direct, the local
+//     shortcuts), GETs and SCANs of an ordered table call the node's own
+//     XTree (NodeCaches::set_local_store) instead of going through the
+//     learned cache or the RPC: the owner's handler makes the same call,
+//     and the tree is safe for any thread (xtree.h). Records are still
+//     READ and verified as on every other path.
 //   * maintain(): the client half of XStore retraining — pulls each warmed
 //     partition's split log and refreshes the touched sub-models
 //     (apply_splits), and expands models that outgrew their threshold. Run
@@ -65,6 +72,8 @@ struct NodeCacheOptions {
   uint16_t threads = 1;
 };
 
+class StoreNode;
+
 class NodeCaches {
  public:
   static Result<std::unique_ptr<NodeCaches>> create(const Catalog& c, const NodeCacheOptions& o);
@@ -91,6 +100,12 @@ class NodeCaches {
   void reset();
   uint64_t generation() const { return generation_.load(std::memory_order_acquire); }
 
+  // This node's own partition copies, for the direct path (above). Set
+  // once before any TableClient of the node runs (it must outlive them),
+  // or never: then every read goes by the learned cache or RPC.
+  void set_local_store(const StoreNode* s) { local_store_ = s; }
+  const StoreNode* local_store() const { return local_store_; }
+
  private:
   NodeCaches(const Catalog& c, const NodeCacheOptions& o) : catalog_(c), opts_(o), placement_(c) {}
   struct PerThread {
@@ -102,6 +117,7 @@ class NodeCaches {
   std::vector<PerThread> threads_;
   Placement placement_;
   std::atomic<uint64_t> generation_{0};
+  const StoreNode* local_store_ = nullptr;
 };
 
 // Counters of one TableClient (add them up over coroutines).
@@ -109,6 +125,7 @@ struct TableClientStats {
   uint64_t gets = 0;
   uint64_t reads = 0;  // one-sided READ work requests issued by GETs
   uint64_t rpcs = 0;   // GETs and SCANs answered by the owner's RPC
+  uint64_t local = 0;  // GETs and SCANs answered by this node's own index (direct path)
   uint64_t scans = 0;
   uint64_t writes = 0;  // insert / update / remove RPCs
   uint64_t record_retries = 0;
@@ -179,6 +196,9 @@ class TableClient {
     std::unique_ptr<xstore::XStoreClient> client;
     NodeCaches::Learned* learned = nullptr;
     OrderedRemote remote;
+    // The primary's tree, when it is on this node and the direct path
+    // applies (then `learned` is never warmed).
+    const xstore::XTree* local = nullptr;
     const TableSpec* table = nullptr;
     PartitionId partition = 0;
   };
@@ -189,6 +209,8 @@ class TableClient {
   Status warm_one(r2::Co& co, Ordered& o);
   // Leaf value of `key` in partition `o` (one-sided with fallback, or RPC).
   Result<bool> index_get(r2::Co& co, Ordered& o, uint64_t key, void* out);
+  // The same from the node's own tree (o.local set).
+  Result<bool> local_get(const Ordered& o, uint64_t key, void* out);
   Result<bool> record_get(r2::Co& co, Ordered& o, uint64_t key, std::span<uint8_t> value_out,
                           RecordRef* ref);
   Status scan_partition(r2::Co& co, Ordered& o, uint64_t start, size_t n, bool* end);
