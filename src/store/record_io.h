@@ -5,6 +5,7 @@
 // and transactions' CAS/WRITEs race with the owner by design.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstring>
@@ -21,28 +22,48 @@ namespace drtmx::store {
 constexpr uint64_t kOwnerLockWord = ~uint64_t{0};
 
 // A private image of one slot (header + value + padding) in 8-byte words.
+// Slots up to kInlineBytes live in the object itself (every insert, apply
+// and rewrite builds one: no allocation on those paths); larger ones on the
+// heap.
 class RecordImage {
  public:
-  explicit RecordImage(size_t slot_bytes) : words_(slot_bytes / 8, 0) {}
-  RecordHeader* header() { return reinterpret_cast<RecordHeader*>(words_.data()); }
-  uint8_t* value() { return reinterpret_cast<uint8_t*>(words_.data()) + sizeof(RecordHeader); }
-  void* data() { return words_.data(); }
-  size_t bytes() const { return words_.size() * 8; }
-  void clear() { std::fill(words_.begin(), words_.end(), 0); }
+  static constexpr size_t kInlineBytes = 1024;
+
+  explicit RecordImage(size_t slot_bytes) : n_(slot_bytes / 8) {
+    if (n_ > kInlineWords) {
+      heap_.assign(n_, 0);
+      words_ = heap_.data();
+    } else {
+      words_ = inline_;
+      clear();
+    }
+  }
+  RecordImage(const RecordImage&) = delete;
+  RecordImage& operator=(const RecordImage&) = delete;
+
+  RecordHeader* header() { return reinterpret_cast<RecordHeader*>(words_); }
+  uint8_t* value() { return reinterpret_cast<uint8_t*>(words_) + sizeof(RecordHeader); }
+  void* data() { return words_; }
+  size_t bytes() const { return n_ * 8; }
+  void clear() { std::fill(words_, words_ + n_, 0); }
 
   // Copies the slot at `rec` (all of it, lock word included).
-  void load(const uint8_t* rec) { load_words(words_.data(), rec, bytes()); }
+  void load(const uint8_t* rec) { load_words(words_, rec, bytes()); }
   // Loads only the header words.
-  void load_header(const uint8_t* rec) { load_words(words_.data(), rec, sizeof(RecordHeader)); }
+  void load_header(const uint8_t* rec) { load_words(words_, rec, sizeof(RecordHeader)); }
   // Stores the sealed part at `rec`: [8, slot_bytes) except the lock word
   // and the tuple timestamp (record.h: both change by atomics only).
   void store_body(uint8_t* rec) const {
-    store_words(rec + 8, words_.data() + 1, kTsOffset - 8);
-    store_words(rec + kValueOffset, words_.data() + kValueOffset / 8, bytes() - kValueOffset);
+    store_words(rec + 8, words_ + 1, kTsOffset - 8);
+    store_words(rec + kValueOffset, words_ + kValueOffset / 8, bytes() - kValueOffset);
   }
 
  private:
-  std::vector<uint64_t> words_;
+  static constexpr size_t kInlineWords = kInlineBytes / 8;
+  size_t n_;
+  uint64_t* words_;
+  uint64_t inline_[kInlineWords];
+  std::vector<uint64_t> heap_;
 };
 
 // MVCC on a backup copy (apply_in_order): the commit timestamp the new

@@ -1,7 +1,6 @@
 #include "r2/common/region_table.h"
 
 #include <algorithm>
-#include <iterator>
 
 namespace drtmx::r2 {
 
@@ -22,9 +21,19 @@ bool RegionTable::is_local(const void* p, uint64_t len) const {
   auto b = reinterpret_cast<uintptr_t>(p);
   auto inside = [&](const Local& l) { return b >= l.begin && b <= l.end && len <= l.end - b; };
   // Every op checks its local buffer: the region starting last at or below
-  // b first (a binary search; regions do not overlap)...
-  auto it = std::upper_bound(local_.begin(), local_.end(), Local{b, b}, by_begin);
-  if (it != local_.begin() && inside(*std::prev(it))) return true;
+  // b first (regions do not overlap), by a binary search without branches
+  // on the data (each mispredicted step of std::upper_bound cost more than
+  // the step)...
+  if (!local_.empty()) {
+    const Local* at = local_.data();
+    size_t n = local_.size();
+    while (n > 1) {
+      const size_t half = n / 2;
+      at = at[half].begin <= b ? at + half : at;
+      n -= half;
+    }
+    if (inside(*at)) return true;
+  }
   // ... and only when that fails, every region (overlapping registrations).
   return std::any_of(local_.begin(), local_.end(), inside);
 }

@@ -57,7 +57,9 @@ class OpBatch {
   friend class Worker;
   void add(Verb v, RemoteAddr r, void* local, uint32_t len, uint64_t cmp, uint64_t op,
            bool signaled = true) {
-    WorkRequest wr;
+    // Built in place: a request assembled on the stack by narrow stores
+    // and copied by wide loads stalls on store forwarding.
+    WorkRequest& wr = ops_.emplace_back();
     wr.verb = v;
     wr.signaled = signaled;
     wr.len = len;
@@ -65,7 +67,6 @@ class OpBatch {
     wr.remote = r;
     wr.compare = cmp;
     wr.operand = op;
-    ops_.push_back(wr);
     status_.push_back(OpStatus::kOk);
   }
   std::vector<WorkRequest> ops_;
