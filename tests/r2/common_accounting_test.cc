@@ -123,6 +123,20 @@ TEST(RegionTable, LocalBuffersAgainstManyRegionsInAnyOrder) {
   EXPECT_TRUE(t.is_local(mem + 300, 100));  // only the overlapping one holds it
   EXPECT_FALSE(t.is_local(mem + 300, 101));
   EXPECT_FALSE(t.is_local(mem + 64 * 256, 1));
+  // Through a hint: the same answers, whatever the hint holds (a hit must
+  // still cover the whole buffer; more regions than the hint has ways).
+  RegionTable::LocalHint hint;
+  for (int round = 0; round < 3; ++round) {
+    for (int i : order) {
+      uint8_t* b = mem + i * 512;
+      EXPECT_TRUE(t.is_local(b + 8, 64, &hint)) << i;
+      if (i == 0) continue;
+      EXPECT_FALSE(t.is_local(b + 200, 57, &hint)) << i;
+      EXPECT_FALSE(t.is_local(b - 100, 8, &hint)) << i;
+    }
+  }
+  EXPECT_TRUE(t.is_local(mem + 150, 10, &hint));
+  EXPECT_FALSE(t.is_local(mem + 300, 101, &hint));
 }
 
 TEST(LatencyHistogram, QuantilesWithinBucketErrorAndRoundTrip) {

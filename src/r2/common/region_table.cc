@@ -17,13 +17,11 @@ void RegionTable::add_local(const void* base, uint64_t size) {
   local_.insert(std::upper_bound(local_.begin(), local_.end(), l, by_begin), l);
 }
 
-bool RegionTable::is_local(const void* p, uint64_t len) const {
-  auto b = reinterpret_cast<uintptr_t>(p);
+const RegionTable::Local* RegionTable::local_region(uintptr_t b, uint64_t len) const {
   auto inside = [&](const Local& l) { return b >= l.begin && b <= l.end && len <= l.end - b; };
-  // Every op checks its local buffer: the region starting last at or below
-  // b first (regions do not overlap), by a binary search without branches
-  // on the data (each mispredicted step of std::upper_bound cost more than
-  // the step)...
+  // The region starting last at or below b first (regions do not
+  // overlap), by a binary search without branches on the data (each
+  // mispredicted step of std::upper_bound cost more than the step)...
   if (!local_.empty()) {
     const Local* at = local_.data();
     size_t n = local_.size();
@@ -32,13 +30,31 @@ bool RegionTable::is_local(const void* p, uint64_t len) const {
       at = at[half].begin <= b ? at + half : at;
       n -= half;
     }
-    if (inside(*at)) return true;
+    if (inside(*at)) return at;
   }
   // ... and only when that fails, every region (overlapping registrations).
-  return std::any_of(local_.begin(), local_.end(), inside);
+  auto it = std::find_if(local_.begin(), local_.end(), inside);
+  return it == local_.end() ? nullptr : &*it;
 }
 
-OpStatus RegionTable::check(const WorkRequest& wr, uint32_t max_op_bytes) const {
+bool RegionTable::is_local(const void* p, uint64_t len) const {
+  return local_region(reinterpret_cast<uintptr_t>(p), len) != nullptr;
+}
+
+bool RegionTable::is_local(const void* p, uint64_t len, LocalHint* hint) const {
+  const auto b = reinterpret_cast<uintptr_t>(p);
+  for (int i = 0; i < LocalHint::kWays; ++i) {
+    if (b >= hint->begin[i] && b <= hint->end[i] && len <= hint->end[i] - b) return true;
+  }
+  const Local* l = local_region(b, len);
+  if (l == nullptr) return false;
+  hint->begin[hint->next] = l->begin;
+  hint->end[hint->next] = l->end;
+  hint->next = (hint->next + 1) % LocalHint::kWays;
+  return true;
+}
+
+OpStatus RegionTable::check(const WorkRequest& wr, uint32_t max_op_bytes, LocalHint* hint) const {
   const bool atomic = wr.verb == Verb::kCas || wr.verb == Verb::kFaa;
   const uint64_t len = atomic ? 8 : wr.len;
   if (len == 0 || len > max_op_bytes) return OpStatus::kBadLength;
@@ -50,7 +66,10 @@ OpStatus RegionTable::check(const WorkRequest& wr, uint32_t max_op_bytes) const 
     return OpStatus::kOutOfBounds;
   }
   if (atomic && ((r->base + wr.remote.offset) % 8 != 0)) return OpStatus::kMisaligned;
-  if (wr.local == nullptr || !is_local(wr.local, len)) return OpStatus::kBadLocalBuffer;
+  if (wr.local == nullptr ||
+      !(hint != nullptr ? is_local(wr.local, len, hint) : is_local(wr.local, len))) {
+    return OpStatus::kBadLocalBuffer;
+  }
   if (atomic && reinterpret_cast<uintptr_t>(wr.local) % 8 != 0) return OpStatus::kMisaligned;
   return OpStatus::kOk;
 }

@@ -36,9 +36,22 @@ class RegionTable {
   }
   bool is_local(const void* p, uint64_t len) const;
 
+  // The local regions one caller's buffers were last found in (one per
+  // endpoint, i.e. per thread: never shared). A transaction's buffers come
+  // from a few regions (its arena, its scratch), so most checks end here
+  // instead of in the search.
+  struct LocalHint {
+    static constexpr int kWays = 4;
+    uintptr_t begin[kWays] = {};
+    uintptr_t end[kWays] = {};
+    int next = 0;
+  };
+  bool is_local(const void* p, uint64_t len, LocalHint* hint) const;
+
   // Checks everything about `wr` that can be checked without touching
-  // memory: node, region, bounds, alignment of atomics, length, local buffer.
-  OpStatus check(const WorkRequest& wr, uint32_t max_op_bytes) const;
+  // memory: node, region, bounds, alignment of atomics, length, local buffer
+  // (through `hint` when given).
+  OpStatus check(const WorkRequest& wr, uint32_t max_op_bytes, LocalHint* hint = nullptr) const;
 
  private:
   std::vector<std::vector<RegionEntry>> nodes_;
@@ -46,6 +59,8 @@ class RegionTable {
     uintptr_t begin, end;
   };
   static bool by_begin(const Local& a, const Local& b) { return a.begin < b.begin; }
+  // The region holding [p, p + len), or nullptr.
+  const Local* local_region(uintptr_t b, uint64_t len) const;
   std::vector<Local> local_;  // sorted by begin
 };
 

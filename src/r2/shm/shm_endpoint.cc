@@ -55,7 +55,7 @@ void ShmEndpoint::attach_rings(const std::vector<uint8_t*>& msg_segments) {
 }
 
 PostResult ShmEndpoint::post(const WorkRequest& wr) {
-  OpStatus st = table_->check(wr, max_op_bytes_);
+  OpStatus st = table_->check(wr, max_op_bytes_, &local_hint_);
   if (st != OpStatus::kOk) {
     errors_.push_back({wr.wr_id, st, wr.verb, wr.remote.node});
     return PostResult::kOk;
@@ -169,7 +169,7 @@ bool ShmEndpoint::execute_local(const WorkRequest& wr, OpStatus* st) {
   if (peer >= nodes_) return false;
   Channel& ch = channels_[peer];
   if (!ch.queued.empty()) return false;  // behind the queued ops, in order
-  *st = table_->check(wr, max_op_bytes_);
+  *st = table_->check(wr, max_op_bytes_, &local_hint_);
   if (*st != OpStatus::kOk) return true;
   if (!fence_.allowed(peer)) {
     *st = OpStatus::kFenced;

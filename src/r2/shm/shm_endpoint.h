@@ -161,6 +161,7 @@ class ShmEndpoint final : public Endpoint {
   static constexpr NodeId kAnyPeer = static_cast<NodeId>(~0u);
 
   const RegionTable* table_;
+  RegionTable::LocalHint local_hint_;  // this endpoint's (thread's) buffers
   NodeId self_;
   ThreadId thread_;
   uint16_t nodes_, threads_;
