@@ -145,7 +145,11 @@ class Service {
   void gts_install(r2::RpcRequest& req);
   // Snapshot requests: answered now, or deferred.
   void snapshot(r2::RpcRequest& req, uint16_t rpc) {
-    std::vector<uint8_t> reply;
+    // Handlers and pollers never yield: one reply buffer serves them all
+    // (a scan's reply is kilobytes; growing a fresh one each time cost
+    // several allocations per snapshot read).
+    std::vector<uint8_t>& reply = reply_;
+    reply.clear();
     uint64_t blocked = 0;
     std::string err;
     if (!run_snapshot(rpc, req.payload(), &reply, &blocked, &err)) {
@@ -181,7 +185,8 @@ class Service {
     bool did = false;
     for (size_t i = 0; i < pending_.size();) {
       Pending& p = pending_[i];
-      std::vector<uint8_t> reply;
+      std::vector<uint8_t>& reply = reply_;
+      reply.clear();
       uint64_t blocked = 0;
       std::string err;
       if (!run_snapshot(p.rpc, p.payload, &reply, &blocked, &err)) {
@@ -231,6 +236,11 @@ class Service {
   store::tables::StoreNode& s_;
   std::vector<Pending> pending_;
   uint64_t seen_unlocks_ = 0, next_retry_ns_ = 0;
+  // Scratch of the handlers (see snapshot()): the reply, and a scan's keys,
+  // leaf values and merged keys.
+  std::vector<uint8_t> reply_;
+  std::vector<uint64_t> scan_keys_, scan_all_;
+  std::vector<uint8_t> scan_vals_;
 };
 
 template <typename F>
@@ -521,7 +531,9 @@ bool Service::snapshot_scan(std::span<const uint8_t> p, std::vector<uint8_t>* re
     store::atomic_max_ts(reinterpret_cast<uint64_t*>(m_.range_ts(t->id, part)), r.ts);
   }
   // Keys in the index, merged with deleted keys that lived at ts.
-  std::vector<uint64_t> keys;
+  std::vector<uint64_t>& keys = scan_keys_;
+  std::vector<uint64_t>& all = scan_all_;
+  std::vector<uint8_t>& vals = scan_vals_;
   std::map<uint64_t, bool> buried;
   if (dst::VersionStore* vs = m_.store_of(t->id, part)) {
     vs->buried_in(r.from, r.to, r.ts,
@@ -530,14 +542,13 @@ bool Service::snapshot_scan(std::span<const uint8_t> p, std::vector<uint8_t>* re
   uint64_t rows = 0;
   bool exhausted = true;
   uint64_t next = r.from;
-  std::vector<uint8_t> vals;
   const uint64_t chunk = 64;
   for (;;) {
     keys.clear();
     vals.clear();
     const bool end = lp->tree->scan(next, chunk, keys, vals);
     for (uint64_t k : keys) buried.erase(k);
-    std::vector<uint64_t> all(keys.begin(), keys.end());
+    all.assign(keys.begin(), keys.end());
     // Deleted keys that fall before the index's next key join in order.
     const uint64_t hi = keys.empty() || end ? r.to : std::min<uint64_t>(keys.back(), r.to);
     for (auto it = buried.begin(); it != buried.end() && it->first <= hi;) {
