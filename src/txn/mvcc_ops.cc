@@ -225,8 +225,11 @@ class Service {
   }
   // One key at `ts`: appends a row (value padded) unless the record is
   // locked (then *locked). False on an internal error.
+  // `hint` (optional): where the index said the record was (a scan's leaf
+  // image), tried before looking the key up.
   bool read_key(const store::TableSpec& t, uint64_t key, uint64_t ts, dst::SnapshotMode mode,
-                std::vector<uint8_t>* reply, bool* locked, bool always_row, std::string* err);
+                std::vector<uint8_t>* reply, bool* locked, bool always_row, std::string* err,
+                const store::tables::RecordAddr* hint = nullptr);
   // Walks a request's address items: f(i, item, record, image).
   template <typename F>
   bool walk(r2::RpcRequest& req, Header* h, F f);
@@ -394,15 +397,23 @@ void Service::gts_install(r2::RpcRequest& req) {
 }
 
 bool Service::read_key(const store::TableSpec& t, uint64_t key, uint64_t ts, dst::SnapshotMode mode,
-                       std::vector<uint8_t>* reply, bool* locked, bool always_row,
-                       std::string* err) {
+                       std::vector<uint8_t>* reply, bool* locked, bool always_row, std::string* err,
+                       const store::tables::RecordAddr* hint) {
   const size_t vbytes = padded(t.value_size);
   thread_local std::vector<uint8_t> value;
   value.assign(vbytes, 0);
   RowHeader row{0, t.value_size, key, 0, 0, 0, 0, 0};
   for (int tries = 0; tries < 8; ++tries) {
     uint32_t inc = 0;
-    auto r = m_.locate(t, key, &inc);
+    Result<dst::MvccNode::Record> r = not_found("");
+    dst::MvccNode::Record hinted;
+    if (tries == 0 && hint != nullptr &&
+        m_.resolve(store::tables::table_region(t.id), hint->offset, t.value_size, &hinted)) {
+      r = hinted;
+      inc = hint->incarnation;
+    } else {
+      r = m_.locate(t, key, &inc);
+    }
     if (!r.is_ok()) {
       if (r.status().code() == Code::kUnavailable) {  // torn for every retry: a writer
         *locked = true;
@@ -557,6 +568,7 @@ bool Service::snapshot_scan(std::span<const uint8_t> p, std::vector<uint8_t>* re
     }
     std::sort(all.begin(), all.end());
     bool past = false;
+    size_t in_leaf = 0;  // keys[in_leaf]: the next key the tree gave (with its address)
     for (uint64_t k : all) {
       if (k > r.to) {
         past = true;
@@ -567,9 +579,18 @@ bool Service::snapshot_scan(std::span<const uint8_t> p, std::vector<uint8_t>* re
         past = true;
         break;
       }
+      // The scan's leaf image names the record: no second index lookup
+      // (read_key checks the record is still that key's).
+      store::tables::RecordAddr at;
+      const store::tables::RecordAddr* hint = nullptr;
+      while (in_leaf < keys.size() && keys[in_leaf] < k) ++in_leaf;
+      if (in_leaf < keys.size() && keys[in_leaf] == k && vals.size() == keys.size() * sizeof at) {
+        std::memcpy(&at, vals.data() + in_leaf * sizeof at, sizeof at);
+        hint = &at;
+      }
       const size_t before = reply->size();
       bool locked = false;
-      if (!read_key(*t, k, r.ts, mode, reply, &locked, false, err)) return false;
+      if (!read_key(*t, k, r.ts, mode, reply, &locked, false, err, hint)) return false;
       if (locked) {
         ++*blocked;
         continue;
