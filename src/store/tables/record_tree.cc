@@ -192,24 +192,25 @@ Result<bool> RecordTree::apply_in_order(uint64_t key, Change c, uint64_t version
   }
   if (version == 0) return invalid_argument("record tree apply: version 0 is never committed");
   RecordAddr a;
-  const bool found = tree_.get(key, &a) == xstore::XStatus::kOk;
   if (c == Change::kInsert) {
-    if (found) {
-      RecordHeader fh;
-      load_words(&fh, slot(a.offset), sizeof fh);
-      // A newer incarnation replaced this one, or the earlier record's
-      // delete has not arrived (skipped_incarnations.h).
-      return skipped_.skip_if_replaced(key, version, fh.version);
-    }
+    // Usually the key is not there: insert at once (one traversal; the
+    // tree refuses a present key, and insert_version then leaves nothing
+    // behind) and look at what holds the key only when refused.
     Result<RecordAddr> ins =
         insert_version(key, value, version, /*upsert=*/false, 0, mvcc ? mvcc->wts : 0);
     if (ins.is_ok()) {
       if (wrote != nullptr) *wrote = ins->offset;
       return true;
     }
-    if (ins.status().code() == Code::kAlreadyExists) return false;
-    return ins.status();
+    if (ins.status().code() != Code::kAlreadyExists) return ins.status();
+    if (tree_.get(key, &a) != xstore::XStatus::kOk) return false;  // removed meanwhile: retry
+    RecordHeader fh;
+    load_words(&fh, slot(a.offset), sizeof fh);
+    // A newer incarnation replaced this one, or the earlier record's
+    // delete has not arrived (skipped_incarnations.h).
+    return skipped_.skip_if_replaced(key, version, fh.version);
   }
+  const bool found = tree_.get(key, &a) == xstore::XStatus::kOk;
   // Its insert has not arrived — or was skipped as replaced.
   if (!found) return skipped_.covers(key, version, c == Change::kDelete);
   if (mvcc != nullptr && mvcc->will_keep) mvcc->will_keep(a.offset);
@@ -226,9 +227,9 @@ Result<bool> RecordTree::apply_in_order(uint64_t key, Change c, uint64_t version
     return false;  // an earlier change of the key has not arrived
   }
   if (mvcc != nullptr && mvcc->keep_old) {
-    std::vector<uint64_t> old(slot_bytes() / 8);
-    load_words(old.data(), slot(a.offset), slot_bytes());
-    if (!mvcc->keep_old(a.offset, reinterpret_cast<const uint8_t*>(old.data()),
+    RecordImage old(slot_bytes());
+    old.load(slot(a.offset));
+    if (!mvcc->keep_old(a.offset, static_cast<const uint8_t*>(old.data()),
                         c == Change::kDelete)) {
       unlock_record(a);
       return false;  // no room for the old version yet: retry later
