@@ -30,6 +30,14 @@ double rate(const std::string& json, const std::string& type) {
   return drtmx::bench::testing::json_number(json, type);
 }
 
+// The number `name` in the JSON object `section` of the report (-1, and a
+// test failure, when the report has no such section).
+double rate_in(const std::string& json, const std::string& section, const std::string& name) {
+  const size_t at = json.find("\"" + section + "\"");
+  EXPECT_NE(at, std::string::npos) << section << " missing in " << json;
+  return at == std::string::npos ? -1 : rate(json.substr(at), name);
+}
+
 // The common options of these runs (scaled down: items and customers).
 std::string scaled(const std::string& threads = "1", const std::string& room = "3000") {
   return "--bench=tpcc --nodes=3 --threads=" + threads +
@@ -106,17 +114,11 @@ std::string one_node(const std::string& name, const std::string& extra) {
 TEST(TpccBench, DeliveriesBesideNewOrdersDoNotAbortOnTheirOwnRows) {
   const std::string j = one_node("delno", "--coroutines=2 --mix=90,0,0,10,0");
   const double committed = rate(j, "Delivery");
-  const size_t at = j.find("\"per_type_aborts\"");
-  ASSERT_NE(at, std::string::npos) << j;
-  const double aborted = rate(j.substr(at), "Delivery");
+  const double aborted = rate_in(j, "per_type_aborts", "Delivery");
   EXPECT_GT(committed, 0) << j;
   EXPECT_LT(aborted, committed / 10 + 3) << j;
 }
 
-// Deliveries keep a share of the standard mix with 8 coroutines on one
-// node: lookups of local rows do not yield to hide misses (each yield cost
-// the Delivery a turn of the 7 others; it took ~40 ms and ran at 0.2 % of
-// New-Order's rate instead of the mix's 4 / 45).
 // Two coroutines on one node, where every op is local and nothing
 // suspends: the worker switches coroutines between transactions
 // (Co::yield_at_boundary), not in the middle of one, so New-Orders do not
@@ -125,13 +127,15 @@ TEST(TpccBench, DeliveriesBesideNewOrdersDoNotAbortOnTheirOwnRows) {
 TEST(TpccBench, NewOrdersOfTwoCoroutinesOnOneNodeDoNotAbortEachOther) {
   const std::string j = one_node("no2", "--coroutines=2 --mix=100,0,0,0,0");
   const double committed = rate(j, "NewOrder");
-  const size_t at = j.find("\"aborts\"");
-  ASSERT_NE(at, std::string::npos) << j;
-  const double changed = rate(j.substr(at), "version changed");
+  const double changed = rate_in(j, "aborts", "version changed");
   EXPECT_GT(committed, 0) << j;
   EXPECT_LT(changed, committed / 500 + 5) << j;
 }
 
+// Deliveries keep a share of the standard mix with 8 coroutines on one
+// node: lookups of local rows do not yield to hide misses (each yield cost
+// the Delivery a turn of the 7 others; it took ~40 ms and ran at 0.2 % of
+// New-Order's rate instead of the mix's 4 / 45).
 TEST(TpccBench, DeliveriesKeepTheirShareWithEightCoroutinesOnOneNode) {
   const std::string j = one_node("del8", "--coroutines=8");
   EXPECT_GT(rate(j, "Delivery"), rate(j, "NewOrder") / 100) << j;
