@@ -76,13 +76,13 @@ class Co {
   // Lets the other coroutines run; resumes at the next turn.
   void yield();
   // A point between two pieces of work (the engine calls it before each
-  // transaction): yields when this worker ran ops or calls without
-  // suspending since its last suspension (local ops, inline RPCs), so the
-  // other coroutines get their turns between transactions. Without it they
-  // would get them only from the every-kInlineStreak yield, which lands in
-  // the middle of one: on one node two coroutines' New-Orders then abort
-  // each other on STOCK rows read before the yield. No effect when the
-  // worker has just suspended.
+  // transaction): yields when this worker ran a quarter of the periodic
+  // yield's streak of ops or calls without suspending (local ops, inline
+  // RPCs), so the other coroutines get their turns between transactions.
+  // Without it they would get them only from the periodic yield (every
+  // kInlineStreak), which lands in the middle of one: on one node two
+  // coroutines' New-Orders then abort each other on STOCK rows read before
+  // the yield. No effect when the worker suspended a few ops ago.
   void yield_at_boundary();
   // As yield(), for a coroutine that is only polling (waiting for a
   // condition it checks itself, or backing off): an iteration in which only
