@@ -405,15 +405,13 @@ bool Service::read_key(const store::TableSpec& t, uint64_t key, uint64_t ts, dst
   RowHeader row{0, t.value_size, key, 0, 0, 0, 0, 0};
   for (int tries = 0; tries < 8; ++tries) {
     uint32_t inc = 0;
-    Result<dst::MvccNode::Record> r = not_found("");
     dst::MvccNode::Record hinted;
-    if (tries == 0 && hint != nullptr &&
-        m_.resolve(store::tables::table_region(t.id), hint->offset, t.value_size, &hinted)) {
-      r = hinted;
-      inc = hint->incarnation;
-    } else {
-      r = m_.locate(t, key, &inc);
-    }
+    const bool use_hint =
+        tries == 0 && hint != nullptr &&
+        m_.resolve(store::tables::table_region(t.id), hint->offset, t.value_size, &hinted);
+    if (use_hint) inc = hint->incarnation;
+    Result<dst::MvccNode::Record> r =
+        use_hint ? Result<dst::MvccNode::Record>(hinted) : m_.locate(t, key, &inc);
     if (!r.is_ok()) {
       if (r.status().code() == Code::kUnavailable) {  // torn for every retry: a writer
         *locked = true;

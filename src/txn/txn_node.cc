@@ -392,7 +392,6 @@ Status TxnNode::setup_worker(r2::Worker& w, const r2::Region* scratch, const r2:
     lr.drain = persist_.drain;
   }
   DRTMX_RETURN_IF_ERROR(register_record_handlers(w, lr));
-  const RangeTs range_ts = range_ts_of(mvcc_.get());
   if (mvcc_) {
     DRTMX_RETURN_IF_ERROR(register_mvcc_handlers(w, *mvcc_, *store_));
     if (t == 0) {
@@ -426,7 +425,7 @@ Status TxnNode::setup_worker(r2::Worker& w, const r2::Region* scratch, const r2:
       });
     }
   }
-  DRTMX_RETURN_IF_ERROR(register_index_handlers(w, *store_, range_ts));
+  DRTMX_RETURN_IF_ERROR(register_index_handlers(w, *store_, local_index_.range_ts));
   reps_[t] = std::make_unique<Replicator>(w, rc);
   DRTMX_RETURN_IF_ERROR(reps_[t]->attach());
   if (cfg_.crash_hook) reps_[t]->set_crash_hook(cfg_.crash_hook);

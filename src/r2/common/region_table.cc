@@ -18,7 +18,7 @@ void RegionTable::add_local(const void* base, uint64_t size) {
 }
 
 const RegionTable::Local* RegionTable::local_region(uintptr_t b, uint64_t len) const {
-  auto inside = [&](const Local& l) { return b >= l.begin && b <= l.end && len <= l.end - b; };
+  auto inside = [&](const Local& l) { return holds(l.begin, l.end, b, len); };
   // The region starting last at or below b first (regions do not
   // overlap), by a binary search without branches on the data (each
   // mispredicted step of std::upper_bound cost more than the step)...
@@ -37,20 +37,20 @@ const RegionTable::Local* RegionTable::local_region(uintptr_t b, uint64_t len) c
   return it == local_.end() ? nullptr : &*it;
 }
 
-bool RegionTable::is_local(const void* p, uint64_t len) const {
-  return local_region(reinterpret_cast<uintptr_t>(p), len) != nullptr;
-}
-
 bool RegionTable::is_local(const void* p, uint64_t len, LocalHint* hint) const {
   const auto b = reinterpret_cast<uintptr_t>(p);
-  for (int i = 0; i < LocalHint::kWays; ++i) {
-    if (b >= hint->begin[i] && b <= hint->end[i] && len <= hint->end[i] - b) return true;
+  if (hint != nullptr) {
+    for (int i = 0; i < LocalHint::kWays; ++i) {
+      if (holds(hint->begin[i], hint->end[i], b, len)) return true;
+    }
   }
   const Local* l = local_region(b, len);
   if (l == nullptr) return false;
-  hint->begin[hint->next] = l->begin;
-  hint->end[hint->next] = l->end;
-  hint->next = (hint->next + 1) % LocalHint::kWays;
+  if (hint != nullptr) {
+    hint->begin[hint->next] = l->begin;
+    hint->end[hint->next] = l->end;
+    hint->next = (hint->next + 1) % LocalHint::kWays;
+  }
   return true;
 }
 
@@ -66,10 +66,7 @@ OpStatus RegionTable::check(const WorkRequest& wr, uint32_t max_op_bytes, LocalH
     return OpStatus::kOutOfBounds;
   }
   if (atomic && ((r->base + wr.remote.offset) % 8 != 0)) return OpStatus::kMisaligned;
-  if (wr.local == nullptr ||
-      !(hint != nullptr ? is_local(wr.local, len, hint) : is_local(wr.local, len))) {
-    return OpStatus::kBadLocalBuffer;
-  }
+  if (wr.local == nullptr || !is_local(wr.local, len, hint)) return OpStatus::kBadLocalBuffer;
   if (atomic && reinterpret_cast<uintptr_t>(wr.local) % 8 != 0) return OpStatus::kMisaligned;
   return OpStatus::kOk;
 }

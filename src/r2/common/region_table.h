@@ -34,8 +34,6 @@ class RegionTable {
     if (id >= v.size() || v[id].size == 0) return nullptr;
     return &v[id];
   }
-  bool is_local(const void* p, uint64_t len) const;
-
   // The local regions one caller's buffers were last found in (one per
   // endpoint, i.e. per thread: never shared). A transaction's buffers come
   // from a few regions (its arena, its scratch), so most checks end here
@@ -46,7 +44,9 @@ class RegionTable {
     uintptr_t end[kWays] = {};
     int next = 0;
   };
-  bool is_local(const void* p, uint64_t len, LocalHint* hint) const;
+  // Whether [p, p + len) lies in one local region; `hint` (optional) is
+  // tried first and remembers the region found.
+  bool is_local(const void* p, uint64_t len, LocalHint* hint = nullptr) const;
 
   // Checks everything about `wr` that can be checked without touching
   // memory: node, region, bounds, alignment of atomics, length, local buffer
@@ -59,6 +59,10 @@ class RegionTable {
     uintptr_t begin, end;
   };
   static bool by_begin(const Local& a, const Local& b) { return a.begin < b.begin; }
+  // [b, b + len) within [begin, end] (overflow-safe).
+  static bool holds(uintptr_t begin, uintptr_t end, uintptr_t b, uint64_t len) {
+    return b >= begin && b <= end && len <= end - b;
+  }
   // The region holding [p, p + len), or nullptr.
   const Local* local_region(uintptr_t b, uint64_t len) const;
   std::vector<Local> local_;  // sorted by begin

@@ -193,9 +193,10 @@ Result<bool> RecordTree::apply_in_order(uint64_t key, Change c, uint64_t version
   if (version == 0) return invalid_argument("record tree apply: version 0 is never committed");
   RecordAddr a;
   if (c == Change::kInsert) {
-    // Usually the key is not there: insert at once (one traversal; the
-    // tree refuses a present key, and insert_version then leaves nothing
-    // behind) and look at what holds the key only when refused.
+    // Usually the key is not there: insert at once (one traversal). The
+    // tree refuses a present key; insert_version then marks the slot it
+    // wrote deleted and frees it, never having published it. Only then
+    // look at what holds the key.
     Result<RecordAddr> ins =
         insert_version(key, value, version, /*upsert=*/false, 0, mvcc ? mvcc->wts : 0);
     if (ins.is_ok()) {
@@ -229,8 +230,7 @@ Result<bool> RecordTree::apply_in_order(uint64_t key, Change c, uint64_t version
   if (mvcc != nullptr && mvcc->keep_old) {
     RecordImage old(slot_bytes());
     old.load(slot(a.offset));
-    if (!mvcc->keep_old(a.offset, static_cast<const uint8_t*>(old.data()),
-                        c == Change::kDelete)) {
+    if (!mvcc->keep_old(a.offset, static_cast<const uint8_t*>(old.data()), c == Change::kDelete)) {
       unlock_record(a);
       return false;  // no room for the old version yet: retry later
     }
