@@ -251,6 +251,48 @@ TEST(XTree, SplitsBumpIncarnationAndAreLogged) {
   EXPECT_EQ(next, 1u);
 }
 
+// A key above every key of a full leaf splits off a sibling holding that
+// key alone: ascending inserts leave full leaves behind (a half split would
+// leave each half empty for good), the old leaf's incarnation changes, and
+// a later insert below the separator still splits that leaf in halves.
+TEST(XTree, AppendsFillLeaves) {
+  Arena a(1 << 20);
+  auto tr = XTree::create(a.mem, a.bytes, opts(4, 8, 100));
+  ASSERT_TRUE(tr.is_ok());
+  XTree& t = **tr;
+  std::map<uint64_t, uint32_t> ref;
+  for (uint64_t k = 10; k <= 120; k += 10) {
+    ASSERT_EQ(t.insert(k, value_of(k, 1, 8).data()), XStatus::kOk);
+    ref[k] = 1;
+  }
+  auto runs = t.export_all();
+  ASSERT_EQ(runs.size(), 3u);  // 12 ascending keys in three full leaves
+  EXPECT_EQ(runs[0].keys, (std::vector<uint64_t>{10, 20, 30, 40}));
+  EXPECT_EQ(runs[1].keys, (std::vector<uint64_t>{50, 60, 70, 80}));
+  EXPECT_EQ(runs[2].keys, (std::vector<uint64_t>{90, 100, 110, 120}));
+  EXPECT_EQ(runs[0].high, 50u);
+  EXPECT_EQ(runs[1].low, 50u);
+  EXPECT_EQ(t.stats().splits, 2u);
+  uint32_t aln, inc;
+  t.locate(40, &aln, &inc);
+  EXPECT_EQ(aln, 0u);
+  EXPECT_EQ(inc, 1u);  // the leaf kept its pairs, not its range
+  check_leaves(a, t, ref);
+  // 25 goes to the full leaf {10..40}, inside its keys: halves.
+  ASSERT_EQ(t.insert(25, value_of(25, 1, 8).data()), XStatus::kOk);
+  ref[25] = 1;
+  runs = t.export_all();
+  ASSERT_EQ(runs.size(), 4u);
+  EXPECT_EQ(runs[0].keys, (std::vector<uint64_t>{10, 20}));
+  EXPECT_EQ(runs[1].keys, (std::vector<uint64_t>{25, 30, 40}));
+  check_leaves(a, t, ref);
+  for (const auto& [k, ver] : ref) {
+    std::vector<uint8_t> out(8);
+    ASSERT_EQ(t.get(k, out.data()), XStatus::kOk) << k;
+    EXPECT_EQ(out, value_of(k, ver, 8)) << k;
+  }
+}
+
 TEST(XTree, SplitLogReportsLostEvents) {
   Arena a(4 << 20);
   XTreeOptions o = opts(4, 8, 5000);

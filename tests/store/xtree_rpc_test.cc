@@ -464,7 +464,7 @@ TEST(XStoreRpc, HandleDirectly) {
     EXPECT_EQ(p.incarnation, inc);
   }
   EXPECT_EQ(static_cast<XStatus>(p.status), XStatus::kOutOfLeaves);
-  EXPECT_EQ(k, 6u);  // ascending keys: {0,1} and {2,3,4,5} fill two leaves of four
+  EXPECT_EQ(k, 8u);  // ascending keys fill both leaves of four: {0..3}, then {4..7}
   EXPECT_EQ(to_status(XStatus::kOutOfLeaves, k).code(), Code::kResourceExhausted);
   EXPECT_EQ(static_cast<XStatus>(insert(3, 2, false).status), XStatus::kAlreadyExists);
   EXPECT_EQ(static_cast<XStatus>(insert(3, 2, true).status), XStatus::kOk);

@@ -177,8 +177,10 @@ bool ShmEndpoint::execute_local(const WorkRequest& wr, OpStatus* st) {
   }
   // What other threads published before is visible to this op.
   std::atomic_thread_fence(std::memory_order_acquire);
-  if (pending_per_peer_[peer] != 0) copy_pending(peer);  // FIFO on the channel
   if (wr.verb == Verb::kRead) {
+    // READs after READs stay pending together, so their misses overlap: no
+    // READ changes what another reads (as at a doorbell, where only a
+    // non-READ op copies the channel's pending READs first).
     if ((ch.unfenced || ch.persist_failed || !ch.dirty.empty()) && !make_durable(ch)) {
       *st = OpStatus::kTransportError;
       return true;
@@ -186,6 +188,7 @@ bool ShmEndpoint::execute_local(const WorkRequest& wr, OpStatus* st) {
     defer_read(peer, wr);
     return true;
   }
+  if (pending_per_peer_[peer] != 0) copy_pending(peer);  // FIFO on the channel
   execute(peer, ch, Queued{wr, false, false});
   std::atomic_thread_fence(std::memory_order_release);
   return true;

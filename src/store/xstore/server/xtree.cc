@@ -471,6 +471,15 @@ XStatus XTree::split_leaf(Inner* parent, uint32_t aln, const LeafImage& img, uin
   uint32_t right;
   if (!alloc_leaf(&right)) return XStatus::kOutOfLeaves;
 
+  // An append (the key above every key of the leaf: ascending inserts such
+  // as TPC-C's orders, at each district's end) keeps the leaf whole and
+  // starts the right sibling with the new key alone. A half split would
+  // leave every such leaf half empty for good (nothing is inserted below
+  // the separator again) and split twice as often.
+  bool append = true;
+  for (uint32_t i = 0; i < img.count && append; ++i) append = img.keys[i] < key;
+  if (append) return split_leaf_append(parent, aln, img, key, value, right);
+
   // All pairs plus the new one, in key order (values copied out first: the
   // old leaf's slots are rewritten below).
   const uint32_t total = img.count + 1;
@@ -522,6 +531,36 @@ XStatus XTree::split_leaf(Inner* parent, uint32_t aln, const LeafImage& img, uin
 
   // 3. The parent routes [sep, ...) to the new leaf.
   insert_separator(parent, sep, right);
+  splits_.fetch_add(1, std::memory_order_relaxed);
+  const uint64_t lo = leaves_[aln].low.load(std::memory_order_relaxed);
+  const uint64_t hi = img.meta.next == 0
+                          ? UINT64_MAX
+                          : leaves_[img.meta.next - 1].low.load(std::memory_order_relaxed) - 1;
+  log_split(lo, hi, aln, right);
+  return XStatus::kOk;
+}
+
+XStatus XTree::split_leaf_append(Inner* parent, uint32_t aln, const LeafImage& img, uint64_t key,
+                                 const void* value, uint32_t right) {
+  // 1. The right sibling holds the new key, complete before anything
+  // points at it (as in split_leaf).
+  leaves_[right].lock.lock();
+  uint8_t* rl = leaf_ptr(right);
+  write_value_slot(right, 0, key, value);
+  store_word(rl + 16, key);
+  const LeafMeta rold = unpack_meta(load_word(rl));
+  leaves_[right].low.store(key, std::memory_order_release);
+  reseal(right, LeafMeta{rold.incarnation, 1, img.meta.next});
+  leaves_[right].lock.unlock();
+
+  // 2. The old leaf keeps its slots; its range ends below `key`, so it
+  // takes a new incarnation (a client's translation of `key` to it goes
+  // stale) and NXT = right. The seal is broken before meta changes.
+  break_seal(aln);
+  reseal(aln, LeafMeta{(img.meta.incarnation + 1) & 0xFFFFFF, img.count, right + 1});
+
+  // 3. The parent routes [key, ...) to the new leaf.
+  insert_separator(parent, key, right);
   splits_.fetch_add(1, std::memory_order_relaxed);
   const uint64_t lo = leaves_[aln].low.load(std::memory_order_relaxed);
   const uint64_t hi = img.meta.next == 0

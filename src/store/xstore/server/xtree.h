@@ -16,6 +16,10 @@
 //             to a fresh right sibling from the slab, the old leaf's
 //             incarnation is bumped and its NXT points to the sibling; the
 //             split key goes into the parent; a SplitEvent is logged;
+//             when the new key is above every key of the leaf (appends),
+//             the leaf keeps all its pairs untouched and the sibling starts
+//             with the new key alone (separator = that key), so ascending
+//             inserts fill leaves instead of leaving them half empty;
 //   delete  moves the last pair into the hole, count - 1, reseal;
 //   update  rewrites the value slot in place (value seal).
 // A value slot that no key uses any more (after a delete or a split) gets a
@@ -235,6 +239,10 @@ class XTree {
   // Caller holds the leaf's and the parent's locks.
   XStatus split_leaf(Inner* parent, uint32_t aln, const LeafImage& img, uint64_t key,
                      const void* value);
+  // split_leaf's case of a key above all of the leaf's: the leaf stays as
+  // it is (new incarnation), `right` (allocated) holds the key alone.
+  XStatus split_leaf_append(Inner* parent, uint32_t aln, const LeafImage& img, uint64_t key,
+                            const void* value, uint32_t right);
 
   // Leaf writes (caller holds the leaf's lock or the leaf is unpublished).
   void write_value_slot(uint32_t aln, uint32_t i, uint64_t key, const void* value);
