@@ -79,6 +79,19 @@ class Locator {
     incarnations->clear();
     return Abort::kNotSupported;
   }
+  // The keys of the rows scan() would see, from the index alone (no
+  // record is read): Validate's phantom check, which compares key sets and
+  // leaves the rows' versions to the read checks. It also lists keys whose
+  // record is another transaction's uncommitted insert, or a delete whose
+  // index entry is not yet gone (scan() skips those): to the phantom check
+  // both are a change of the range. The default runs scan().
+  virtual Abort scan_keys(r2::Co& co, ReadPath path, TableId t, Key from, Key to, size_t n,
+                          std::vector<Key>* keys) {
+    std::vector<uint8_t> values;
+    std::vector<RecordRef> refs;
+    std::vector<uint32_t> incs;
+    return scan(co, path, t, from, to, n, keys, &values, &refs, &incs);
+  }
   // Range-partitioned tables: the first key of the partition after the
   // one holding `key` (*start), false when there is none or the table is
   // not range-partitioned. Snapshot scans and range claims (MVCC) walk

@@ -160,6 +160,30 @@ Abort StoreLocator::scan(r2::Co& co, ReadPath path, TableId t, Key from, Key to,
   return Abort::kNone;
 }
 
+Abort StoreLocator::scan_keys(r2::Co& co, ReadPath path, TableId t, Key from, Key to, size_t n,
+                              std::vector<Key>* keys) {
+  keys->clear();
+  if (!scannable(t)) return Abort::kNotSupported;
+  const store::TableSpec* s = spec(t);
+  const bool chunked = s->scheme == store::PartitionScheme::kRange;
+  Key cur = from;
+  while (keys->size() < n && cur <= to) {
+    const size_t want =
+        chunked ? std::min(n - keys->size(), kScanChunk) : std::min<size_t>(n, s->capacity);
+    Status st = client(path).scan_keys(co, *s, cur, want, chunk_keys_);
+    if (!st.is_ok()) {
+      return st.code() == Code::kUnavailable ? Abort::kTornRead : Abort::kNodeFailure;
+    }
+    for (size_t i = 0; i < chunk_keys_.size() && keys->size() < n; ++i) {
+      if (chunk_keys_[i] > to) return Abort::kNone;
+      keys->push_back(chunk_keys_[i]);
+    }
+    if (!chunked || chunk_keys_.size() < want || chunk_keys_.back() == ~Key{0}) break;
+    cur = chunk_keys_.back() + 1;
+  }
+  return Abort::kNone;
+}
+
 bool StoreLocator::address_of(ReadPath path, TableId t, Key k, r2::RemoteAddr* addr,
                               uint32_t* incarnation) {
   if (path != ReadPath::kOneSidedCached && path != ReadPath::kHybrid) return false;

@@ -59,6 +59,9 @@ class StoreLocator final : public Locator {
   Abort scan(r2::Co& co, ReadPath path, TableId t, Key from, Key to, size_t n,
              std::vector<Key>* keys, std::vector<uint8_t>* values, std::vector<RecordRef>* refs,
              std::vector<uint32_t>* incarnations) override;
+  // The index entries only (TableClient::scan_keys), in the same chunks.
+  Abort scan_keys(r2::Co& co, ReadPath path, TableId t, Key from, Key to, size_t n,
+                  std::vector<Key>* keys) override;
   // Hash tables on the cached paths (kOneSidedCached, kHybrid): a
   // location-cache hit.
   bool address_of(ReadPath path, TableId t, Key k, r2::RemoteAddr* addr,

@@ -487,6 +487,34 @@ Status TableClient::scan(r2::Co& co, const TableSpec& t, uint64_t start, size_t 
   return Status::ok();
 }
 
+Status TableClient::scan_keys(r2::Co& co, const TableSpec& t, uint64_t start, size_t n,
+                              std::vector<uint64_t>& keys) {
+  keys.clear();
+  if (t.kind != TableKind::kOrdered) {
+    return invalid_argument("table '" + t.name + "' is a hash table; scans need an ordered table");
+  }
+  ++stats_.scans;
+  PartitionId p = catalog_.partition_of(t, start);
+  const uint32_t parts = catalog_.partitions(t);
+  while (keys.size() < n) {
+    Result<Ordered*> o = ordered(co, t, p);
+    if (!o.is_ok()) return o.status();
+    bool end = false;
+    DRTMX_RETURN_IF_ERROR(scan_partition(co, **o, start, n - keys.size(), &end));
+    keys.insert(keys.end(), part_keys_.begin(), part_keys_.end());
+    if (keys.size() >= n) break;
+    if (!end) {
+      if (part_keys_.empty() || part_keys_.back() == ~uint64_t{0}) break;
+      start = part_keys_.back() + 1;
+      continue;
+    }
+    if (t.scheme != PartitionScheme::kRange || p + 1 >= parts) break;
+    ++p;
+    start = catalog_.range_start(t, p);
+  }
+  return Status::ok();
+}
+
 Status TableClient::insert(r2::Co& co, const TableSpec& t, uint64_t key,
                            std::span<const uint8_t> value) {
   Status st = write(co, t, key, value, WriteOp::kInsert);

@@ -173,6 +173,11 @@ class TableClient {
   // and the version read (what a transaction validates).
   Status scan(r2::Co& co, const TableSpec& t, uint64_t start, size_t n, std::vector<uint64_t>& keys,
               std::vector<uint8_t>& values, std::vector<RecordRef>* refs = nullptr);
+  // The keys scan() would return, from the index entries alone: no record
+  // is read, so keys of uncommitted inserts and of deletes not yet taken
+  // out of the index are listed too.
+  Status scan_keys(r2::Co& co, const TableSpec& t, uint64_t start, size_t n,
+                   std::vector<uint64_t>& keys);
   // Owner-side writes by RPC. kAlreadyExists / kNotFound / kResourceExhausted
   // / kOutOfRange as the table reports them.
   Status insert(r2::Co& co, const TableSpec& t, uint64_t key, std::span<const uint8_t> value);
