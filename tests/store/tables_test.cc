@@ -295,6 +295,12 @@ void scans_cross_partitions(bool direct) {
                       it->second);
           }
           ASSERT_EQ(keys.size(), i) << "start " << start << " n " << n;
+          // The same keys from the index alone: no record READ.
+          std::vector<uint64_t> only;
+          const uint64_t reads = c.stats().reads;
+          ASSERT_TRUE(c.scan_keys(co, f.t(kRangeT), start, n, only).is_ok());
+          ASSERT_EQ(only, keys) << "start " << start << " n " << n;
+          ASSERT_EQ(c.stats().reads, reads);
         }
       }
     }
