@@ -184,15 +184,28 @@ Abort StoreLocator::scan_keys(r2::Co& co, ReadPath path, TableId t, Key from, Ke
   return Abort::kNone;
 }
 
+const store::hash::HashTable* StoreLocator::own_hash(const store::TableSpec& s, Key k) const {
+  if (!direct_hash_) return nullptr;
+  return local_->store->primary_hash(s, catalog_.partition_of(s, k));
+}
+
 bool StoreLocator::address_of(ReadPath path, TableId t, Key k, r2::RemoteAddr* addr,
                               uint32_t* incarnation) {
   if (path != ReadPath::kOneSidedCached && path != ReadPath::kHybrid) return false;
   const store::TableSpec* s = spec(t);
   if (s == nullptr || s->kind != store::TableKind::kHash) return false;
+  const uint32_t service = store::tables::service_id(t, catalog_.partition_of(*s, k));
   store::hash::CachedLocation loc;
-  if (!caches_.location().get(store::tables::service_id(t, catalog_.partition_of(*s, k)), k,
-                              &loc)) {
-    return false;
+  if (!caches_.location().get(service, k, &loc)) {
+    // A miss on a partition this node is the primary of: its table says
+    // where the record is (what the owner RPC would answer), and the cache
+    // learns it.
+    const store::hash::HashTable* h = own_hash(*s, k);
+    uint64_t offset = 0;
+    if (h == nullptr || !h->locate(k, &offset, incarnation)) return false;  // read() says why
+    *addr = {self_, store::tables::table_region(t), offset};
+    caches_.location().put(service, k, {*addr, *incarnation});
+    return true;
   }
   *addr = loc.addr;
   *incarnation = loc.incarnation;

@@ -29,6 +29,10 @@
 #include "txn/index_ops.h"
 #include "txn/locator.h"
 
+namespace drtmx::store::hash {
+class HashTable;
+}  // namespace drtmx::store::hash
+
 namespace drtmx::txn {
 
 class StoreLocator final : public Locator {
@@ -80,7 +84,14 @@ class StoreLocator final : public Locator {
                      bool passive) override;
   static constexpr size_t kScanChunk = 32;
   // This node's own index (index_ops.h); must outlive the locator.
-  void set_local_index(const LocalIndex* l) { local_ = l; }
+  // `direct` (r2::Co::direct of this node): a location-cache miss in
+  // address_of() for a hash partition whose primary is this node asks its
+  // table (HashTable::locate) and fills the cache, instead of leaving the
+  // row to read()'s owner RPC (a cold cache costs no messages).
+  void set_local_index(const LocalIndex* l, bool direct = false) {
+    local_ = l;
+    direct_hash_ = direct && l != nullptr && l->store != nullptr;
+  }
 
   // The client of one read path (created on first use).
   store::tables::TableClient& client(ReadPath path);
@@ -93,6 +104,9 @@ class StoreLocator final : public Locator {
   std::span<uint8_t> scratch_;
   r2::NodeId self_;
   const LocalIndex* local_ = nullptr;
+  bool direct_hash_ = false;
+  // This node's primary copy of the partition of (t, k), when direct_hash_.
+  const store::hash::HashTable* own_hash(const store::TableSpec& s, Key k) const;
   std::array<std::unique_ptr<store::tables::TableClient>, 4> clients_;
   std::vector<uint8_t> value_;
   std::vector<uint8_t> many_done_;  // read_many: keys already handled

@@ -534,7 +534,7 @@ Status TxnNode::setup_worker(r2::Worker& w, const r2::Region* scratch, const r2:
     DRTMX_RETURN_IF_ERROR(w.spawn([=, this](r2::Co& co) {
       std::span<uint8_t> sc(scratch->base + sp.offset(t, c), sp.per_coroutine);
       locs_[i] = std::make_unique<StoreLocator>(catalog_, *caches_, sc, self);
-      locs_[i]->set_local_index(&local_index_);
+      locs_[i]->set_local_index(&local_index_, co.direct(self));
       engines_[i] = std::make_unique<Engine>(co, *locs_[i], reps_[t].get(), cfg_.policy,
                                              arena->base + i * per_co, per_co, mvcc_.get());
       if (cfg_.crash_hook) engines_[i]->set_crash_hook(cfg_.crash_hook);

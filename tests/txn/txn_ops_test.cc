@@ -1120,6 +1120,67 @@ Abort read_two_with_pause(TxnContext& c, std::atomic<int>& step, Key first, int6
   return a;
 }
 
+// A coordinator's first read of a row whose primary is its own node finds
+// the row in the node's table (a GET's bucket walk, HashTable::locate for
+// a prefetch) and fills the location cache: no owner RPC. Other nodes'
+// rows still take the RPC while the cache lacks them (the hybrid read
+// path), and without the local shortcuts so do the node's own.
+struct ColdReads {
+  std::atomic<uint64_t> own_keys{0}, own_fallbacks{0}, other_keys{0}, other_fallbacks{0};
+};
+
+void cold_reads(bool shortcuts, ColdReads* out) {
+  const store::Catalog cat = make_catalog();
+  ClusterRun r;
+  r.coroutines = 2;
+  constexpr Key kKeys = 60;
+  for (Key k = 0; k < kKeys; ++k) r.rows.emplace_back(kKv, k, val(static_cast<int64_t>(k)));
+  r.tweak = [&](TxnNodeConfig& cfg, uint16_t) { cfg.local_shortcuts = shortcuts; };
+  r.body = [&](TxnContext& c) {
+    if (c.index % (kThreads * r.coroutines) != 0) return;  // one coroutine per node
+    const uint16_t node = static_cast<uint16_t>(c.index / (kThreads * r.coroutines));
+    auto rpcs = [&] {
+      uint64_t n = 0;
+      for (ReadPath p :
+           {ReadPath::kRpc, ReadPath::kOneSided, ReadPath::kOneSidedCached, ReadPath::kHybrid}) {
+        n += c.locator.client(p).stats().rpcs;
+      }
+      return n;
+    };
+    for (Key k = 0; k < kKeys; ++k) {
+      // Even keys by get, odd ones by prefetch (StoreLocator::address_of).
+      const uint64_t before = rpcs();
+      Val v{};
+      const TableKey tk{kKv, k};
+      ASSERT_EQ(c.engine.run(
+                    [&](Txn& tx) {
+                      if (k % 2 == 1) {
+                        if (Abort a = tx.prefetch({&tk, 1}, false); a != Abort::kNone) return a;
+                      }
+                      return tx.get(kKv, k, &v);
+                    },
+                    Kind::kReadOnly),
+                Abort::kNone);
+      EXPECT_EQ(v.a, static_cast<int64_t>(k));
+      const bool own = c.locator.primary(kKv, k) == node;
+      (own ? out->own_keys : out->other_keys)++;
+      if (rpcs() != before) (own ? out->own_fallbacks : out->other_fallbacks)++;
+    }
+  };
+  run_cluster(cat, r);
+}
+
+TEST(TxnOpsLocal, ColdReadsOfTheNodesOwnRowsNeedNoOwnerRpc) {
+  ColdReads on;
+  cold_reads(true, &on);
+  EXPECT_EQ(on.own_keys.load(), 60u);  // each of the 3 nodes is primary of 20
+  EXPECT_EQ(on.own_fallbacks.load(), 0u);
+  EXPECT_EQ(on.other_fallbacks.load(), on.other_keys.load());
+  ColdReads off;
+  cold_reads(false, &off);
+  EXPECT_EQ(off.own_fallbacks.load(), off.own_keys.load());
+}
+
 struct AnomalyOutcome {
   int64_t a = -1, b = -1;
   Abort reader = Abort::kNotSupported;

@@ -114,7 +114,12 @@ Result<HashGet> HashClient::get(r2::Co& co, const HashRemote& r, uint64_t key,
     }
   }
 
-  if (opts_.miss_path == MissPath::kRpc) return get_rpc(co, r, key, value_out);
+  // A table on this node whose ops run at once (r2::Co::direct): the
+  // bucket walk reads the owner's memory in the caller, which costs less
+  // than the RPC to its own worker and answers the same.
+  if (opts_.miss_path == MissPath::kRpc && !co.direct(r.node)) {
+    return get_rpc(co, r, key, value_out);
+  }
 
   // (b) bucket walk, then the record.
   const uint32_t head = bucket_index(key, l.buckets);

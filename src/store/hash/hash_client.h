@@ -47,7 +47,9 @@ struct HashRemote {
 // What a GET does when the location cache cannot answer (miss or stale):
 // READ the bucket chain itself (about 2 READs, no owner CPU), or ask the
 // owner by RPC (one round trip, owner CPU; docs/architecture.md: "on a miss an RPC
-// returns the record and its address"). Both fill the cache.
+// returns the record and its address"). Both fill the cache. A table on
+// the caller's own node whose ops run at once (r2::Co::direct) is always
+// walked: that reads its memory in the caller, no message.
 enum class MissPath : uint8_t { kBucketWalk, kRpc };
 
 struct HashClientOptions {

@@ -505,42 +505,54 @@ Status HashTable::remove(uint64_t key) {
   return Status::ok();
 }
 
+HashTable::Locate HashTable::find_ref(uint64_t key, uint64_t* ref) const {
+  // Bucket by bucket along the chain, each copy verified by its seal.
+  uint32_t b = bucket_index(key, layout_.buckets);
+  for (uint64_t steps = 0; steps <= layout_.overflow; ++steps) {
+    Bucket copy;
+    int tries = 0;
+    for (; tries < kLocalReadTries; ++tries) {
+      copy = load_bucket(bucket_ptr(b));
+      if (bucket_verifies(copy)) break;
+      read_pause(tries);
+    }
+    if (tries == kLocalReadTries) return Locate::kTorn;
+    for (uint32_t s = 0; s < kSlotsPerBucket; ++s) {
+      if (copy.slots[s].ref != 0 && copy.slots[s].key == key) {
+        *ref = copy.slots[s].ref;
+        return Locate::kFound;
+      }
+    }
+    if (copy.next == 0) break;
+    b = layout_.buckets + copy.next - 1;
+  }
+  return Locate::kAbsent;
+}
+
+bool HashTable::locate(uint64_t key, uint64_t* offset, uint32_t* incarnation) const {
+  uint64_t ref = 0;
+  if (find_ref(key, &ref) != Locate::kFound) return false;
+  *offset = ref_offset(ref);
+  *incarnation = ref_incarnation(ref);
+  return true;
+}
+
 Result<RecordLoc> HashTable::get(uint64_t key, std::span<uint8_t> value_out) const {
   if (value_out.size() < layout_.value_size) {
     return invalid_argument("hash table get: value buffer of " + std::to_string(value_out.size()) +
                             " bytes is smaller than the value size " +
                             std::to_string(layout_.value_size));
   }
-  const uint32_t head = bucket_index(key, layout_.buckets);
   const size_t slot_bytes = layout_.slot_bytes();
   RecordImage img(slot_bytes);
   for (int restart = 0; restart < kLocalRestarts; ++restart) {
-    // Find the slot: bucket by bucket, each copy verified by its seal.
     uint64_t ref = 0;
-    uint32_t b = head;
-    bool torn_forever = false;
-    for (uint64_t steps = 0; steps <= layout_.overflow && ref == 0; ++steps) {
-      Bucket copy;
-      int tries = 0;
-      for (; tries < kLocalReadTries; ++tries) {
-        copy = load_bucket(bucket_ptr(b));
-        if (bucket_verifies(copy)) break;
-        read_pause(tries);
-      }
-      if (tries == kLocalReadTries) {
-        torn_forever = true;
-        break;
-      }
-      for (uint32_t s = 0; s < kSlotsPerBucket; ++s) {
-        if (copy.slots[s].ref != 0 && copy.slots[s].key == key) ref = copy.slots[s].ref;
-      }
-      if (ref != 0 || copy.next == 0) break;
-      b = layout_.buckets + copy.next - 1;
+    const Locate where = find_ref(key, &ref);
+    if (where == Locate::kTorn) break;
+    if (where == Locate::kAbsent) {
+      return not_found("hash table: key " + std::to_string(key) + " not found");
     }
-    if (torn_forever) break;
-    if (ref == 0) return not_found("hash table: key " + std::to_string(key) + " not found");
     // Pairs with the writer's release fence between record and bucket.
-    std::atomic_thread_fence(std::memory_order_acquire);
     const uint8_t* rec = record_ptr(ref_offset(ref));
     for (int tries = 0; tries < kLocalReadTries; ++tries) {
       img.load(rec);

@@ -155,6 +155,13 @@ class HashTable {
   // record's location. kNotFound if absent; kUnavailable if a writer kept
   // the record torn for all bounded retries (a transaction mid write-back).
   Result<RecordLoc> get(uint64_t key, std::span<uint8_t> value_out) const;
+  // Where `key`'s record is, as a one-sided reader's bucket READs would
+  // find it (verified bucket copies, no record read, no latch): the slot's
+  // offset and incarnation. False when the key is absent, or its buckets
+  // stayed torn for every bounded retry. The record may change or go at any
+  // time after: a reader verifies key and incarnation in its copy, as it
+  // does with a location-cache entry.
+  bool locate(uint64_t key, uint64_t* offset, uint32_t* incarnation) const;
 
   // Restart of a durable copy (the table is new, the slots are not): links
   // `key` to the record already in slot `offset` (incarnation, version as
@@ -193,6 +200,9 @@ class HashTable {
     uint64_t ref = 0;
   };
   bool find_locked(uint32_t head, uint64_t key, SlotPos* pos) const;
+  // The slot reference of `key` from verified bucket copies (get, locate).
+  enum class Locate : uint8_t { kFound, kAbsent, kTorn };
+  Locate find_ref(uint64_t key, uint64_t* ref) const;
   // `lock_word` != 0: the record is published locked with it (reserve).
   // `adopted`: publish that slot (its record already written) instead of
   // allocating and writing one (adopt()).

@@ -161,6 +161,18 @@ class StoreNode {
   std::vector<HeldSlot> locked_slots(const std::function<bool(uint64_t lock)>& stale) const;
   void clear_lock(TableId table, uint64_t offset, uint64_t lock);
 
+  // This node's copy of hash table `table`'s partition p when this node is
+  // its primary now, else nullptr. For a coordinator's own reads (the
+  // local shortcuts): HashTable::locate answers what its location cache
+  // would, from the owner's buckets. Scans the few copies of the table this
+  // node hosts (no map lookup).
+  const hash::HashTable* primary_hash(const TableSpec& t, PartitionId p) const {
+    if (t.id >= areas_.size()) return nullptr;
+    for (const LocalPartition* c : areas_[t.id]) {
+      if (c->partition == p) return c->hash && is_primary(t, p) ? c->hash.get() : nullptr;
+    }
+    return nullptr;
+  }
   // The local copy of (table, partition), or nullptr.
   LocalPartition* partition(TableId table, PartitionId p);
   const LocalPartition* partition(TableId table, PartitionId p) const;

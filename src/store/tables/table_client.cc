@@ -245,11 +245,11 @@ Result<bool> TableClient::get(r2::Co& co, const TableSpec& t, uint64_t key,
     Result<const hash::HashRemote*> rr = hash_route(co, t, p);
     if (!rr.is_ok()) return rr.status();
     const hash::HashRemote& r = **rr;
-    const uint64_t before = hash_.stats().reads;
+    const hash::HashClientStats before = hash_.stats();
     Result<hash::HashGet> g = opts_.path == Path::kOneSided ? hash_.get(co, r, key, value_out)
                                                             : hash_.get_rpc(co, r, key, value_out);
-    stats_.reads += hash_.stats().reads - before;
-    if (opts_.path == Path::kRpc) ++stats_.rpcs;
+    stats_.reads += hash_.stats().reads - before.reads;
+    stats_.rpcs += hash_.stats().rpc_gets - before.rpc_gets;
     if (!g.is_ok()) return g.status();
     if (g->found && ref != nullptr) *ref = RecordRef{g->addr, g->incarnation, g->version};
     return g->found;
