@@ -254,7 +254,7 @@ TEST(XTree, SplitsBumpIncarnationAndAreLogged) {
 // A key above every key of a full leaf splits off a sibling holding that
 // key alone: ascending inserts leave full leaves behind (a half split would
 // leave each half empty for good), the old leaf's incarnation changes, and
-// a later insert below the separator still splits that leaf in halves.
+// a later insert among that leaf's keys still splits it in halves.
 TEST(XTree, AppendsFillLeaves) {
   Arena a(1 << 20);
   auto tr = XTree::create(a.mem, a.bytes, opts(4, 8, 100));

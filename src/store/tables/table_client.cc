@@ -449,12 +449,9 @@ void TableClient::take_record(const Ordered& o, size_t i, const RecordAddr& wher
       {o.remote.node, table_region(o.table->id), where.offset}, where.incarnation, h.version};
 }
 
-Status TableClient::scan(r2::Co& co, const TableSpec& t, uint64_t start, size_t n,
-                         std::vector<uint64_t>& keys, std::vector<uint8_t>& values,
-                         std::vector<RecordRef>* refs) {
-  keys.clear();
-  values.clear();
-  if (refs != nullptr) refs->clear();
+template <typename Take>
+Status TableClient::walk_partitions(r2::Co& co, const TableSpec& t, uint64_t start, size_t n,
+                                    std::vector<uint64_t>& keys, Take take) {
   if (t.kind != TableKind::kOrdered) {
     return invalid_argument("table '" + t.name + "' is a hash table; scans need an ordered table");
   }
@@ -466,12 +463,7 @@ Status TableClient::scan(r2::Co& co, const TableSpec& t, uint64_t start, size_t 
     if (!o.is_ok()) return o.status();
     bool end = false;
     DRTMX_RETURN_IF_ERROR(scan_partition(co, **o, start, n - keys.size(), &end));
-    if (t.inline_values) {
-      keys.insert(keys.end(), part_keys_.begin(), part_keys_.end());
-      values.insert(values.end(), part_values_.begin(), part_values_.end());
-    } else {
-      DRTMX_RETURN_IF_ERROR(scan_records(co, **o, keys, values, refs));
-    }
+    DRTMX_RETURN_IF_ERROR(take(**o));
     if (keys.size() >= n) break;
     if (!end) {
       // Rows deleted between the index read and the record read were
@@ -487,32 +479,27 @@ Status TableClient::scan(r2::Co& co, const TableSpec& t, uint64_t start, size_t 
   return Status::ok();
 }
 
+Status TableClient::scan(r2::Co& co, const TableSpec& t, uint64_t start, size_t n,
+                         std::vector<uint64_t>& keys, std::vector<uint8_t>& values,
+                         std::vector<RecordRef>* refs) {
+  keys.clear();
+  values.clear();
+  if (refs != nullptr) refs->clear();
+  return walk_partitions(co, t, start, n, keys, [&](Ordered& o) {
+    if (!t.inline_values) return scan_records(co, o, keys, values, refs);
+    keys.insert(keys.end(), part_keys_.begin(), part_keys_.end());
+    values.insert(values.end(), part_values_.begin(), part_values_.end());
+    return Status::ok();
+  });
+}
+
 Status TableClient::scan_keys(r2::Co& co, const TableSpec& t, uint64_t start, size_t n,
                               std::vector<uint64_t>& keys) {
   keys.clear();
-  if (t.kind != TableKind::kOrdered) {
-    return invalid_argument("table '" + t.name + "' is a hash table; scans need an ordered table");
-  }
-  ++stats_.scans;
-  PartitionId p = catalog_.partition_of(t, start);
-  const uint32_t parts = catalog_.partitions(t);
-  while (keys.size() < n) {
-    Result<Ordered*> o = ordered(co, t, p);
-    if (!o.is_ok()) return o.status();
-    bool end = false;
-    DRTMX_RETURN_IF_ERROR(scan_partition(co, **o, start, n - keys.size(), &end));
+  return walk_partitions(co, t, start, n, keys, [&](Ordered&) {
     keys.insert(keys.end(), part_keys_.begin(), part_keys_.end());
-    if (keys.size() >= n) break;
-    if (!end) {
-      if (part_keys_.empty() || part_keys_.back() == ~uint64_t{0}) break;
-      start = part_keys_.back() + 1;
-      continue;
-    }
-    if (t.scheme != PartitionScheme::kRange || p + 1 >= parts) break;
-    ++p;
-    start = catalog_.range_start(t, p);
-  }
-  return Status::ok();
+    return Status::ok();
+  });
 }
 
 Status TableClient::insert(r2::Co& co, const TableSpec& t, uint64_t key,

@@ -219,6 +219,12 @@ class TableClient {
   Result<bool> record_get(r2::Co& co, Ordered& o, uint64_t key, std::span<uint8_t> value_out,
                           RecordRef* ref);
   Status scan_partition(r2::Co& co, Ordered& o, uint64_t start, size_t n, bool* end);
+  // scan() and scan_keys(): scan_partition() from `start` partition by
+  // partition until `keys` holds n; take(o) moves each partition's result
+  // (part_keys_, part_values_) into the caller's vectors.
+  template <typename Take>
+  Status walk_partitions(r2::Co& co, const TableSpec& t, uint64_t start, size_t n,
+                         std::vector<uint64_t>& keys, Take take);
   // The records of part_keys_ (addresses in part_values_), read in batches;
   // rows deleted since the index read are skipped.
   Status scan_records(r2::Co& co, Ordered& o, std::vector<uint64_t>& keys,

@@ -530,13 +530,7 @@ XStatus XTree::split_leaf(Inner* parent, uint32_t aln, const LeafImage& img, uin
   reseal(aln, LeafMeta{(img.meta.incarnation + 1) & 0xFFFFFF, left_n, right + 1});
 
   // 3. The parent routes [sep, ...) to the new leaf.
-  insert_separator(parent, sep, right);
-  splits_.fetch_add(1, std::memory_order_relaxed);
-  const uint64_t lo = leaves_[aln].low.load(std::memory_order_relaxed);
-  const uint64_t hi = img.meta.next == 0
-                          ? UINT64_MAX
-                          : leaves_[img.meta.next - 1].low.load(std::memory_order_relaxed) - 1;
-  log_split(lo, hi, aln, right);
+  publish_split(parent, aln, img, sep, right);
   return XStatus::kOk;
 }
 
@@ -560,14 +554,19 @@ XStatus XTree::split_leaf_append(Inner* parent, uint32_t aln, const LeafImage& i
   reseal(aln, LeafMeta{(img.meta.incarnation + 1) & 0xFFFFFF, img.count, right + 1});
 
   // 3. The parent routes [key, ...) to the new leaf.
-  insert_separator(parent, key, right);
+  publish_split(parent, aln, img, key, right);
+  return XStatus::kOk;
+}
+
+void XTree::publish_split(Inner* parent, uint32_t aln, const LeafImage& img, uint64_t sep,
+                          uint32_t right) {
+  insert_separator(parent, sep, right);
   splits_.fetch_add(1, std::memory_order_relaxed);
   const uint64_t lo = leaves_[aln].low.load(std::memory_order_relaxed);
   const uint64_t hi = img.meta.next == 0
                           ? UINT64_MAX
                           : leaves_[img.meta.next - 1].low.load(std::memory_order_relaxed) - 1;
   log_split(lo, hi, aln, right);
-  return XStatus::kOk;
 }
 
 XStatus XTree::update(uint64_t key, const void* value) {

@@ -250,6 +250,10 @@ class XTree {
   void break_seal(uint32_t aln);
   void reseal(uint32_t aln, const LeafMeta& m);
   void log_split(uint64_t lo, uint64_t hi, uint32_t left, uint32_t right);
+  // The last step of both splits: the parent routes [sep, ...) to `right`,
+  // the split is counted and logged (img: the old leaf as found).
+  void publish_split(Inner* parent, uint32_t aln, const LeafImage& img, uint64_t sep,
+                     uint32_t right);
 
   uint8_t* base_;
   XTreeOptions opt_;
