@@ -155,8 +155,9 @@ WorkloadInfo info() {
       {"rollback-pct", "percent of New-Orders that roll back on an unused item (default 1)"},
       {"stock-level-districts", "districts one Stock-Level scans, 1..20 (default 1; thesis 20)"},
       {"order-room",
-       "orders each district can take during the run (default 20000; sizes ORDER, "
-       "ORDER-LINE, NEW-ORDER, HISTORY)"},
+       "orders each district can take during the run (default 20000 for 9 or more warehouse "
+       "copies in the cluster, up to 60000 for fewer; sizes ORDER, ORDER-LINE, NEW-ORDER, "
+       "HISTORY)"},
       {"items", "SCALED-DOWN runs only: ITEM / STOCK rows (default 100000)"},
       {"customers", "SCALED-DOWN runs only: customers and initial orders per district (3000)"},
   };

@@ -58,7 +58,17 @@ Result<Config> parse(const WorkloadOptions& o, const WorkloadEnv& env) {
   auto wpn = option_number(o, "warehouses-per-node", env.threads, 1, 4096);
   auto items = option_number(o, "items", 100000, 100, 1000000);
   auto customers = option_number(o, "customers", 3000, 10, 65535);
-  auto room = option_number(o, "order-room", 20000, 1, kMaxOrderId - 65535);
+  // The default order room: 20 000 per district for the 3-node cluster of
+  // one warehouse per node and 3 copies (9 warehouse copies, ~6.7 GB of
+  // segments), and as much room in total when there are fewer copies, up to
+  // 60 000 (a single node's one warehouse fills 20 000 in ~7 s).
+  uint32_t room_default = 20000;
+  if (wpn.is_ok()) {
+    const uint64_t copies = uint64_t{env.nodes} * *wpn * std::max<uint16_t>(1, env.replicas);
+    room_default = static_cast<uint32_t>(
+        std::clamp<uint64_t>(uint64_t{20000} * 9 / std::max<uint64_t>(1, copies), 20000, 60000));
+  }
+  auto room = option_number(o, "order-room", room_default, 1, kMaxOrderId - 65535);
   auto sld = option_number(o, "stock-level-districts", 1, 1, 20);
   auto rip = option_number(o, "remote-item-pct", 1, 0, 100);
   auto rpp = option_number(o, "remote-payment-pct", 15, 0, 100);
