@@ -125,6 +125,30 @@ void StoreLocator::read_many(r2::Co& co, ReadPath path, std::span<const TableKey
   }
 }
 
+template <typename Fetch, typename Take>
+Abort StoreLocator::walk_chunks(const store::TableSpec& s, Key from, Key to, size_t n,
+                                std::vector<Key>* keys, Fetch fetch, Take take) {
+  const bool chunked = s.scheme == store::PartitionScheme::kRange;
+  Key cur = from;
+  while (keys->size() < n && cur <= to) {
+    // Other schemes: one call (the start key's partition only).
+    const size_t want =
+        chunked ? std::min(n - keys->size(), kScanChunk) : std::min<size_t>(n, s.capacity);
+    Status st = fetch(cur, want);
+    if (!st.is_ok()) {
+      return st.code() == Code::kUnavailable ? Abort::kTornRead : Abort::kNodeFailure;
+    }
+    for (size_t i = 0; i < chunk_keys_.size() && keys->size() < n; ++i) {
+      if (chunk_keys_[i] > to) return Abort::kNone;
+      keys->push_back(chunk_keys_[i]);
+      take(i);
+    }
+    if (!chunked || chunk_keys_.size() < want || chunk_keys_.back() == ~Key{0}) break;
+    cur = chunk_keys_.back() + 1;
+  }
+  return Abort::kNone;
+}
+
 Abort StoreLocator::scan(r2::Co& co, ReadPath path, TableId t, Key from, Key to, size_t n,
                          std::vector<Key>* keys, std::vector<uint8_t>* values,
                          std::vector<RecordRef>* refs, std::vector<uint32_t>* incarnations) {
@@ -134,30 +158,19 @@ Abort StoreLocator::scan(r2::Co& co, ReadPath path, TableId t, Key from, Key to,
   incarnations->clear();
   if (!scannable(t)) return Abort::kNotSupported;
   const store::TableSpec* s = spec(t);
-  const bool chunked = s->scheme == store::PartitionScheme::kRange;
   const size_t vs = s->value_size;
-  Key cur = from;
-  while (keys->size() < n && cur <= to) {
-    // Other schemes: one call (the start key's partition only).
-    const size_t want =
-        chunked ? std::min(n - keys->size(), kScanChunk) : std::min<size_t>(n, s->capacity);
-    Status st = client(path).scan(co, *s, cur, want, chunk_keys_, chunk_values_, &chunk_refs_);
-    if (!st.is_ok()) {
-      return st.code() == Code::kUnavailable ? Abort::kTornRead : Abort::kNodeFailure;
-    }
-    for (size_t i = 0; i < chunk_keys_.size() && keys->size() < n; ++i) {
-      if (chunk_keys_[i] > to) return Abort::kNone;
-      keys->push_back(chunk_keys_[i]);
-      values->insert(values->end(), chunk_values_.begin() + i * vs,
-                     chunk_values_.begin() + (i + 1) * vs);
-      const store::tables::RecordRef& w = chunk_refs_[i];
-      refs->push_back(RecordRef{w.addr, s->value_size, w.version});
-      incarnations->push_back(w.incarnation);
-    }
-    if (!chunked || chunk_keys_.size() < want || chunk_keys_.back() == ~Key{0}) break;
-    cur = chunk_keys_.back() + 1;
-  }
-  return Abort::kNone;
+  return walk_chunks(
+      *s, from, to, n, keys,
+      [&](Key cur, size_t want) {
+        return client(path).scan(co, *s, cur, want, chunk_keys_, chunk_values_, &chunk_refs_);
+      },
+      [&](size_t i) {
+        values->insert(values->end(), chunk_values_.begin() + i * vs,
+                       chunk_values_.begin() + (i + 1) * vs);
+        const store::tables::RecordRef& w = chunk_refs_[i];
+        refs->push_back(RecordRef{w.addr, s->value_size, w.version});
+        incarnations->push_back(w.incarnation);
+      });
 }
 
 Abort StoreLocator::scan_keys(r2::Co& co, ReadPath path, TableId t, Key from, Key to, size_t n,
@@ -165,23 +178,10 @@ Abort StoreLocator::scan_keys(r2::Co& co, ReadPath path, TableId t, Key from, Ke
   keys->clear();
   if (!scannable(t)) return Abort::kNotSupported;
   const store::TableSpec* s = spec(t);
-  const bool chunked = s->scheme == store::PartitionScheme::kRange;
-  Key cur = from;
-  while (keys->size() < n && cur <= to) {
-    const size_t want =
-        chunked ? std::min(n - keys->size(), kScanChunk) : std::min<size_t>(n, s->capacity);
-    Status st = client(path).scan_keys(co, *s, cur, want, chunk_keys_);
-    if (!st.is_ok()) {
-      return st.code() == Code::kUnavailable ? Abort::kTornRead : Abort::kNodeFailure;
-    }
-    for (size_t i = 0; i < chunk_keys_.size() && keys->size() < n; ++i) {
-      if (chunk_keys_[i] > to) return Abort::kNone;
-      keys->push_back(chunk_keys_[i]);
-    }
-    if (!chunked || chunk_keys_.size() < want || chunk_keys_.back() == ~Key{0}) break;
-    cur = chunk_keys_.back() + 1;
-  }
-  return Abort::kNone;
+  return walk_chunks(
+      *s, from, to, n, keys,
+      [&](Key cur, size_t want) { return client(path).scan_keys(co, *s, cur, want, chunk_keys_); },
+      [](size_t) {});
 }
 
 const store::hash::HashTable* StoreLocator::own_hash(const store::TableSpec& s, Key k) const {

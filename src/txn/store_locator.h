@@ -98,6 +98,12 @@ class StoreLocator final : public Locator {
 
  private:
   const store::TableSpec* spec(TableId t) const { return catalog_.find(t); }
+  // scan() and scan_keys(): fetch(cur, want) fills chunk_keys_ (and what
+  // else the caller reads) chunk by chunk; each key kept is appended to
+  // `keys` and take(i) copies the rest of row i.
+  template <typename Fetch, typename Take>
+  Abort walk_chunks(const store::TableSpec& s, Key from, Key to, size_t n, std::vector<Key>* keys,
+                    Fetch fetch, Take take);
 
   const store::Catalog& catalog_;
   store::tables::NodeCaches& caches_;
