@@ -377,6 +377,7 @@ Status run_bench_node(const BenchOptions& o) {
     const txn::TxnStats st = n.stats();
     mine.versions.snapshot_reads = st.snapshot_reads;
     mine.versions.snapshot_reads_onesided = st.snapshot_reads_onesided;
+    mine.versions.snapshot_reads_direct = st.snapshot_reads_direct;
   }
   auto audit = (*wl)->node_audit(n.store(), *cat);
   if (!audit.is_ok()) return fail(audit.status().with_context("audit"));

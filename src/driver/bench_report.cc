@@ -301,11 +301,12 @@ Status report(const BenchOptions& o, const Workload& wl, const store::Catalog& c
               << ", reclaimed " << versions.reclaimed << " in " << versions.gc_runs
               << " GC runs, refused " << versions.refused << "\n";
     if (versions.snapshot_reads != 0) {
+      const double all = double(versions.snapshot_reads);
       std::cout << "  snapshot reads: " << versions.snapshot_reads << ", "
-                << fmt(100.0 * double(versions.snapshot_reads_onesided) /
-                           double(versions.snapshot_reads),
-                       1)
-                << "% of them one-sided (the version in place), the rest by DEP_READ RPC\n";
+                << fmt(100.0 * double(versions.snapshot_reads_direct) / all, 1)
+                << "% of them in place on this node, "
+                << fmt(100.0 * double(versions.snapshot_reads_onesided) / all, 1)
+                << "% one-sided (the version in place), the rest by DEP_READ RPC\n";
     }
   }
   std::vector<double> rates;
@@ -383,6 +384,7 @@ Status report(const BenchOptions& o, const Workload& wl, const store::Catalog& c
       j.key("in_use_bytes").value(versions.in_use_bytes);
       j.key("snapshot_reads").value(versions.snapshot_reads);
       j.key("snapshot_reads_onesided").value(versions.snapshot_reads_onesided);
+      j.key("snapshot_reads_direct").value(versions.snapshot_reads_direct);
       j.end_object();
     }
     j.key("traffic").begin_object();

@@ -43,15 +43,15 @@ inline void count_abort(std::vector<TableAborts>& v, uint64_t reason, uint64_t t
 struct VersionTotals {
   uint64_t capacity = 0, in_use = 0, peak = 0, pushed = 0, reclaimed = 0, gc_runs = 0, refused = 0,
            reserved_bytes = 0, in_use_bytes = 0;
-  // Rows read by snapshots, and of them by one-sided ops (the others by
-  // the DEP_READ RPC).
-  uint64_t snapshot_reads = 0, snapshot_reads_onesided = 0;
+  // Rows read by snapshots, and of them by one-sided ops and in place on
+  // their primary (the others by the DEP_READ RPC).
+  uint64_t snapshot_reads = 0, snapshot_reads_onesided = 0, snapshot_reads_direct = 0;
 
   static VersionTotals of(const dst::VersionStoreStats& v) {
     // in-use bytes: each slot is its store's capacity's share of its bytes
     const uint64_t used = v.capacity ? v.bytes / v.capacity * v.in_use : 0;
-    return {v.capacity, v.in_use, v.peak, v.pushed, v.reclaimed, v.gc_runs, v.full,
-            v.bytes,    used,     0,      0};
+    return {v.capacity, v.in_use, v.peak, v.pushed, v.reclaimed, v.gc_runs,
+            v.full,     v.bytes,  used,   0,        0,           0};
   }
   // Sums, but the peak is the largest of any node.
   void merge(const VersionTotals& o) {
@@ -59,6 +59,7 @@ struct VersionTotals {
     pushed += o.pushed, reclaimed += o.reclaimed, gc_runs += o.gc_runs, refused += o.refused;
     reserved_bytes += o.reserved_bytes, in_use_bytes += o.in_use_bytes;
     snapshot_reads += o.snapshot_reads, snapshot_reads_onesided += o.snapshot_reads_onesided;
+    snapshot_reads_direct += o.snapshot_reads_direct;
   }
   std::vector<uint64_t> fields() const {
     return {capacity,
@@ -71,12 +72,13 @@ struct VersionTotals {
             reserved_bytes,
             in_use_bytes,
             snapshot_reads,
-            snapshot_reads_onesided};
+            snapshot_reads_onesided,
+            snapshot_reads_direct};
   }
   static bool from(const std::vector<uint64_t>& f, VersionTotals* v) {
     if (f.empty()) return true;  // a node without MVCC
-    if (f.size() != 11) return false;
-    *v = {f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8], f[9], f[10]};
+    if (f.size() != 12) return false;
+    *v = {f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8], f[9], f[10], f[11]};
     return true;
   }
 };

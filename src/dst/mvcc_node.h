@@ -204,6 +204,7 @@ class MvccNode {
   // Sums over every store of this node.
   VersionStoreStats totals() const;
   const store::Catalog& catalog() const { return catalog_; }
+  store::tables::StoreNode& store() const { return store_; }
   const MvccConfig& config() const { return cfg_; }
 
  private:

@@ -94,9 +94,9 @@ bool release(const store::SlotRef& rec, uint64_t lock_word, VersionStore* vs, ui
   return true;
 }
 
-ReadAt read_at(const store::SlotRef& rec, uint64_t key, uint32_t incarnation, uint32_t value_size,
-               Timestamp read_ts, SnapshotMode mode, const VersionStore* vs, uint64_t slot,
-               uint8_t* value_out, VersionInfo* info) {
+ReadAt read_at_image(const store::SlotRef& rec, uint64_t key, uint32_t incarnation,
+                     uint32_t value_size, Timestamp read_ts, SnapshotMode mode,
+                     const VersionStore* vs, uint64_t slot, uint8_t* image, VersionInfo* info) {
   if (mode == SnapshotMode::kDst) store::atomic_max_ts(rec.ts, read_ts);
   if (mode != SnapshotMode::kGts) {
     // Wait only for a writer that holds the lock (thesis Fig 5-9, line 3)
@@ -111,12 +111,8 @@ ReadAt read_at(const store::SlotRef& rec, uint64_t key, uint32_t incarnation, ui
   // GTS: a lock holder's timestamp is above a stable read_ts (dst/oracle.h),
   // so the versions <= read_ts are all in place — read past the lock; only
   // a torn image (the holder writing now) waits.
-  const size_t bytes = store::record_slot_size(value_size);
-  thread_local std::vector<uint64_t> img;
-  img.resize(bytes / 8);
-  store::load_words(img.data(), rec.rec, bytes);
-  const uint8_t* copy = reinterpret_cast<const uint8_t*>(img.data());
-  switch (store::verify(copy, value_size, key, incarnation)) {
+  store::load_words(image, rec.rec, store::record_slot_size(value_size));
+  switch (store::verify(image, value_size, key, incarnation)) {
     case store::RecordCheck::kOk:
       break;
     case store::RecordCheck::kTorn:
@@ -125,16 +121,15 @@ ReadAt read_at(const store::SlotRef& rec, uint64_t key, uint32_t incarnation, ui
       return ReadAt::kMoved;
   }
   store::RecordHeader h;
-  std::memcpy(&h, copy, sizeof h);
+  std::memcpy(&h, image, sizeof h);
   if (h.version == 0) return ReadAt::kLocked;  // an insert's reservation
   if (h.wts <= read_ts) {
-    std::memcpy(value_out, copy + store::kValueOffset, value_size);
     *info = {h.wts, h.version, h.incarnation, false};
     return ReadAt::kValue;
   }
   if (vs == nullptr) return ReadAt::kAbsent;
   std::atomic_thread_fence(std::memory_order_acquire);  // see install()
-  switch (vs->find(slot, read_ts, value_out, info)) {
+  switch (vs->find(slot, read_ts, image + store::kValueOffset, info)) {
     case Found::kVersion:
       return ReadAt::kValue;
     case Found::kNone:
@@ -143,6 +138,19 @@ ReadAt read_at(const store::SlotRef& rec, uint64_t key, uint32_t incarnation, ui
       break;
   }
   return ReadAt::kReclaimed;
+}
+
+ReadAt read_at(const store::SlotRef& rec, uint64_t key, uint32_t incarnation, uint32_t value_size,
+               Timestamp read_ts, SnapshotMode mode, const VersionStore* vs, uint64_t slot,
+               uint8_t* value_out, VersionInfo* info) {
+  const size_t bytes = store::record_slot_size(value_size);
+  thread_local std::vector<uint64_t> img;
+  img.resize(bytes / 8);
+  auto* image = reinterpret_cast<uint8_t*>(img.data());
+  const ReadAt a =
+      read_at_image(rec, key, incarnation, value_size, read_ts, mode, vs, slot, image, info);
+  if (a == ReadAt::kValue) std::memcpy(value_out, image + store::kValueOffset, value_size);
+  return a;
 }
 
 }  // namespace drtmx::dst

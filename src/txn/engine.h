@@ -29,6 +29,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "dst/mvcc_node.h"
@@ -45,6 +46,7 @@
 #include "txn/mvcc_types.h"
 #include "txn/policy.h"
 #include "txn/record_ops.h"
+#include "txn/snapshot_serve.h"
 #include "txn/txn.h"
 
 namespace drtmx::txn {
@@ -84,6 +86,7 @@ struct TxnStats {
   uint64_t reads_ahead = 0;              // read_ahead() READs posted without waiting
   uint64_t snapshot_reads = 0;           // rows snapshot reads fetched
   uint64_t snapshot_reads_onesided = 0;  // ... of them by one-sided ops
+  uint64_t snapshot_reads_direct = 0;    // ... in place on this node (its primary)
   // Reads that first waited for a sibling coroutine holding the record
   // (LocalHolds), and the time they waited.
   uint64_t sibling_waits = 0;
@@ -268,15 +271,24 @@ class Engine final : public Txn {
   // Raises the range timestamps of `parts` (primary, table and key) to
   // commit_ts_ by CAS (claim_scans on fabrics with coherent atomics).
   Abort claim_onesided(const std::vector<std::pair<r2::NodeId, TableKey>>& parts);
-  // Snapshot reads (snapshot_onesided.cc): answers the rows it can from
-  // the version in place by one-sided ops; the indices of the others go to
-  // *rest (for the DEP_READ RPC).
-  void snapshot_onesided(std::vector<SnapshotRow>* rows, std::vector<size_t>* rest);
+  // Snapshot reads of the rows (*rows)[i] for i in `todo`: the ones this
+  // node is primary of, read in place by DEP_READ's read_at
+  // (snapshot_direct.cc); the others, the version in place by one-sided
+  // ops (snapshot_onesided.cc). Each answers the rows it can; the indices
+  // of the others go to *rest (for the next step, or the DEP_READ RPC).
+  void snapshot_direct(std::vector<SnapshotRow>* rows, std::vector<size_t>* rest);
+  void snapshot_onesided(std::vector<SnapshotRow>* rows, std::span<const size_t> todo,
+                         std::vector<size_t>* rest);
   // Reads `keys` at read_ts_ (those not read yet); a missing key is
   // kRecordMissing in *errors (or returned at once when errors is null).
   Abort snapshot_fetch(std::span<const TableKey> keys,
                        std::vector<std::pair<TableKey, Abort>>* errors);
   Abort snapshot_scan(TableId t, Key from, Key to, size_t limit, Rows* out);
+  // One partition's part of a snapshot scan run in place, when `primary`
+  // is this node and the worker runs local work directly: false (and
+  // nothing appended) otherwise, or when a row is locked (the RPC waits).
+  bool scan_here(r2::NodeId primary, TableId t, Key from, Key to, uint32_t limit, Rows* out,
+                 bool* exhausted);
   Abort run_snapshot(const Procedure& proc);
   Abort run_attempt(const Procedure& proc, Kind kind);
   bool epoch_moved() const { return gate_ != nullptr && gate_->epoch() != begin_epoch_; }
@@ -352,6 +364,8 @@ class Engine final : public Txn {
   TxnStats stats_;
   ReadWait read_wait_;
   dst::MvccNode* mvcc_ = nullptr;
+  // Snapshot scans of this node's copies, run in place (snapshot.cc).
+  std::unique_ptr<SnapshotServer> here_;
   uint64_t commit_ts_ = 0;   // RW under MVCC: this transaction's (Validate)
   uint64_t read_ts_ = 0;     // RO under MVCC: the snapshot's
   uint64_t session_ts_ = 0;  // the last commit timestamp of this coroutine
@@ -359,12 +373,19 @@ class Engine final : public Txn {
   std::vector<SnapshotRow> snap_rows_;
   std::vector<SnapshotRow> snap_rpc_rows_;  // the rows left for the RPC
   std::vector<size_t> snap_rest_;           // ... their indices in snap_rows_
-  struct OneSidedRow {                      // snapshot_onesided.cc
+  std::vector<size_t> snap_todo_;           // rows the direct reads left
+  struct DirectRow {                        // snapshot_direct.cc
     size_t row;                             // index in the rows
-    r2::RemoteAddr addr;                    // the record's cached address
-    uint32_t incarnation;                   // ... and the tenant it names
-    uint64_t* words;  // [ts READ][CAS result][lock READ][holder word, ts READ]
-    uint8_t* image;   // the record READ
+    dst::MvccNode::Record rec;              // the record slot here
+    uint32_t incarnation;                   // ... and the tenant the cache names
+  };
+  std::vector<DirectRow> snap_direct_;
+  struct OneSidedRow {     // snapshot_onesided.cc
+    size_t row;            // index in the rows
+    r2::RemoteAddr addr;   // the record's cached address
+    uint32_t incarnation;  // ... and the tenant it names
+    uint64_t* words;       // [ts READ][CAS result][lock READ][holder word, ts READ]
+    uint8_t* image;        // the record READ
   };
   std::vector<OneSidedRow> snap_onesided_;
   std::vector<size_t> snap_lookup_;  // snapshot rows missing from the location cache

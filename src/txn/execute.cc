@@ -54,6 +54,7 @@ Engine::Engine(r2::Co& co, Locator& loc, Replicator* replicator, const Policy& p
     arena_bytes_ -= rep_->image_bytes();
     log_.images = arena_ + arena_bytes_;
   }
+  if (mvcc_ != nullptr) here_ = std::make_unique<SnapshotServer>(*mvcc_, mvcc_->store());
 }
 
 uint8_t* Engine::alloc(size_t bytes) {

@@ -8,6 +8,7 @@
 #include "dst/record_mvcc.h"
 #include "r2/common/clock.h"
 #include "store/record.h"
+#include "txn/snapshot_serve.h"
 
 namespace drtmx::txn {
 namespace {
@@ -133,7 +134,8 @@ struct Pending {
 
 class Service {
  public:
-  Service(r2::Worker& w, dst::MvccNode& m, store::tables::StoreNode& s) : w_(w), m_(m), s_(s) {}
+  Service(r2::Worker& w, dst::MvccNode& m, store::tables::StoreNode& s)
+      : w_(w), m_(m), s_(s), server_(m, s) {}
 
   void lock(r2::RpcRequest& req);
   void check(r2::RpcRequest& req);
@@ -223,13 +225,6 @@ class Service {
     t.wait_ns = ns;
     std::memcpy(reply->data() + reply->size() - sizeof t, &t, sizeof t);
   }
-  // One key at `ts`: appends a row (value padded) unless the record is
-  // locked (then *locked). False on an internal error.
-  // `hint` (optional): where the index said the record was (a scan's leaf
-  // image), tried before looking the key up.
-  bool read_key(const store::TableSpec& t, uint64_t key, uint64_t ts, dst::SnapshotMode mode,
-                std::vector<uint8_t>* reply, bool* locked, bool always_row, std::string* err,
-                const store::tables::RecordAddr* hint = nullptr);
   // Walks a request's address items: f(i, item, record, image).
   template <typename F>
   bool walk(r2::RpcRequest& req, Header* h, F f);
@@ -237,13 +232,11 @@ class Service {
   r2::Worker& w_;
   dst::MvccNode& m_;
   store::tables::StoreNode& s_;
+  SnapshotServer server_;
   std::vector<Pending> pending_;
   uint64_t seen_unlocks_ = 0, next_retry_ns_ = 0;
-  // Scratch of the handlers (see snapshot()): the reply, and a scan's keys,
-  // leaf values and merged keys.
+  // The handlers' reply buffer (see snapshot()).
   std::vector<uint8_t> reply_;
-  std::vector<uint64_t> scan_keys_, scan_all_;
-  std::vector<uint8_t> scan_vals_;
 };
 
 template <typename F>
@@ -396,86 +389,6 @@ void Service::gts_install(r2::RpcRequest& req) {
   }
 }
 
-bool Service::read_key(const store::TableSpec& t, uint64_t key, uint64_t ts, dst::SnapshotMode mode,
-                       std::vector<uint8_t>* reply, bool* locked, bool always_row, std::string* err,
-                       const store::tables::RecordAddr* hint) {
-  const size_t vbytes = padded(t.value_size);
-  thread_local std::vector<uint8_t> value;
-  value.assign(vbytes, 0);
-  RowHeader row{0, t.value_size, key, 0, 0, 0, 0, 0};
-  for (int tries = 0; tries < 8; ++tries) {
-    uint32_t inc = 0;
-    dst::MvccNode::Record hinted;
-    const bool use_hint =
-        tries == 0 && hint != nullptr &&
-        m_.resolve(store::tables::table_region(t.id), hint->offset, t.value_size, &hinted);
-    if (use_hint) inc = hint->incarnation;
-    Result<dst::MvccNode::Record> r =
-        use_hint ? Result<dst::MvccNode::Record>(hinted) : m_.locate(t, key, &inc);
-    if (!r.is_ok()) {
-      if (r.status().code() == Code::kUnavailable) {  // torn for every retry: a writer
-        *locked = true;
-        return true;
-      }
-      if (r.status().code() != Code::kNotFound) {
-        *err = r.status().message();
-        return false;
-      }
-      // Absent from the index: deleted (the graveyard knows until when)
-      // or never there. Claim the partition's key set first (an insert
-      // after this commits above ts).
-      const store::PartitionId part = m_.catalog().partition_of(t, key);
-      if (mode == dst::SnapshotMode::kDst) {
-        if (auto* rt = m_.range_ts(t.id, part)) {
-          store::atomic_max_ts(reinterpret_cast<uint64_t*>(rt), ts);
-        }
-      }
-      dst::VersionInfo info;
-      dst::VersionStore* vs = m_.store_of(t.id, part);
-      const dst::Found f = vs ? vs->find_buried(key, ts, value.data(), &info) : dst::Found::kNone;
-      if (f == dst::Found::kReclaimed) {
-        *err = "snapshot read of " + t.name + " key " + std::to_string(key) +
-               " below the low-water mark";
-        return false;
-      }
-      if (f == dst::Found::kVersion && !info.deleted) {
-        row.found = 1, row.wts = info.wts, row.version = info.version;
-      }
-      break;
-    }
-    dst::VersionInfo info;
-    const dst::ReadAt a = dst::read_at(r->at(), key, inc, t.value_size, ts, mode, r->vs, r->slot,
-                                       value.data(), &info);
-    if (a == dst::ReadAt::kLocked) {
-      *locked = true;
-      return true;
-    }
-    if (a == dst::ReadAt::kMoved) continue;  // deleted or reused meanwhile: look again
-    if (a == dst::ReadAt::kReclaimed) {
-      *err = "snapshot read of " + t.name + " key " + std::to_string(key) +
-             " met a reclaimed version (read below the low-water mark)";
-      return false;
-    }
-    if (a == dst::ReadAt::kValue) {
-      row.found = 1, row.wts = info.wts, row.version = info.version;
-      if (t.kind == store::TableKind::kHash) row.offset = r->offset, row.incarnation = inc;
-    } else {
-      // This incarnation began after ts: an older, deleted one may have
-      // lived then.
-      dst::VersionStore* vs = r->vs;
-      if (vs && vs->find_buried(key, ts, value.data(), &info) == dst::Found::kVersion &&
-          !info.deleted) {
-        row.found = 1, row.wts = info.wts, row.version = info.version;
-      }
-    }
-    break;
-  }
-  if (!row.found && !always_row) return true;
-  put(reply, row);
-  reply->insert(reply->end(), value.begin(), value.end());
-  return true;
-}
-
 bool Service::run_snapshot(uint16_t rpc, std::span<const uint8_t> p, std::vector<uint8_t>* reply,
                            uint64_t* blocked, std::string* err) {
   return rpc == kRpcSnapshotGet ? snapshot_get(p, reply, blocked, err)
@@ -498,14 +411,21 @@ bool Service::snapshot_get(std::span<const uint8_t> p, std::vector<uint8_t>* rep
       *err = "snapshot get: unknown table " + std::to_string(it.table);
       return false;
     }
+    const size_t at = reply->size();
+    put(reply, RowHeader{0, t->value_size, it.key, 0, 0, 0, 0, 0});
+    reply->resize(at + sizeof(RowHeader) + padded(t->value_size), 0);
+    uint8_t* value = reply->data() + at + sizeof(RowHeader);
+    SnapshotHit hit;
     bool locked = false;
-    if (!read_key(*t, it.key, h.ts, mode, reply, &locked, true, err)) return false;
-    if (locked) {
-      ++*blocked;
-      RowHeader row{0, t->value_size, it.key, 0, 0, 0, 0, 0};
-      put(reply, row);
-      reply->resize(reply->size() + padded(t->value_size), 0);
+    if (!server_.read_key(*t, it.key, h.ts, mode, &hit, value, &locked, err)) return false;
+    if (locked) ++*blocked;
+    if (locked || !hit.found) {
+      std::memset(value, 0, padded(t->value_size));
+      continue;
     }
+    const RowHeader row{1,           t->value_size, it.key,          hit.wts,
+                        hit.version, hit.offset,    hit.incarnation, 0};
+    std::memcpy(reply->data() + at, &row, sizeof row);
   }
   put(reply, WaitTrailer{0, 0, h.count, 0});
   return true;
@@ -519,87 +439,32 @@ bool Service::snapshot_scan(std::span<const uint8_t> p, std::vector<uint8_t>* re
     return false;
   }
   std::memcpy(&r, p.data(), sizeof r);
-  const store::TableSpec* t = m_.catalog().find(r.table);
-  if (t == nullptr || t->kind != store::TableKind::kOrdered || t->inline_values) {
-    *err = "snapshot scan: table " + std::to_string(r.table) + " is not ordered with records";
-    return false;
-  }
-  const store::PartitionId part = m_.catalog().partition_of(*t, r.from);
-  store::tables::LocalPartition* lp = s_.partition(t->id, part);
-  if (lp == nullptr || !lp->tree) {
-    *err = "snapshot scan: node has no copy of " + t->name + " partition " + std::to_string(part);
-    return false;
-  }
-  // Claim the partition's key set, then scan (dst/mvcc_node.h).
   dst::SnapshotMode mode;
   if (!flags_mode(r.flags, &mode)) {
     *err = "snapshot scan: unknown mode flags " + std::to_string(r.flags);
     return false;
   }
-  if (mode == dst::SnapshotMode::kDst && m_.range_ts(t->id, part) != nullptr) {
-    store::atomic_max_ts(reinterpret_cast<uint64_t*>(m_.range_ts(t->id, part)), r.ts);
-  }
-  // Keys in the index, merged with deleted keys that lived at ts.
-  std::vector<uint64_t>& keys = scan_keys_;
-  std::vector<uint64_t>& all = scan_all_;
-  std::vector<uint8_t>& vals = scan_vals_;
-  std::map<uint64_t, bool> buried;
-  if (dst::VersionStore* vs = m_.store_of(t->id, part)) {
-    vs->buried_in(r.from, r.to, r.ts,
-                  [&](uint64_t k, const uint8_t*, const dst::VersionInfo&) { buried[k] = true; });
-  }
-  uint64_t rows = 0;
+  // Rows: a RowHeader each, then the value padded to 8 bytes.
+  struct ToReply : SnapshotSink {
+    std::vector<uint8_t>* reply;
+    uint32_t value_size;
+    uint64_t rows = 0;
+    void row(uint64_t key, const SnapshotHit& hit, const uint8_t* value) override {
+      put(reply, RowHeader{1, value_size, key, hit.wts, hit.version, 0, 0, 0});
+      const size_t at = reply->size();
+      reply->resize(at + padded(value_size), 0);
+      std::memcpy(reply->data() + at, value, value_size);
+      ++rows;
+    }
+  } sink;
+  const store::TableSpec* t = m_.catalog().find(r.table);
+  sink.reply = reply;
+  sink.value_size = t != nullptr ? t->value_size : 0;
   bool exhausted = true;
-  uint64_t next = r.from;
-  const uint64_t chunk = 64;
-  for (;;) {
-    keys.clear();
-    vals.clear();
-    const bool end = lp->tree->scan(next, chunk, keys, vals);
-    for (uint64_t k : keys) buried.erase(k);
-    all.assign(keys.begin(), keys.end());
-    // Deleted keys that fall before the index's next key join in order.
-    const uint64_t hi = keys.empty() || end ? r.to : std::min<uint64_t>(keys.back(), r.to);
-    for (auto it = buried.begin(); it != buried.end() && it->first <= hi;) {
-      all.push_back(it->first);
-      it = buried.erase(it);
-    }
-    std::sort(all.begin(), all.end());
-    bool past = false;
-    size_t in_leaf = 0;  // keys[in_leaf]: the next key the tree gave (with its address)
-    for (uint64_t k : all) {
-      if (k > r.to) {
-        past = true;
-        break;
-      }
-      if (rows == r.limit) {
-        exhausted = false;
-        past = true;
-        break;
-      }
-      // The scan's leaf image names the record: no second index lookup
-      // (read_key checks the record is still that key's).
-      store::tables::RecordAddr at;
-      const store::tables::RecordAddr* hint = nullptr;
-      while (in_leaf < keys.size() && keys[in_leaf] < k) ++in_leaf;
-      if (in_leaf < keys.size() && keys[in_leaf] == k && vals.size() == keys.size() * sizeof at) {
-        std::memcpy(&at, vals.data() + in_leaf * sizeof at, sizeof at);
-        hint = &at;
-      }
-      const size_t before = reply->size();
-      bool locked = false;
-      if (!read_key(*t, k, r.ts, mode, reply, &locked, false, err, hint)) return false;
-      if (locked) {
-        ++*blocked;
-        continue;
-      }
-      rows += reply->size() > before;
-    }
-    if (past || end || keys.empty()) break;
-    if (keys.back() >= r.to || keys.back() == ~uint64_t{0}) break;
-    next = keys.back() + 1;
+  if (!server_.scan(r.table, r.from, r.to, r.limit, r.ts, mode, &sink, &exhausted, blocked, err)) {
+    return false;
   }
-  put(reply, WaitTrailer{0, 0, rows, exhausted ? 1u : 0u});
+  put(reply, WaitTrailer{0, 0, sink.rows, exhausted ? 1u : 0u});
   return true;
 }
 

@@ -51,31 +51,30 @@ Abort Engine::snapshot_fetch(std::span<const TableKey> keys,
   }
   if (snap_rows_.empty()) return Abort::kNone;
   stats_.snapshot_reads += snap_rows_.size();
-  // One-sided first where that is safe (snapshot_onesided.cc); the rest,
-  // or all, by the DEP_READ RPC.
+  // This node's rows in place; then, where that is safe, one-sided; the
+  // rest by the DEP_READ RPC.
+  snapshot_direct(&snap_rows_, &snap_todo_);
   snap_rest_.clear();
-  const bool onesided = mvcc_onesided_on();
-  if (onesided) snapshot_onesided(&snap_rows_, &snap_rest_);
-  if (!onesided || !snap_rest_.empty()) {
-    // The rows left (all of them without the one-sided reads).
-    std::vector<SnapshotRow>& rows = onesided ? snap_rpc_rows_ : snap_rows_;
-    if (onesided) {
-      rows.clear();
-      for (size_t i : snap_rest_) rows.push_back(snap_rows_[i]);
-    }
+  if (mvcc_onesided_on() && !snap_todo_.empty()) {
+    snapshot_onesided(&snap_rows_, snap_todo_, &snap_rest_);
+  } else {
+    snap_rest_.swap(snap_todo_);
+  }
+  if (!snap_rest_.empty()) {
+    std::vector<SnapshotRow>& rows = snap_rpc_rows_;
+    rows.clear();
+    for (size_t i : snap_rest_) rows.push_back(snap_rows_[i]);
     ReadWait w;
     Status s = rpc_snapshot_get(co_, rows, read_ts_, snapshot_mode(), &w);
     read_wait_.blocked_reads += w.blocked_reads;
     read_wait_.wait_ns += w.wait_ns;
     if (!s.is_ok()) return blame(Abort::kNodeFailure, rows.front().tk.table);
-    if (onesided) {
-      for (size_t j = 0; j < snap_rest_.size(); ++j) {
-        const SnapshotRow& r = rows[j];
-        // The next snapshot of this row reads it one-sided.
-        if (r.offset != 0)
-          loc_.remember_address(r.tk.table, r.tk.key, r.primary, r.offset, r.incarnation);
-        snap_rows_[snap_rest_[j]] = r;
-      }
+    for (size_t j = 0; j < snap_rest_.size(); ++j) {
+      const SnapshotRow& r = rows[j];
+      // The next snapshot of this row reads it without the RPC.
+      if (r.offset != 0)
+        loc_.remember_address(r.tk.table, r.tk.key, r.primary, r.offset, r.incarnation);
+      snap_rows_[snap_rest_[j]] = r;
     }
   }
   Abort first = Abort::kNone;
@@ -88,12 +87,17 @@ Abort Engine::snapshot_fetch(std::span<const TableKey> keys,
       }
       continue;
     }
-    // The value was read into its copy's value part: make the copy a
-    // record image (version, identity) so later get()s serve it.
+    // The value was read into its copy's value part: its header makes the
+    // copy a record image (version, identity) so later get()s serve it.
+    // Not sealed: a read-only transaction's copies are never checked nor
+    // written anywhere (the seal was a hash of every value read).
     uint8_t* copy = row.value - store::kValueOffset;
     const uint32_t vs = loc_.value_size(row.tk.table);
-    value_tmp_.assign(row.value, row.value + vs);
-    build_image(copy, row.tk.key, 0, row.version, value_tmp_.data(), vs);
+    store::RecordHeader h{};
+    h.version = row.version;
+    h.key = row.tk.key;
+    h.flags = store::kLive;
+    std::memcpy(copy, &h, sizeof h);
     Access a{};
     a.table = row.tk.table;
     a.key = row.tk.key;
@@ -114,17 +118,50 @@ Abort Engine::snapshot_scan(TableId t, Key from, Key to, size_t limit, Rows* out
     ReadWait w;
     const uint32_t want =
         static_cast<uint32_t>(std::min<size_t>(limit - out->keys.size(), 1u << 16));
-    Status s = rpc_snapshot_scan(co_, loc_.primary(t, cur), t, cur, to, want, vs, read_ts_,
-                                 snapshot_mode(), &out->keys, &out->values, &exhausted, &w);
-    read_wait_.blocked_reads += w.blocked_reads;
-    read_wait_.wait_ns += w.wait_ns;
-    if (!s.is_ok()) return blame(Abort::kNodeFailure, t);
+    const r2::NodeId primary = loc_.primary(t, cur);
+    if (!scan_here(primary, t, cur, to, want, out, &exhausted)) {
+      Status s = rpc_snapshot_scan(co_, primary, t, cur, to, want, vs, read_ts_, snapshot_mode(),
+                                   &out->keys, &out->values, &exhausted, &w);
+      read_wait_.blocked_reads += w.blocked_reads;
+      read_wait_.wait_ns += w.wait_ns;
+      if (!s.is_ok()) return blame(Abort::kNodeFailure, t);
+    }
     if (!exhausted) break;  // the limit was reached in this partition
     Key next;
     if (!loc_.next_partition(t, cur, &next) || next > to || next <= cur) break;
     cur = next;
   }
   return Abort::kNone;
+}
+
+bool Engine::scan_here(r2::NodeId primary, TableId t, Key from, Key to, uint32_t limit, Rows* out,
+                       bool* exhausted) {
+  if (here_ == nullptr || primary != co_.node() || !co_.direct(primary)) return false;
+  struct ToRows : SnapshotSink {
+    Rows* out;
+    uint32_t value_size;
+    void row(uint64_t key, const SnapshotHit&, const uint8_t* value) override {
+      out->keys.push_back(key);
+      out->values.insert(out->values.end(), value, value + value_size);
+    }
+  } sink;
+  sink.out = out;
+  sink.value_size = loc_.value_size(t);
+  const size_t keys = out->keys.size(), bytes = out->values.size();
+  uint64_t blocked = 0;
+  std::string err;
+  const bool ok =
+      here_->scan(t, from, to, limit, read_ts_, snapshot_mode(), &sink, exhausted, &blocked, &err);
+  if (!ok || blocked != 0) {
+    // The RPC waits for the lock holders (or reports the error).
+    out->keys.resize(keys);
+    out->values.resize(bytes);
+    return false;
+  }
+  // Done without suspending: the rows count toward the worker's streak as
+  // snapshot_direct's do.
+  co_.charge(static_cast<uint32_t>((out->keys.size() - keys) / 4));
+  return true;
 }
 
 void Engine::compute_commit_ts(uint64_t collected) {

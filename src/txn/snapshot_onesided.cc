@@ -38,7 +38,8 @@
 
 namespace drtmx::txn {
 
-void Engine::snapshot_onesided(std::vector<SnapshotRow>* rows, std::vector<size_t>* rest) {
+void Engine::snapshot_onesided(std::vector<SnapshotRow>* rows, std::span<const size_t> todo,
+                               std::vector<size_t>* rest) {
   rest->clear();
   const dst::SnapshotMode mode = snapshot_mode();
   // A member, not thread_local: the coroutines of this thread interleave
@@ -46,8 +47,9 @@ void Engine::snapshot_onesided(std::vector<SnapshotRow>* rows, std::vector<size_
   std::vector<OneSidedRow>& got = snap_onesided_;
   got.clear();
   // The location-cache lookups are DRAM misses each: start them all.
-  if (rows->size() > 1) {
-    for (const SnapshotRow& row : *rows) {
+  if (todo.size() > 1) {
+    for (size_t i : todo) {
+      const SnapshotRow& row = (*rows)[i];
       loc_.prefetch_address(ReadPath::kHybrid, row.tk.table, row.tk.key);
     }
   }
@@ -70,7 +72,7 @@ void Engine::snapshot_onesided(std::vector<SnapshotRow>* rows, std::vector<size_
     got.push_back(x);
     return true;
   };
-  for (size_t i = 0; i < rows->size(); ++i) {
+  for (size_t i : todo) {
     if (take(i)) continue;
     if (loc_.caches_addresses((*rows)[i].tk.table)) {
       lookup.push_back(i);

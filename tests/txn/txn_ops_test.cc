@@ -1102,8 +1102,10 @@ void wait_step(r2::Co& co, const std::atomic<int>& step, int s) {
 // waits for step `resume`, then reads `second` (the scripted tests' reader);
 // the values into *v1 and *v2, the rows read one-sided into *onesided.
 Abort read_two_with_pause(TxnContext& c, std::atomic<int>& step, Key first, int64_t* v1,
-                          int reached, int resume, Key second, int64_t* v2, uint64_t* onesided) {
+                          int reached, int resume, Key second, int64_t* v2, uint64_t* onesided,
+                          uint64_t* direct = nullptr) {
   const uint64_t onesided0 = c.engine.stats().snapshot_reads_onesided;
+  const uint64_t direct0 = c.engine.stats().snapshot_reads_direct;
   const Abort a = c.engine.run(
       [&](Txn& tx) {
         Val v;
@@ -1117,6 +1119,7 @@ Abort read_two_with_pause(TxnContext& c, std::atomic<int>& step, Key first, int6
       },
       Kind::kReadOnly);
   *onesided = c.engine.stats().snapshot_reads_onesided - onesided0;
+  if (direct != nullptr) *direct = c.engine.stats().snapshot_reads_direct - direct0;
   return a;
 }
 
@@ -1185,20 +1188,25 @@ struct AnomalyOutcome {
   int64_t a = -1, b = -1;
   Abort reader = Abort::kNotSupported;
   uint64_t onesided_reads = 0;  // the snapshot's rows read by one-sided ops
+  uint64_t direct_reads = 0;    // ... in place on the reader's node
 };
 
 // `warm`: the reader's node reads A and B in a read-write transaction
 // first, so its location cache knows their addresses and the snapshot
 // reads them by one-sided ops (snapshot_onesided.cc) — otherwise by the
 // DEP_READ RPC. `table61`: Validate and Commit by RPC (the thesis's
-// Table 6-1) instead of one-sided.
+// Table 6-1) instead of one-sided. `own_b`: B's primary is the reader's
+// node, which reads it in place (snapshot_direct.cc).
 AnomalyOutcome run_anomaly(bool skip_raise, const std::string& preset = "drtmx", bool warm = false,
-                           bool table61 = false) {
+                           bool table61 = false, bool own_b = false) {
   const store::Catalog cat = make_catalog();
   // Primaries on nodes 2 and 1 (kKv partition = key % 3), away from the
   // reader's skewed clock on node 0: a writer's lock there raises ts to the
   // primary's clock, which would otherwise lift TX1 above the snapshot.
-  constexpr Key kA = 20, kB = 22;
+  // With own_b B is on node 0: the one-sided lock of the drtmx preset
+  // raises no ts to the primary's clock (not with table61).
+  constexpr Key kA = 20;
+  const Key kB = own_b ? 21 : 22;
   ClusterRun r;
   r.preset = preset;
   r.coroutines = 1;
@@ -1223,7 +1231,8 @@ AnomalyOutcome run_anomaly(bool skip_raise, const std::string& preset = "drtmx",
         });
         EXPECT_EQ(w, Abort::kNone);
       }
-      out.reader = read_two_with_pause(c, step, kB, &out.b, 1, 2, kA, &out.a, &out.onesided_reads);
+      out.reader = read_two_with_pause(c, step, kB, &out.b, 1, 2, kA, &out.a, &out.onesided_reads,
+                                       &out.direct_reads);
       step = std::max(step.load(), 2);  // also when the reader failed early
     } else if (c.index == kThreads) {   // node 1: TX1 then TX2
       wait_step(c.co, step, 1);
@@ -1288,6 +1297,28 @@ TEST(Snapshots, OneSidedSnapshotReadsNeverSeeTheAnomaly) {
     EXPECT_EQ(o.b, 0);
     EXPECT_EQ(o.a, 0) << "the snapshot saw TX2's A but not TX1's B";
   }
+}
+
+// The same with B on the reader's node, read in place (the DEP_READ
+// handler's read_at run by the coordinator): its raise is what keeps TX1
+// above the snapshot, and without it the anomaly shows.
+TEST(Snapshots, InPlaceSnapshotReadsNeverSeeTheAnomaly) {
+  for (const char* preset : {"drtmx", "drtmx-gts"}) {
+    SCOPED_TRACE(preset);
+    const AnomalyOutcome o = run_anomaly(false, preset, /*warm=*/false, false, /*own_b=*/true);
+    ASSERT_EQ(o.reader, Abort::kNone);
+    EXPECT_EQ(o.direct_reads, 1u) << "B was not read in place";
+    EXPECT_EQ(o.b, 0);
+    EXPECT_EQ(o.a, 0) << "the snapshot saw TX2's A but not TX1's B";
+  }
+}
+
+TEST(Snapshots, InPlaceSnapshotReadsWithoutTheRaiseShowTheAnomaly) {
+  const AnomalyOutcome o = run_anomaly(true, "drtmx", /*warm=*/false, false, /*own_b=*/true);
+  ASSERT_EQ(o.reader, Abort::kNone);
+  EXPECT_EQ(o.direct_reads, 1u);
+  EXPECT_EQ(o.b, 0);
+  EXPECT_EQ(o.a, 1) << "the mutation should let the snapshot see TX2 without TX1";
 }
 
 TEST(Snapshots, OneSidedSnapshotReadsWithoutTheRaiseShowTheAnomaly) {

@@ -111,6 +111,12 @@ void Co::yield_at_boundary() {
   }
 }
 
+void Co::charge(uint32_t ops) {
+  Worker::CoState& c = worker_->current();
+  worker_->inline_streak_ += ops;
+  if (worker_->inline_streak_ >= Worker::kInlineStreak && !c.urgent) worker_->yield_now(c);
+}
+
 void Co::yield_idle() {
   Worker::CoState& c = worker_->current();
   c.idle_yield = true;

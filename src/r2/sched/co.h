@@ -84,6 +84,12 @@ class Co {
   // coroutines' New-Orders then abort each other on STOCK rows read before
   // the yield. No effect when the worker suspended a few ops ago.
   void yield_at_boundary();
+  // Work done in place of `ops` local operations without the fabric (reads
+  // of this node's memory by the caller itself): counts toward the same
+  // streak as inline ops and calls, and yields when it is reached (not
+  // while urgent), so a long run of such work still lets pollers, messages
+  // and the other coroutines in — a lock holder among them.
+  void charge(uint32_t ops);
   // As yield(), for a coroutine that is only polling (waiting for a
   // condition it checks itself, or backing off): an iteration in which only
   // such coroutines ran counts as idle, so the worker backs off and leaves
