@@ -111,11 +111,14 @@ bool SnapshotServer::scan(uint16_t table, uint64_t from, uint64_t to, uint32_t l
   uint64_t rows = 0;
   *exhausted = true;
   uint64_t next = from;
-  const uint64_t chunk = 64;
+  // The index's keys come in chunks of the limit (and at least 64: a few
+  // deleted keys may be merged in), bounded by `to`: one descent of the
+  // tree for a range that fits.
+  const uint64_t chunk = std::clamp<uint64_t>(uint64_t{limit} + 1, 64, 4096);
   for (;;) {
     keys_.clear();
     vals_.clear();
-    const bool end = lp->tree->scan(next, chunk, keys_, vals_);
+    const bool end = lp->tree->scan(next, chunk, keys_, vals_, to);
     for (uint64_t k : keys_) buried.erase(k);
     all_.assign(keys_.begin(), keys_.end());
     // Deleted keys that fall before the index's next key join in order.

@@ -188,6 +188,17 @@ TEST_P(XTreeBasic, MatchesStdMap) {
     if (keys.size() < n) {
       EXPECT_TRUE(end) << "short scan must have walked off the last leaf";
     }
+    // The same bounded by `until`: exactly the keys in [start, until] (at
+    // most n), and the end reported whenever fewer than n came back.
+    const uint64_t until = start + rng() % 2000;
+    const bool bounded_end = t.scan(start, n, keys, vals, until);
+    std::vector<uint64_t> want;
+    for (auto w = ref.lower_bound(start); w != ref.end() && w->first <= until && want.size() < n;
+         ++w) {
+      want.push_back(w->first);
+    }
+    ASSERT_EQ(keys, want) << "scan(" << start << ", " << n << ", until " << until << ")";
+    if (keys.size() < n) EXPECT_TRUE(bounded_end);
   }
 
   // Export of a sub-range: the leaves covering [lo, hi], cut and resumed.

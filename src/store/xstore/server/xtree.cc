@@ -258,7 +258,7 @@ bool XTree::snapshot_leaf(uint32_t aln, uint64_t from, LeafSnap& s) const {
 }
 
 bool XTree::scan(uint64_t start, size_t n, std::vector<uint64_t>& keys,
-                 std::vector<uint8_t>& values) const {
+                 std::vector<uint8_t>& values, uint64_t until) const {
   const size_t vb = opt_.area.value_bytes;
   keys.clear();
   values.clear();
@@ -270,13 +270,16 @@ bool XTree::scan(uint64_t start, size_t n, std::vector<uint64_t>& keys,
   uint64_t from = start;
   for (;;) {
     snapshot_leaf(aln, from, s);
-    // Sort this leaf's selected pairs by key and append.
-    std::vector<uint32_t> idx(s.order.size());
+    // Sort this leaf's selected pairs by key and append. (Scratch per
+    // thread: scans of one tree run on several threads at once.)
+    thread_local std::vector<uint32_t> idx;
+    idx.resize(s.order.size());
     std::iota(idx.begin(), idx.end(), 0u);
     std::sort(idx.begin(), idx.end(), [&](uint32_t a, uint32_t b) {
       return s.img.keys[s.order[a]] < s.img.keys[s.order[b]];
     });
     for (uint32_t j : idx) {
+      if (s.img.keys[s.order[j]] > until) return true;
       if (keys.size() == n) return false;
       keys.push_back(s.img.keys[s.order[j]]);
       values.insert(values.end(), s.values.begin() + j * vb, s.values.begin() + (j + 1) * vb);

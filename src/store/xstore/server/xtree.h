@@ -170,9 +170,11 @@ class XTree {
   // per key. Returns true when the scan reached the end of the last leaf
   // (the tree held no further key when that leaf was read; always so when
   // fewer than n pairs came back); false when it stopped with n pairs
-  // before the end.
-  bool scan(uint64_t start, size_t n, std::vector<uint64_t>& keys,
-            std::vector<uint8_t>& values) const;
+  // before the end. `until`: pairs with a key above it are left out, and
+  // the scan ends (true) at the first leaf that holds one — a bounded
+  // range reads no leaf past its end.
+  bool scan(uint64_t start, size_t n, std::vector<uint64_t>& keys, std::vector<uint8_t>& values,
+            uint64_t until = UINT64_MAX) const;
 
   // Where a key lives now (for GET replies): the leaf that covers it and
   // that leaf's incarnation.
