@@ -88,5 +88,35 @@ TEST(WorkerPark, AnUrgentCoroutineRunsBeforeTheQueuedOnes) {
   }
 }
 
+// Co::charge: work done in place of local operations counts toward the
+// worker's yield streak. A coroutine that charges a long run of it lets the
+// others in part-way (not urgent), and runs it through while urgent.
+TEST(WorkerPark, ChargedWorkYieldsToTheOthersUnlessUrgent) {
+  for (const bool urgent : {false, true}) {
+    auto c = InProcCluster::make(1, 1, {{kData, 1 << 16}});
+    ASSERT_TRUE(c->error.is_ok()) << c->error.to_string();
+    WorkerConfig wc;
+    wc.coroutines = 2;
+    int other_ran_at = -1;  // how many charges 0 had made when 1 first ran
+    int charges = 0;
+    auto run = run_workers(*c, wc, [&](Worker& w) {
+      ASSERT_TRUE(w.spawn([&](Co& co) {
+                     co.set_urgent(urgent);
+                     for (charges = 0; charges < 100; ++charges) co.charge(8);
+                     co.set_urgent(false);
+                   }).is_ok());
+      ASSERT_TRUE(w.spawn([&](Co&) { other_ran_at = charges; }).is_ok());
+    });
+    EXPECT_FALSE(run.timed_out);
+    for (auto& wk : run.workers) EXPECT_TRUE(wk->failure().is_ok());
+    if (urgent) {
+      EXPECT_EQ(other_ran_at, 100) << "an urgent coroutine yielded on charged work";
+    } else {
+      EXPECT_GT(other_ran_at, 0);
+      EXPECT_LT(other_ran_at, 100) << "800 charged operations without a yield";
+    }
+  }
+}
+
 }  // namespace
 }  // namespace drtmx::r2
