@@ -289,6 +289,9 @@ class Engine final : public Txn {
   // nothing appended) otherwise, or when a row is locked (the RPC waits).
   bool scan_here(r2::NodeId primary, TableId t, Key from, Key to, uint32_t limit, Rows* out,
                  bool* exhausted);
+  // Rows read in place count toward the worker's yield streak (Co::charge)
+  // as a quarter of a local operation batch each: what one costs, roughly.
+  void charge_rows(size_t rows) { co_.charge(static_cast<uint32_t>(rows / 4)); }
   Abort run_snapshot(const Procedure& proc);
   Abort run_attempt(const Procedure& proc, Kind kind);
   bool epoch_moved() const { return gate_ != nullptr && gate_->epoch() != begin_epoch_; }

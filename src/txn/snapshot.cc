@@ -158,9 +158,7 @@ bool Engine::scan_here(r2::NodeId primary, TableId t, Key from, Key to, uint32_t
     out->values.resize(bytes);
     return false;
   }
-  // Done without suspending: the rows count toward the worker's streak as
-  // snapshot_direct's do.
-  co_.charge(static_cast<uint32_t>((out->keys.size() - keys) / 4));
+  charge_rows(out->keys.size() - keys);  // done without suspending
   return true;
 }
 

@@ -31,9 +31,7 @@ void Engine::snapshot_direct(std::vector<SnapshotRow>* rows, std::vector<size_t>
     for (size_t i = 0; i < rows->size(); ++i) rest->push_back(i);
     return;
   }
-  size_t local = 0;
-  for (const SnapshotRow& row : *rows) local += row.primary == self;
-  if (local > 1) {
+  if (rows->size() > 1) {
     for (const SnapshotRow& row : *rows) {
       if (row.primary == self) loc_.prefetch_address(ReadPath::kHybrid, row.tk.table, row.tk.key);
     }
@@ -90,8 +88,7 @@ void Engine::snapshot_direct(std::vector<SnapshotRow>* rows, std::vector<size_t>
     row.version = info.version;
     ++stats_.snapshot_reads_direct;
   }
-  // A row read here costs about a quarter of a local one-sided batch.
-  co_.charge(static_cast<uint32_t>(mine.size() / 4));
+  charge_rows(mine.size());
 }
 
 }  // namespace drtmx::txn
