@@ -429,6 +429,74 @@ TEST(LocationCache, MatchesReferenceMapUnderRandomOperations) {
   }
 }
 
+// Lock-free lookups racing changes: two threads put, replace and erase
+// entries of a small cache (every put into a full shard evicts, every
+// erase shifts a probe run back) while two threads look keys up. Every
+// location put for key k is a function of k and a generation g — node,
+// region, offset and incarnation all derive from both — so a lookup that
+// kept fields of two different entries or of a half-written slot returns a
+// location no put ever made for its key. Bounded by operation counts.
+TEST(LocationCache, LookupsRacingChangesReturnOnlyWholeEntries) {
+  LocationCacheOptions o;
+  o.budget_bytes = 96 * LocationCache::kEntryBytes;
+  o.shards = 2;
+  auto c = LocationCache::create(o);
+  ASSERT_TRUE(c.is_ok());
+  LocationCache& cache = **c;
+  constexpr uint64_t kKeys = 400;
+  auto location = [](uint64_t k, uint32_t g) {
+    CachedLocation l;
+    l.addr = r2::RemoteAddr{static_cast<r2::NodeId>((k + g) % 5),
+                            static_cast<r2::RegionId>((k * 7 + g) % 11), (k << 32) | g};
+    l.incarnation = static_cast<uint32_t>(k * 13 + g);
+    return l;
+  };
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> bad{0}, hits{0};
+  std::vector<std::thread> ts;
+  for (int w = 0; w < 2; ++w) {
+    ts.emplace_back([&, w] {
+      std::mt19937_64 rng(w + 1);
+      for (uint32_t op = 0; op < 300000; ++op) {
+        const uint64_t k = rng() % kKeys;
+        const uint32_t g = static_cast<uint32_t>(rng() % 1000);
+        if (rng() % 4 == 0) {
+          cache.erase(static_cast<uint32_t>(k % 3), k);
+        } else {
+          cache.put(static_cast<uint32_t>(k % 3), k, location(k, g));
+        }
+      }
+    });
+  }
+  for (int r = 0; r < 2; ++r) {
+    ts.emplace_back([&, r] {
+      std::mt19937_64 rng(100 + r);
+      // Until both writers are done, and at least this many lookups.
+      for (uint32_t op = 0; op < 600000 || !stop.load(std::memory_order_relaxed); ++op) {
+        if (op >= 20000000) break;
+        const uint64_t k = rng() % kKeys;
+        CachedLocation got;
+        if (!cache.get(static_cast<uint32_t>(k % 3), k, &got)) continue;
+        hits.fetch_add(1, std::memory_order_relaxed);
+        const uint32_t g = static_cast<uint32_t>(got.addr.offset & 0xffffffffu);
+        const CachedLocation want = location(k, g);
+        if ((got.addr.offset >> 32) != k || g >= 1000 || got.addr.node != want.addr.node ||
+            got.addr.region != want.addr.region || got.incarnation != want.incarnation) {
+          bad.fetch_add(1, std::memory_order_relaxed);
+        }
+      }
+    });
+  }
+  ts[0].join();
+  ts[1].join();
+  stop.store(true);
+  ts[2].join();
+  ts[3].join();
+  EXPECT_EQ(bad.load(), 0u) << "lookups returned locations no put made for their key";
+  EXPECT_GT(hits.load(), 1000u);
+  EXPECT_GT(cache.stats().evictions, 0u);
+}
+
 TEST(HashService, RejectsMalformedRequests) {
   Fixture f(HashLayout::for_capacity(10, kValueSize), 10);
   HashService svc;

@@ -6,6 +6,39 @@
 #include "base/hash.h"
 
 namespace drtmx::store::hash {
+namespace {
+
+// Slot fields are read by lock-free lookups while a change rewrites them:
+// every access is atomic (relaxed; plain moves on x86), the shard's
+// sequence decides what a lookup may keep.
+template <typename T>
+T ld(const T& x) {
+  return __atomic_load_n(&x, __ATOMIC_RELAXED);
+}
+template <typename T>
+void st(T& x, T v) {
+  __atomic_store_n(&x, v, __ATOMIC_RELAXED);
+}
+
+// One change of a shard's slots, made under its mutex: the sequence is odd
+// from before the first slot store until after the last. The release fence
+// keeps the odd value ahead of the slot stores: a lookup that read any of
+// them and then fences (acquire) sees the sequence moved.
+class SeqWrite {
+ public:
+  explicit SeqWrite(std::atomic<uint32_t>& seq) : seq_(seq) {
+    seq_.store(seq_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_release);
+  }
+  ~SeqWrite() { seq_.store(seq_.load(std::memory_order_relaxed) + 1, std::memory_order_release); }
+  SeqWrite(const SeqWrite&) = delete;
+  SeqWrite& operator=(const SeqWrite&) = delete;
+
+ private:
+  std::atomic<uint32_t>& seq_;
+};
+
+}  // namespace
 
 Status LocationCacheOptions::validate() const {
   if (budget_bytes < LocationCache::kEntryBytes) {
@@ -60,11 +93,22 @@ uint32_t LocationCache::find(const Shard& s, uint64_t h, uint32_t table, uint64_
   // Load <= 1/2 keeps an empty slot in every table, so this ends.
   for (uint32_t step = 0; step < n; ++step) {
     const Slot& e = s.slots[i];
-    if (!e.used) return UINT32_MAX;
-    if (e.key == key && e.table == table) return i;
+    if (!ld(e.used)) return UINT32_MAX;
+    if (ld(e.key) == key && ld(e.table) == table) return i;
     i = i + 1 == n ? 0 : i + 1;
   }
   return UINT32_MAX;
+}
+
+void LocationCache::copy_slot(Slot& to, const Slot& from) {
+  st(to.key, ld(from.key));
+  st(to.offset, ld(from.offset));
+  st(to.table, ld(from.table));
+  st(to.incarnation, ld(from.incarnation));
+  st(to.node, ld(from.node));
+  st(to.region, ld(from.region));
+  st(to.used, ld(from.used));
+  st(to.referenced, ld(from.referenced));
 }
 
 void LocationCache::erase_at(Shard& s, uint32_t i) {
@@ -73,17 +117,17 @@ void LocationCache::erase_at(Shard& s, uint32_t i) {
   uint32_t j = i;
   for (uint32_t step = 0; step < n; ++step) {
     j = j + 1 == n ? 0 : j + 1;
-    Slot& e = s.slots[j];
-    if (!e.used) break;
-    const uint32_t h = home(s, hash_of(e.table, e.key));
+    const Slot& e = s.slots[j];
+    if (!ld(e.used)) break;
+    const uint32_t h = home(s, hash_of(ld(e.table), ld(e.key)));
     // e may move into the hole when its home is not in (hole, j] (cyclically).
     const bool home_between = hole <= j ? (h > hole && h <= j) : (h > hole || h <= j);
     if (!home_between) {
-      s.slots[hole] = e;
+      copy_slot(s.slots[hole], e);
       hole = j;
     }
   }
-  s.slots[hole] = Slot{};
+  copy_slot(s.slots[hole], Slot{});
   --s.live;
 }
 
@@ -98,14 +142,48 @@ void LocationCache::prefetch(uint32_t table, uint64_t key) const {
 bool LocationCache::get(uint32_t table, uint64_t key, CachedLocation* out) {
   const uint64_t h = hash_of(table, key);
   Shard& s = shard_of(h);
+  // Lock-free (the file comment): what a probe read counts only if no
+  // change ran meanwhile. A change is a few dozen stores, so retrying at
+  // once usually finds it done; a lookup that keeps meeting changes waits
+  // for the mutex instead of spinning.
+  for (int tries = 0; tries < 3; ++tries) {
+    const uint32_t before = s.seq.load(std::memory_order_acquire);
+    if ((before & 1) != 0) continue;
+    const uint32_t i = find(s, h, table, key);
+    CachedLocation loc;
+    uint8_t mark = 0;
+    if (i != UINT32_MAX) {
+      const Slot& e = s.slots[i];
+      loc.addr = r2::RemoteAddr{ld(e.node), ld(e.region), ld(e.offset)};
+      loc.incarnation = ld(e.incarnation);
+      mark = ld(e.referenced);
+    }
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (s.seq.load(std::memory_order_relaxed) != before) continue;
+    if (i == UINT32_MAX) {
+      misses_.fetch_add(1, std::memory_order_relaxed);
+      return false;
+    }
+    // Recently used (CLOCK). Only when not marked yet: a hot entry's line
+    // is not written on every hit.
+    if (mark != 2) st(s.slots[i].referenced, uint8_t{2});
+    *out = loc;
+    hits_.fetch_add(1, std::memory_order_relaxed);
+    return true;
+  }
+  return get_locked(s, h, table, key, out);
+}
+
+bool LocationCache::get_locked(Shard& s, uint64_t h, uint32_t table, uint64_t key,
+                               CachedLocation* out) {
   {
     std::lock_guard<std::mutex> g(s.mu);
     const uint32_t i = find(s, h, table, key);
     if (i != UINT32_MAX) {
       Slot& e = s.slots[i];
-      e.referenced = 2;
-      out->addr = r2::RemoteAddr{e.node, e.region, e.offset};
-      out->incarnation = e.incarnation;
+      st(e.referenced, uint8_t{2});
+      out->addr = r2::RemoteAddr{ld(e.node), ld(e.region), ld(e.offset)};
+      out->incarnation = ld(e.incarnation);
       hits_.fetch_add(1, std::memory_order_relaxed);
       return true;
     }
@@ -121,23 +199,24 @@ void LocationCache::put(uint32_t table, uint64_t key, const CachedLocation& loc)
   inserts_.fetch_add(1, std::memory_order_relaxed);
   uint32_t i = find(s, h, table, key);
   const bool fresh = i == UINT32_MAX;
+  const SeqWrite change(s.seq);
   if (fresh) {
     // Insert first (an empty slot always exists: live <= cap < 2 * cap
     // slots), then evict if the shard went over its capacity.
     const uint32_t n = slot_count(s);
     i = home(s, h);
-    while (s.slots[i].used) i = i + 1 == n ? 0 : i + 1;
+    while (ld(s.slots[i].used)) i = i + 1 == n ? 0 : i + 1;
     ++s.live;
   }
   Slot& e = s.slots[i];
-  e.key = key;
-  e.table = table;
-  e.offset = loc.addr.offset;
-  e.node = loc.addr.node;
-  e.region = loc.addr.region;
-  e.incarnation = loc.incarnation;
-  if (!e.used) e.referenced = 1;  // one sweep of grace; a hit raises it to 2
-  e.used = 1;
+  st(e.key, key);
+  st(e.table, table);
+  st(e.offset, loc.addr.offset);
+  st(e.node, loc.addr.node);
+  st(e.region, loc.addr.region);
+  st(e.incarnation, loc.incarnation);
+  if (!ld(e.used)) st(e.referenced, uint8_t{1});  // one sweep of grace; a hit raises it to 2
+  st(e.used, uint8_t{1});
   if (fresh && s.live > s.cap) evict_one(s, table, key);
 }
 
@@ -149,9 +228,9 @@ void LocationCache::evict_one(Shard& s, uint32_t keep_table, uint64_t keep_key) 
     const uint32_t at = s.hand;
     Slot& e = s.slots[at];
     s.hand = at + 1 == n ? 0 : at + 1;
-    if (!e.used || (e.key == keep_key && e.table == keep_table)) continue;
-    if (e.referenced > 0) {
-      --e.referenced;
+    if (!ld(e.used) || (ld(e.key) == keep_key && ld(e.table) == keep_table)) continue;
+    if (const uint8_t r = ld(e.referenced); r > 0) {
+      st(e.referenced, static_cast<uint8_t>(r - 1));
       continue;
     }
     erase_at(s, at);
@@ -170,8 +249,9 @@ void LocationCache::erase_if_same(uint32_t table, uint64_t key, const CachedLoca
   const uint32_t i = find(s, h, table, key);
   if (i == UINT32_MAX) return;
   const Slot& e = s.slots[i];
-  if (e.node == seen.addr.node && e.region == seen.addr.region && e.offset == seen.addr.offset &&
-      e.incarnation == seen.incarnation) {
+  if (ld(e.node) == seen.addr.node && ld(e.region) == seen.addr.region &&
+      ld(e.offset) == seen.addr.offset && ld(e.incarnation) == seen.incarnation) {
+    const SeqWrite change(s.seq);
     erase_at(s, i);
     erased_.fetch_add(1, std::memory_order_relaxed);
   }
@@ -183,6 +263,7 @@ void LocationCache::erase(uint32_t table, uint64_t key) {
   std::lock_guard<std::mutex> g(s.mu);
   const uint32_t i = find(s, h, table, key);
   if (i == UINT32_MAX) return;
+  const SeqWrite change(s.seq);
   erase_at(s, i);
   erased_.fetch_add(1, std::memory_order_relaxed);
 }
@@ -191,7 +272,8 @@ void LocationCache::clear() {
   for (auto& sp : shards_) {
     Shard& s = *sp;
     std::lock_guard<std::mutex> g(s.mu);
-    for (uint32_t i = 0; i < slot_count(s); ++i) s.slots[i] = Slot{};
+    const SeqWrite change(s.seq);
+    for (uint32_t i = 0; i < slot_count(s); ++i) copy_slot(s.slots[i], Slot{});
     s.live = 0;
     s.hand = 0;
   }

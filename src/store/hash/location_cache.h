@@ -25,9 +25,19 @@
 // relative to the hand), and hits need no list updates.
 //
 // Threading: shared by all worker threads of a node. Keys are spread over
-// `shards` shards by hash; every call takes one shard's mutex for an O(1)
-// critical section that never waits for anything else. Statistics are
-// relaxed atomics (approximate while threads run, exact when they stopped).
+// `shards` shards by hash. Changes (put, erase, eviction, clear) take one
+// shard's mutex for an O(1) critical section that never waits for anything
+// else. get() takes no lock: each shard carries a sequence number that a
+// change makes odd while it moves slots and even again after; a lookup
+// reads the sequence, probes, and keeps what it found only if the sequence
+// was even and did not move meanwhile (a seqlock), else it looks again —
+// after three tries under the mutex. Every slot field is read and written
+// with atomic (relaxed) accesses, so a lookup racing a change reads stale
+// words, never undefined ones; the sequence is what rejects them. A hit's
+// CLOCK mark is a relaxed store of one byte, made only when the mark is not
+// already set: a lost or misplaced mark only changes which entry an
+// eviction picks. Statistics are relaxed atomics (approximate while threads
+// run, exact when they stopped).
 #pragma once
 
 #include <atomic>
@@ -102,6 +112,8 @@ class LocationCache {
   static_assert(sizeof(Slot) == 32);
   struct Shard {
     std::mutex mu;
+    // Odd while a change under `mu` is moving slots (see the file comment).
+    std::atomic<uint32_t> seq{0};
     Slot* slots = nullptr;  // 2 * cap slots in slab_
     uint32_t cap = 0;       // entries this shard may hold
     uint32_t live = 0;
@@ -116,8 +128,12 @@ class LocationCache {
   static uint32_t home(const Shard& s, uint64_t h);
   // Index of (table, key) in s, or UINT32_MAX.
   static uint32_t find(const Shard& s, uint64_t h, uint32_t table, uint64_t key);
+  // Field by field, each an atomic store (the file comment).
+  static void copy_slot(Slot& to, const Slot& from);
   // Empties slot i, shifting the following run back so probes stay correct.
   static void erase_at(Shard& s, uint32_t i);
+  // get() under the shard's mutex (after lock-free tries that kept meeting changes).
+  bool get_locked(Shard& s, uint64_t h, uint32_t table, uint64_t key, CachedLocation* out);
   // Evicts one entry of a shard over capacity (CLOCK), never (keep_table, keep_key).
   void evict_one(Shard& s, uint32_t keep_table, uint64_t keep_key);
 
