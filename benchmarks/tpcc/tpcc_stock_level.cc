@@ -4,7 +4,6 @@
 // Config::stock_level_districts > 1 repeats it for the following districts (the thesis's variant
 // scans 20): d + 1, ..., 10 and on into the next warehouse whose primary is on the same node, so
 // the transaction stays local as the specification's is.
-#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -25,8 +24,8 @@ Abort stock_level(txn::Txn& tx, const Config& c, const StockLevelInput& in, Stoc
   *out = StockLevelOutput{};
   uint32_t w = in.w, d = in.d;
   txn::Txn::Rows rows;
-  std::vector<uint32_t> items;
   std::vector<txn::TableKey> keys;
+  thread_local std::vector<uint64_t> seen;  // item ids met in this district (all 0 between calls)
   for (uint32_t k = 0; k < c.stock_level_districts; ++k) {
     if (k > 0 && ++d > kDistricts) d = 1, w = next_local_warehouse(c, w);
     DistrictNextRow dr;  // D_NEXT_O_ID: its own record (tpcc_schema.h)
@@ -47,16 +46,25 @@ Abort stock_level(txn::Txn& tx, const Config& c, const StockLevelInput& in, Stoc
         return r;
       }
     }
-    items.clear();
+    // The distinct items, in the order first met: a bitmap of item ids
+    // (12.5 KB at full scale) instead of sorting ~200 ids per district
+    // (std::sort was 2.5 % of a 20-district run's samples); only the bits
+    // set are cleared again.
+    keys.clear();
     for (size_t i = 0; i < rows.keys.size(); ++i) {
       OrderLineRow l;
       std::memcpy(&l, rows.values.data() + i * sizeof l, sizeof l);
-      items.push_back(l.ol_i_id);
+      const uint32_t id = l.ol_i_id;
+      if (id / 64 >= seen.size()) seen.resize(id / 64 + 1, 0);
+      const uint64_t bit = uint64_t{1} << (id % 64);
+      if (seen[id / 64] & bit) continue;
+      seen[id / 64] |= bit;
+      keys.push_back({kStock, stock_key(w, id)});
     }
-    std::sort(items.begin(), items.end());
-    items.erase(std::unique(items.begin(), items.end()), items.end());
-    keys.clear();
-    for (uint32_t i : items) keys.push_back({kStock, stock_key(w, i)});
+    for (const txn::TableKey& key : keys) {
+      const auto id = static_cast<uint32_t>(key.key);  // stock_key: the item in the low bits
+      seen[id / 64] &= ~(uint64_t{1} << (id % 64));
+    }
     if (Abort r = tx.prefetch(keys, false); r != Abort::kNone) return r;
     for (const txn::TableKey& key : keys) {
       StockRow s;
