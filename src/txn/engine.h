@@ -84,6 +84,7 @@ struct TxnStats {
   uint64_t committed = 0;
   uint64_t aborts[kAbortKinds] = {};
   uint64_t reads_ahead = 0;              // read_ahead() READs posted without waiting
+  uint64_t reads_ahead_direct = 0;       // ... of this node's records, copied by the coordinator
   uint64_t snapshot_reads = 0;           // rows snapshot reads fetched
   uint64_t snapshot_reads_onesided = 0;  // ... of them by one-sided ops
   uint64_t snapshot_reads_direct = 0;    // ... in place on this node (its primary)
@@ -207,6 +208,9 @@ class Engine final : public Txn {
     r2::RemoteAddr addr;
     uint32_t incarnation;
     uint8_t* buf;
+    // This node's slot at addr, copied at await_ahead() by this CPU
+    // instead of a READ through the fabric (Locator::local_record).
+    const uint8_t* local = nullptr;
   };
   // Waits for the posted READs and turns them into accesses; a READ that
   // did not verify (torn, stale address) is read again synchronously.

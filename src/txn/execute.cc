@@ -4,6 +4,7 @@
 
 #include "r2/common/clock.h"
 #include "store/record.h"
+#include "store/word_copy.h"
 #include "txn/engine.h"
 #include "txn/mvcc_ops.h"
 
@@ -155,11 +156,21 @@ void Engine::post_ahead(std::span<const TableKey> keys, bool for_update,
     ahead_keys_.put(tk.table, tk.key, 0);
     Ahead x{tk, for_update, {}, 0, nullptr};
     if (loc_.address_of(read_path(), tk.table, tk.key, &x.addr, &x.incarnation)) {
-      const uint32_t bytes =
-          static_cast<uint32_t>(store::record_slot_size(loc_.value_size(tk.table)));
+      const uint32_t vs = loc_.value_size(tk.table);
+      const auto bytes = static_cast<uint32_t>(store::record_slot_size(vs));
       // No arena room: the key takes the ordinary path at first use.
       x.buf = alloc(bytes);
-      if (x.buf != nullptr) ahead_batch_.read(x.addr, x.buf, bytes);
+      // A record of this node's is loaded by this CPU at await_ahead() —
+      // what the fabric's local READ does (prefetch at post, copy at
+      // completion), without its request, queue and completion. Verified
+      // there like a READ's copy.
+      if (x.buf != nullptr) x.local = loc_.local_record(x.addr, vs);
+      if (x.local != nullptr) {
+        for (uint32_t at = 0; at < bytes; at += 64) __builtin_prefetch(x.local + at);
+        ++stats_.reads_ahead_direct;
+      } else if (x.buf != nullptr) {
+        ahead_batch_.read(x.addr, x.buf, bytes);
+      }
     } else if (uncached != nullptr) {
       uncached->push_back(tk);
       continue;
@@ -179,13 +190,27 @@ void Engine::await_ahead() {
   // Taken out first: read() below may run await_ahead() again (a no-op).
   ahead_done_.clear();
   ahead_done_.swap(ahead_);
+  // This node's records (post_ahead): copied now, as the fabric copies a
+  // local READ at its completion. The acquire fence: what other threads
+  // and processes published before is visible to the loads (a copy racing
+  // a writer is caught by verify() below, as a torn READ is).
+  size_t local = 0;
+  for (const Ahead& x : ahead_done_) {
+    if (x.local == nullptr) continue;
+    if (local++ == 0) std::atomic_thread_fence(std::memory_order_acquire);
+    store::load_words(x.buf, x.local, store::record_slot_size(loc_.value_size(x.tk.table)));
+  }
+  // Done without suspending: counts toward the yield streak as a batch of
+  // local ops would (r2::Worker::wait_batch).
+  if (local != 0 && !posted) co_.charge(1);
   size_t op = 0;
   for (const Ahead& x : ahead_done_) {
     const uint32_t vs = loc_.value_size(x.tk.table);
     bool done = false;
     if (x.buf != nullptr) {
-      const bool ok = st == r2::OpStatus::kOk || ahead_batch_.status(op) == r2::OpStatus::kOk;
-      ++op;
+      const bool ok = x.local != nullptr || st == r2::OpStatus::kOk ||
+                      ahead_batch_.status(op) == r2::OpStatus::kOk;
+      if (x.local == nullptr) ++op;
       // The READ verified: the record as it was (a consistent, current
       // image of the cached address's record). Version 0 is an
       // uncommitted insert: like read(), kLockHeld.
@@ -230,11 +255,13 @@ Abort Engine::read(TableId t, Key k, void* out, bool for_update) {
     }
   }
   const uint32_t vs = loc_.value_size(t);
-  if (snapshot() && find(t, k) == nullptr) {
+  Access* a = find(t, k);
+  if (snapshot() && a == nullptr) {
     const TableKey tk{t, k};
     if (Abort r = snapshot_fetch({&tk, 1}, nullptr); r != Abort::kNone) return r;
+    a = find(t, k);
   }
-  if (Access* a = find(t, k)) {  // read again: serve from the transaction
+  if (a != nullptr) {  // read again: serve from the transaction
     if (a->remove) return blame(Abort::kRecordMissing, t);  // deleted by this transaction
     a->write |= for_update;
     std::memcpy(out, a->new_value ? a->new_value : a->copy + sizeof(store::RecordHeader), vs);
@@ -243,20 +270,20 @@ Abort Engine::read(TableId t, Key k, void* out, bool for_update) {
   uint8_t* copy = alloc(store::record_slot_size(vs));
   if (copy == nullptr) return Abort::kNotSupported;
   await_sibling(t, k);
-  Access a{};
-  a.table = t;
-  a.key = k;
-  a.copy = copy;
-  a.write = for_update;
-  Abort r = loc_.read(co_, read_path(), t, k, &a.ref, copy);
+  Access n{};
+  n.table = t;
+  n.key = k;
+  n.copy = copy;
+  n.write = for_update;
+  Abort r = loc_.read(co_, read_path(), t, k, &n.ref, copy);
   if (r != Abort::kNone) return blame(r, t);
   // Version 0: another transaction's insert, reserved but not committed
   // (index_ops.h). It cannot validate; do not hand its value out.
-  if (a.ref.version == 0) return blame(Abort::kLockHeld, t);
+  if (n.ref.version == 0) return blame(Abort::kLockHeld, t);
   store::RecordHeader h;
   std::memcpy(&h, copy, sizeof h);
-  a.incarnation = h.incarnation;
-  add_access(a);
+  n.incarnation = h.incarnation;
+  add_access(n);
   std::memcpy(out, copy + sizeof h, vs);
   return Abort::kNone;
 }

@@ -49,6 +49,17 @@ class Locator {
                           uint32_t* /*incarnation*/) {
     return false;
   }
+  // This node's record slot at `addr` (value size `value_size`), when the
+  // caller may load it itself instead of READing it through the fabric:
+  // `addr` is on this node, the worker runs local ops directly
+  // (r2::Co::direct) and `addr` is the first byte of a heap slot of one of
+  // its copies. Null otherwise (the default). A hint's address can be
+  // stale like any: the caller verifies what it copies (key, incarnation,
+  // seal), as it verifies a READ.
+  virtual const uint8_t* local_record(const r2::RemoteAddr& /*addr*/,
+                                      uint32_t /*value_size*/) const {
+    return nullptr;
+  }
   // A hint that address_of(path, t, k) follows soon: starts loading what it
   // will look at (no effect on results). A caller about to ask for many
   // keys issues all hints first, so the lookups' cache misses overlap.

@@ -796,6 +796,7 @@ TxnStats TxnNode::stats() const {
     if (!e) continue;
     s.committed += e->stats().committed;
     s.reads_ahead += e->stats().reads_ahead;
+    s.reads_ahead_direct += e->stats().reads_ahead_direct;
     s.snapshot_reads += e->stats().snapshot_reads;
     s.snapshot_reads_onesided += e->stats().snapshot_reads_onesided;
     s.snapshot_reads_direct += e->stats().snapshot_reads_direct;

@@ -967,19 +967,25 @@ TEST_P(TxnOps, ReadAheadGivesTheSameResultsAsGets) {
   int64_t total = 0;
   for (Key k = 0; k < kKeys; ++k) total += outs[0].snap.at({kKv, k}).first;
   EXPECT_EQ(total, static_cast<int64_t>(kKeys * (kKeys - 1) / 2));
-  uint64_t ahead = 0;
+  uint64_t ahead = 0, direct = 0;
   for (const NodeOutcome& o : outs) ahead += o.stats.reads_ahead;
-  // Presets whose Execute path uses the location cache post READs ahead;
+  for (const NodeOutcome& o : outs) direct += o.stats.reads_ahead_direct;
+  // Presets whose Execute path uses the location cache post READs ahead
+  // (other nodes' records) and copy their own node's records themselves;
   // the others read when the value is needed.
   if (GetParam() == "drtmh" || GetParam() == "drtm-r" || GetParam() == "drtmx" ||
       GetParam() == "drtmx-gts") {
     EXPECT_GT(ahead, 0u);
+    EXPECT_GT(direct, 0u);
   } else {
     EXPECT_EQ(ahead, 0u);
+    EXPECT_EQ(direct, 0u);
   }
-  std::printf("[%s] read ahead: %llu READs posted without waiting, %llu transfers\n",
-              GetParam().c_str(), static_cast<unsigned long long>(ahead),
-              static_cast<unsigned long long>(transfers.load()));
+  std::printf(
+      "[%s] read ahead: %llu READs posted without waiting, %llu own records copied, %llu "
+      "transfers\n",
+      GetParam().c_str(), static_cast<unsigned long long>(ahead),
+      static_cast<unsigned long long>(direct), static_cast<unsigned long long>(transfers.load()));
 }
 
 // prefetch() of keys of an ordered table with records (all partitions)
