@@ -436,7 +436,7 @@ Abort Engine::scan(TableId t, Key from, Key to, size_t limit, Rows* out) {
     a.incarnation = scan_incs_[i];
     a.copy = alloc(store::record_slot_size(vs));
     if (a.copy == nullptr) return Abort::kNotSupported;
-    build_image(a.copy, a.key, a.incarnation, a.ref.version, scan_values_.data() + i * vs, vs);
+    build_copy(a.copy, a.key, a.incarnation, a.ref.version, scan_values_.data() + i * vs, vs);
     add_access(a);
   }
   // What the procedure sees: the store's rows overlaid with this

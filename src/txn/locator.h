@@ -29,7 +29,9 @@ class Locator {
   virtual size_t backups(TableId t, Key k, r2::NodeId* out, size_t max) const = 0;
   // Execute-phase read through `path`: on success `ref` holds the record's
   // address, value size and version, and `copy` (registered, at least
-  // store::record_slot_size(value_size) bytes) a verified image of it.
+  // store::record_slot_size(value_size) bytes) its header (version,
+  // identity) and value as verified when read — not sealed again
+  // (record_ops.h, build_copy).
   // Returns kNone, kRecordMissing, kTornRead or kNodeFailure.
   virtual Abort read(r2::Co& co, ReadPath path, TableId t, Key k, RecordRef* ref,
                      uint8_t* copy) = 0;

@@ -257,15 +257,20 @@ void add_release(r2::OpBatch& b, const r2::RemoteAddr& lock, uint64_t lock_word,
   b.cas(lock, lock_word, 0, old, !passive);
 }
 
-void build_image(uint8_t* image, uint64_t key, uint32_t incarnation, uint64_t version,
-                 const void* value, uint32_t value_size) {
+void build_copy(uint8_t* copy, uint64_t key, uint32_t incarnation, uint64_t version,
+                const void* value, uint32_t value_size) {
   RecordHeader h{};
   h.version = version;
   h.key = key;
   h.incarnation = incarnation;
   h.flags = store::kLive;
-  std::memcpy(image, &h, sizeof h);
-  std::memcpy(image + sizeof h, value, value_size);
+  std::memcpy(copy, &h, sizeof h);
+  std::memcpy(copy + sizeof h, value, value_size);
+}
+
+void build_image(uint8_t* image, uint64_t key, uint32_t incarnation, uint64_t version,
+                 const void* value, uint32_t value_size) {
+  build_copy(image, key, incarnation, version, value, value_size);
   store::seal(image, value_size);
 }
 

@@ -132,6 +132,12 @@ inline bool unchanged(const LockState& s, const RecordRef& r, uint64_t my_lock) 
 // layout), with `version`, the given identity and a fresh seal.
 void build_image(uint8_t* image, uint64_t key, uint32_t incarnation, uint64_t version,
                  const void* value, uint32_t value_size);
+// The same without the seal (0): a transaction's copy of a record it read,
+// whose value was verified as it was read. Nothing verifies or writes a
+// copy again (Commit builds its images with build_image), so sealing it
+// only hashed every value read a second time.
+void build_copy(uint8_t* copy, uint64_t key, uint32_t incarnation, uint64_t version,
+                const void* value, uint32_t value_size);
 
 // --- RPC ---------------------------------------------------------------------
 

@@ -75,7 +75,7 @@ Abort StoreLocator::read(r2::Co& co, ReadPath path, TableId t, Key k, RecordRef*
   ref->addr = where.addr;
   ref->value_size = s->value_size;
   ref->version = where.version;
-  build_image(copy, k, where.incarnation, where.version, value_.data(), s->value_size);
+  build_copy(copy, k, where.incarnation, where.version, value_.data(), s->value_size);
   return Abort::kNone;
 }
 
@@ -118,8 +118,8 @@ void StoreLocator::read_many(r2::Co& co, ReadPath path, std::span<const TableKey
       refs[at].addr = w.addr;
       refs[at].value_size = s->value_size;
       refs[at].version = w.version;
-      build_image(copies[at], many_keys_[k], w.incarnation, w.version, many_values_.data() + k * vs,
-                  s->value_size);
+      build_copy(copies[at], many_keys_[k], w.incarnation, w.version, many_values_.data() + k * vs,
+                 s->value_size);
       results[at] = Abort::kNone;
     }
   }
