@@ -29,8 +29,11 @@
 //     shortcuts), GETs and SCANs of an ordered table call the node's own
 //     XTree (NodeCaches::set_local_store) instead of going through the
 //     learned cache or the RPC: the owner's handler makes the same call,
-//     and the tree is safe for any thread (xtree.h). Records are still
-//     READ and verified as on every other path.
+//     and the tree is safe for any thread (xtree.h). The records such a
+//     lookup or scan names are copied by the caller from its own memory
+//     (StoreNode::slot_at; prefetched first, then copied, as the fabric's
+//     local READ does without its queue and completion) and verified as on
+//     every other path.
 //   * maintain(): the client half of XStore retraining — pulls each warmed
 //     partition's split log and refreshes the touched sub-models
 //     (apply_splits), and expands models that outgrew their threshold. Run
@@ -126,6 +129,8 @@ struct TableClientStats {
   uint64_t reads = 0;  // one-sided READ work requests issued by GETs
   uint64_t rpcs = 0;   // GETs and SCANs answered by the owner's RPC
   uint64_t local = 0;  // GETs and SCANs answered by this node's own index (direct path)
+  uint64_t records_direct =
+      0;  // records of this node's own partitions copied by the caller (no READ)
   uint64_t scans = 0;
   uint64_t writes = 0;  // insert / update / remove RPCs
   uint64_t record_retries = 0;
@@ -216,6 +221,12 @@ class TableClient {
   Result<bool> index_get(r2::Co& co, Ordered& o, uint64_t key, void* out);
   // The same from the node's own tree (o.local set).
   Result<bool> local_get(const Ordered& o, uint64_t key, void* out);
+  // The record slot at `offset` of o's partition in this node's memory,
+  // when o is this node's own partition on the direct path (o.local set)
+  // and `offset` starts a heap slot of it; else null (READ it).
+  const uint8_t* own_record(const Ordered& o, uint64_t offset) const;
+  // Copies such a record into `to` (an acquire fence, then word loads).
+  void copy_own(uint8_t* to, const uint8_t* record, size_t bytes);
   Result<bool> record_get(r2::Co& co, Ordered& o, uint64_t key, std::span<uint8_t> value_out,
                           RecordRef* ref);
   Status scan_partition(r2::Co& co, Ordered& o, uint64_t start, size_t n, bool* end);
