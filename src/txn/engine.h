@@ -209,7 +209,7 @@ class Engine final : public Txn {
     uint32_t incarnation;
     uint8_t* buf;
     // This node's slot at addr, copied at await_ahead() by this CPU
-    // instead of a READ through the fabric (Locator::local_record).
+    // instead of a READ through the fabric (Locator::local_slot).
     const uint8_t* local = nullptr;
   };
   // Waits for the posted READs and turns them into accesses; a READ that

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "r2/sched/co.h"
+#include "store/record_io.h"
 #include "txn/index_ops.h"
 #include "txn/policy.h"
 #include "txn/record_ops.h"
@@ -52,15 +53,15 @@ class Locator {
     return false;
   }
   // This node's record slot at `addr` (value size `value_size`), when the
-  // caller may load it itself instead of READing it through the fabric:
-  // `addr` is on this node, the worker runs local ops directly
-  // (r2::Co::direct) and `addr` is the first byte of a heap slot of one of
-  // its copies. Null otherwise (the default). A hint's address can be
-  // stale like any: the caller verifies what it copies (key, incarnation,
-  // seal), as it verifies a READ.
-  virtual const uint8_t* local_record(const r2::RemoteAddr& /*addr*/,
-                                      uint32_t /*value_size*/) const {
-    return nullptr;
+  // caller may load it itself instead of going through the fabric: `addr`
+  // is on this node, the worker runs local ops directly (r2::Co::direct)
+  // and `addr` is the first byte of a heap slot of one of its copies. The
+  // slot and its lock and ts words (store::SlotRef: apart from the slot on
+  // durable nodes, hint H8); rec null otherwise (the default). A hint's
+  // address can be stale like any: the caller verifies what it copies
+  // (key, incarnation, seal), as it verifies a READ.
+  virtual store::SlotRef local_slot(const r2::RemoteAddr& /*addr*/, uint32_t /*value_size*/) const {
+    return {};
   }
   // A hint that address_of(path, t, k) follows soon: starts loading what it
   // will look at (no effect on results). A caller about to ask for many

@@ -220,9 +220,9 @@ void StoreLocator::remember_address(TableId t, Key k, r2::NodeId primary, uint64
                          {{primary, store::tables::table_region(t), offset}, incarnation});
 }
 
-const uint8_t* StoreLocator::local_record(const r2::RemoteAddr& addr, uint32_t value_size) const {
-  if (!direct_hash_ || addr.node != self_) return nullptr;
-  return local_->store->slot_at(addr.region, addr.offset, value_size).rec;
+store::SlotRef StoreLocator::local_slot(const r2::RemoteAddr& addr, uint32_t value_size) const {
+  if (!direct_hash_ || addr.node != self_) return {};
+  return local_->store->slot_at(addr.region, addr.offset, value_size);
 }
 
 void StoreLocator::prefetch_address(ReadPath path, TableId t, Key k) {
