@@ -357,13 +357,14 @@ class Engine final : public Txn {
   std::vector<BackupEntry> log_entries_;
   r2::OpBatch batch_;                                    // reused by every phase
   std::vector<std::pair<uint64_t*, LockState*>> slots_;  // lock results
-  std::vector<LockState*> states_;                       // check results
-  std::vector<RecordRef> refs_;                          // scratch for list RPCs
-  std::vector<ItemResult> results_;                      // scratch for list RPCs
-  std::vector<const uint8_t*> images_;                   // scratch for RPC commits
-  std::vector<Reservation> reservations_;                // scratch for reserve
-  std::vector<HeldRecord> held_;                         // scratch for remove_held
-  std::vector<Key> scan_keys_;                           // scratch for scans
+  std::vector<uint32_t> lock_ops_;      // each lock's first op in batch_ (kDirectLock: taken here)
+  std::vector<LockState*> states_;      // check results
+  std::vector<RecordRef> refs_;         // scratch for list RPCs
+  std::vector<ItemResult> results_;     // scratch for list RPCs
+  std::vector<const uint8_t*> images_;  // scratch for RPC commits
+  std::vector<Reservation> reservations_;  // scratch for reserve
+  std::vector<HeldRecord> held_;           // scratch for remove_held
+  std::vector<Key> scan_keys_;             // scratch for scans
   std::vector<uint8_t> scan_values_;
   std::vector<RecordRef> scan_refs_;
   std::vector<uint32_t> scan_incs_;

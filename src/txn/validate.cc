@@ -86,8 +86,11 @@ Abort Engine::validate() {
   if (writes && mvcc_onesided_on()) {
     failure = mvcc_lock_onesided(&collected);
   } else if (writes && lock == LockPath::kCas) {
+    constexpr uint32_t kDirectLock = UINT32_MAX;
     batch_.clear();
     slots_.clear();
+    lock_ops_.clear();
+    size_t direct = 0;
     for (Access& a : set_) {
       if (!a.write || a.insert) continue;
       auto* old = reinterpret_cast<uint64_t*>(alloc(8));
@@ -97,21 +100,44 @@ Abort Engine::validate() {
         return Abort::kNotSupported;
       }
       *old = ~uint64_t{0};  // "not acquired" unless the CAS ran
+      slots_.push_back({old, st});
+      // This node's record: the CAS and the version load the two ops make,
+      // in their order, by this CPU (shm executes a local CAS as this same
+      // atomic instruction; verbs, whose RNIC atomics are not atomic with
+      // the CPU's, gets no local slot). Released, written back and
+      // unlocked through the fabric like any other.
+      if (const store::SlotRef here = loc_.local_slot(a.ref.addr, a.ref.value_size);
+          here.rec != nullptr) {
+        uint64_t seen = 0;
+        __atomic_compare_exchange_n(here.lock, &seen, lock_word_, false, __ATOMIC_SEQ_CST,
+                                    __ATOMIC_SEQ_CST);
+        *old = seen;  // the word before: 0 when this CAS took the lock
+        st->lock = 0;
+        st->version =
+            __atomic_load_n(reinterpret_cast<const uint64_t*>(here.rec + 8), __ATOMIC_ACQUIRE);
+        lock_ops_.push_back(kDirectLock);
+        ++direct;
+        continue;
+      }
+      lock_ops_.push_back(static_cast<uint32_t>(batch_.size()));
       if (locks_ != nullptr) {
         add_lock(batch_, a.ref, locks_->lock_of(a.ref.addr), lock_word_, old, st);
       } else {
         add_lock(batch_, a.ref, lock_word_, old, st);
       }
-      slots_.push_back({old, st});
     }
-    (void)co_.run(batch_);
+    if (!batch_.empty()) {
+      (void)co_.run(batch_);
+    } else if (direct != 0) {
+      co_.charge(1);  // a batch of local work for the yield streak
+    }
     size_t i = 0;
     for (Access& a : set_) {
       if (!a.write || a.insert) continue;
-      const size_t op = 2 * i;  // add_lock queues CAS then READ (either form)
+      const uint32_t op = lock_ops_[i];  // add_lock queues CAS then READ (either form)
       auto [old, st] = slots_[i++];
-      const bool cas_ok = batch_.status(op) == r2::OpStatus::kOk;
-      const bool read_ok = batch_.status(op + 1) == r2::OpStatus::kOk;
+      const bool cas_ok = op == kDirectLock || batch_.status(op) == r2::OpStatus::kOk;
+      const bool read_ok = op == kDirectLock || batch_.status(op + 1) == r2::OpStatus::kOk;
       a.held = cas_ok && lock_acquired(*old);
       if (failure != Abort::kNone) continue;
       if (!cas_ok || !read_ok) {
