@@ -164,7 +164,7 @@ void Engine::post_ahead(std::span<const TableKey> keys, bool for_update,
       // what the fabric's local READ does (prefetch at post, copy at
       // completion), without its request, queue and completion. Verified
       // there like a READ's copy.
-      if (x.buf != nullptr) x.local = loc_.local_slot(x.addr, vs).rec;
+      if (x.buf != nullptr) x.local = loc_.local_slot(co_, x.addr, vs).rec;
       if (x.local != nullptr) {
         for (uint32_t at = 0; at < bytes; at += 64) __builtin_prefetch(x.local + at);
         ++stats_.reads_ahead_direct;

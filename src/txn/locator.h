@@ -54,13 +54,15 @@ class Locator {
   }
   // This node's record slot at `addr` (value size `value_size`), when the
   // caller may load it itself instead of going through the fabric: `addr`
-  // is on this node, the worker runs local ops directly (r2::Co::direct)
+  // is on this node, the worker runs local ops directly (r2::Co::direct:
+  // asked on every call, so a node removed from the cluster stops)
   // and `addr` is the first byte of a heap slot of one of its copies. The
   // slot and its lock and ts words (store::SlotRef: apart from the slot on
   // durable nodes, hint H8); rec null otherwise (the default). A hint's
   // address can be stale like any: the caller verifies what it copies
   // (key, incarnation, seal), as it verifies a READ.
-  virtual store::SlotRef local_slot(const r2::RemoteAddr& /*addr*/, uint32_t /*value_size*/) const {
+  virtual store::SlotRef local_slot(const r2::Co& /*co*/, const r2::RemoteAddr& /*addr*/,
+                                    uint32_t /*value_size*/) const {
     return {};
   }
   // A hint that address_of(path, t, k) follows soon: starts loading what it

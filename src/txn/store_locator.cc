@@ -220,8 +220,9 @@ void StoreLocator::remember_address(TableId t, Key k, r2::NodeId primary, uint64
                          {{primary, store::tables::table_region(t), offset}, incarnation});
 }
 
-store::SlotRef StoreLocator::local_slot(const r2::RemoteAddr& addr, uint32_t value_size) const {
-  if (!direct_hash_ || addr.node != self_) return {};
+store::SlotRef StoreLocator::local_slot(const r2::Co& co, const r2::RemoteAddr& addr,
+                                        uint32_t value_size) const {
+  if (!direct_hash_ || addr.node != self_ || !co.direct(self_)) return {};
   return local_->store->slot_at(addr.region, addr.offset, value_size);
 }
 

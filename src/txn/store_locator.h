@@ -72,7 +72,8 @@ class StoreLocator final : public Locator {
                   uint32_t* incarnation) override;
   void prefetch_address(ReadPath path, TableId t, Key k) override;
   // With set_local_index(l, true): StoreNode::slot_at on this node's store.
-  store::SlotRef local_slot(const r2::RemoteAddr& addr, uint32_t value_size) const override;
+  store::SlotRef local_slot(const r2::Co& co, const r2::RemoteAddr& addr,
+                            uint32_t value_size) const override;
   bool caches_addresses(TableId t) const override {
     const store::TableSpec* s = spec(t);
     return s != nullptr && s->kind == store::TableKind::kHash;

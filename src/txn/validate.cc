@@ -106,7 +106,7 @@ Abort Engine::validate() {
       // atomic instruction; verbs, whose RNIC atomics are not atomic with
       // the CPU's, gets no local slot). Released, written back and
       // unlocked through the fabric like any other.
-      if (const store::SlotRef here = loc_.local_slot(a.ref.addr, a.ref.value_size);
+      if (const store::SlotRef here = loc_.local_slot(co_, a.ref.addr, a.ref.value_size);
           here.rec != nullptr) {
         uint64_t seen = 0;
         __atomic_compare_exchange_n(here.lock, &seen, lock_word_, false, __ATOMIC_SEQ_CST,
@@ -284,7 +284,7 @@ Abort Engine::validate() {
       // (lock word first: add_check says why), by this CPU — no request,
       // queue or completion. Its lock word is where the owner keeps it
       // (in the slot, or apart on a durable node).
-      if (const store::SlotRef here = loc_.local_slot(a.ref.addr, a.ref.value_size);
+      if (const store::SlotRef here = loc_.local_slot(co_, a.ref.addr, a.ref.value_size);
           here.rec != nullptr) {
         st->lock = __atomic_load_n(here.lock, __ATOMIC_ACQUIRE);
         st->version =

@@ -16,7 +16,7 @@ ThreadId Co::thread() const {
 }
 
 bool Co::direct(NodeId n) const {
-  return n == worker_->node() && worker_->direct_local_;
+  return n == worker_->node() && worker_->direct_local_ && worker_->is_member(n);
 }
 
 OpStatus Co::run(OpBatch& batch) {

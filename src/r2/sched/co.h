@@ -53,6 +53,10 @@ class Co {
   // WorkerConfig::direct_local_ops). Callers that yield to hide a cache
   // miss before such an op gain nothing by yielding: the op itself does not
   // wait, and every yield costs the coroutine a turn of all the others.
+  // False too once this node is no longer a member in the worker's view:
+  // the fabric refuses a removed node's ops on its own memory (fenced), and
+  // callers that load that memory themselves instead of posting ops must
+  // stop as the ops would.
   bool direct(NodeId n) const;
 
   // --- RPC ------------------------------------------------------------------

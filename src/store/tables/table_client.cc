@@ -209,7 +209,7 @@ Result<bool> TableClient::record_get(r2::Co& co, Ordered& o, uint64_t key,
     if (!found.is_ok() || !*found) return found;
     const r2::RemoteAddr at{o.remote.node, table_region(o.table->id), a.offset};
     for (uint32_t torn = 0; torn <= opts_.record_retries; ++torn) {
-      const uint8_t* here = own_record(o, a.offset);
+      const uint8_t* here = own_record(co, o, a.offset);
       r2::OpStatus s = r2::OpStatus::kOk;
       if (here != nullptr) {
         copy_own(record_buf_, here, slot);
@@ -441,7 +441,7 @@ void TableClient::read_records(r2::Co& co, const Ordered& o, const uint64_t* key
     if (want != nullptr && !want[i]) continue;
     // This node's own record: its lines prefetched now and copied below,
     // not READ through the fabric.
-    here[i] = own_record(o, where[i].offset);
+    here[i] = own_record(co, o, where[i].offset);
     if (here[i] != nullptr) {
       for (size_t at = 0; at < slot; at += 64) __builtin_prefetch(here[i] + at);
       ++own;
@@ -466,8 +466,9 @@ void TableClient::read_records(r2::Co& co, const Ordered& o, const uint64_t* key
   }
 }
 
-const uint8_t* TableClient::own_record(const Ordered& o, uint64_t offset) const {
-  if (o.local == nullptr) return nullptr;  // not this node's partition, or no direct local ops
+const uint8_t* TableClient::own_record(const r2::Co& co, const Ordered& o, uint64_t offset) const {
+  // Not this node's partition, no direct local ops, or no longer a member.
+  if (o.local == nullptr || !co.direct(o.remote.node)) return nullptr;
   return caches_.local_store()->slot_at(table_region(o.table->id), offset, o.table->value_size).rec;
 }
 

@@ -222,9 +222,10 @@ class TableClient {
   // The same from the node's own tree (o.local set).
   Result<bool> local_get(const Ordered& o, uint64_t key, void* out);
   // The record slot at `offset` of o's partition in this node's memory,
-  // when o is this node's own partition on the direct path (o.local set)
-  // and `offset` starts a heap slot of it; else null (READ it).
-  const uint8_t* own_record(const Ordered& o, uint64_t offset) const;
+  // when o is this node's own partition on the direct path (o.local set,
+  // and r2::Co::direct still true: a removed node stops) and `offset`
+  // starts a heap slot of it; else null (READ it).
+  const uint8_t* own_record(const r2::Co& co, const Ordered& o, uint64_t offset) const;
   // Copies such a record into `to` (an acquire fence, then word loads).
   void copy_own(uint8_t* to, const uint8_t* record, size_t bytes);
   Result<bool> record_get(r2::Co& co, Ordered& o, uint64_t key, std::span<uint8_t> value_out,
