@@ -2,8 +2,10 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <memory>
 #include <random>
 
+#include "r2/control/membership.h"
 #include "r2/support/worker_cluster.h"
 
 namespace drtmx::r2 {
@@ -643,6 +645,38 @@ TEST(Worker, SpawnBeyondTheConfiguredCoroutinesIsRefused) {
   EXPECT_EQ(w.register_handler(1, [](RpcRequest&) {}).code(), Code::kAlreadyExists);
   wc.coroutines = 0;
   EXPECT_FALSE(wc.validate().is_ok());
+}
+
+// Callers that load their node's memory themselves instead of posting
+// local ops (the engine's direct reads, checks and locks) stop with the
+// ops: once the worker's membership view no longer counts its own node,
+// Co::direct is false for it.
+TEST(Worker, DirectIsFalseOnceTheNodeIsNoLongerAMember) {
+  constexpr uint16_t kNodes = 2;
+  auto c = InProcCluster::make(kNodes, 1, {{kData, 1 << 16}, {kScratch, 1 << 16}});
+  ASSERT_TRUE(c->error.is_ok()) << c->error.to_string();
+  WorkerConfig wc;
+  wc.coroutines = 1;
+  wc.direct_local_ops = true;
+  std::vector<std::unique_ptr<MembershipView>> views;
+  for (uint16_t n = 0; n < kNodes; ++n) views.push_back(std::make_unique<MembershipView>(kNodes));
+  std::atomic<int> bad{0}, ran{0};
+  auto run = run_workers(*c, wc, [&](Worker& w) {
+    MembershipView* v = views[w.node()].get();
+    w.set_membership(v);
+    ASSERT_TRUE(w.spawn([&, v](Co& co) {
+                   const NodeId self = co.node();
+                   if (!co.direct(self)) ++bad;
+                   NodeSet live;
+                   live.set((self + 1) % kNodes);  // this node removed
+                   if (!v->apply(1, live)) ++bad;
+                   if (co.direct(self)) ++bad;
+                   ++ran;
+                 }).is_ok());
+  });
+  EXPECT_FALSE(run.timed_out);
+  EXPECT_EQ(bad.load(), 0);
+  EXPECT_EQ(ran.load(), int{kNodes});
 }
 
 }  // namespace
