@@ -166,7 +166,7 @@ void Engine::post_ahead(std::span<const TableKey> keys, bool for_update,
       // there like a READ's copy.
       if (x.buf != nullptr) x.local = loc_.local_slot(co_, x.addr, vs).rec;
       if (x.local != nullptr) {
-        for (uint32_t at = 0; at < bytes; at += 64) __builtin_prefetch(x.local + at);
+        store::prefetch_lines(x.local, bytes);
         ++stats_.reads_ahead_direct;
       } else if (x.buf != nullptr) {
         ahead_batch_.read(x.addr, x.buf, bytes);

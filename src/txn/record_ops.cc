@@ -1,5 +1,6 @@
 #include "txn/record_ops.h"
 
+#include <cstddef>
 #include <cstring>
 #include <map>
 
@@ -10,6 +11,10 @@ namespace drtmx::txn {
 using store::RecordHeader;
 
 namespace {
+
+const uint64_t* version_word(const store::SlotRef& s) {
+  return reinterpret_cast<const uint64_t*>(s.rec + offsetof(RecordHeader, version));
+}
 
 r2::RemoteAddr at(const RecordRef& r, uint64_t plus) {
   return {r.addr.node, r.addr.region, r.addr.offset + plus};
@@ -221,6 +226,19 @@ void add_lock(r2::OpBatch& b, const RecordRef& r, const r2::RemoteAddr& lock, ui
   state->lock = 0;
   b.cas(lock, 0, lock_word, old, /*signaled=*/false);
   b.read(at(r, 8), &state->version, 8);
+}
+
+void lock_here(const store::SlotRef& s, uint64_t lock_word, uint64_t* old, LockState* state) {
+  uint64_t seen = 0;
+  __atomic_compare_exchange_n(s.lock, &seen, lock_word, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+  *old = seen;
+  state->lock = 0;
+  state->version = __atomic_load_n(version_word(s), __ATOMIC_ACQUIRE);
+}
+
+void check_here(const store::SlotRef& s, LockState* state) {
+  state->lock = __atomic_load_n(s.lock, __ATOMIC_ACQUIRE);
+  state->version = __atomic_load_n(version_word(s), __ATOMIC_ACQUIRE);
 }
 
 void add_check(r2::OpBatch& b, const RecordRef& r, const r2::RemoteAddr& lock, LockState* state) {

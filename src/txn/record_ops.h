@@ -53,6 +53,7 @@
 #include "r2/sched/co.h"
 #include "r2/sched/op_batch.h"
 #include "r2/sched/worker.h"
+#include "store/record_io.h"
 
 namespace drtmx::txn {
 
@@ -114,6 +115,17 @@ void add_release(r2::OpBatch& b, const RecordRef& r, uint64_t lock_word, uint64_
 void add_lock(r2::OpBatch& b, const RecordRef& r, const r2::RemoteAddr& lock, uint64_t lock_word,
               uint64_t* old, LockState* state);
 void add_check(r2::OpBatch& b, const RecordRef& r, const r2::RemoteAddr& lock, LockState* state);
+
+// The same two steps on a record of the caller's own node, run at once by
+// its CPU instead of queued (Locator::local_slot gives `s`, whose lock word
+// is wherever the owner keeps it). lock_here: add_lock's CAS, then the
+// version load; `*old` gets the word the CAS found (0: we hold the lock)
+// and state->lock = 0. check_here: add_check's lock-word load, then the
+// version load — the order of its two READs, for the same reason. On shm a
+// local CAS is this same CPU atomic; verbs gets no local slot (an RNIC's
+// atomics are not atomic with the CPU's).
+void lock_here(const store::SlotRef& s, uint64_t lock_word, uint64_t* old, LockState* state);
+void check_here(const store::SlotRef& s, LockState* state);
 void add_commit(r2::OpBatch& b, const RecordRef& r, const r2::RemoteAddr& lock,
                 const uint8_t* image, const uint64_t* zero, bool passive);
 void add_unlock(r2::OpBatch& b, const r2::RemoteAddr& lock, const uint64_t* zero, bool passive);

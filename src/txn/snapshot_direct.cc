@@ -18,6 +18,7 @@
 // the location-cache entries are prefetched, then the records found are,
 // then each is read.
 #include "store/record.h"
+#include "store/word_copy.h"
 #include "txn/engine.h"
 
 namespace drtmx::txn {
@@ -66,9 +67,7 @@ void Engine::snapshot_direct(std::vector<SnapshotRow>* rows, std::vector<size_t>
     }
     // The ts word is raised (a write); the rest of the slot only loaded.
     __builtin_prefetch(d.rec.ts, 1);
-    for (size_t at = 0; at < store::record_slot_size(vs); at += 64) {
-      __builtin_prefetch(d.rec.rec + at);
-    }
+    store::prefetch_lines(d.rec.rec, store::record_slot_size(vs));
     mine.push_back(d);
   }
   const dst::SnapshotMode mode = snapshot_mode();

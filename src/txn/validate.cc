@@ -101,20 +101,11 @@ Abort Engine::validate() {
       }
       *old = ~uint64_t{0};  // "not acquired" unless the CAS ran
       slots_.push_back({old, st});
-      // This node's record: the CAS and the version load the two ops make,
-      // in their order, by this CPU (shm executes a local CAS as this same
-      // atomic instruction; verbs, whose RNIC atomics are not atomic with
-      // the CPU's, gets no local slot). Released, written back and
-      // unlocked through the fabric like any other.
+      // This node's record: locked at once (lock_here); released, written
+      // back and unlocked through the fabric like any other.
       if (const store::SlotRef here = loc_.local_slot(co_, a.ref.addr, a.ref.value_size);
           here.rec != nullptr) {
-        uint64_t seen = 0;
-        __atomic_compare_exchange_n(here.lock, &seen, lock_word_, false, __ATOMIC_SEQ_CST,
-                                    __ATOMIC_SEQ_CST);
-        *old = seen;  // the word before: 0 when this CAS took the lock
-        st->lock = 0;
-        st->version =
-            __atomic_load_n(reinterpret_cast<const uint64_t*>(here.rec + 8), __ATOMIC_ACQUIRE);
+        lock_here(here, lock_word_, old, st);
         lock_ops_.push_back(kDirectLock);
         ++direct;
         continue;
@@ -280,15 +271,10 @@ Abort Engine::validate() {
         return Abort::kNotSupported;
       }
       states.push_back(st);
-      // This node's record: the two loads the READs make, in their order
-      // (lock word first: add_check says why), by this CPU — no request,
-      // queue or completion. Its lock word is where the owner keeps it
-      // (in the slot, or apart on a durable node).
+      // This node's record: checked at once (check_here).
       if (const store::SlotRef here = loc_.local_slot(co_, a.ref.addr, a.ref.value_size);
           here.rec != nullptr) {
-        st->lock = __atomic_load_n(here.lock, __ATOMIC_ACQUIRE);
-        st->version =
-            __atomic_load_n(reinterpret_cast<const uint64_t*>(here.rec + 8), __ATOMIC_ACQUIRE);
+        check_here(here, st);
         ++direct;
         continue;
       }

@@ -652,5 +652,42 @@ TEST(RecordOps, MalformedRequestsGetErrorsNotCrashes) {
   EXPECT_EQ(checks.load(), 1);
 }
 
+// The steps run at once on the caller's own record (validate.cc) give what
+// add_lock and add_check give: the lock taken only when free, the word
+// found when not, the lock word and version read — with the lock word in
+// the slot and apart from it.
+TEST(RecordOps, StepsOnTheCallersOwnRecordMatchTheQueuedOnes) {
+  for (const bool apart : {false, true}) {
+    SCOPED_TRACE(apart ? "lock word apart" : "lock word in the slot");
+    alignas(64) uint8_t rec[128] = {};
+    uint64_t lock_apart = 0;
+    store::RecordHeader h{};
+    h.version = 41;
+    std::memcpy(rec, &h, sizeof h);
+    store::SlotRef s = store::SlotRef::in_slot(rec);
+    if (apart) s.lock = &lock_apart;
+    LockState st{};
+    uint64_t old = ~uint64_t{0};
+    check_here(s, &st);
+    EXPECT_EQ(st.lock, 0u);
+    EXPECT_EQ(st.version, 41u);
+    lock_here(s, /*lock_word=*/7, &old, &st);
+    EXPECT_EQ(old, 0u) << "a free lock was not taken";
+    EXPECT_EQ(*s.lock, 7u);
+    EXPECT_EQ(st.version, 41u);
+    EXPECT_EQ(st.lock, 0u);
+    lock_here(s, /*lock_word=*/9, &old, &st);
+    EXPECT_EQ(old, 7u) << "a held lock was taken again";
+    EXPECT_EQ(*s.lock, 7u);
+    check_here(s, &st);
+    EXPECT_EQ(st.lock, 7u);
+    EXPECT_FALSE(unchanged(st, RecordRef{{}, 8, 41}, /*my_lock=*/9));
+    EXPECT_TRUE(unchanged(st, RecordRef{{}, 8, 41}, /*my_lock=*/7));
+    uint64_t in_slot = 0;
+    std::memcpy(&in_slot, rec, 8);
+    EXPECT_EQ(in_slot, apart ? 0u : 7u) << "the lock went to the wrong word";
+  }
+}
+
 }  // namespace
 }  // namespace drtmx::txn

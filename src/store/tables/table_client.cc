@@ -443,7 +443,7 @@ void TableClient::read_records(r2::Co& co, const Ordered& o, const uint64_t* key
     // not READ through the fabric.
     here[i] = own_record(co, o, where[i].offset);
     if (here[i] != nullptr) {
-      for (size_t at = 0; at < slot; at += 64) __builtin_prefetch(here[i] + at);
+      prefetch_lines(here[i], slot);
       ++own;
       continue;
     }

@@ -129,8 +129,8 @@ struct TableClientStats {
   uint64_t reads = 0;  // one-sided READ work requests issued by GETs
   uint64_t rpcs = 0;   // GETs and SCANs answered by the owner's RPC
   uint64_t local = 0;  // GETs and SCANs answered by this node's own index (direct path)
-  uint64_t records_direct =
-      0;  // records of this node's own partitions copied by the caller (no READ)
+  // Records of this node's own partitions copied by the caller (no READ).
+  uint64_t records_direct = 0;
   uint64_t scans = 0;
   uint64_t writes = 0;  // insert / update / remove RPCs
   uint64_t record_retries = 0;
