@@ -210,6 +210,33 @@ void VersionStore::prefetch_push(uint64_t slot) const {
   for (uint64_t b = 0; b < slot_bytes_; b += 64) __builtin_prefetch(s + b, 1);
 }
 
+uint64_t VersionStore::lane_header(uint32_t lane, int word) const {
+  if (lane >= o_.lanes || word < 0 || word > 1) return 0;
+  return lane_word(lane, word)->load(std::memory_order_acquire);
+}
+
+void VersionStore::raise_lane_bound(uint32_t lane, uint64_t bound) {
+  if (lane < o_.lanes) lane_word(lane, 1)->store(bound, std::memory_order_release);
+}
+
+uint64_t VersionStore::chain_head(uint64_t record_slot) const {
+  if (record_slot >= o_.record_slots) return 0;
+  return heads_[record_slot].load(std::memory_order_acquire);
+}
+
+void VersionStore::push_lane(uint32_t lane, uint64_t pos, const uint8_t* slot_image,
+                             uint64_t record_slot) {
+  if (lane >= o_.lanes || record_slot >= o_.record_slots) return;
+  uint8_t* s = area_.data() + lane_slot_offset(o_, lane, pos);
+  // The image's position word is 0: gc() and readers see the slot as not
+  // written until the release store of its link below.
+  store::store_words(s, slot_image, slot_bytes_);
+  const uint64_t link = lane_link(lane, pos);
+  std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(s + kPositionOffset))
+      .store(link, std::memory_order_release);
+  heads_[record_slot].store(link, std::memory_order_release);
+}
+
 bool VersionStore::push(uint64_t slot, const uint8_t* rec, Timestamp superseded_at, bool reserved) {
   if (slot >= o_.record_slots) return false;
   std::lock_guard<std::mutex> g(mu_);

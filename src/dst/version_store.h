@@ -230,6 +230,21 @@ class VersionStore {
     return holders_[slot].ts.load(std::memory_order_relaxed);
   }
 
+  // Lanes, a coordinator on this node (txn/mvcc_onesided.cc, the records
+  // and copies of its own node): its one-sided steps on this area as this
+  // CPU's loads and stores, in the order the one-sided ops run. `lane` <
+  // lanes, `record_slot` < record_slots (else nothing is touched: 0).
+  //   lane_header  word 0 the lane's tail, word 1 the head bound (READ;
+  //                the bound is raised with a release store)
+  //   chain_head   the record's chain head (READ under its lock)
+  //   push_lane    the slot image at `pos` (build_lane_slot: its position
+  //                word 0), then its position word, then the record's chain
+  //                head (both lane_link(lane, pos), release stores)
+  uint64_t lane_header(uint32_t lane, int word) const;
+  void raise_lane_bound(uint32_t lane, uint64_t bound);
+  uint64_t chain_head(uint64_t record_slot) const;
+  void push_lane(uint32_t lane, uint64_t pos, const uint8_t* slot_image, uint64_t record_slot);
+
   // Frees ring slots from the tail while superseded at <= lwm; returns how
   // many. Remembers lwm for reserve()/push()'s own attempts.
   uint64_t gc(Timestamp lwm);

@@ -40,12 +40,11 @@ void Engine::commit() {
     // An entry read for update but never put keeps its value: write it back
     // with a new version anyway (it was locked; the version tells readers).
     const uint8_t* value = a.new_value ? a.new_value : a.copy + sizeof(store::RecordHeader);
-    build_image(image, a.key, a.incarnation, a.ref.version + 1, value, vs);
-    if (mvcc_on()) {
-      // The new version carries the commit timestamp (sealed).
-      reinterpret_cast<store::RecordHeader*>(image)->wts = commit_ts_;
-      store::seal(image, vs);
-    }
+    build_copy(image, a.key, a.incarnation, a.ref.version + 1, value, vs);
+    // MVCC: the new version carries the commit timestamp (under the seal,
+    // computed once).
+    if (mvcc_on()) reinterpret_cast<store::RecordHeader*>(image)->wts = commit_ts_;
+    store::seal(image, vs);
     if (onesided && !a.insert) {
       // The replaced version into our lane, before the record's write.
       while (item < lane_items_.size() && &set_[lane_items_[item].access] != &a) ++item;

@@ -88,6 +88,9 @@ struct TxnStats {
   uint64_t snapshot_reads = 0;           // rows snapshot reads fetched
   uint64_t snapshot_reads_onesided = 0;  // ... of them by one-sided ops
   uint64_t snapshot_reads_direct = 0;    // ... in place on this node (its primary)
+  // One-sided MVCC (mvcc_onesided.cc): records of this node locked or
+  // checked in Validate by the coordinator's own loads and stores.
+  uint64_t mvcc_steps_direct = 0;
   // Reads that first waited for a sibling coroutine holding the record
   // (LocalHolds), and the time they waited.
   uint64_t sibling_waits = 0;
@@ -271,7 +274,9 @@ class Engine final : public Txn {
   // reservations are consumed).
   void mvcc_push_onesided(size_t item);
   void mvcc_unreserve_lanes();  // abort: the lane room goes back
-  void add_holds();             // DST: queues the holder entries' WRITEs into batch_
+  // DST: the holder entries of lane_items_ — this node's stored here, the
+  // others' WRITEs queued into batch_ when `remote`.
+  void add_holds(bool remote);
   // Raises the range timestamps of `parts` (primary, table and key) to
   // commit_ts_ by CAS (claim_scans on fabrics with coherent atomics).
   Abort claim_onesided(const std::vector<std::pair<r2::NodeId, TableKey>>& parts);
@@ -411,15 +416,22 @@ class Engine final : public Txn {
     uint64_t slot;                // its slot in the copy's heap
     uint64_t* words;  // CAS result / link, ts (lock words apart), chain head, hold[2], spare
     uint8_t* image;   // the record, READ under the lock
+    // The record and its version store when the primary is this node and
+    // the worker runs local operations directly (here.rec != nullptr):
+    // its steps are this CPU's loads and stores, not fabric ops.
+    dst::MvccNode::Record here;
+    uint32_t op;  // its lock CAS in batch_ (kDirectOp: locked here)
   };
+  static constexpr uint32_t kDirectOp = UINT32_MAX;
+  // The lock step of a record of this node (LaneItem::here), as its ops.
+  void mvcc_lock_here(LaneItem& it, uint32_t bytes);
   std::vector<LaneItem> lane_items_;
-  bool publish_holds_ = false;
+  bool publish_holds_ = false;  // lane_items_' holder entries go with the next check batch
   struct RangeClaim {
     const dst::CopyLayout* copy;
     uint64_t* old;  // the CAS's result
   };
-  std::vector<RangeClaim>
-      claims_;  // claim_onesided  // lane_items_' holder entries go with the next check batch
+  std::vector<RangeClaim> claims_;  // claim_onesided
   std::vector<dst::LaneCursor*> lane_reserved_;
   std::vector<std::pair<dst::LaneCursor*, uint64_t*>> lane_refresh_;
   std::vector<size_t> check_items_, check_pending_, check_again_;

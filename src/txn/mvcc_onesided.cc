@@ -40,6 +40,7 @@
 #include <cstring>
 
 #include "store/record.h"
+#include "store/word_copy.h"
 #include "txn/engine.h"
 #include "txn/mvcc_ops.h"
 
@@ -72,7 +73,14 @@ Abort Engine::mvcc_lock_onesided(uint64_t* collected) {
     // the record.
     uint8_t* buf = alloc(48 + l->slot_bytes);
     if (buf == nullptr) return Abort::kNotSupported;
-    lane_items_.push_back({i, l, slot, reinterpret_cast<uint64_t*>(buf), buf + 48});
+    LaneItem it{i, l, slot, reinterpret_cast<uint64_t*>(buf), buf + 48, {}, kDirectOp};
+    // This node's record: its steps are run here (mvcc_lock_here).
+    if (loc_.local_slot(co_, a.ref.addr, a.ref.value_size).rec != nullptr &&
+        (!mvcc_->resolve(a.ref.addr.region, a.ref.addr.offset, a.ref.value_size, &it.here) ||
+         it.here.slot != slot || it.here.vs == nullptr)) {
+      it.here = {};
+    }
+    lane_items_.push_back(it);
   }
   // Lanes to (re)read: never read by this thread, or short of room by
   // the tail last seen (GC may have moved it since).
@@ -88,21 +96,24 @@ Abort Engine::mvcc_lock_onesided(uint64_t* collected) {
     if (seen || (c.synced && c.used() + need <= it.copy->vs.lane_capacity)) continue;
     auto* hdr = reinterpret_cast<uint64_t*>(alloc(16));
     if (hdr == nullptr) return Abort::kNotSupported;
-    batch_.read(it.copy->version_addr(dst::VersionStore::lane_header_offset(it.copy->vs, lane)),
-                hdr, 16);
+    if (it.here.rec != nullptr) {
+      hdr[0] = it.here.vs->lane_header(lane, 0);
+      hdr[1] = it.here.vs->lane_header(lane, 1);
+    } else {
+      batch_.read(it.copy->version_addr(dst::VersionStore::lane_header_offset(it.copy->vs, lane)),
+                  hdr, 16);
+    }
     refresh.push_back({&c, hdr});
   }
-  if (!batch_.empty()) {
-    if (co_.run(batch_) != r2::OpStatus::kOk) {
-      return blame(Abort::kNodeFailure, set_[lane_items_.front().access].table);
-    }
-    for (auto [c, hdr] : refresh) {
-      // [tail][head bound]. A restarted thread resumes at the bound: after
-      // whatever its lane holds.
-      if (!c->synced) c->head = std::max({c->head, hdr[0], hdr[1]});
-      c->synced = true;
-      c->tail = std::max(c->tail, hdr[0]);
-    }
+  if (!batch_.empty() && co_.run(batch_) != r2::OpStatus::kOk) {
+    return blame(Abort::kNodeFailure, set_[lane_items_.front().access].table);
+  }
+  for (auto [c, hdr] : refresh) {
+    // [tail][head bound]. A restarted thread resumes at the bound: after
+    // whatever its lane holds.
+    if (!c->synced) c->head = std::max({c->head, hdr[0], hdr[1]});
+    c->synced = true;
+    c->tail = std::max(c->tail, hdr[0]);
   }
   for (const LaneItem& it : lane_items_) {
     dst::LaneCursor& c = mvcc_->cursor(worker, it.copy->id);
@@ -115,12 +126,19 @@ Abort Engine::mvcc_lock_onesided(uint64_t* collected) {
 
   // 2. Lock, then read what the lock protects.
   batch_.clear();
-  for (const LaneItem& it : lane_items_) {
+  size_t direct = 0;
+  for (LaneItem& it : lane_items_) {
     const Access& a = set_[it.access];
     uint64_t* w = it.words;
     w[0] = ~uint64_t{0};  // "not acquired" unless the CAS ran
     const r2::RemoteAddr rec = a.ref.addr;
     const auto bytes = static_cast<uint32_t>(it.copy->slot_bytes);
+    if (it.here.rec != nullptr) {
+      mvcc_lock_here(it, bytes);
+      ++direct;
+      continue;
+    }
+    it.op = static_cast<uint32_t>(batch_.size());
     if (locks_ != nullptr) {
       batch_.cas(lock_word_of(rec), 0, lock_word_, &w[0], /*signaled=*/false);
       std::memset(it.image, 0, 8);
@@ -133,35 +151,45 @@ Abort Engine::mvcc_lock_onesided(uint64_t* collected) {
     batch_.read(it.copy->version_addr(dst::VersionStore::chain_head_offset(it.copy->vs, it.slot)),
                 &w[2], 8);
   }
-  // The lanes' head bounds, after the items' ops (their indices above):
-  // every position this thread may push at before its next lock batch —
-  // head + reserved — is below the bound in the lane header before the
-  // commit's WRITEs start (this batch completes first).
-  for (size_t k = 0; k < lane_items_.size(); ++k) {
-    const dst::CopyLayout* l = lane_items_[k].copy;
+  stats_.mvcc_steps_direct += direct;
+  // The lanes' head bounds: every position this thread may push at before
+  // its next lock batch — head + reserved — is below the bound in the
+  // lane header before the commit's WRITEs start (this batch completes
+  // first; a bound of this node's lane is stored here, before any push).
+  for (const LaneItem& it : lane_items_) {
+    const dst::CopyLayout* l = it.copy;
     dst::LaneCursor& c = mvcc_->cursor(worker, l->id);
     if (c.head + c.reserved <= c.published) continue;  // also skips repeats of a copy
+    c.published = c.head + c.reserved + dst::LaneCursor::kBoundSlack;
+    if (it.here.rec != nullptr) {
+      it.here.vs->raise_lane_bound(lane, c.published);
+      continue;
+    }
     auto* bound = reinterpret_cast<uint64_t*>(alloc(8));
     if (bound == nullptr) return Abort::kNotSupported;
-    c.published = c.head + c.reserved + dst::LaneCursor::kBoundSlack;
     *bound = c.published;
     batch_.write(l->version_addr(dst::VersionStore::lane_header_offset(l->vs, lane) + 8), bound, 8,
                  false);
   }
-  const bool ran = batch_.empty() || co_.run(batch_) == r2::OpStatus::kOk;
+  bool ran = true;
+  if (!batch_.empty()) {
+    ran = co_.run(batch_) == r2::OpStatus::kOk;
+  } else if (direct != 0) {
+    co_.charge(1);  // a batch of local work for the yield streak
+  }
   Abort failure = Abort::kNone;
-  for (size_t k = 0; k < lane_items_.size(); ++k) {
-    Access& a = set_[lane_items_[k].access];
-    const uint64_t* w = lane_items_[k].words;
+  for (const LaneItem& it : lane_items_) {
+    Access& a = set_[it.access];
+    const uint64_t* w = it.words;
     store::RecordHeader h;
-    std::memcpy(&h, lane_items_[k].image, sizeof h);
+    std::memcpy(&h, it.image, sizeof h);
     if (locks_ != nullptr) h.ts = w[1];
-    const size_t ops = locks_ != nullptr ? 4 : 3;
-    const bool cas_ok = batch_.status(ops * k) == r2::OpStatus::kOk;
+    const bool here = it.op == kDirectOp;
+    const bool cas_ok = here || batch_.status(it.op) == r2::OpStatus::kOk;
     a.held = cas_ok && lock_acquired(w[0]);
     if (a.held) *collected = std::max({*collected, h.ts, h.wts});
     if (failure != Abort::kNone) continue;
-    if (!ran || !cas_ok) {
+    if ((!here && !ran) || !cas_ok) {
       failure = blame(Abort::kNodeFailure, a.table);
     } else if (!a.held) {
       failure = blame(Abort::kLockHeld, a.table);
@@ -175,6 +203,29 @@ Abort Engine::mvcc_lock_onesided(uint64_t* collected) {
   // 3. Records to delete: the two-sided lock (the owner reserves room for
   // the version it buries).
   return mvcc_lock_by_rpc(/*removes_only=*/true, collected);
+}
+
+void Engine::mvcc_lock_here(LaneItem& it, uint32_t bytes) {
+  // The queued ops' order: the CAS, then (when it took the lock) the
+  // record and its ts, then the chain head — all stable while we hold the
+  // lock except ts, which readers raise (one untorn word).
+  uint64_t* w = it.words;
+  uint64_t seen = 0;
+  __atomic_compare_exchange_n(it.here.lock, &seen, lock_word_, false, __ATOMIC_SEQ_CST,
+                              __ATOMIC_SEQ_CST);
+  w[0] = seen;
+  if (seen != 0) {
+    std::memset(it.image, 0, sizeof(store::RecordHeader));
+    return;  // not ours: nothing it protects is read
+  }
+  if (locks_ != nullptr) {
+    std::memset(it.image, 0, 8);
+    store::load_words(it.image + 8, it.here.rec + 8, bytes - 8);
+    w[1] = __atomic_load_n(it.here.ts, __ATOMIC_SEQ_CST);
+  } else {
+    store::load_words(it.image, it.here.rec, bytes);
+  }
+  w[2] = it.here.vs->chain_head(it.here.slot);
 }
 
 Status Engine::mvcc_check_onesided(std::vector<MvccCheckResult>* out) {
@@ -199,14 +250,32 @@ Status Engine::mvcc_check_onesided(std::vector<MvccCheckResult>* out) {
     expect.push_back(ts);
   }
   std::vector<size_t>& pending = check_pending_;
-  pending.resize(n);
-  for (size_t k = 0; k < n; ++k) pending[k] = k;
+  pending.clear();
+  // This node's records: the owner's raise-then-check (dst/record_mvcc.h,
+  // what rpc_mvcc_check runs at the primary), here and now.
+  size_t direct = 0;
+  for (size_t k = 0; k < n; ++k) {
+    const Access& a = set_[reads[k]];
+    const store::SlotRef here = loc_.local_slot(co_, a.ref.addr, a.ref.value_size);
+    if (here.rec == nullptr) {
+      pending.push_back(k);
+      continue;
+    }
+    MvccCheckResult& r = (*out)[k];
+    r.check = dst::raise_and_check(here, commit_ts_, a.ref.version, &r.wts);
+    ++direct;
+  }
+  stats_.mvcc_steps_direct += direct;
+  // Holder entries: with the first batch of checks; with none to run,
+  // only this node's (the others' readers wait for the unlock).
+  if (publish_holds_ && pending.empty()) add_holds(/*remote=*/false);
+  if (pending.empty() && direct != 0) co_.charge(1);  // local work for the yield streak
   // Each round either settles a record or learns a larger ts for it; ts
   // moves only up, so few rounds do (a record whose ts keeps moving under
   // us is treated as changed: the transaction aborts and retries).
   for (int round = 0; round < 8 && !pending.empty(); ++round) {
     batch_.clear();
-    if (publish_holds_) add_holds();
+    if (publish_holds_) add_holds(/*remote=*/true);
     for (size_t j = 0; j < pending.size(); ++j) {
       const size_t k = pending[j];
       const Access& a = set_[reads[k]];
@@ -299,13 +368,18 @@ Abort Engine::claim_onesided(const std::vector<std::pair<r2::NodeId, TableKey>>&
   return claims.empty() ? Abort::kNone : blame(Abort::kVersionChanged, parts.front().second.table);
 }
 
-void Engine::add_holds() {
+void Engine::add_holds(bool remote) {
   publish_holds_ = false;
   // Our thread's clock passes what we publish, so whatever this thread
   // commits later is above it — a stale entry's promise holds for a lock
   // word that comes back (version_store.h, hold()).
   mvcc_->clock(co_.thread()).observe(commit_ts_);
   for (const LaneItem& it : lane_items_) {
+    if (it.here.rec != nullptr) {
+      it.here.vs->hold(it.here.slot, lock_word_, commit_ts_ - 1);  // ts, then the word
+      continue;
+    }
+    if (!remote) continue;
     uint64_t* hold = it.words + 3;
     hold[0] = lock_word_;
     hold[1] = commit_ts_ - 1;  // we commit above it (commit_ts_ only grows)
@@ -328,6 +402,12 @@ void Engine::mvcc_push_onesided(size_t item) {
   uint64_t* link = &it.words[0];
   *link = dst::VersionStore::lane_link(lane, pos);
   dst::VersionStore::build_lane_slot(slot, it.image, commit_ts_, it.words[2], l.vs.value_size);
+  if (it.here.rec != nullptr) {
+    // This node's lane: the same three stores, in order, before the
+    // record's write-back is queued.
+    it.here.vs->push_lane(lane, pos, slot, it.here.slot);
+    return;
+  }
   const uint64_t at = dst::VersionStore::lane_slot_offset(l.vs, lane, pos);
   batch_.write(l.version_addr(at), slot, static_cast<uint32_t>(bytes), false);
   batch_.write(l.version_addr(at + dst::VersionStore::kPositionOffset), link, 8, false);

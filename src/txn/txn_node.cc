@@ -800,6 +800,7 @@ TxnStats TxnNode::stats() const {
     s.snapshot_reads += e->stats().snapshot_reads;
     s.snapshot_reads_onesided += e->stats().snapshot_reads_onesided;
     s.snapshot_reads_direct += e->stats().snapshot_reads_direct;
+    s.mvcc_steps_direct += e->stats().mvcc_steps_direct;
     s.sibling_waits += e->stats().sibling_waits;
     s.sibling_wait_ns += e->stats().sibling_wait_ns;
     for (int i = 0; i < kAbortKinds; ++i) s.aborts[i] += e->stats().aborts[i];

@@ -152,6 +152,55 @@ TEST(VersionStoreLanes, LaneVersionsJoinTheChainsAndGoOnlyWhenWrittenAndSupersed
   EXPECT_EQ(s.stats().reclaimed, 3u);
 }
 
+// A coordinator on the store's own node runs its lane steps as loads and
+// stores (push_lane, chain_head, lane_header, raise_lane_bound): they must
+// leave the area exactly as the one-sided WRITEs of a remote coordinator
+// do, and touch nothing for a lane or record slot out of range.
+TEST(VersionStoreLanes, TheOwnNodesStepsStoreWhatTheOneSidedWritesStore) {
+  const VersionStoreOptions o = lanes_options(8, 2, 4, 16);
+  Area remote(o), here(o);
+  auto rs = std::move(VersionStore::create(remote.span(), o).value());
+  auto hs = std::move(VersionStore::create(here.span(), o).value());
+  LaneWriter w(remote, o, 1);
+  w.set_slack(2);
+  uint64_t head = 0, bound = 0;
+  for (uint64_t v = 1; v <= 4; ++v) {
+    const uint64_t slot = v % 3;
+    const std::vector<uint8_t> image = rec(slot, v, 10 * v);
+    w.push(slot, image, 10 * v + 10);
+    const uint64_t pos = head++;
+    if (head > bound) {
+      bound = head + 2;
+      hs->raise_lane_bound(1, bound);
+    }
+    std::vector<uint8_t> s(VersionStore::slot_bytes(kVs));
+    VersionStore::build_lane_slot(s.data(), image.data(), 10 * v + 10, hs->chain_head(slot), kVs);
+    hs->push_lane(1, pos, s.data(), slot);
+  }
+  ASSERT_EQ(std::memcmp(remote.mem, here.mem, remote.bytes), 0);
+  EXPECT_EQ(hs->lane_header(1, 1), bound);
+  EXPECT_EQ(hs->chain_head(1), VersionStore::lane_link(1, 3));  // v = 4 went to position 3
+  uint8_t v[32];
+  VersionInfo info;
+  ASSERT_EQ(hs->find(1, 45, v, &info), Found::kVersion);
+  EXPECT_EQ(info.version, 4u);
+  ASSERT_EQ(hs->find(1, 15, v, &info), Found::kVersion);
+  EXPECT_EQ(info.version, 1u);
+  // GC moves the lane's tail in the header both read.
+  EXPECT_EQ(rs->gc(35), hs->gc(35));
+  EXPECT_EQ(hs->lane_header(1, 0), w.tail());
+  EXPECT_EQ(hs->lane_header(1, 0), 2u);
+  // Out of range: nothing stored, nothing read.
+  std::vector<uint8_t> junk(VersionStore::slot_bytes(kVs), 0xAB);
+  hs->push_lane(2, 0, junk.data(), 0);
+  hs->push_lane(1, 0, junk.data(), 16);
+  hs->raise_lane_bound(2, 99);
+  EXPECT_EQ(std::memcmp(remote.mem, here.mem, remote.bytes), 0);
+  EXPECT_EQ(hs->chain_head(16), 0u);
+  EXPECT_EQ(hs->lane_header(2, 0), 0u);
+  EXPECT_EQ(hs->lane_header(1, 2), 0u);
+}
+
 TEST(VersionStoreLanes, AReusedLaneSlotIsDetectedNotMisread) {
   const VersionStoreOptions o = lanes_options(8, 1, 4, 16);
   Area a(o);
