@@ -51,7 +51,15 @@ void Engine::commit() {
       if (item < lane_items_.size()) mvcc_push_onesided(item++);
     }
     if (policy_.commit == CommitPath::kWrite) {
-      if (crash_ && (!mvcc_on() || onesided)) {
+      // This node's record on a volatile node: written back and unlocked
+      // here (commit_here), after its version went into our lane.
+      const store::SlotRef here = !durable_ && !crash_ && (!mvcc_on() || onesided)
+                                      ? loc_.local_slot(co_, a.ref.addr, vs)
+                                      : store::SlotRef{};
+      if (here.rec != nullptr) {
+        commit_here(here, image, vs, /*keep_ts=*/onesided);
+        ++stats_.writes_direct;
+      } else if (crash_ && (!mvcc_on() || onesided)) {
         // Tests: the write-backs first, the unlocks after the crash point
         // (around the ts word where remote raises change it).
         if (onesided && locks_ == nullptr) {

@@ -91,6 +91,9 @@ struct TxnStats {
   // One-sided MVCC (mvcc_onesided.cc): records of this node locked or
   // checked in Validate by the coordinator's own loads and stores.
   uint64_t mvcc_steps_direct = 0;
+  // Records of this node written back and unlocked in Commit by the
+  // coordinator's own stores (commit_here; volatile nodes).
+  uint64_t writes_direct = 0;
   // Reads that first waited for a sibling coroutine holding the record
   // (LocalHolds), and the time they waited.
   uint64_t sibling_waits = 0;
@@ -158,6 +161,10 @@ class Engine final : public Txn {
   // where `locks` says (not owned; null, the default: in the slots).
   // Validate, Commit and aborts then CAS, READ and WRITE them there.
   void set_lock_plan(const store::tables::LockPlan* locks) { locks_ = locks; }
+  // Durable nodes: records live in pools, and Commit's write-backs of this
+  // node's own records go through the fabric, which makes them persistent
+  // (false, the default: they are stored by the coordinator, commit_here).
+  void set_durable(bool durable) { durable_ = durable; }
   // Failover (txn/failover.h): every transaction enters `gate` (slot
   // `slot`, this coroutine's) and leaves it; one that sees the membership
   // epoch move before its Validate or Log phase aborts with kNodeFailure.
@@ -445,6 +452,7 @@ class Engine final : public Txn {
   std::vector<CommitObserver::Write> observed_;
   CrashHook crash_;
   const store::tables::LockPlan* locks_ = nullptr;  // set_lock_plan()
+  bool durable_ = false;                            // set_durable()
   FailoverGate* gate_ = nullptr;                    // set_gate()
   LocalHolds* holds_ = nullptr;                     // set_local_holds()
   std::vector<TableKey> my_holds_;                  // recorded in holds_ by this attempt

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "store/record.h"
+#include "store/word_copy.h"
 
 namespace drtmx::txn {
 
@@ -239,6 +240,18 @@ void lock_here(const store::SlotRef& s, uint64_t lock_word, uint64_t* old, LockS
 void check_here(const store::SlotRef& s, LockState* state) {
   state->lock = __atomic_load_n(s.lock, __ATOMIC_ACQUIRE);
   state->version = __atomic_load_n(version_word(s), __ATOMIC_ACQUIRE);
+}
+
+void commit_here(const store::SlotRef& s, const uint8_t* image, uint32_t value_size, bool keep_ts) {
+  const size_t bytes = store::record_slot_size(value_size);
+  if (keep_ts) {
+    store::store_words(s.rec + 8, image + 8, store::kTsOffset - 8);
+    store::store_words(s.rec + store::kValueOffset, image + store::kValueOffset,
+                       bytes - store::kValueOffset);
+  } else {
+    store::store_words(s.rec + 8, image + 8, bytes - 8);
+  }
+  __atomic_store_n(s.lock, 0, __ATOMIC_RELEASE);
 }
 
 void add_check(r2::OpBatch& b, const RecordRef& r, const r2::RemoteAddr& lock, LockState* state) {

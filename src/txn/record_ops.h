@@ -126,6 +126,14 @@ void add_check(r2::OpBatch& b, const RecordRef& r, const r2::RemoteAddr& lock, L
 // atomics are not atomic with the CPU's).
 void lock_here(const store::SlotRef& s, uint64_t lock_word, uint64_t* old, LockState* state);
 void check_here(const store::SlotRef& s, LockState* state);
+// commit_here: add_commit's WRITEs (`keep_ts`: add_commit_keep_ts's two
+// around the ts word), then the unlock, as this CPU's stores — the image's
+// words up to the slot's end (the owner's own writes, dst::install, store
+// as much), then the lock word 0 with release order: the data before the
+// unlock, as the channel's FIFO orders the queued WRITEs. Only for memory
+// that needs no flush: a durable node's write-backs go through the fabric,
+// whose WRITEs to a pool are made persistent.
+void commit_here(const store::SlotRef& s, const uint8_t* image, uint32_t value_size, bool keep_ts);
 void add_commit(r2::OpBatch& b, const RecordRef& r, const r2::RemoteAddr& lock,
                 const uint8_t* image, const uint64_t* zero, bool passive);
 void add_unlock(r2::OpBatch& b, const r2::RemoteAddr& lock, const uint64_t* zero, bool passive);

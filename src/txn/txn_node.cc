@@ -539,6 +539,7 @@ Status TxnNode::setup_worker(r2::Worker& w, const r2::Region* scratch, const r2:
                                              arena->base + i * per_co, per_co, mvcc_.get());
       if (cfg_.crash_hook) engines_[i]->set_crash_hook(cfg_.crash_hook);
       engines_[i]->set_lock_plan(locks_.get());
+      engines_[i]->set_durable(durable_);
       engines_[i]->set_local_holds(holds_[t].get());
       if (gate_) engines_[i]->set_gate(gate_.get(), i);
       TxnContext ctx{co, *engines_[i], *locs_[i],
@@ -801,6 +802,7 @@ TxnStats TxnNode::stats() const {
     s.snapshot_reads_onesided += e->stats().snapshot_reads_onesided;
     s.snapshot_reads_direct += e->stats().snapshot_reads_direct;
     s.mvcc_steps_direct += e->stats().mvcc_steps_direct;
+    s.writes_direct += e->stats().writes_direct;
     s.sibling_waits += e->stats().sibling_waits;
     s.sibling_wait_ns += e->stats().sibling_wait_ns;
     for (int i = 0; i < kAbortKinds; ++i) s.aborts[i] += e->stats().aborts[i];

@@ -689,5 +689,37 @@ TEST(RecordOps, StepsOnTheCallersOwnRecordMatchTheQueuedOnes) {
   }
 }
 
+// commit_here stores what add_commit (keep_ts: add_commit_keep_ts) WRITEs
+// and then frees the lock: the new header and value, the ts word kept when
+// asked (a raise made while we held the lock must survive), the lock 0.
+TEST(RecordOps, CommitOnTheCallersOwnRecordWritesBackThenUnlocks) {
+  constexpr uint32_t kVs = 20;
+  for (const bool keep_ts : {false, true}) {
+    SCOPED_TRACE(keep_ts ? "ts kept" : "ts written");
+    alignas(64) uint8_t rec[store::record_slot_size(kVs)] = {};
+    store::RecordHeader h{};
+    h.lock = 7;
+    h.version = 41;
+    h.key = 5;
+    h.ts = 55;  // raised by a reader while we held the lock
+    std::memcpy(rec, &h, sizeof h);
+    alignas(64) uint8_t image[store::record_slot_size(kVs)] = {};
+    uint8_t value[kVs];
+    for (uint32_t i = 0; i < kVs; ++i) value[i] = static_cast<uint8_t>(i + 1);
+    build_image(image, /*key=*/5, /*incarnation=*/0, /*version=*/42, value, kVs);
+    commit_here(store::SlotRef::in_slot(rec), image, kVs, keep_ts);
+    store::RecordHeader after;
+    std::memcpy(&after, rec, sizeof after);
+    EXPECT_EQ(after.lock, 0u) << "not unlocked";
+    EXPECT_EQ(after.version, 42u);
+    EXPECT_EQ(after.key, 5u);
+    EXPECT_EQ(after.ts, keep_ts ? 55u : 0u);
+    EXPECT_EQ(std::memcmp(rec + store::kValueOffset, value, kVs), 0) << "value not written";
+    if (!keep_ts) {
+      EXPECT_EQ(std::memcmp(rec + 8, image + 8, sizeof(rec) - 8), 0);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace drtmx::txn
