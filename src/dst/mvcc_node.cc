@@ -57,6 +57,7 @@ Result<std::vector<std::vector<CopyLayout>>> layouts_of(const store::Catalog& c,
       l.heap_offset = plan->heap.range_offset;
       l.slot_bytes = store::record_slot_size(t.value_size);
       l.slots = plan->heap.range_bytes / l.slot_bytes;
+      l.slot_div = Divider(l.slot_bytes);
       l.vs = MvccNode::store_options(c, t, l.slots, cfg);
       l.vs.name = t.name + "/p" + std::to_string(p);
       l.vs_offset = used;

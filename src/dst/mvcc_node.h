@@ -36,6 +36,7 @@
 #include <memory>
 #include <vector>
 
+#include "base/divider.h"
 #include "base/status.h"
 #include "dst/floor.h"
 #include "dst/oracle.h"
@@ -87,12 +88,10 @@ struct CopyLayout {
   // Whether `offset` (in the table region) is the start of a record slot
   // of this copy's heap, and which one.
   bool slot_at(uint64_t offset, uint64_t* slot) const {
-    if (offset < heap_offset || offset >= area_end || (offset - heap_offset) % slot_bytes != 0) {
-      return false;
-    }
-    *slot = (offset - heap_offset) / slot_bytes;
-    return *slot < slots;
+    if (offset < heap_offset || offset >= area_end) return false;
+    return slot_div.exact(offset - heap_offset, slot) && *slot < slots;
   }
+  Divider slot_div;  // slot_bytes (slot_at, on every one-sided MVCC lock)
 };
 
 // A coordinator thread's view of its lane in one copy's version store

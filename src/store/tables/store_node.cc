@@ -196,9 +196,12 @@ Status StoreNode::build(const TableSpec& t, PartitionId p, r2::Fabric& fabric,
   }
   if (areas_.size() <= t.id) {
     areas_.resize(t.id + size_t{1});
+    area_div_.resize(t.id + size_t{1});
     region_base_.resize(t.id + size_t{1}, nullptr);
   }
-  areas_[t.id].push_back(part.get());  // build() runs in ascending partition order
+  if (part->heap) part->slot_div = Divider(part->heap->slot_bytes());
+  area_div_[t.id] = Divider(part->plan.area_bytes);  // the same for every copy of t
+  areas_[t.id].push_back(part.get());                // build() runs in ascending partition order
   region_base_[t.id] = region->base;
   parts_.emplace(part_key(t.id, p), std::move(part));
   return Status::ok();
@@ -210,13 +213,16 @@ SlotRef StoreNode::slot_at(r2::RegionId region, uint64_t offset, uint32_t value_
   if (t >= areas_.size() || areas_[t].empty()) return {};
   const LocalPartition* part = areas_[t].front();
   if (!part->heap || part->table->value_size != value_size) return {};
-  const uint64_t k = offset / part->plan.area_bytes;
+  const uint64_t k = area_div_[t].quotient(offset);
   if (k >= areas_[t].size()) return {};
   part = areas_[t][k];
+  // A whole slot of the heap's range: a multiple of the slot size from its
+  // start, and the slot ends inside it (slot < heap_slots()).
+  const uint64_t rel = offset - part->plan.heap.range_offset;
+  uint64_t slot = 0;
   if (!part->words.holds(offset) || offset < part->plan.heap.range_offset ||
-      (offset - part->plan.heap.range_offset) % part->heap->slot_bytes() != 0 ||
-      (offset - part->plan.heap.range_offset) / part->heap->slot_bytes() >=
-          part->plan.heap_slots()) {
+      !part->slot_div.exact(rel, &slot) ||
+      rel + part->slot_div.divisor() > part->plan.heap.range_bytes) {
     return {};
   }
   return part->words.at(region_base_[t] + offset, offset);

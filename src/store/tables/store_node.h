@@ -27,6 +27,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/divider.h"
 #include "base/status.h"
 #include "r2/fabric.h"
 #include "r2/sched/worker.h"
@@ -58,6 +59,9 @@ struct LocalPartition {
   // Where its records' lock and ts words are: in the slots, or apart in
   // the copy's lock area (durable nodes, H8: plan.h "Lock regions").
   SlotWords words;
+  // Record addresses to slots (slot_at) without a divide instruction:
+  // the heap's slot size.
+  Divider slot_div;
 };
 
 // A committed change of a record (log appliers, recovery replay).
@@ -201,6 +205,7 @@ class StoreNode {
   std::unordered_map<uint64_t, std::unique_ptr<LocalPartition>> parts_;  // (table << 32) | p
   // By table id: the hosted copies in area order (slot_at).
   std::vector<std::vector<LocalPartition*>> areas_;
+  std::vector<Divider> area_div_;      // by table id: its copies' area size (slot_at)
   std::vector<uint8_t*> region_base_;  // by table id: its table region's base
   hash::HashService hash_service_;
   xstore::XStoreService xstore_service_;
