@@ -36,6 +36,13 @@
 //          kBoundSlack pushes ahead (dst/mvcc_node.h, LaneCursor).
 // Deletes keep the two-sided steps (the graveyard is the owner's): records
 // to remove are locked, unlocked and removed by RPC.
+//
+// A record whose primary is the coordinator's own node, on a worker that
+// runs local operations directly (Co::direct, Locator::local_slot): each
+// step above is run at once by this CPU on the node's memory, in the order
+// the queued ops would run — mvcc_lock_here, dst::raise_and_check (what
+// rpc_mvcc_check runs at a primary), VersionStore::hold, lane_header,
+// raise_lane_bound and push_lane.
 #include <algorithm>
 #include <cstring>
 
