@@ -340,8 +340,17 @@ Status report(const BenchOptions& o, const Workload& wl, const store::Catalog& c
   if (given_up)
     std::cout << "  transactions given up after " << kMaxAttempts << " attempts: " << given_up
               << "\n";
-  const std::string shm_huge = o.fabric.backend == "shm" ? r2::shm::dev_shm_huge_option() : "";
-  if (shm_huge == "never" || shm_huge == "advise" || shm_huge == "deny") {
+  const std::string shm_huge =
+      o.fabric.backend == "shm" && o.fabric.num_nodes > 1 ? r2::shm::dev_shm_huge_option() : "";
+  if (o.fabric.backend == "shm" && o.fabric.num_nodes == 1) {
+    // One node: its regions are private memory (r2/shm/segment.h).
+    const std::string thp = r2::shm::thp_mode();
+    std::cout << "  shm pages: one node's regions in private memory, "
+              << (thp == "always" || thp == "madvise"
+                      ? "2 MiB transparent huge pages where they fit"
+                      : "4 KiB")
+              << " (transparent_hugepage=" << (thp.empty() ? "unknown" : thp) << ")\n";
+  } else if (shm_huge == "never" || shm_huge == "advise" || shm_huge == "deny") {
     std::cout << "  shm pages: 4 KiB (/dev/shm is mounted huge=" << shm_huge
               << "); 2 MiB pages run faster: mount -o remount,huge=within_size /dev/shm "
                  "(docs/performance.md)\n";

@@ -291,6 +291,47 @@ TEST(ShmFabric, SegmentsAreRemovedOnExitAndStaleOnesCleanedAtStart) {
   EXPECT_EQ(count_segments(name), 0);
 }
 
+// A cluster of one node: nobody maps its regions, so they are private
+// memory (huge pages where THP allows) with no name in /dev/shm — only
+// the message segment is there — zeroed, and a node's ops reach them.
+TEST(ShmFabric, AOneNodeClustersRegionsArePrivateZeroedAndServed) {
+  auto c = InProcCluster::make(1, 1, {{kData, 3 << 20}, {kScratch, 4096}});
+  ASSERT_TRUE(c->error.is_ok()) << c->error.to_string();
+  EXPECT_EQ(count_segments(c->cluster), 1);  // msg only
+  uint8_t* base = c->base(0, kData);
+  for (size_t at = 0; at < (3u << 20); at += 4096) ASSERT_EQ(base[at], 0) << at;
+  std::memcpy(base + (2 << 20) + 64, "one node", 9);
+  Endpoint* ep = c->fabrics[0]->endpoint(0);
+  char* buf = reinterpret_cast<char*>(c->base(0, kScratch));  // registered
+  WorkRequest wr;
+  wr.verb = Verb::kRead;
+  wr.remote = {0, kData, (2 << 20) + 64};
+  wr.local = buf;
+  wr.len = 9;
+  OpStatus st = OpStatus::kOk;
+  ASSERT_TRUE(ep->execute_local(wr, &st));
+  ep->finish_local();
+  EXPECT_EQ(st, OpStatus::kOk);
+  EXPECT_STREQ(buf, "one node");
+  // Two nodes: every region is a named segment again.
+  auto two = InProcCluster::make(2, 1, {{kData, 4096}});
+  ASSERT_TRUE(two->error.is_ok()) << two->error.to_string();
+  EXPECT_EQ(count_segments(two->cluster), 4);
+}
+
+TEST(ShmFabric, TransparentHugePageModeIsTheBracketedWord) {
+  auto of = [](const std::string& text) {
+    std::istringstream in(text);
+    return shm::thp_mode(in);
+  };
+  EXPECT_EQ(of("always [madvise] never\n"), "madvise");
+  EXPECT_EQ(of("[always] madvise never\n"), "always");
+  EXPECT_EQ(of("always madvise [never]\n"), "never");
+  EXPECT_EQ(of("always madvise never\n"), "");
+  EXPECT_EQ(of("] [\n"), "");
+  EXPECT_EQ(of(""), "");
+}
+
 TEST(ShmFabric, HugeOptionOfDevShmIsReadFromTheMountTable) {
   auto of = [](const std::string& text) {
     std::istringstream in(text);

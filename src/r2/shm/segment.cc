@@ -40,7 +40,7 @@ Segment& Segment::operator=(Segment&& o) noexcept {
 
 void Segment::release() {
   if (data_ != nullptr) munmap(data_, size_);
-  if (owner_) shm_unlink(name_.c_str());
+  if (owner_ && !name_.empty()) shm_unlink(name_.c_str());
   data_ = nullptr;
   owner_ = false;
 }
@@ -70,6 +70,21 @@ Result<Segment> Segment::create(const std::string& name, size_t size) {
   }
   Segment s;
   s.name_ = name;
+  s.data_ = static_cast<uint8_t*>(p);
+  s.size_ = size;
+  s.owner_ = true;
+  return s;
+}
+
+Result<Segment> Segment::create_private(size_t size) {
+  void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                 -1, 0);
+  if (p == MAP_FAILED) {
+    return io_error("mmap of " + std::to_string(size >> 20) + " MiB of private memory", errno);
+  }
+  // A hint: without THP (or with it set to "never") the pages are 4 KiB.
+  (void)madvise(p, size, MADV_HUGEPAGE);
+  Segment s;
   s.data_ = static_cast<uint8_t*>(p);
   s.size_ = size;
   s.owner_ = true;
@@ -120,6 +135,19 @@ std::string dev_shm_huge_option(std::istream& mounts) {
     }
   }
   return huge;
+}
+
+std::string thp_mode() {
+  std::ifstream enabled("/sys/kernel/mm/transparent_hugepage/enabled");
+  return thp_mode(enabled);
+}
+
+std::string thp_mode(std::istream& enabled) {
+  std::string line;
+  if (!std::getline(enabled, line)) return "";
+  const size_t open = line.find('['), close = line.find(']');
+  if (open == std::string::npos || close == std::string::npos || close < open) return "";
+  return line.substr(open + 1, close - open - 1);
 }
 
 namespace {

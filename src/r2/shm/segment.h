@@ -5,7 +5,8 @@
 // exclusively (after removing a stale one of a crashed earlier run with the
 // same name) and unlinks them when it is destroyed; peers only map them.
 // Pages are reserved at creation (posix_fallocate), so a full /dev/shm is a
-// clear error at start instead of a SIGBUS later.
+// clear error at start instead of a SIGBUS later. A single-node cluster's
+// regions need no name (create_private).
 #pragma once
 
 #include <cstddef>
@@ -34,6 +35,12 @@ class Segment {
   static Result<Segment> create(const std::string& name, size_t size);
   // Maps an existing segment of a peer, checking that its size is `size`.
   static Result<Segment> open(const std::string& name, size_t size);
+  // Zeroed memory no other process maps (a cluster of one node: nobody
+  // opens its regions), private and anonymous, advised for transparent
+  // huge pages (MADV_HUGEPAGE: 2 MiB pages where the kernel's THP setting
+  // allows them — "madvise" or "always" — whatever /dev/shm is mounted
+  // with). Pages are not reserved: they are allocated at first touch.
+  static Result<Segment> create_private(size_t size);
 
   uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
@@ -57,6 +64,12 @@ class Segment {
 std::string dev_shm_huge_option();
 // The same, read from `mounts` (the format of /proc/mounts).
 std::string dev_shm_huge_option(std::istream& mounts);
+// The kernel's transparent-huge-page mode for private memory (the word in
+// brackets of /sys/kernel/mm/transparent_hugepage/enabled: "always",
+// "madvise" or "never"; "" when the file is missing): whether
+// create_private's memory gets 2 MiB pages.
+std::string thp_mode();
+std::string thp_mode(std::istream& enabled);
 
 // Unlinks every segment whose name starts with "drtmx.<cluster>." and, when
 // node >= 0, belongs to that node. Returns how many were removed.

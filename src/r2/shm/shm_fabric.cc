@@ -127,8 +127,14 @@ class ShmFabric final : public Fabric {
   Result<Region> register_region(RegionId id, size_t bytes) override {
     DRTMX_RETURN_IF_ERROR(check_new_region(id));
     if (bytes == 0) return invalid_argument("region " + std::to_string(id) + " has size 0");
-    auto seg = Segment::create(segment_name(cfg_.cluster, cfg_.node, "r" + std::to_string(id)),
-                               page_round(bytes));
+    // A cluster of one node: no peer ever maps its regions (connect opens
+    // only other nodes'), so they need no name in /dev/shm and may have
+    // transparent huge pages, which tmpfs gives only when mounted so.
+    auto seg =
+        cfg_.num_nodes == 1
+            ? Segment::create_private(page_round(bytes))
+            : Segment::create(segment_name(cfg_.cluster, cfg_.node, "r" + std::to_string(id)),
+                              page_round(bytes));
     if (!seg) return seg.status();
     Region r{id, seg->data(), bytes, Persistence::kNone};
     own_.push_back(std::move(seg.value()));
