@@ -9,7 +9,7 @@
 // How: m = ceil(2^64 / d) (UINT64_MAX / d + 1). q' = (x * m) >> 64 is
 // floor(x / d) or one more: m exceeds 2^64 / d by e < 1, so x * m / 2^64 =
 // x / d + x * e / 2^64 with the second term below 1. One multiply-back
-// (128-bit) takes away the possible extra one. d == 1 (m would wrap to 0) is
+// takes away the possible extra one. d == 1 (m would wrap to 0) is
 // handled apart.
 #pragma once
 
@@ -26,8 +26,9 @@ class Divider {
   uint64_t quotient(uint64_t x) const {
     if (m_ == 0) return x;
     uint64_t q = static_cast<uint64_t>((static_cast<__uint128_t>(x) * m_) >> 64);
-    // q * d exceeds x only when q is one too many (in 128 bits: for x in
-    // the last block below 2^64 that product would wrap).
+    // q * d exceeds x only when q is one too many. (q + 1) * d cannot wrap
+    // in 64 bits (in the last block below 2^64, x mod d < 2^64 mod d, so q'
+    // is exact there); the 128-bit product only makes that plain.
     if (static_cast<__uint128_t>(q) * d_ > x) --q;
     return q;
   }

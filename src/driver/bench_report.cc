@@ -340,11 +340,13 @@ Status report(const BenchOptions& o, const Workload& wl, const store::Catalog& c
   if (given_up)
     std::cout << "  transactions given up after " << kMaxAttempts << " attempts: " << given_up
               << "\n";
+  // One node: its regions are private memory (r2/shm/segment.h), whose
+  // page size the kernel's THP mode decides; more: /dev/shm's mount.
+  const bool one_node = o.fabric.backend == "shm" && o.fabric.num_nodes == 1;
+  const std::string thp = one_node ? r2::shm::thp_mode() : "";
   const std::string shm_huge =
-      o.fabric.backend == "shm" && o.fabric.num_nodes > 1 ? r2::shm::dev_shm_huge_option() : "";
-  if (o.fabric.backend == "shm" && o.fabric.num_nodes == 1) {
-    // One node: its regions are private memory (r2/shm/segment.h).
-    const std::string thp = r2::shm::thp_mode();
+      o.fabric.backend == "shm" && !one_node ? r2::shm::dev_shm_huge_option() : "";
+  if (one_node) {
     std::cout << "  shm pages: one node's regions in private memory, "
               << (thp == "always" || thp == "madvise"
                       ? "2 MiB transparent huge pages where they fit"
@@ -454,6 +456,7 @@ Status report(const BenchOptions& o, const Workload& wl, const store::Catalog& c
     j.key("local_shortcuts").value(o.local_shortcuts);
     j.key("sibling_wait").value(o.sibling_wait);
     if (!shm_huge.empty()) j.key("shm_huge").value(shm_huge);
+    if (!thp.empty()) j.key("shm_thp").value(thp);
     j.end_object();
     j.end_object();
     std::string err;

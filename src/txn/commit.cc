@@ -52,8 +52,11 @@ void Engine::commit() {
     }
     if (policy_.commit == CommitPath::kWrite) {
       // This node's record on a volatile node: written back and unlocked
-      // here (commit_here), after its version went into our lane.
-      const store::SlotRef here = !durable_ && !crash_ && (!mvcc_on() || onesided)
+      // here (commit_here), after its version went into our lane. A
+      // durable node's write-backs go through the fabric, which persists
+      // them in its pools.
+      const bool durable = rep_ != nullptr && rep_->durable();
+      const store::SlotRef here = !durable && !crash_ && (!mvcc_on() || onesided)
                                       ? loc_.local_slot(co_, a.ref.addr, vs)
                                       : store::SlotRef{};
       if (here.rec != nullptr) {

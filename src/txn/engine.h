@@ -161,10 +161,6 @@ class Engine final : public Txn {
   // where `locks` says (not owned; null, the default: in the slots).
   // Validate, Commit and aborts then CAS, READ and WRITE them there.
   void set_lock_plan(const store::tables::LockPlan* locks) { locks_ = locks; }
-  // Durable nodes: records live in pools, and Commit's write-backs of this
-  // node's own records go through the fabric, which makes them persistent
-  // (false, the default: they are stored by the coordinator, commit_here).
-  void set_durable(bool durable) { durable_ = durable; }
   // Failover (txn/failover.h): every transaction enters `gate` (slot
   // `slot`, this coroutine's) and leaves it; one that sees the membership
   // epoch move before its Validate or Log phase aborts with kNodeFailure.
@@ -427,9 +423,8 @@ class Engine final : public Txn {
     // the worker runs local operations directly (here.rec != nullptr):
     // its steps are this CPU's loads and stores, not fabric ops.
     dst::MvccNode::Record here;
-    uint32_t op;  // its lock CAS in batch_ (kDirectOp: locked here)
+    uint32_t op;  // its lock CAS in batch_ (remote records only)
   };
-  static constexpr uint32_t kDirectOp = UINT32_MAX;
   // The lock step of a record of this node (LaneItem::here), as its ops.
   void mvcc_lock_here(LaneItem& it, uint32_t bytes);
   std::vector<LaneItem> lane_items_;
@@ -452,7 +447,6 @@ class Engine final : public Txn {
   std::vector<CommitObserver::Write> observed_;
   CrashHook crash_;
   const store::tables::LockPlan* locks_ = nullptr;  // set_lock_plan()
-  bool durable_ = false;                            // set_durable()
   FailoverGate* gate_ = nullptr;                    // set_gate()
   LocalHolds* holds_ = nullptr;                     // set_local_holds()
   std::vector<TableKey> my_holds_;                  // recorded in holds_ by this attempt

@@ -80,12 +80,14 @@ Abort Engine::mvcc_lock_onesided(uint64_t* collected) {
     // the record.
     uint8_t* buf = alloc(48 + l->slot_bytes);
     if (buf == nullptr) return Abort::kNotSupported;
-    LaneItem it{i, l, slot, reinterpret_cast<uint64_t*>(buf), buf + 48, {}, kDirectOp};
+    LaneItem it{i, l, slot, reinterpret_cast<uint64_t*>(buf), buf + 48, {}, 0};
     // This node's record: its steps are run here (mvcc_lock_here).
-    if (loc_.local_slot(co_, a.ref.addr, a.ref.value_size).rec != nullptr &&
-        (!mvcc_->resolve(a.ref.addr.region, a.ref.addr.offset, a.ref.value_size, &it.here) ||
-         it.here.slot != slot || it.here.vs == nullptr)) {
-      it.here = {};
+    if (loc_.local_slot(co_, a.ref.addr, a.ref.value_size).rec != nullptr) {
+      dst::MvccNode::Record r;
+      if (mvcc_->resolve(a.ref.addr.region, a.ref.addr.offset, a.ref.value_size, &r) &&
+          r.slot == slot && r.vs != nullptr) {
+        it.here = r;
+      }
     }
     lane_items_.push_back(it);
   }
@@ -191,7 +193,7 @@ Abort Engine::mvcc_lock_onesided(uint64_t* collected) {
     store::RecordHeader h;
     std::memcpy(&h, it.image, sizeof h);
     if (locks_ != nullptr) h.ts = w[1];
-    const bool here = it.op == kDirectOp;
+    const bool here = it.here.rec != nullptr;
     const bool cas_ok = here || batch_.status(it.op) == r2::OpStatus::kOk;
     a.held = cas_ok && lock_acquired(w[0]);
     if (a.held) *collected = std::max({*collected, h.ts, h.wts});

@@ -539,7 +539,6 @@ Status TxnNode::setup_worker(r2::Worker& w, const r2::Region* scratch, const r2:
                                              arena->base + i * per_co, per_co, mvcc_.get());
       if (cfg_.crash_hook) engines_[i]->set_crash_hook(cfg_.crash_hook);
       engines_[i]->set_lock_plan(locks_.get());
-      engines_[i]->set_durable(durable_);
       engines_[i]->set_local_holds(holds_[t].get());
       if (gate_) engines_[i]->set_gate(gate_.get(), i);
       TxnContext ctx{co, *engines_[i], *locs_[i],

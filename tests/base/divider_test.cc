@@ -36,7 +36,8 @@ TEST(Divider, AgreesWithDivisionEverywhere) {
       xs.push_back(d * k - 1);
       xs.push_back(d * k + 1);
     }
-    // The last block below 2^64, where q + 1 times d wraps.
+    // The last block below 2^64, where a quotient one too many times d
+    // would wrap.
     for (uint64_t r = 0; r < 64 && r <= UINT64_MAX / d * d; ++r) {
       xs.push_back(UINT64_MAX - r);
       xs.push_back(UINT64_MAX / d * d + r % d);

@@ -109,6 +109,18 @@ std::string one_node(const std::string& name, const std::string& extra) {
   return j;
 }
 
+// One node's regions are private memory (r2/shm/segment.h): the JSON names
+// the kernel's transparent-huge-page mode that decides their page size,
+// and not /dev/shm's mount, which no longer holds them.
+TEST(TpccBench, OneNodeReportsItsPrivateMemorysPages) {
+  const std::string j = one_node("thp", "--coroutines=1");
+  std::ifstream enabled("/sys/kernel/mm/transparent_hugepage/enabled");
+  if (enabled) {
+    EXPECT_NE(j.find("\"shm_thp\""), std::string::npos) << j;
+  }
+  EXPECT_EQ(j.find("\"shm_huge\""), std::string::npos) << j;
+}
+
 // Transactions of `type` committed, and the count `name` in the report's
 // `section` stayed below their rate / `divisor` + `slack` (the runs
 // measure one second).

@@ -77,10 +77,16 @@ Result<Segment> Segment::create(const std::string& name, size_t size) {
 }
 
 Result<Segment> Segment::create_private(size_t size) {
-  void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                 -1, 0);
+  // Not MAP_NORESERVE: a size beyond what the machine can give is refused
+  // here (ENOMEM), not met later as a kill when its pages are touched.
+  void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) {
-    return io_error("mmap of " + std::to_string(size >> 20) + " MiB of private memory", errno);
+    const int e = errno;
+    if (e == ENOMEM) {
+      return exhausted("no room for a region of " + std::to_string(size >> 20) +
+                       " MiB of private memory: free memory, or use smaller regions");
+    }
+    return io_error("mmap of " + std::to_string(size >> 20) + " MiB of private memory", e);
   }
   // A hint: without THP (or with it set to "never") the pages are 4 KiB.
   (void)madvise(p, size, MADV_HUGEPAGE);

@@ -39,7 +39,8 @@ class Segment {
   // opens its regions), private and anonymous, advised for transparent
   // huge pages (MADV_HUGEPAGE: 2 MiB pages where the kernel's THP setting
   // allows them — "madvise" or "always" — whatever /dev/shm is mounted
-  // with). Pages are not reserved: they are allocated at first touch.
+  // with). Pages are allocated at first touch; a size the kernel would not
+  // commit (more than the machine's memory) is refused at once.
   static Result<Segment> create_private(size_t size);
 
   uint8_t* data() const { return data_; }
