@@ -21,6 +21,11 @@ void Engine::commit() {
   held_.clear();
   const bool onesided = mvcc_onesided_on();
   size_t item = 0;  // one-sided MVCC: the next lane item (set_ order)
+  const bool durable = rep_ != nullptr && rep_->durable();
+  // Durable: own records written back here (flushed, to be fenced before
+  // the transaction settles) and whether any went through the fabric.
+  size_t persisted_here = 0;
+  bool fabric_here = false;
   for (Access& a : set_) {
     if (!a.write) continue;
     if (a.remove) {
@@ -51,16 +56,23 @@ void Engine::commit() {
       if (item < lane_items_.size()) mvcc_push_onesided(item++);
     }
     if (policy_.commit == CommitPath::kWrite) {
-      // This node's record on a volatile node: written back and unlocked
-      // here (commit_here), after its version went into our lane. A
-      // durable node's write-backs go through the fabric, which persists
-      // them in its pools.
-      const bool durable = rep_ != nullptr && rep_->durable();
-      const store::SlotRef here = !durable && !crash_ && (!mvcc_on() || onesided)
+      // This node's record: written back and unlocked here (commit_here),
+      // after its version went into our lane. On a durable node the lines
+      // are then written back to the pool (PersistOps::flush) and fenced
+      // once before the transaction settles below — what the fabric's
+      // persistent WRITE and flushing READ do for a remote primary. The
+      // unlock comes before the fence there too: persistence of a primary's
+      // copy only gates the release of the backups' log entries (settle).
+      const store::SlotRef here = !crash_ && (!mvcc_on() || onesided)
                                       ? loc_.local_slot(co_, a.ref.addr, vs)
                                       : store::SlotRef{};
+      if (here.rec == nullptr && a.ref.addr.node == co_.node()) fabric_here = true;
       if (here.rec != nullptr) {
         commit_here(here, image, vs, /*keep_ts=*/onesided);
+        if (durable) {
+          rep_->persist().flush(here.rec, store::record_slot_size(vs));
+          ++persisted_here;
+        }
         ++stats_.writes_direct;
       } else if (crash_ && (!mvcc_on() || onesided)) {
         // Tests: the write-backs first, the unlocks after the crash point
@@ -92,6 +104,7 @@ void Engine::commit() {
     if (onesided) {
       mvcc_unreserve_lanes();  // the pushes took the room they reserved
       if (!batch_.empty()) (void)co_.run(batch_);
+      if (persisted_here != 0) rep_->persist().drain();
       if (crash_ && !refs_.empty()) {
         // Tests: versions pushed and records written back, not unlocked.
         crash_point(CrashPoint::kWrittenBack);
@@ -121,6 +134,8 @@ void Engine::commit() {
       for (size_t i = 0; i < set_.size(); ++i) {
         const Access& a = set_[i];
         if (!a.write || a.remove) continue;
+        // Written back here (commit_here): fenced below, not by a READ.
+        if (a.ref.addr.node == co_.node() && !fabric_here) continue;
         bool first = true;  // one READ per primary node
         for (size_t j = 0; j < i && first; ++j) {
           first = !set_[j].write || set_[j].remove || set_[j].ref.addr.node != a.ref.addr.node;
@@ -145,6 +160,8 @@ void Engine::commit() {
       if (ok) add_flushes();
       ok = co_.run(batch_) == r2::OpStatus::kOk && ok;
     }
+    // This node's write-backs: persistent once the fence returns.
+    if (persisted_here != 0) rep_->persist().drain();
     // A failed write-back (a primary failed) leaves the transaction out of
     // the watermark for good: recovery decides it from the backups' rings.
     if (ok) rep_->settle(log_.txn);

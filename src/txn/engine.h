@@ -343,7 +343,8 @@ class Engine final : public Txn {
   uint64_t txn_seq_ = 0;  // transactions run by this engine
   Kind kind_ = Kind::kReadWrite;
   std::vector<Access> set_;
-  KeyIndex index_;  // set_'s keys -> positions
+  KeyIndex index_;        // set_'s keys -> positions
+  size_t next_find_ = 0;  // find(): the position after the last entry found
   // post_ahead() / snapshot_fetch(): the keys of the batch taken so far
   KeyIndex ahead_keys_;
   std::vector<ScanSet> scans_;

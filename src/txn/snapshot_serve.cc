@@ -123,11 +123,13 @@ bool SnapshotServer::scan(uint16_t table, uint64_t from, uint64_t to, uint32_t l
     all_.assign(keys_.begin(), keys_.end());
     // Deleted keys that fall before the index's next key join in order.
     const uint64_t hi = keys_.empty() || end ? to : std::min<uint64_t>(keys_.back(), to);
+    bool merged = false;
     for (auto it = buried.begin(); it != buried.end() && it->first <= hi;) {
       all_.push_back(it->first);
       it = buried.erase(it);
+      merged = true;
     }
-    std::sort(all_.begin(), all_.end());
+    if (merged) std::sort(all_.begin(), all_.end());  // the tree's keys come ascending
     bool past = false;
     size_t in_leaf = 0;  // keys_[in_leaf]: the next key the tree gave (with its address)
     for (uint64_t k : all_) {

@@ -163,6 +163,7 @@ struct NodeOutcome {
   Words words;
   Probe probe;
   uint64_t committed = 0;
+  uint64_t writes_direct = 0;  // own records written back by the coordinator
   uint64_t audits = 0, bad_audits = 0;
   std::string failed_audits;  // the abort reasons of audits that gave up
   LogRecovery logs;
@@ -418,6 +419,7 @@ NodeOutcome run_node(const store::Catalog& cat, const RunSpec& spec, uint16_t no
   }
   out.words = inspect(n, cat, node);
   out.committed = n.stats().committed;
+  out.writes_direct = n.stats().writes_direct;
   out.audits = audits;
   out.bad_audits = bad_audits;
   out.failed_audits = failed_audits;
@@ -544,9 +546,18 @@ TEST_P(DurableTest, ACleanRestartFindsEveryCommitAndRunsOn) {
   const std::vector<NodeOutcome> first = run_cluster(cat, s);
   expect_consistent(first);
   expect_words_apart(first, mvcc, raises_ts(GetParam(), s.audits > 0));
-  uint64_t committed = 0;
-  for (const NodeOutcome& o : first) committed += o.committed;
+  uint64_t committed = 0, direct = 0;
+  for (const NodeOutcome& o : first) committed += o.committed, direct += o.writes_direct;
   EXPECT_GT(committed, 1000u);
+  // A durable node writes its own records back itself too (flushed and
+  // fenced before the commit settles) wherever the preset commits with
+  // one-sided WRITEs; the restart below finds those writes in the pools.
+  const Policy p = *make_policy(GetParam(), {}, true);
+  if (p.commit == CommitPath::kWrite && (!mvcc || mvcc_onesided(p))) {
+    EXPECT_GT(direct, 0u);
+  } else {
+    EXPECT_EQ(direct, 0u);
+  }
   // Restart: the same balances and versions, on every copy.
   s.recover = true;
   s.transfers = 0;

@@ -142,6 +142,8 @@ class Replicator {
   // poller that sends decision watermarks).
   Status attach();
   bool durable() const { return cfg_.durable; }
+  // Durable: how this node's own stores into its pools become persistent.
+  const PersistOps& persist() const { return cfg_.persist; }
 
   // The Log phase for one transaction: one entry per backup (each with its
   // own records), all WRITEs in one batch, returns when all completed.

@@ -275,9 +275,12 @@ bool XTree::scan(uint64_t start, size_t n, std::vector<uint64_t>& keys,
     thread_local std::vector<uint32_t> idx;
     idx.resize(s.order.size());
     std::iota(idx.begin(), idx.end(), 0u);
-    std::sort(idx.begin(), idx.end(), [&](uint32_t a, uint32_t b) {
+    // A leaf filled by ascending inserts (appends, split_leaf) is in key
+    // order already: checking is cheaper than sorting.
+    const auto by_key = [&](uint32_t a, uint32_t b) {
       return s.img.keys[s.order[a]] < s.img.keys[s.order[b]];
-    });
+    };
+    if (!std::is_sorted(idx.begin(), idx.end(), by_key)) std::sort(idx.begin(), idx.end(), by_key);
     for (uint32_t j : idx) {
       if (s.img.keys[s.order[j]] > until) return true;
       if (keys.size() == n) return false;
