@@ -130,9 +130,10 @@ void check_here(const store::SlotRef& s, LockState* state);
 // around the ts word), then the unlock, as this CPU's stores — the image's
 // words up to the slot's end (the owner's own writes, dst::install, store
 // as much), then the lock word 0 with release order: the data before the
-// unlock, as the channel's FIFO orders the queued WRITEs. Only for memory
-// that needs no flush: a durable node's write-backs go through the fabric,
-// whose WRITEs to a pool are made persistent.
+// unlock, as the channel's FIFO orders the queued WRITEs. Nothing is
+// flushed: on a durable node the caller writes the slot's lines back to its
+// pool (PersistOps) and fences before the transaction settles (commit.cc),
+// as a persistent WRITE and a flushing READ would.
 void commit_here(const store::SlotRef& s, const uint8_t* image, uint32_t value_size, bool keep_ts);
 void add_commit(r2::OpBatch& b, const RecordRef& r, const r2::RemoteAddr& lock,
                 const uint8_t* image, const uint64_t* zero, bool passive);
