@@ -304,6 +304,55 @@ TEST(XTree, AppendsFillLeaves) {
   }
 }
 
+// Inserts start at the leaf of the previous insert (no descent) when that
+// leaf covers the key. Interleaved ascending streams, keys just below and
+// above a stream's leaf, keys that land in ranges a split gave away, and
+// descending runs: every key must end in the leaf whose fences hold it, and
+// the tree must match the reference after every step.
+TEST(XTree, InsertsAtThePreviousLeafStayInsideItsFences) {
+  Arena a(1 << 22);
+  auto tr = XTree::create(a.mem, a.bytes, opts(4, 8, 4000));
+  ASSERT_TRUE(tr.is_ok());
+  XTree& t = **tr;
+  std::map<uint64_t, uint32_t> ref;
+  auto put = [&](uint64_t k) {
+    const XStatus want = ref.count(k) ? XStatus::kAlreadyExists : XStatus::kOk;
+    ASSERT_EQ(t.insert(k, value_of(k, 1, 8).data()), want) << k;
+    ref.emplace(k, 1);
+  };
+  // Three streams of ascending keys, a few at a time each (a New-Order's lines).
+  for (uint64_t round = 0; round < 40; ++round) {
+    for (uint64_t stream = 1; stream <= 3; ++stream) {
+      for (uint64_t line = 0; line < 5; ++line) put(stream * 100000 + round * 10 + line);
+    }
+    check_leaves(a, t, ref);
+  }
+  // Around and between what is there: each key right after a key of
+  // another leaf, then the keys just below every stream's start.
+  std::mt19937_64 rng(7);
+  for (int i = 0; i < 300; ++i) {
+    auto it = ref.begin();
+    std::advance(it, static_cast<long>(rng() % ref.size()));
+    put(it->first + 1 + rng() % 3);
+    if (i % 50 == 49) check_leaves(a, t, ref);
+  }
+  for (uint64_t stream = 1; stream <= 3; ++stream) {
+    for (uint64_t k = stream * 100000; k > stream * 100000 - 30; --k) put(k - 1);
+  }
+  check_leaves(a, t, ref);
+  // A present key is refused wherever the insert starts; an upsert
+  // overwrites it in place.
+  EXPECT_EQ(t.insert(100000, value_of(100000, 1, 8).data()), XStatus::kAlreadyExists);
+  ASSERT_EQ(t.insert(100001, value_of(100001, 2, 8).data(), /*upsert=*/true), XStatus::kOk);
+  ref[100001] = 2;
+  check_leaves(a, t, ref);
+  for (const auto& [k, ver] : ref) {
+    std::vector<uint8_t> out(8);
+    ASSERT_EQ(t.get(k, out.data()), XStatus::kOk) << k;
+    EXPECT_EQ(out, value_of(k, ver, 8)) << k;
+  }
+}
+
 TEST(XTree, SplitLogReportsLostEvents) {
   Arena a(4 << 20);
   XTreeOptions o = opts(4, 8, 5000);

@@ -53,6 +53,11 @@ class VersionLock {
     std::atomic_thread_fence(std::memory_order_release);
     return true;
   }
+  // Locks if the word is free now; never waits.
+  bool try_lock() {
+    const uint64_t v = word_.load(std::memory_order_relaxed);
+    return (v & 1) == 0 && try_upgrade(v);
+  }
   void lock() {
     for (uint32_t spins = 0;; ++spins) {
       uint64_t v = word_.load(std::memory_order_relaxed);

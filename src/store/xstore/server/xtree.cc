@@ -339,6 +339,7 @@ std::vector<LeafRun> XTree::export_range(uint64_t lo, uint64_t hi, size_t max_le
 // --- writes -------------------------------------------------------------------
 
 XStatus XTree::insert(uint64_t key, const void* value, bool upsert) {
+  if (const Attempt a = try_insert_at_finger(key, value, upsert); a.done) return a.status;
   for (;;) {
     const Attempt a = try_insert(key, value, upsert);
     if (a.done) return a.status;
@@ -390,22 +391,10 @@ XTree::Attempt XTree::try_insert(uint64_t key, const void* value, bool upsert) {
     if (!node->lock.validate(v)) return retry;
     if (!leaf.lock.try_upgrade(lv)) return retry;
     // The leaf is locked and (validated parent) covers the key.
-    LeafImage img = read_leaf_words(aln);
-    const int i = find_slot(img, key);
-    if (i >= 0) {
-      if (upsert) write_value_slot(aln, i, key, value);
+    const LeafImage img = read_leaf_words(aln);
+    if (const Attempt a = insert_into_locked_leaf(aln, img, key, value, upsert); a.done) {
       leaf.lock.unlock();
-      return {true, upsert ? XStatus::kOk : XStatus::kAlreadyExists};
-    }
-    if (img.count < opt_.area.fanout) {
-      const uint32_t k = img.count;
-      write_value_slot(aln, k, key, value);
-      store_word(leaf_ptr(aln) + 16 + 8 * k, key);
-      LeafMeta m = img.meta;
-      m.count = k + 1;
-      reseal(aln, m);
-      leaf.lock.unlock();
-      return {true, XStatus::kOk};
+      return a;
     }
     // Full leaf: split under the parent's lock.
     if (!node->lock.try_upgrade(v)) {
@@ -417,6 +406,47 @@ XTree::Attempt XTree::try_insert(uint64_t key, const void* value, bool upsert) {
     node->lock.unlock();
     return {true, st};
   }
+}
+
+XTree::Attempt XTree::insert_into_locked_leaf(uint32_t aln, const LeafImage& img, uint64_t key,
+                                              const void* value, bool upsert) {
+  const int i = find_slot(img, key);
+  if (i >= 0) {
+    if (upsert) write_value_slot(aln, static_cast<uint32_t>(i), key, value);
+    return {true, upsert ? XStatus::kOk : XStatus::kAlreadyExists};
+  }
+  if (img.count >= opt_.area.fanout) return {false, XStatus::kOk};
+  const uint32_t k = img.count;
+  write_value_slot(aln, k, key, value);
+  store_word(leaf_ptr(aln) + 16 + 8 * k, key);
+  LeafMeta m = img.meta;
+  m.count = k + 1;
+  reseal(aln, m);
+  finger_.store(aln, std::memory_order_relaxed);
+  return {true, XStatus::kOk};
+}
+
+XTree::Attempt XTree::try_insert_at_finger(uint64_t key, const void* value, bool upsert) {
+  const Attempt no{false, XStatus::kOk};
+  const uint32_t aln = finger_.load(std::memory_order_relaxed);
+  if (aln >= next_leaf_.load(std::memory_order_acquire)) return no;
+  LeafCtl& leaf = leaves_[aln];
+  // Not waiting: a leaf locked by another writer (maybe splitting) is left
+  // to the descent.
+  if (!leaf.lock.try_lock()) return no;
+  // Under the leaf's lock its range is [low, low of NXT): low never changes
+  // once the leaf is published, and a split moves the upper part of the
+  // range to a new sibling only under this lock (and points NXT at it
+  // before the lock is released) — so the leaf covers the key exactly when
+  // the descent would have ended here.
+  // The meta word alone says (NXT); the keys are read only then.
+  const uint32_t next = unpack_meta(load_word(leaf_ptr(aln))).next;
+  const bool covers = key >= leaf.low.load(std::memory_order_acquire) &&
+                      (next == 0 || key < leaves_[next - 1].low.load(std::memory_order_acquire));
+  const Attempt a = covers ? insert_into_locked_leaf(aln, read_leaf_words(aln), key, value, upsert)
+                           : no;
+  leaf.lock.unlock();
+  return a;
 }
 
 void XTree::split_inner(Inner* parent, Inner* node) {

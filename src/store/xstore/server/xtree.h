@@ -234,6 +234,13 @@ class XTree {
   bool snapshot_leaf(uint32_t aln, uint64_t from, LeafSnap& s) const;
 
   Attempt try_insert(uint64_t key, const void* value, bool upsert);
+  // The insert into the leaf of the last insert (finger_), without a
+  // descent: done when that leaf, locked, covers the key and has room.
+  Attempt try_insert_at_finger(uint64_t key, const void* value, bool upsert);
+  // Caller holds leaf aln's lock: the key goes into it (`img` as read under
+  // the lock) when it has room or holds the key; not done when it is full.
+  Attempt insert_into_locked_leaf(uint32_t aln, const LeafImage& img, uint64_t key,
+                                  const void* value, bool upsert);
   // Caller holds parent (if any) and node; parent has room.
   void split_inner(Inner* parent, Inner* node);
   void insert_separator(Inner* parent, uint64_t sep, uint64_t right_child);
@@ -262,6 +269,10 @@ class XTree {
   std::unique_ptr<LeafCtl[]> leaves_;  // per ALN: version lock, low fence
   std::atomic<uint32_t> next_leaf_{1};
   std::atomic<Inner*> root_{nullptr};
+  // The leaf the last insert went into (a hint, read and written relaxed:
+  // try_insert_at_finger checks it under the leaf's lock). Inserts of
+  // ascending keys (a New-Order's lines, log replay) mostly land there.
+  std::atomic<uint32_t> finger_{0};
   mutable std::atomic<uint64_t> restarts_{0};
   std::atomic<uint64_t> splits_{0};
 
