@@ -163,7 +163,7 @@ const VersionStore::Slot* VersionStore::slot_of(uint64_t link, bool* reclaimed) 
 }
 
 bool VersionStore::reserve(uint32_t n) {
-  std::lock_guard<std::mutex> g(mu_);
+  std::lock_guard<SpinLock> g(mu_);
   uint64_t used = head_.load(std::memory_order_relaxed) - tail_.load(std::memory_order_relaxed);
   if (used + reserved_ + n > o_.capacity) {
     gc_locked(last_lwm_);
@@ -179,7 +179,7 @@ bool VersionStore::reserve(uint32_t n) {
 }
 
 void VersionStore::unreserve(uint32_t n) {
-  std::lock_guard<std::mutex> g(mu_);
+  std::lock_guard<SpinLock> g(mu_);
   reserved_ = reserved_ >= n ? reserved_ - n : 0;
 }
 
@@ -239,7 +239,7 @@ void VersionStore::push_lane(uint32_t lane, uint64_t pos, const uint8_t* slot_im
 
 bool VersionStore::push(uint64_t slot, const uint8_t* rec, Timestamp superseded_at, bool reserved) {
   if (slot >= o_.record_slots) return false;
-  std::lock_guard<std::mutex> g(mu_);
+  std::lock_guard<SpinLock> g(mu_);
   const uint64_t used =
       head_.load(std::memory_order_relaxed) - tail_.load(std::memory_order_relaxed);
   if (reserved && reserved_ > 0) {
@@ -262,7 +262,7 @@ bool VersionStore::push(uint64_t slot, const uint8_t* rec, Timestamp superseded_
 
 bool VersionStore::bury(uint64_t slot, uint64_t key, const uint8_t* rec, Timestamp deleted_at) {
   if (slot >= o_.record_slots) return false;
-  std::lock_guard<std::mutex> g(mu_);
+  std::lock_guard<SpinLock> g(mu_);
   if (reserved_ > 0) {
     --reserved_;
   } else if (head_.load(std::memory_order_relaxed) - tail_.load(std::memory_order_relaxed) >=
@@ -322,7 +322,7 @@ Found VersionStore::find(uint64_t slot, Timestamp ts, uint8_t* value_out, Versio
 
 Found VersionStore::find_buried(uint64_t key, Timestamp ts, uint8_t* value_out,
                                 VersionInfo* info) const {
-  std::lock_guard<std::mutex> g(mu_);
+  std::lock_guard<SpinLock> g(mu_);
   auto it = graveyard_.find(key);
   if (it == graveyard_.end()) return Found::kNone;
   for (uint64_t link : it->second) {
@@ -348,7 +348,7 @@ void VersionStore::buried_in(
     const std::function<void(uint64_t, const uint8_t*, const VersionInfo&)>& f) const {
   std::vector<uint64_t> keys;
   {
-    std::lock_guard<std::mutex> g(mu_);
+    std::lock_guard<SpinLock> g(mu_);
     for (auto it = graveyard_.lower_bound(from); it != graveyard_.end() && it->first <= to; ++it) {
       keys.push_back(it->first);
     }
@@ -428,12 +428,12 @@ uint64_t VersionStore::gc_lanes_locked() {
 }
 
 uint64_t VersionStore::gc(Timestamp lwm) {
-  std::lock_guard<std::mutex> g(mu_);
+  std::lock_guard<SpinLock> g(mu_);
   return gc_locked(lwm);
 }
 
 VersionStoreStats VersionStore::stats() const {
-  std::lock_guard<std::mutex> g(mu_);
+  std::lock_guard<SpinLock> g(mu_);
   VersionStoreStats s = st_;
   s.in_use = head_.load(std::memory_order_relaxed) - tail_.load(std::memory_order_relaxed);
   // Lanes: the slots written from the tail on (their position stored),

@@ -43,9 +43,11 @@
 // below the lwm: a bug) detects it (kReclaimed) instead of returning
 // another record's bytes.
 //
-// Thread safety: push/reserve/unreserve/detach/bury/gc under one mutex per
-// store (owner-side commits of one partition are not the one-sided hot
-// path); find/find_buried/buried_in without it, from any thread.
+// Thread safety: push/reserve/unreserve/bury/gc/stats and the graveyard
+// under one lock per store, a SpinLock (base/spin_lock.h): its sections are
+// a few dozen stores, and nearly never contended (a partition copy's
+// pushes come from its node's worker threads, usually one); find/detach
+// without it, from any thread.
 //
 // Lanes: versions pushed by coordinators with one-sided WRITEs (`lanes` >
 // 0; txn/mvcc_onesided.cc, on fabrics whose atomics are coherent with the
@@ -91,6 +93,7 @@
 #include <span>
 #include <string>
 
+#include "base/spin_lock.h"
 #include "base/status.h"
 #include "dst/timestamp.h"
 #include "store/record.h"
@@ -282,7 +285,7 @@ class VersionStore {
   };
   Holder* holders_;                              // per record slot: hold()
   std::atomic<uint64_t>* range_word_ = nullptr;  // in the area (lanes only)
-  mutable std::mutex mu_;
+  mutable SpinLock mu_;                          // see "Thread safety" above
   std::atomic<uint64_t> head_{0}, tail_{0};
   uint64_t reserved_ = 0;
   Timestamp last_lwm_ = 0;

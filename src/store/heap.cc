@@ -130,7 +130,7 @@ RecordHeap::RecordHeap(std::span<uint8_t> region, const HeapOptions& o, uint64_t
       released_(capacity, 0) {}
 
 Result<SlotGrant> RecordHeap::allocate() {
-  std::lock_guard<std::mutex> g(mu_);
+  std::lock_guard<SpinLock> g(mu_);
   if (!free_.empty()) {
     const uint64_t index = free_.back();
     free_.pop_back();
@@ -155,7 +155,7 @@ Result<SlotGrant> RecordHeap::allocate() {
 }
 
 void RecordHeap::release(uint64_t offset) {
-  std::lock_guard<std::mutex> g(mu_);
+  std::lock_guard<SpinLock> g(mu_);
   if (offset < options_.range_offset) {
     ++bad_releases_;
     return;
@@ -174,7 +174,7 @@ void RecordHeap::release(uint64_t offset) {
 }
 
 HeapStats RecordHeap::stats() const {
-  std::lock_guard<std::mutex> g(mu_);
+  std::lock_guard<SpinLock> g(mu_);
   HeapStats s;
   s.capacity = capacity_;
   s.in_use = in_use_;
@@ -184,7 +184,7 @@ HeapStats RecordHeap::stats() const {
 }
 
 uint64_t RecordHeap::bad_releases() const {
-  std::lock_guard<std::mutex> g(mu_);
+  std::lock_guard<SpinLock> g(mu_);
   return bad_releases_;
 }
 

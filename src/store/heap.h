@@ -32,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "base/spin_lock.h"
 #include "base/status.h"
 #include "store/slots.h"
 
@@ -114,7 +115,7 @@ class RecordHeap final : public RecordSlots {
   HeapOptions options_;
   uint64_t slot_bytes_;
   uint64_t capacity_;
-  mutable std::mutex mu_;
+  mutable SpinLock mu_;            // guards the fields below (short sections)
   uint64_t next_fresh_ = 0;        // index of the next never-used slot
   std::vector<uint64_t> free_;     // released slot indexes (LIFO)
   std::vector<uint8_t> released_;  // per slot: 1 while on the free list (double-release guard)

@@ -443,8 +443,8 @@ XTree::Attempt XTree::try_insert_at_finger(uint64_t key, const void* value, bool
   const uint32_t next = unpack_meta(load_word(leaf_ptr(aln))).next;
   const bool covers = key >= leaf.low.load(std::memory_order_acquire) &&
                       (next == 0 || key < leaves_[next - 1].low.load(std::memory_order_acquire));
-  const Attempt a = covers ? insert_into_locked_leaf(aln, read_leaf_words(aln), key, value, upsert)
-                           : no;
+  const Attempt a =
+      covers ? insert_into_locked_leaf(aln, read_leaf_words(aln), key, value, upsert) : no;
   leaf.lock.unlock();
   return a;
 }
