@@ -42,6 +42,10 @@
 // plus its parent for a split; inner nodes that are full are split on the
 // way down (parent and node locked), so a leaf split always finds room in
 // its parent. Nothing is ever freed, so no reclamation scheme is needed.
+// An insert first tries the leaf the previous insert went into (finger_):
+// under that leaf's lock its range is [low, low of NXT) exactly, so when
+// the key is in it and the leaf has room the pair goes there without a
+// descent (try_insert_at_finger).
 // Leaf locks are owner-side only (ordinary memory); remote readers rely on
 // the seals alone. Critical sections are a few hundred ns: a writer that
 // finds a lock taken spins with pause, then yields the CPU.
