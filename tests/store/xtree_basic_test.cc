@@ -111,6 +111,15 @@ void check_leaves(const Arena& a, const XTree& t, const std::map<uint64_t, uint3
   for (auto& [k, v] : ref) EXPECT_EQ(all[i++], k);
 }
 
+// Every key of `ref` reads back its value (8-byte values).
+void expect_gets(const XTree& t, const std::map<uint64_t, uint32_t>& ref) {
+  for (const auto& [k, ver] : ref) {
+    std::vector<uint8_t> out(8);
+    ASSERT_EQ(t.get(k, out.data()), XStatus::kOk) << k;
+    EXPECT_EQ(out, value_of(k, ver, 8)) << k;
+  }
+}
+
 class XTreeBasic : public ::testing::TestWithParam<std::pair<uint32_t, uint32_t>> {};
 
 TEST_P(XTreeBasic, MatchesStdMap) {
@@ -297,11 +306,7 @@ TEST(XTree, AppendsFillLeaves) {
   EXPECT_EQ(runs[0].keys, (std::vector<uint64_t>{10, 20}));
   EXPECT_EQ(runs[1].keys, (std::vector<uint64_t>{25, 30, 40}));
   check_leaves(a, t, ref);
-  for (const auto& [k, ver] : ref) {
-    std::vector<uint8_t> out(8);
-    ASSERT_EQ(t.get(k, out.data()), XStatus::kOk) << k;
-    EXPECT_EQ(out, value_of(k, ver, 8)) << k;
-  }
+  expect_gets(t, ref);
 }
 
 // Inserts start at the leaf of the previous insert (no descent) when that
@@ -346,11 +351,7 @@ TEST(XTree, InsertsAtThePreviousLeafStayInsideItsFences) {
   ASSERT_EQ(t.insert(100001, value_of(100001, 2, 8).data(), /*upsert=*/true), XStatus::kOk);
   ref[100001] = 2;
   check_leaves(a, t, ref);
-  for (const auto& [k, ver] : ref) {
-    std::vector<uint8_t> out(8);
-    ASSERT_EQ(t.get(k, out.data()), XStatus::kOk) << k;
-    EXPECT_EQ(out, value_of(k, ver, 8)) << k;
-  }
+  expect_gets(t, ref);
 }
 
 TEST(XTree, SplitLogReportsLostEvents) {
