@@ -31,29 +31,30 @@ void fail(const Status& s, std::vector<uint8_t>* reply) {
 
 Status serve(const PoolDirectory& dir, std::span<const uint8_t> payload, r2::NodeId self,
              std::vector<uint8_t>* reply) {
-  const std::string on = " (RDPMA request to node " + std::to_string(self) + ")";
+  // Built only for an error (a request that is served builds no string).
+  const auto on = [self] { return " (RDPMA request to node " + std::to_string(self) + ")"; };
   PmemRequest h;
   if (payload.size() < sizeof h) {
     return invalid_argument("malformed request of " + std::to_string(payload.size()) +
-                            " bytes, the header alone has " + std::to_string(sizeof h) + on);
+                            " bytes, the header alone has " + std::to_string(sizeof h) + on());
   }
   std::memcpy(&h, payload.data(), sizeof h);
   const std::span<const uint8_t> data = payload.subspan(sizeof h);
   const auto op = static_cast<PmemOp>(h.op);
   if (op != PmemOp::kRead && op != PmemOp::kWrite && op != PmemOp::kPWrite) {
-    return invalid_argument("unknown op " + std::to_string(h.op) + on);
+    return invalid_argument("unknown op " + std::to_string(h.op) + on());
   }
   if (h.addressing > static_cast<uint8_t>(Addressing::kRaw)) {
-    return invalid_argument("unknown addressing " + std::to_string(h.addressing) + on);
+    return invalid_argument("unknown addressing " + std::to_string(h.addressing) + on());
   }
   if (h.len == 0 || h.len > kMaxPmemBytes) {
     return invalid_argument("length " + std::to_string(h.len) + " is not 1.." +
-                            std::to_string(kMaxPmemBytes) + on);
+                            std::to_string(kMaxPmemBytes) + on());
   }
   const uint64_t want = op == PmemOp::kRead ? 0 : h.len;
   if (data.size() != want) {
     return invalid_argument("the header says " + std::to_string(want) + " data bytes, " +
-                            std::to_string(data.size()) + " came" + on);
+                            std::to_string(data.size()) + " came" + on());
   }
   PmemPool* pool = dir.find(h.region);
   if (pool == nullptr) {
@@ -62,7 +63,7 @@ Status serve(const PoolDirectory& dir, std::span<const uint8_t> payload, r2::Nod
   }
   if (static_cast<Addressing>(h.addressing) == Addressing::kRaw) {
     if (op != PmemOp::kPWrite) {
-      return invalid_argument("raw addressing is for PWrite only" + on);
+      return invalid_argument("raw addressing is for PWrite only" + on());
     }
     DRTMX_RETURN_IF_ERROR(pool->pwrite_raw(h.offset, data.data(), h.len));
     reply->assign(1, 0);

@@ -207,7 +207,9 @@ TEST_P(XTreeBasic, MatchesStdMap) {
       want.push_back(w->first);
     }
     ASSERT_EQ(keys, want) << "scan(" << start << ", " << n << ", until " << until << ")";
-    if (keys.size() < n) EXPECT_TRUE(bounded_end);
+    if (keys.size() < n) {
+      EXPECT_TRUE(bounded_end);
+    }
   }
 
   // Export of a sub-range: the leaves covering [lo, hi], cut and resumed.

@@ -14,6 +14,7 @@ Status read_error(const char* what, r2::OpStatus s, const HashRemote& r) {
 }
 
 Status status_of(HashStatus s, uint64_t key, const char* op) {
+  if (s == HashStatus::kOk) return Status::ok();  // before any string is built (hot path)
   const std::string k = std::to_string(key);
   switch (s) {
     case HashStatus::kOk:

@@ -35,6 +35,7 @@ inline const char* xstatus_name(XStatus s) {
 
 // The Status form of an XStatus (kOk -> OK), naming the key.
 inline Status to_status(XStatus s, uint64_t key) {
+  if (s == XStatus::kOk) return Status::ok();  // before any string is built (hot path)
   const std::string k = std::to_string(key);
   switch (s) {
     case XStatus::kOk:
