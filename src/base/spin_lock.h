@@ -5,7 +5,8 @@
 // unlock — and locking one exchange when free. A waiter spins with `pause`
 // on a load (not on the exchange, which would take the line from the
 // holder) and yields the CPU every 64 rounds, so a holder preempted on a
-// busy machine gets to run.
+// busy machine gets to run (spin_relax, shared with the other owner-side
+// spinning locks).
 //
 // Satisfies Lockable (lock, try_lock, unlock): use it with std::lock_guard.
 #pragma once
@@ -17,17 +18,22 @@
 
 namespace drtmx {
 
+// One step of a waiter that spins on a load: `pause`, and every 64th step
+// (spins = 63, 127, ...) the CPU is given up instead, so that a preempted
+// holder on a busy machine can run.
+inline void spin_relax(uint32_t spins) {
+  if ((spins & 63) == 63) {
+    std::this_thread::yield();
+  } else {
+    _mm_pause();
+  }
+}
+
 class SpinLock {
  public:
   void lock() {
     for (uint32_t spins = 0; locked_.exchange(true, std::memory_order_acquire);) {
-      while (locked_.load(std::memory_order_relaxed)) {
-        if ((++spins & 63) == 0) {
-          std::this_thread::yield();
-        } else {
-          _mm_pause();
-        }
-      }
+      while (locked_.load(std::memory_order_relaxed)) spin_relax(spins++);
     }
   }
   bool try_lock() {

@@ -24,8 +24,7 @@ void Engine::commit() {
   const bool durable = rep_ != nullptr && rep_->durable();
   // Durable: own records written back here (flushed, to be fenced before
   // the transaction settles) and whether any went through the fabric.
-  size_t persisted_here = 0;
-  bool fabric_here = false;
+  bool flushed_here = false, fabric_here = false;
   for (Access& a : set_) {
     if (!a.write) continue;
     if (a.remove) {
@@ -71,7 +70,7 @@ void Engine::commit() {
         commit_here(here, image, vs, /*keep_ts=*/onesided);
         if (durable) {
           rep_->persist().flush(here.rec, store::record_slot_size(vs));
-          ++persisted_here;
+          flushed_here = true;
         }
         ++stats_.writes_direct;
       } else if (crash_ && (!mvcc_on() || onesided)) {
@@ -104,7 +103,7 @@ void Engine::commit() {
     if (onesided) {
       mvcc_unreserve_lanes();  // the pushes took the room they reserved
       if (!batch_.empty()) (void)co_.run(batch_);
-      if (persisted_here != 0) rep_->persist().drain();
+      if (flushed_here) rep_->persist().drain();
       if (crash_ && !refs_.empty()) {
         // Tests: versions pushed and records written back, not unlocked.
         crash_point(CrashPoint::kWrittenBack);
@@ -161,7 +160,7 @@ void Engine::commit() {
       ok = co_.run(batch_) == r2::OpStatus::kOk && ok;
     }
     // This node's write-backs: persistent once the fence returns.
-    if (persisted_here != 0) rep_->persist().drain();
+    if (flushed_here) rep_->persist().drain();
     // A failed write-back (a primary failed) leaves the transaction out of
     // the watermark for good: recovery decides it from the backups' rings.
     if (ok) rep_->settle(log_.txn);

@@ -21,11 +21,10 @@
 // more threads than cores the holder may be descheduled).
 #pragma once
 
-#include <immintrin.h>
-
 #include <atomic>
 #include <cstdint>
-#include <thread>
+
+#include "base/spin_lock.h"
 
 namespace drtmx::store::xstore {
 
@@ -36,7 +35,7 @@ class VersionLock {
     for (uint32_t spins = 0;; ++spins) {
       const uint64_t v = word_.load(std::memory_order_acquire);
       if ((v & 1) == 0) return v;
-      relax(spins);
+      spin_relax(spins);
     }
   }
   // True when nobody wrote since read_begin() returned v.
@@ -62,19 +61,12 @@ class VersionLock {
     for (uint32_t spins = 0;; ++spins) {
       uint64_t v = word_.load(std::memory_order_relaxed);
       if ((v & 1) == 0 && try_upgrade(v)) return;
-      relax(spins);
+      spin_relax(spins);
     }
   }
   void unlock() { word_.fetch_add(1, std::memory_order_release); }
 
  private:
-  static void relax(uint32_t spins) {
-    if ((spins & 63) == 63) {
-      std::this_thread::yield();
-    } else {
-      _mm_pause();
-    }
-  }
   std::atomic<uint64_t> word_{0};
 };
 

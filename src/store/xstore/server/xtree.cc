@@ -428,8 +428,8 @@ XTree::Attempt XTree::insert_into_locked_leaf(uint32_t aln, const LeafImage& img
 
 XTree::Attempt XTree::try_insert_at_finger(uint64_t key, const void* value, bool upsert) {
   const Attempt no{false, XStatus::kOk};
+  // finger_ names only leaves that took an insert: published ones.
   const uint32_t aln = finger_.load(std::memory_order_relaxed);
-  if (aln >= next_leaf_.load(std::memory_order_acquire)) return no;
   LeafCtl& leaf = leaves_[aln];
   // Not waiting: a leaf locked by another writer (maybe splitting) is left
   // to the descent.
@@ -438,8 +438,8 @@ XTree::Attempt XTree::try_insert_at_finger(uint64_t key, const void* value, bool
   // once the leaf is published, and a split moves the upper part of the
   // range to a new sibling only under this lock (and points NXT at it
   // before the lock is released) — so the leaf covers the key exactly when
-  // the descent would have ended here.
-  // The meta word alone says (NXT); the keys are read only then.
+  // the descent would have ended here. The meta word (NXT) tells; the keys
+  // are read only then.
   const uint32_t next = unpack_meta(load_word(leaf_ptr(aln))).next;
   const bool covers = key >= leaf.low.load(std::memory_order_acquire) &&
                       (next == 0 || key < leaves_[next - 1].low.load(std::memory_order_acquire));
