@@ -311,6 +311,44 @@ TEST(XTree, AppendsFillLeaves) {
   expect_gets(t, ref);
 }
 
+// An ascending run that meets keys of another range in its leaf (a
+// district's newest orders below the next district's oldest): the split
+// falls right above the run's key, so the run goes on filling full leaves
+// and the foreign keys move out once — a halving split would split again
+// every fanout / 2 inserts and leave half-empty leaves behind.
+TEST(XTree, AnAscendingRunBelowAnotherRangeFillsLeaves) {
+  Arena a(1 << 22);
+  auto tr = XTree::create(a.mem, a.bytes, opts(4, 8, 4000));
+  ASSERT_TRUE(tr.is_ok());
+  XTree& t = **tr;
+  std::map<uint64_t, uint32_t> ref;
+  auto put = [&](uint64_t k) {
+    ASSERT_EQ(t.insert(k, value_of(k, 1, 8).data()), XStatus::kOk) << k;
+    ref.emplace(k, 1);
+  };
+  put(1000);
+  put(1001);
+  put(10);
+  put(20);  // one full leaf: {1000, 1001, 10, 20}, 20 taken last
+  const uint64_t splits_before = t.stats().splits;
+  for (uint64_t k = 30; k <= 420; k += 10) put(k);  // 40 keys of the run
+  const uint64_t splits = t.stats().splits - splits_before;
+  // One split moves {1000, 1001} out; then one per full leaf of the run.
+  EXPECT_LE(splits, 1 + 42 / 4) << "the run is split in halves";
+  const auto runs = t.export_all();
+  size_t full = 0;
+  for (const auto& r : runs) full += r.keys.size() == 4;
+  EXPECT_GE(full, runs.size() - 2) << "half-empty leaves left behind";
+  EXPECT_EQ(runs.back().keys, (std::vector<uint64_t>{1000, 1001}));
+  check_leaves(a, t, ref);
+  expect_gets(t, ref);
+  // A key inside a full leaf of the run, not after its last insert: halves.
+  put(15);
+  EXPECT_EQ(t.export_all().front().keys, (std::vector<uint64_t>{10, 15}));
+  check_leaves(a, t, ref);
+  expect_gets(t, ref);
+}
+
 // Inserts start at the leaf of the previous insert (no descent) when that
 // leaf covers the key. Interleaved ascending streams, keys just below and
 // above a stream's leaf, keys that land in ranges a split gave away, and

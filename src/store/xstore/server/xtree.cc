@@ -45,11 +45,14 @@ struct XTree::Inner {
   bool full(uint32_t max) const { return count.load(std::memory_order_relaxed) >= max; }
 };
 
-// Owner-side control of one leaf: its version lock and its low fence (set
-// before the leaf is published, never changed afterwards).
+// Owner-side control of one leaf: its version lock, its low fence (set
+// before the leaf is published, never changed afterwards) and the key the
+// leaf took last (read and written only under `lock`: split_leaf's test
+// for an ascending run).
 struct XTree::LeafCtl {
   VersionLock lock;
   std::atomic<uint64_t> low{0};
+  uint64_t last_insert = 0;
 };
 
 // Where a descent ended: the leaf covering the key and its parent, with the
@@ -422,6 +425,7 @@ XTree::Attempt XTree::insert_into_locked_leaf(uint32_t aln, const LeafImage& img
   LeafMeta m = img.meta;
   m.count = k + 1;
   reseal(aln, m);
+  leaves_[aln].last_insert = key;
   finger_.store(aln, std::memory_order_relaxed);
   return {true, XStatus::kOk};
 }
@@ -530,7 +534,16 @@ XStatus XTree::split_leaf(Inner* parent, uint32_t aln, const LeafImage& img, uin
   std::vector<uint32_t> order(total);
   std::iota(order.begin(), order.end(), 0u);
   std::sort(order.begin(), order.end(), [&](uint32_t x, uint32_t y) { return ks[x] < ks[y]; });
-  const uint32_t left_n = total / 2;
+  // An ascending run inside the leaf (the key comes right after the one the
+  // leaf took last, with keys of another range above both: a district's
+  // newest orders and the next district's oldest in one leaf) splits right
+  // above the key: the run keeps the left leaf and goes on filling it, the
+  // keys above move out once. Halving it would split again every
+  // fanout / 2 inserts and leave half-empty leaves behind for good.
+  const auto at = static_cast<uint32_t>(std::find(order.begin(), order.end(), img.count) -
+                                        order.begin());  // the key's rank
+  const bool run = at > 0 && ks[order[at - 1]] == leaves_[aln].last_insert;
+  const uint32_t left_n = run ? at + 1 : total / 2;  // append (at == total - 1) returned above
   const uint32_t right_n = total - left_n;
   const uint64_t sep = ks[order[left_n]];
 
@@ -546,10 +559,13 @@ XStatus XTree::split_leaf(Inner* parent, uint32_t aln, const LeafImage& img, uin
   }
   const LeafMeta rold = unpack_meta(load_word(rl));
   leaves_[right].low.store(sep, std::memory_order_release);
+  const bool key_left = at < left_n;
+  if (!key_left) leaves_[right].last_insert = key;
   reseal(right, LeafMeta{rold.incarnation, right_n, img.meta.next});
   leaves_[right].lock.unlock();
+  if (key_left) leaves_[aln].last_insert = key;
 
-  // 2. The old leaf keeps the lower half, in key order, with a new
+  // 2. The old leaf keeps the lower part, in key order, with a new
   // incarnation and NXT = right. Its seal is broken first so that the old
   // image stops verifying before any slot changes.
   break_seal(aln);
@@ -580,6 +596,7 @@ XStatus XTree::split_leaf_append(Inner* parent, uint32_t aln, const LeafImage& i
   store_word(rl + 16, key);
   const LeafMeta rold = unpack_meta(load_word(rl));
   leaves_[right].low.store(key, std::memory_order_release);
+  leaves_[right].last_insert = key;
   reseal(right, LeafMeta{rold.incarnation, 1, img.meta.next});
   leaves_[right].lock.unlock();
 

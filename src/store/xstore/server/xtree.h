@@ -20,6 +20,10 @@
 //             the leaf keeps all its pairs untouched and the sibling starts
 //             with the new key alone (separator = that key), so ascending
 //             inserts fill leaves instead of leaving them half empty;
+//             when it comes right after the key the leaf took last (an
+//             ascending run below keys of another range), the split falls
+//             right above it: the run keeps the left leaf, the keys above
+//             go to the sibling;
 //   delete  moves the last pair into the hole, count - 1, reseal;
 //   update  rewrites the value slot in place (value seal).
 // A value slot that no key uses any more (after a delete or a split) gets a
