@@ -206,11 +206,6 @@ Result<Catalog> Catalog::create(std::vector<TableSpec> tables, uint16_t nodes, u
   return c;
 }
 
-const TableSpec* Catalog::find(TableId id) const {
-  if (id >= by_id_.size() || by_id_[id] < 0) return nullptr;
-  return &tables_[by_id_[id]];
-}
-
 const TableSpec* Catalog::find(const std::string& name) const {
   for (const TableSpec& t : tables_) {
     if (t.name == name) return &t;

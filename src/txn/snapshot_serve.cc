@@ -12,7 +12,19 @@ bool SnapshotServer::read_key(const store::TableSpec& t, uint64_t key, uint64_t 
                               dst::SnapshotMode mode, SnapshotHit* hit, uint8_t* value,
                               bool* locked, std::string* err,
                               const store::tables::RecordAddr* hint) {
+  image_.resize(store::record_slot_size(t.value_size) / 8);
+  auto* image = reinterpret_cast<uint8_t*>(image_.data());
+  if (!read_key_image(t, key, ts, mode, hit, image, locked, err, hint)) return false;
+  if (hit->found) std::memcpy(value, image + store::kValueOffset, (t.value_size + 7) & ~7u);
+  return true;
+}
+
+bool SnapshotServer::read_key_image(const store::TableSpec& t, uint64_t key, uint64_t ts,
+                                    dst::SnapshotMode mode, SnapshotHit* hit, uint8_t* image,
+                                    bool* locked, std::string* err,
+                                    const store::tables::RecordAddr* hint) {
   *hit = SnapshotHit{};
+  uint8_t* value = image + store::kValueOffset;
   for (int tries = 0; tries < 8; ++tries) {
     uint32_t inc = 0;
     dst::MvccNode::Record hinted;
@@ -55,7 +67,7 @@ bool SnapshotServer::read_key(const store::TableSpec& t, uint64_t key, uint64_t 
     }
     dst::VersionInfo info;
     const dst::ReadAt a =
-        dst::read_at(r->at(), key, inc, t.value_size, ts, mode, r->vs, r->slot, value, &info);
+        dst::read_at_image(r->at(), key, inc, t.value_size, ts, mode, r->vs, r->slot, image, &info);
     if (a == dst::ReadAt::kLocked) {
       *locked = true;
       return true;
@@ -100,8 +112,8 @@ bool SnapshotServer::scan(uint16_t table, uint64_t from, uint64_t to, uint32_t l
   if (mode == dst::SnapshotMode::kDst && m_.range_ts(t->id, part) != nullptr) {
     store::atomic_max_ts(reinterpret_cast<uint64_t*>(m_.range_ts(t->id, part)), ts);
   }
-  value_.resize((t->value_size + 7) / 8);
-  auto* value = reinterpret_cast<uint8_t*>(value_.data());
+  image_.resize(store::record_slot_size(t->value_size) / 8);
+  auto* image = reinterpret_cast<uint8_t*>(image_.data());
   // Keys in the index, merged with deleted keys that lived at ts.
   std::map<uint64_t, bool> buried;
   if (dst::VersionStore* vs = m_.store_of(t->id, part)) {
@@ -154,13 +166,13 @@ bool SnapshotServer::scan(uint16_t table, uint64_t from, uint64_t to, uint32_t l
       }
       SnapshotHit hit;
       bool locked = false;
-      if (!read_key(*t, k, ts, mode, &hit, value, &locked, err, hint)) return false;
+      if (!read_key_image(*t, k, ts, mode, &hit, image, &locked, err, hint)) return false;
       if (locked) {
         ++*blocked;
         continue;
       }
       if (!hit.found) continue;
-      sink->row(k, hit, value);
+      sink->row(k, hit, image + store::kValueOffset);
       ++rows;
     }
     if (past || end || keys_.empty()) break;

@@ -61,11 +61,20 @@ class SnapshotServer {
             std::string* err);
 
  private:
+  // read_key into `image` (record_slot_size of the table's value size,
+  // 8-aligned): when found, the value read is at image + kValueOffset (the
+  // header is the version in place's, or garbage when the value came from
+  // the version store or the graveyard). A scan hands that value to its
+  // sink without another copy.
+  bool read_key_image(const store::TableSpec& t, uint64_t key, uint64_t ts, dst::SnapshotMode mode,
+                      SnapshotHit* hit, uint8_t* image, bool* locked, std::string* err,
+                      const store::tables::RecordAddr* hint);
+
   dst::MvccNode& m_;
   store::tables::StoreNode& s_;
-  // Scratch (a server never yields inside a call): a key's value, a scan's
-  // keys, leaf values and merged keys.
-  std::vector<uint64_t> value_;
+  // Scratch (a server never yields inside a call): a record image, a
+  // scan's keys, leaf values and merged keys.
+  std::vector<uint64_t> image_;
   std::vector<uint64_t> keys_, all_;
   std::vector<uint8_t> vals_;
 };
