@@ -112,6 +112,14 @@ void check_leaves(const Arena& a, const XTree& t, const std::map<uint64_t, uint3
 }
 
 // Every key of `ref` reads back its value (8-byte values).
+// Inserts key k (value_of(k, 1)) into t and ref: refused exactly when ref
+// holds k already.
+void insert_as_ref_says(XTree& t, std::map<uint64_t, uint32_t>& ref, uint64_t k) {
+  const XStatus want = ref.count(k) ? XStatus::kAlreadyExists : XStatus::kOk;
+  ASSERT_EQ(t.insert(k, value_of(k, 1, 8).data()), want) << k;
+  ref.emplace(k, 1);
+}
+
 void expect_gets(const XTree& t, const std::map<uint64_t, uint32_t>& ref) {
   for (const auto& [k, ver] : ref) {
     std::vector<uint8_t> out(8);
@@ -322,10 +330,7 @@ TEST(XTree, AnAscendingRunBelowAnotherRangeFillsLeaves) {
   ASSERT_TRUE(tr.is_ok());
   XTree& t = **tr;
   std::map<uint64_t, uint32_t> ref;
-  auto put = [&](uint64_t k) {
-    ASSERT_EQ(t.insert(k, value_of(k, 1, 8).data()), XStatus::kOk) << k;
-    ref.emplace(k, 1);
-  };
+  auto put = [&](uint64_t k) { insert_as_ref_says(t, ref, k); };
   put(1000);
   put(1001);
   put(10);
@@ -360,11 +365,7 @@ TEST(XTree, InsertsAtThePreviousLeafStayInsideItsFences) {
   ASSERT_TRUE(tr.is_ok());
   XTree& t = **tr;
   std::map<uint64_t, uint32_t> ref;
-  auto put = [&](uint64_t k) {
-    const XStatus want = ref.count(k) ? XStatus::kAlreadyExists : XStatus::kOk;
-    ASSERT_EQ(t.insert(k, value_of(k, 1, 8).data()), want) << k;
-    ref.emplace(k, 1);
-  };
+  auto put = [&](uint64_t k) { insert_as_ref_says(t, ref, k); };
   // Three streams of ascending keys, a few at a time each (a New-Order's lines).
   for (uint64_t round = 0; round < 40; ++round) {
     for (uint64_t stream = 1; stream <= 3; ++stream) {
