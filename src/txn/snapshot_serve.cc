@@ -131,20 +131,23 @@ bool SnapshotServer::scan(uint16_t table, uint64_t from, uint64_t to, uint32_t l
     keys_.clear();
     vals_.clear();
     const bool end = lp->tree->scan(next, chunk, keys_, vals_, to);
-    for (uint64_t k : keys_) buried.erase(k);
-    all_.assign(keys_.begin(), keys_.end());
-    // Deleted keys that fall before the index's next key join in order.
-    const uint64_t hi = keys_.empty() || end ? to : std::min<uint64_t>(keys_.back(), to);
+    // Deleted keys that fall before the index's next key join in order
+    // (into all_; without any, the index's keys are walked as they came).
     bool merged = false;
-    for (auto it = buried.begin(); it != buried.end() && it->first <= hi;) {
-      all_.push_back(it->first);
-      it = buried.erase(it);
-      merged = true;
+    if (!buried.empty()) {
+      for (uint64_t k : keys_) buried.erase(k);  // live again: the index has it
+      const uint64_t hi = keys_.empty() || end ? to : std::min<uint64_t>(keys_.back(), to);
+      all_.assign(keys_.begin(), keys_.end());
+      for (auto it = buried.begin(); it != buried.end() && it->first <= hi;) {
+        all_.push_back(it->first);
+        it = buried.erase(it);
+        merged = true;
+      }
+      if (merged) std::sort(all_.begin(), all_.end());  // the tree's keys come ascending
     }
-    if (merged) std::sort(all_.begin(), all_.end());  // the tree's keys come ascending
     bool past = false;
     size_t in_leaf = 0;  // keys_[in_leaf]: the next key the tree gave (with its address)
-    for (uint64_t k : all_) {
+    for (uint64_t k : merged ? all_ : keys_) {
       if (k > to) {
         past = true;
         break;
