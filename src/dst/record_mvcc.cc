@@ -94,9 +94,9 @@ bool release(const store::SlotRef& rec, uint64_t lock_word, VersionStore* vs, ui
   return true;
 }
 
-ReadAt read_at_image(const store::SlotRef& rec, uint64_t key, uint32_t incarnation,
-                     uint32_t value_size, Timestamp read_ts, SnapshotMode mode,
-                     const VersionStore* vs, uint64_t slot, uint8_t* image, VersionInfo* info) {
+ReadAt read_at(const store::SlotRef& rec, uint64_t key, uint32_t incarnation, uint32_t value_size,
+               Timestamp read_ts, SnapshotMode mode, const VersionStore* vs, uint64_t slot,
+               uint8_t* image, VersionInfo* info) {
   if (mode == SnapshotMode::kDst) store::atomic_max_ts(rec.ts, read_ts);
   if (mode != SnapshotMode::kGts) {
     // Wait only for a writer that holds the lock (thesis Fig 5-9, line 3)
@@ -138,19 +138,6 @@ ReadAt read_at_image(const store::SlotRef& rec, uint64_t key, uint32_t incarnati
       break;
   }
   return ReadAt::kReclaimed;
-}
-
-ReadAt read_at(const store::SlotRef& rec, uint64_t key, uint32_t incarnation, uint32_t value_size,
-               Timestamp read_ts, SnapshotMode mode, const VersionStore* vs, uint64_t slot,
-               uint8_t* value_out, VersionInfo* info) {
-  const size_t bytes = store::record_slot_size(value_size);
-  thread_local std::vector<uint64_t> img;
-  img.resize(bytes / 8);
-  auto* image = reinterpret_cast<uint8_t*>(img.data());
-  const ReadAt a =
-      read_at_image(rec, key, incarnation, value_size, read_ts, mode, vs, slot, image, info);
-  if (a == ReadAt::kValue) std::memcpy(value_out, image + store::kValueOffset, value_size);
-  return a;
 }
 
 }  // namespace drtmx::dst

@@ -97,17 +97,13 @@ enum class ReadAt : uint8_t {
 //          that shows the read-only anomaly DST's raise prevents.
 // All wait for a torn image.
 enum class SnapshotMode : uint8_t { kDst, kGts, kDstSkipRaiseUnsafe };
-// `value_out` holds the value size rounded up to 8 bytes.
+// The record is loaded into `image` (record_slot_size(value_size) bytes,
+// 8-aligned); on kValue the value read is at image + store::kValueOffset
+// (the header is the version in place's, even when the value is an older
+// version's: *info says which), so a caller that keeps the slot image or
+// hands the value on needs no second copy.
 ReadAt read_at(const store::SlotRef& rec, uint64_t key, uint32_t incarnation, uint32_t value_size,
                Timestamp read_ts, SnapshotMode mode, const VersionStore* vs, uint64_t slot,
-               uint8_t* value_out, VersionInfo* info);
-// read_at() into `image` (record_slot_size(value_size) bytes, 8-aligned):
-// the record is loaded there and, on kValue, the value read is at
-// image + store::kValueOffset (the header is the version in place's, even
-// when the value is an older version's: *info says which). One copy less
-// for a caller that keeps the slot image anyway.
-ReadAt read_at_image(const store::SlotRef& rec, uint64_t key, uint32_t incarnation,
-                     uint32_t value_size, Timestamp read_ts, SnapshotMode mode,
-                     const VersionStore* vs, uint64_t slot, uint8_t* image, VersionInfo* info);
+               uint8_t* image, VersionInfo* info);
 
 }  // namespace drtmx::dst

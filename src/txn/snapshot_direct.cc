@@ -77,8 +77,8 @@ void Engine::snapshot_direct(std::vector<SnapshotRow>* rows, std::vector<size_t>
     dst::VersionInfo info;
     // Into the row's copy (a whole slot, 64-byte aligned: snapshot_fetch).
     const dst::ReadAt a =
-        dst::read_at_image(d.rec.at(), row.tk.key, d.incarnation, vs, read_ts_, mode, d.rec.vs,
-                           d.rec.slot, row.value - store::kValueOffset, &info);
+        dst::read_at(d.rec.at(), row.tk.key, d.incarnation, vs, read_ts_, mode, d.rec.vs,
+                     d.rec.slot, row.value - store::kValueOffset, &info);
     if (a != dst::ReadAt::kValue) {
       rest->push_back(d.row);
       continue;

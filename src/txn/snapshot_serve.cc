@@ -67,7 +67,7 @@ bool SnapshotServer::read_key_image(const store::TableSpec& t, uint64_t key, uin
     }
     dst::VersionInfo info;
     const dst::ReadAt a =
-        dst::read_at_image(r->at(), key, inc, t.value_size, ts, mode, r->vs, r->slot, image, &info);
+        dst::read_at(r->at(), key, inc, t.value_size, ts, mode, r->vs, r->slot, image, &info);
     if (a == dst::ReadAt::kLocked) {
       *locked = true;
       return true;

@@ -61,9 +61,13 @@ struct Fixture {
     return {rec.p, e, e + 1};
   }
   ReadAt read(Timestamp ts, uint8_t* v, VersionInfo* info = nullptr,
-              SnapshotMode mode = SnapshotMode::kDst) {
+              SnapshotMode mode = SnapshotMode::kDst, uint64_t key = kKey) {
     VersionInfo tmp;
-    return read_at(at(), kKey, 1, kVs, ts, mode, vs.get(), 0, v, info ? info : &tmp);
+    std::vector<uint64_t> img(store::record_slot_size(kVs) / 8);
+    auto* i = reinterpret_cast<uint8_t*>(img.data());
+    const ReadAt a = read_at(at(), key, 1, kVs, ts, mode, vs.get(), 0, i, info ? info : &tmp);
+    if (a == ReadAt::kValue) std::memcpy(v, i + store::kValueOffset, kVs);
+    return a;
   }
   uint64_t ts() const { return *at().ts; }
   uint64_t lock() const { return *at().lock; }
@@ -99,8 +103,7 @@ TEST_P(RecordMvcc, CommitKeepsTheReplacedVersionForOlderSnapshots) {
   EXPECT_EQ(v[0], 0xB2);
   EXPECT_EQ(info.wts, 20u);
   EXPECT_EQ(f.read(5, v), ReadAt::kAbsent);  // before the first version
-  EXPECT_EQ(read_at(f.at(), kKey + 1, 1, kVs, 30, SnapshotMode::kDst, f.vs.get(), 0, v, &info),
-            ReadAt::kMoved);
+  EXPECT_EQ(f.read(30, v, &info, SnapshotMode::kDst, kKey + 1), ReadAt::kMoved);
   EXPECT_EQ(f.vs->stats().reserved, 0u);
   EXPECT_EQ(f.vs->stats().in_use, 1u);
   EXPECT_TRUE(f.slot_words_zero());

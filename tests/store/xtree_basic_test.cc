@@ -111,7 +111,6 @@ void check_leaves(const Arena& a, const XTree& t, const std::map<uint64_t, uint3
   for (auto& [k, v] : ref) EXPECT_EQ(all[i++], k);
 }
 
-// Every key of `ref` reads back its value (8-byte values).
 // Inserts key k (value_of(k, 1)) into t and ref: refused exactly when ref
 // holds k already.
 void insert_as_ref_says(XTree& t, std::map<uint64_t, uint32_t>& ref, uint64_t k) {
@@ -120,6 +119,7 @@ void insert_as_ref_says(XTree& t, std::map<uint64_t, uint32_t>& ref, uint64_t k)
   ref.emplace(k, 1);
 }
 
+// Every key of `ref` reads back its value (8-byte values).
 void expect_gets(const XTree& t, const std::map<uint64_t, uint32_t>& ref) {
   for (const auto& [k, ver] : ref) {
     std::vector<uint8_t> out(8);
