@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <mutex>
 #include <random>
 
 #include "r2/support/worker_cluster.h"
@@ -134,6 +135,7 @@ void run_bank(const std::string& preset) {
   std::atomic<uint64_t> aborts[kAbortKinds] = {};
   std::vector<std::unique_ptr<Replicator>> reps(kNodes * kThreads);
   std::vector<std::unique_ptr<BackupApplier>> apps(kNodes * kThreads);
+  std::mutex install_mu[kNodes];
   std::vector<std::unique_ptr<ArrayLocator>> locs(kNodes * kThreads);
   r2::WorkerConfig wc;
   wc.coroutines = kCos + 1;
@@ -158,7 +160,11 @@ void run_bank(const std::string& preset) {
     reps[wi] = std::make_unique<Replicator>(w, rc);
     ASSERT_TRUE(reps[wi]->attach().is_ok());
     apps[wi] = std::make_unique<BackupApplier>(
-        w, rc, c->base(w.node(), kLog), [table](const RedoRecord& r) {
+        w, rc, c->base(w.node(), kLog), [table, &mu = install_mu[w.node()]](const RedoRecord& r) {
+          // The node's appliers (one per thread) may install the same
+          // account at once: compare and copy under the node's latch, as
+          // the engine's stores do under their chain latches.
+          std::lock_guard<std::mutex> g(mu);
           uint8_t* slot = table + r.key * kSlot;
           store::RecordHeader h;
           std::memcpy(&h, slot, sizeof h);

@@ -44,6 +44,18 @@ struct alignas(64) FenceWord {
   }
 };
 
+// One issuing thread's op window (shm, survive-failures mode): a counter on
+// a cache line of its own in the issuer's message segment, which every peer
+// maps; odd while the thread is inside enter()..leave() (FenceCheck). A
+// survivor that removed the node publishes its FenceWord, then reads the
+// removed node's gates: a thread whose gate is even either finished its op
+// or will check the new word before its next one (the Dekker handshake in
+// FenceCheck::enter and ShmFabric::apply_membership). Only the owner thread
+// writes its gate.
+struct alignas(64) OpGate {
+  std::atomic<uint64_t> seq{0};
+};
+
 class FenceCheck {
  public:
   // `self`: this node; `own`: this node's word; `peers[n]`: node n's word
@@ -72,6 +84,27 @@ class FenceCheck {
     return own_ == nullptr ? 0 : own_->epoch.load(std::memory_order_acquire);
   }
 
+  // Survive-failures mode on shm: the ops of this thread between enter()
+  // and leave() are announced in `gate` (see OpGate). Unarmed, both are
+  // no-ops.
+  void arm(OpGate* gate) { gate_ = gate; }
+  // Before the allowed() checks of ops that change a peer's memory. The
+  // seq_cst fence orders the gate's store before the epoch loads of
+  // allowed(): a survivor that published a new epoch and then (after its
+  // own seq_cst fence) read this gate even knows that this thread's next
+  // check sees the new epoch.
+  void enter() {
+    if (gate_ == nullptr) return;
+    gate_->seq.store(gate_->seq.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+  }
+  // After the ops' stores: release, so a survivor that acquires the even
+  // value sees everything they wrote.
+  void leave() {
+    if (gate_ == nullptr) return;
+    gate_->seq.store(gate_->seq.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+  }
+
  private:
   struct Cached {
     uint64_t own_epoch = 0, peer_epoch = 0;
@@ -83,6 +116,7 @@ class FenceCheck {
   const FenceWord* own_ = nullptr;
   std::vector<const FenceWord*> peers_;
   std::vector<Cached> cache_;
+  OpGate* gate_ = nullptr;
 };
 
 }  // namespace drtmx::r2

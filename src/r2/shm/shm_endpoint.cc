@@ -258,6 +258,9 @@ void ShmEndpoint::doorbell(NodeId peer) {
       }
     }
   }
+  // Survive-failures mode: the ops below run inside this thread's op
+  // window, which a survivor that removes this node waits out (OpGate).
+  fence_.enter();
   for (const Queued& q : ch.queued) {
     // Membership, checked for every op just before it touches the target:
     // a node removed meanwhile (in either view) gets kFenced, nothing done.
@@ -290,6 +293,7 @@ void ShmEndpoint::doorbell(NodeId peer) {
     if (q.signal) push_cqe({{q.wr.wr_id, OpStatus::kOk, q.wr.verb, peer}, visible, q.forced});
   }
   std::atomic_thread_fence(std::memory_order_release);
+  fence_.leave();
   ch.queued.clear();
 }
 

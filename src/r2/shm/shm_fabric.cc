@@ -1,11 +1,14 @@
 #include "r2/shm/shm_fabric.h"
 
+#include <atomic>
+#include <cstdio>
 #include <new>
 #include <sstream>
 
 #include "r2/common/file_region.h"
 #include "r2/control/control.h"
 #include "r2/shm/file_map.h"
+#include "r2/shm/peer_fence.h"
 #include "r2/shm/segment.h"
 #include "r2/shm/shm_endpoint.h"
 
@@ -14,10 +17,16 @@ namespace shm {
 namespace {
 
 constexpr uint32_t kMaxOpBytes = 1u << 30;
-// A message segment starts with this node's FenceWord (one page, so the
-// rings stay page aligned); the rings follow.
-constexpr size_t kFenceBytes = 4096;
-static_assert(sizeof(FenceWord) <= kFenceBytes);
+size_t page_round(size_t n) {
+  return (n + 4095) & ~size_t{4095};
+}
+
+// A message segment starts with this node's FenceWord and one OpGate per
+// thread (whole pages, so the rings stay page aligned); the rings follow.
+static_assert(sizeof(FenceWord) % alignof(OpGate) == 0);
+size_t fence_bytes(uint16_t threads) {
+  return page_round(sizeof(FenceWord) + size_t{threads} * sizeof(OpGate));
+}
 
 // What a node tells its peers at connect: one line per segment or file,
 //   "msg <bytes>"
@@ -36,6 +45,8 @@ struct FileDesc {
 
 struct Descriptor {
   uint64_t msg_bytes = 0;
+  int64_t pid = 0;     // the node's process (PeerFence)
+  uint64_t pidns = 0;  // its pid namespace (inode of /proc/self/ns/pid)
   std::vector<std::pair<RegionId, uint64_t>> regions;
   std::vector<FileDesc> files;
 };
@@ -43,6 +54,7 @@ struct Descriptor {
 std::string encode(const Descriptor& d) {
   std::ostringstream os;
   os << "msg " << d.msg_bytes << "\n";
+  os << "pid " << d.pid << " " << d.pidns << "\n";
   for (auto& [id, bytes] : d.regions) os << "region " << id << " " << bytes << "\n";
   for (const FileDesc& f : d.files) {
     os << "file " << f.id << " " << f.bytes << " " << static_cast<unsigned>(f.mode) << " "
@@ -65,6 +77,8 @@ Result<Descriptor> decode(const std::string& blob, NodeId from) {
     if (!(is >> kind)) continue;
     if (kind == "msg") {
       if (!(is >> d.msg_bytes) || d.msg_bytes == 0) return bad("msg size");
+    } else if (kind == "pid") {
+      if (!(is >> d.pid >> d.pidns) || d.pid < 0) return bad("pid entry");
     } else if (kind == "region") {
       uint64_t id = 0, bytes = 0;
       if (!(is >> id >> bytes) || id > 0xffff || bytes == 0) return bad("region entry");
@@ -91,10 +105,6 @@ Result<Descriptor> decode(const std::string& blob, NodeId from) {
   return d;
 }
 
-size_t page_round(size_t n) {
-  return (n + 4095) & ~size_t{4095};
-}
-
 class ShmFabric final : public Fabric {
  public:
   explicit ShmFabric(const FabricConfig& cfg) : cfg_(cfg) {
@@ -109,13 +119,16 @@ class ShmFabric final : public Fabric {
   Status init() {
     remove_segments(cfg_.cluster, cfg_.node);  // stale ones of a crashed run
     const size_t rings = static_cast<size_t>(cfg_.threads) * cfg_.num_nodes * cfg_.threads;
-    msg_bytes_ = kFenceBytes + page_round(rings * ring_stride(cfg_.ring_bytes));
+    fence_bytes_ = fence_bytes(cfg_.threads);
+    msg_bytes_ = fence_bytes_ + page_round(rings * ring_stride(cfg_.ring_bytes));
     auto seg = Segment::create(segment_name(cfg_.cluster, cfg_.node, "msg"), msg_bytes_);
     if (!seg) return seg.status();
     msg_ = std::move(seg.value());
     // Peers map the segment only at connect: nobody reads the word yet.
     new (msg_.data()) FenceWord();
     fence_word(msg_.data())->init(cfg_.num_nodes);
+    for (ThreadId t = 0; t < cfg_.threads; ++t) new (gates(msg_.data()) + t) OpGate();
+    for (NodeId n = 0; n < cfg_.num_nodes; ++n) live_.set(n);
     for (ThreadId t = 0; t < cfg_.threads; ++t) {
       endpoints_.push_back(std::make_unique<ShmEndpoint>(cfg_, t, &table_, kMaxOpBytes));
     }
@@ -164,6 +177,8 @@ class ShmFabric final : public Fabric {
   Status do_connect(ControlClient& control) {
     Descriptor mine;
     mine.msg_bytes = msg_bytes_;
+    mine.pid = PeerFence::own_pid();
+    mine.pidns = PeerFence::own_pid_namespace();
     for (const Region& r : regions_) {
       if (!r.persistent()) mine.regions.emplace_back(r.id, r.size);
     }
@@ -180,14 +195,17 @@ class ShmFabric final : public Fabric {
       auto d = decode((*all)[n], n);
       if (!d) return d.status();
       if (n == cfg_.node) {
-        msg_bases[n] = msg_.data() + kFenceBytes;
+        msg_bases[n] = msg_.data() + fence_bytes_;
         words[n] = fence_word(msg_.data());
         continue;
       }
       auto m = Segment::open(segment_name(cfg_.cluster, n, "msg"), d->msg_bytes);
       if (!m) return m.status();
-      msg_bases[n] = m->data() + kFenceBytes;
+      msg_bases[n] = m->data() + fence_bytes_;
       words[n] = fence_word(m->data());
+      if (cfg_.survive_failures) {
+        peer_fence_.add(n, gates(m->data()), cfg_.threads, d->pid, d->pidns);
+      }
       peers_.push_back(std::move(m.value()));
       for (auto& [id, bytes] : d->regions) {
         auto s = Segment::open(segment_name(cfg_.cluster, n, "r" + std::to_string(id)),
@@ -205,7 +223,11 @@ class ShmFabric final : public Fabric {
     }
     for (auto& ep : endpoints_) {
       ep->attach_rings(msg_bases);
-      ep->attach_fence(FenceCheck(cfg_.node, fence_word(msg_.data()), words));
+      FenceCheck check(cfg_.node, fence_word(msg_.data()), words);
+      // Only a cluster that survives failures removes nodes: only there do
+      // the doorbells announce their op windows (PeerFence).
+      if (cfg_.survive_failures) check.arm(gates(msg_.data()) + ep->thread());
+      ep->attach_fence(std::move(check));
     }
     // Nobody may leave (and unlink) before everybody has mapped everything.
     DRTMX_RETURN_IF_ERROR(control.barrier("r2.shm.mapped").with_context("shm connect"));
@@ -237,14 +259,32 @@ class ShmFabric final : public Fabric {
   uint32_t max_op_bytes() const override { return kMaxOpBytes; }
 
   // Publishes the configuration in this node's FenceWord, which this
-  // node's endpoints and every peer's check (see shm_endpoint.h).
+  // node's endpoints and every peer's check (see shm_endpoint.h); then
+  // waits out, or stops, every removed peer thread that may still be
+  // storing into this node's memory (peer_fence.h). The seq_cst fence
+  // between the publication and the gates' loads is the survivor's half of
+  // the handshake in FenceCheck::enter.
   void apply_membership(uint64_t epoch, const NodeSet& live) override {
-    fence_word(msg_.data())->publish(epoch, live);
+    FenceWord* w = fence_word(msg_.data());
+    if (epoch <= w->epoch.load(std::memory_order_relaxed)) return;
+    w->publish(epoch, live);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (!live.test(cfg_.node)) return;  // removed itself: its memory serves nobody now
+    std::string report;
+    for (NodeId n = 0; n < cfg_.num_nodes; ++n) {
+      if (n == cfg_.node || !live_.test(n) || live.test(n)) continue;
+      peer_fence_.settle(n, &report);
+    }
+    live_ = live;
+    if (!report.empty()) std::fputs(report.c_str(), stderr);
   }
 
  private:
   static FenceWord* fence_word(uint8_t* msg_segment) {
     return reinterpret_cast<FenceWord*>(msg_segment);
+  }
+  static OpGate* gates(uint8_t* msg_segment) {
+    return reinterpret_cast<OpGate*>(msg_segment + sizeof(FenceWord));
   }
 
   Status check_new_region(RegionId id) const {
@@ -268,7 +308,10 @@ class ShmFabric final : public Fabric {
   FabricInfo info_;
   RegionTable table_;
   Segment msg_;
+  size_t fence_bytes_ = 0;
   size_t msg_bytes_ = 0;
+  NodeSet live_;          // the configuration last applied (apply_membership)
+  PeerFence peer_fence_;  // survive-failures: the peers' op gates and processes
   std::vector<Segment> own_;
   std::vector<Region> regions_;
   std::vector<Segment> peers_;
