@@ -111,15 +111,28 @@ Round one_round(uint32_t run_us, bool settle) {
     if (settle) fence.settle(1, &out.report);
   }
   const uint64_t decided = s->memory.load(std::memory_order_acquire);
-  // Whatever the child does now must not reach the memory.
+  // Whatever the child does now must not reach the memory. Watched until
+  // it finished the window it was stopped in and opened two more (its
+  // checks now see the removal) or it is gone (settle() killed it); at
+  // most 5 s — not a fixed time, which a loaded machine may not give it.
   ::kill(pid, SIGCONT);
-  const auto watch = std::chrono::steady_clock::now() + std::chrono::milliseconds(20);
+  const uint64_t opened = s->windows.load();
+  bool reaped = false;
+  const auto watch = std::chrono::steady_clock::now() + std::chrono::seconds(5);
   while (std::chrono::steady_clock::now() < watch) {
     if (s->memory.load(std::memory_order_acquire) != decided) out.late = true;
+    if (s->windows.load() >= opened + 2) break;
+    if (::waitpid(pid, &st, WNOHANG) == pid) {
+      reaped = true;
+      break;
+    }
     std::this_thread::yield();
   }
-  ::kill(pid, SIGKILL);
-  ::waitpid(pid, &st, 0);
+  if (s->memory.load(std::memory_order_acquire) != decided) out.late = true;
+  if (!reaped) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, &st, 0);
+  }
   out.killed = out.report.find("killed (SIGKILL)") != std::string::npos;
   ::munmap(s, sizeof(Shared));
   return out;
