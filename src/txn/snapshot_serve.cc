@@ -137,11 +137,11 @@ bool SnapshotServer::scan(uint16_t table, uint64_t from, uint64_t to, uint32_t l
     if (!buried.empty()) {
       for (uint64_t k : keys_) buried.erase(k);  // live again: the index has it
       const uint64_t hi = keys_.empty() || end ? to : std::min<uint64_t>(keys_.back(), to);
-      all_.assign(keys_.begin(), keys_.end());
       for (auto it = buried.begin(); it != buried.end() && it->first <= hi;) {
+        if (!merged) all_.assign(keys_.begin(), keys_.end());
+        merged = true;
         all_.push_back(it->first);
         it = buried.erase(it);
-        merged = true;
       }
       if (merged) std::sort(all_.begin(), all_.end());  // the tree's keys come ascending
     }
