@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <mutex>
@@ -673,6 +674,12 @@ void crash_and_recover(const store::Catalog& cat, RunSpec s, CrashPoint point, u
   ASSERT_GE(child, 0);
   if (child == 0) {
     const std::vector<NodeOutcome> outs = run_cluster(cat, s);
+    // The crash hook exits with kCrashed; a run that ends instead says why.
+    for (size_t n = 0; n < outs.size(); ++n) {
+      if (!outs[n].status.is_ok()) {
+        std::fprintf(stderr, "node %zu: %s\n", n, outs[n].status.to_string().c_str());
+      }
+    }
     _exit(outs[0].status.is_ok() ? 0 : 1);
   }
   int ws = 0;
