@@ -72,9 +72,8 @@ void install(const store::SlotRef& rec, const uint8_t* image, uint32_t value_siz
   // that reads past our lock and meets the new wts finds the old version
   // in the chain (its acquire fence in read_at pairs with this one).
   std::atomic_thread_fence(std::memory_order_release);
-  store::store_words(rec.rec + 8, image + 8, store::kTsOffset - 8);
-  store::store_words(rec.rec + store::kValueOffset, image + store::kValueOffset,
-                     bytes - store::kValueOffset);
+  store::store_words(rec.rec + store::kBodyOffset, image + store::kBodyOffset,
+                     bytes - store::kBodyOffset);
   store::atomic_max_ts(rec.ts, commit_ts);
   if (vs != nullptr) vs->unhold(slot);
   // The data and ts are in place before the lock is free.

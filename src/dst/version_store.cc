@@ -9,10 +9,12 @@ namespace drtmx::dst {
 
 // One ring slot: this header, then the value, padded to 64 bytes. Every
 // word is accessed as a relaxed 8-byte atomic (store/word_copy.h) except
-// `position`, which the writer stores last (release) and readers check
-// before and after copying (acquire).
+// `position`, which a local writer stores last (release) and readers check
+// before and after copying (acquire). A remote coordinator's WRITE stores
+// it with the rest, in no particular order: position_word() is why that is
+// safe (version_store.h, "Position words").
 struct VersionStore::Slot {
-  uint64_t position;       // ring position + 1 of the version held here
+  uint64_t position;       // position_word(link of this version, superseded_at)
   uint64_t superseded_at;  // wts of the version that replaced it (or the delete)
   uint64_t wts;
   uint64_t version;
@@ -28,7 +30,24 @@ constexpr size_t kSlotHeader = sizeof(uint64_t) * 7;
 uint64_t load_pos(const uint64_t* w) {
   return __atomic_load_n(w, __ATOMIC_ACQUIRE);
 }
+
+uint64_t load_relaxed(const uint64_t& w) {
+  return std::atomic_ref<uint64_t>(const_cast<uint64_t&>(w)).load(std::memory_order_relaxed);
+}
 }  // namespace
+
+uint64_t VersionStore::position_word(uint64_t link, Timestamp superseded_at) {
+  // A 64-bit finalizer (mixes every bit into every bit; 0 maps to 0): two
+  // different timestamps give words that differ in ~32 bits, so a link
+  // of one lap and a timestamp of another match only by a 2^-64 chance.
+  uint64_t x = superseded_at;
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdULL;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ULL;
+  x ^= x >> 33;
+  return link ^ x;
+}
 
 uint64_t VersionStore::slot_bytes(uint32_t value_size) {
   return (kSlotHeader + value_size + 63) & ~uint64_t{63};
@@ -78,9 +97,10 @@ VersionStore::Slot VersionStore::slot_header(const uint8_t* rec, Timestamp super
   return img;
 }
 
-void VersionStore::build_lane_slot(uint8_t* out, const uint8_t* rec, Timestamp superseded_at,
-                                   uint64_t older, uint32_t value_size) {
-  const Slot img = slot_header(rec, superseded_at, older, false);
+void VersionStore::build_lane_slot(uint8_t* out, uint64_t link, const uint8_t* rec,
+                                   Timestamp superseded_at, uint64_t older, uint32_t value_size) {
+  Slot img = slot_header(rec, superseded_at, older, false);
+  img.position = position_word(link, superseded_at);
   std::memcpy(out, &img, kSlotHeader);
   static_assert(kSlotHeader == store::kValueOffset, "a record image is a slot in place");
   if (out == rec) return;  // the value is where the slot keeps it
@@ -196,7 +216,7 @@ uint64_t VersionStore::push_locked(uint64_t older, const uint8_t* rec, Timestamp
   // The value: whole words (the record's value area is padded to 64 bytes).
   const size_t vbytes = (o_.value_size + 7) & ~size_t{7};
   store::store_words(base + kSlotHeader, rec + store::kValueOffset, vbytes);
-  __atomic_store_n(&s->position, pos + 1, __ATOMIC_RELEASE);
+  __atomic_store_n(&s->position, position_word(pos + 1, superseded_at), __ATOMIC_RELEASE);
   head_.store(pos + 1, std::memory_order_release);
   ++st_.pushed;
   return pos + 1;
@@ -228,13 +248,14 @@ void VersionStore::push_lane(uint32_t lane, uint64_t pos, const uint8_t* slot_im
                              uint64_t record_slot) {
   if (lane >= o_.lanes || record_slot >= o_.record_slots) return;
   uint8_t* s = area_.data() + lane_slot_offset(o_, lane, pos);
-  // The image's position word is 0: gc() and readers see the slot as not
-  // written until the release store of its link below.
-  store::store_words(s, slot_image, slot_bytes_);
-  const uint64_t link = lane_link(lane, pos);
+  // The position word last (the image's, from build_lane_slot): gc() and
+  // readers need not rely on it, but a slot is then never seen half-new.
+  store::store_words(s + 8, slot_image + 8, slot_bytes_ - 8);
+  uint64_t position = 0;
+  std::memcpy(&position, slot_image + kPositionOffset, 8);
   std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(s + kPositionOffset))
-      .store(link, std::memory_order_release);
-  heads_[record_slot].store(link, std::memory_order_release);
+      .store(position, std::memory_order_release);
+  heads_[record_slot].store(lane_link(lane, pos), std::memory_order_release);
 }
 
 bool VersionStore::push(uint64_t slot, const uint8_t* rec, Timestamp superseded_at, bool reserved) {
@@ -292,9 +313,10 @@ Found VersionStore::walk(uint64_t link, Timestamp ts, uint8_t* value_out, Versio
     bool reclaimed = false;
     const Slot* s = slot_of(link, &reclaimed);
     if (s == nullptr || reclaimed) return Found::kReclaimed;
-    if (load_pos(&s->position) != link) return Found::kReclaimed;
+    const uint64_t position = load_pos(&s->position);
     Slot h{};
     store::load_words(&h, s, kSlotHeader);
+    if (position != position_word(link, h.superseded_at)) return Found::kReclaimed;
     const bool hit = h.wts <= ts;
     if (hit) {
       store::load_words(value_out, reinterpret_cast<const uint8_t*>(s) + kSlotHeader,
@@ -302,7 +324,7 @@ Found VersionStore::walk(uint64_t link, Timestamp ts, uint8_t* value_out, Versio
     }
     // The copy is of this version only if the slot still holds it.
     std::atomic_thread_fence(std::memory_order_acquire);
-    if (load_pos(&s->position) != link) return Found::kReclaimed;
+    if (load_pos(&s->position) != position) return Found::kReclaimed;
     if (hit) {
       info->wts = h.wts;
       info->version = h.version;
@@ -327,11 +349,11 @@ Found VersionStore::find_buried(uint64_t key, Timestamp ts, uint8_t* value_out,
   if (it == graveyard_.end()) return Found::kNone;
   for (uint64_t link : it->second) {
     const Slot* s = at(link - 1);
-    if (link - 1 < tail_.load(std::memory_order_relaxed) || load_pos(&s->position) != link) {
-      return Found::kReclaimed;
-    }
+    if (link - 1 < tail_.load(std::memory_order_relaxed)) return Found::kReclaimed;
+    const uint64_t position = load_pos(&s->position);
     Slot h{};
     store::load_words(&h, s, kSlotHeader);
+    if (position != position_word(link, h.superseded_at)) return Found::kReclaimed;
     if (h.superseded_at <= ts) {  // deleted at or before ts
       *info = {h.superseded_at, h.version, h.incarnation, true};
       return Found::kVersion;
@@ -400,19 +422,23 @@ uint64_t VersionStore::gc_locked(Timestamp lwm) {
 
 uint64_t VersionStore::gc_lanes_locked() {
   uint64_t freed = 0;
+  const uint64_t lane_bytes = o_.lane_capacity * slot_bytes_;
+  const uint8_t* lanes = area_.data() + lane_slot_offset(o_, 0, 0);
   for (uint32_t lane = 0; lane < o_.lanes; ++lane) {
     std::atomic<uint64_t>* tail_word = lane_word(lane, 0);
     uint64_t tail = tail_word->load(std::memory_order_relaxed);
     const uint64_t from = tail;
-    // A slot is freed once written (its position matches: the coordinator
-    // stores the position last) and superseded at or below the lwm.
+    const uint8_t* ring = lanes + lane * lane_bytes;
+    uint64_t at = (tail % o_.lane_capacity) * slot_bytes_;  // one divide per lane
+    // A slot is freed once written (its position word and superseded_at
+    // are one write's pair) and superseded at or below the lwm.
     for (uint64_t n = 0; n < o_.lane_capacity; ++n, ++tail) {
-      const auto* s =
-          reinterpret_cast<const Slot*>(area_.data() + lane_slot_offset(o_, lane, tail));
-      if (load_pos(&s->position) != lane_link(lane, tail)) break;
-      const uint64_t sup = std::atomic_ref<uint64_t>(const_cast<Slot*>(s)->superseded_at)
-                               .load(std::memory_order_relaxed);
-      if (sup > last_lwm_) break;
+      const auto* s = reinterpret_cast<const Slot*>(ring + at);
+      const uint64_t position = load_pos(&s->position);
+      const uint64_t sup = load_relaxed(s->superseded_at);
+      if (position != position_word(lane_link(lane, tail), sup) || sup > last_lwm_) break;
+      at += slot_bytes_;
+      if (at == lane_bytes) at = 0;
     }
     if (tail != from) {
       tail_word->store(tail, std::memory_order_release);
@@ -446,7 +472,8 @@ VersionStoreStats VersionStore::stats() const {
     for (uint64_t pos = tail; pos < bound && pos - tail < o_.lane_capacity; ++pos) {
       const auto* slot =
           reinterpret_cast<const Slot*>(area_.data() + lane_slot_offset(o_, lane, pos));
-      if (load_pos(&slot->position) != lane_link(lane, pos)) break;
+      const uint64_t position = load_pos(&slot->position);
+      if (position != position_word(lane_link(lane, pos), load_relaxed(slot->superseded_at))) break;
       ++lane_in_use;
     }
   }

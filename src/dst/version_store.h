@@ -75,12 +75,21 @@
 // against the tail it last READ (its own bookkeeping; a stale tail only
 // under-estimates the room), and under the record's lock READs the chain
 // head (with the lock), then WRITEs, in one doorbell on one channel (FIFO):
-// the slot (its position word 0), the slot's position word (last: a slot is
-// written once its position matches its link), the record's chain head,
-// then the record and its unlock. gc() frees a lane's slots from its tail
-// while their position matches and they were superseded at or below the
-// low-water mark — a slot still being written stops it. Links name the
-// ring: lane_link(); the owner's ring keeps links = position + 1.
+// the slot, the record's chain head, then the record and its unlock.
+//
+// Position words: a slot's first word is position_word(link, superseded_at)
+// — its link bound to the timestamp it was superseded at — not the bare
+// link. A lane slot arrives in ONE WRITE whose words may land in any order
+// (an RNIC orders nothing inside a WRITE; on shm it is a word copy), so
+// gc() may meet the new position word beside the previous lap's
+// superseded_at, or the old position beside the new timestamp. Either pair
+// fails the check (up to a 2^-64 chance), so gc() stops at the slot as
+// "still being written"; a pair that passes is the write's own, and
+// superseded_at is all gc() decides by. Readers reach a slot through a link
+// stored after it (FIFO) and check the pair before and after their copy. gc() frees a lane's slots
+// from its tail while their position matches and they were superseded at or below the low-water
+// mark — a slot still being written stops it. Links name the ring: lane_link(); the owner's ring
+// keeps links = position + 1.
 #pragma once
 
 #include <atomic>
@@ -156,16 +165,20 @@ class VersionStore {
   }
   // The offset of a ring slot's position word (its first word).
   static constexpr uint64_t kPositionOffset = 0;
-  // Builds, at `out` (slot_bytes(value_size) bytes), the lane slot of the
-  // version `rec` (a record image: header + value) superseded at
-  // `superseded_at`, whose next older version is `older` (the chain head
-  // READ under the lock) — with its position word 0: the coordinator
-  // WRITEs the slot, then the position word (lane_link). `out` may be
+  // The position word of a slot that holds the version at `link`,
+  // superseded at `superseded_at` (see "Position words" above). Never 0
+  // for a link != 0 and superseded_at 0, so a zeroed slot never matches.
+  static uint64_t position_word(uint64_t link, Timestamp superseded_at);
+  // Builds, at `out` (slot_bytes(value_size) bytes), the slot at lane link
+  // `link` of the version `rec` (a record image: header + value)
+  // superseded at `superseded_at`, whose next older version is `older` (the
+  // chain head READ under the lock), its position word included: the
+  // coordinator WRITEs the whole slot at once. `out` may be
   // `rec` itself (a record slot and a version slot of a value size have
   // the same size, the value at the same offset): then only the header is
   // rewritten.
-  static void build_lane_slot(uint8_t* out, const uint8_t* rec, Timestamp superseded_at,
-                              uint64_t older, uint32_t value_size);
+  static void build_lane_slot(uint8_t* out, uint64_t link, const uint8_t* rec,
+                              Timestamp superseded_at, uint64_t older, uint32_t value_size);
   // `area`: bytes_for(capacity, value_size) bytes (64-byte aligned) of
   // registered memory this store owns. kInvalidArgument naming the field
   // when the options or the area do not fit.
@@ -240,9 +253,9 @@ class VersionStore {
   //   lane_header  word 0 the lane's tail, word 1 the head bound (READ;
   //                the bound is raised with a release store)
   //   chain_head   the record's chain head (READ under its lock)
-  //   push_lane    the slot image at `pos` (build_lane_slot: its position
-  //                word 0), then its position word, then the record's chain
-  //                head (both lane_link(lane, pos), release stores)
+  //   push_lane    the slot image at `pos` (build_lane_slot), its
+  //                position word last, then the record's chain head
+  //                (lane_link(lane, pos)), release stores
   uint64_t lane_header(uint32_t lane, int word) const;
   void raise_lane_bound(uint32_t lane, uint64_t bound);
   uint64_t chain_head(uint64_t record_slot) const;

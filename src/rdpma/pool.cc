@@ -15,7 +15,9 @@ namespace drtmx::rdpma {
 namespace {
 
 constexpr char kMagic[8] = {'D', 'R', 'T', 'M', 'X', 'P', 'M', '1'};
-constexpr uint32_t kVersion = 1;
+// 2: record slots keep the tuple timestamp at +8, before the body
+// (store/record.h); a version-1 pool's records would be misread.
+constexpr uint32_t kVersion = 2;
 constexpr uint64_t kWatermarkOffset = 256;  // its own XPLine of the header page
 constexpr uint64_t kSeed = 0x7064a1b2c3d4e5f6ull;
 

@@ -6,23 +6,25 @@
 //
 //   +0   lock         8 B   0 = free; otherwise the holder (see lock_word()).
 //                           The one-sided CAS target. NOT covered by the seal.
-//   +8   version      8 B   bumped by every committed write (never 0 once
-//                           the record exists).
-//   +16  key          8 B   the record's key.
-//   +24  incarnation  4 B   bumped each time the slot is freed, so a cached
-//                           address of an earlier tenant is recognised.
-//   +28  flags        4 B   kLive / kDeleted.
-//   +32  seal         8 B   hash of [version, key, incarnation, flags, wts, value]
-//   +40  wts          8 B   MVCC: the commit timestamp of this version (the
-//                           writer's, dst/timestamp.h); 0 without MVCC and
-//                           for loaded records.
-//   +48  ts           8 B   MVCC: the tuple timestamp (thesis §5.2): raised
+//   +8   ts           8 B   MVCC: the tuple timestamp (thesis §5.2): raised
 //                           (never lowered) by snapshot reads and by the
 //                           commit of every transaction that read or wrote
 //                           the record. NOT covered by the seal: it changes
 //                           by atomic max independently of the data, and no
-//                           owner-side write of the record body stores it
-//                           (RecordImage::store_body skips it).
+//                           write of the record body under MVCC stores it.
+//   +16  version      8 B   bumped by every committed write (never 0 once
+//                           the record exists). The BODY — what a writer
+//                           stores — is [version .. end of value]: one
+//                           contiguous range, so a one-sided write-back
+//                           that must leave ts alone is still one WRITE.
+//   +24  key          8 B   the record's key.
+//   +32  incarnation  4 B   bumped each time the slot is freed, so a cached
+//                           address of an earlier tenant is recognised.
+//   +36  flags        4 B   kLive / kDeleted.
+//   +40  seal         8 B   hash of [version, key, incarnation, flags, wts, value]
+//   +48  wts          8 B   MVCC: the commit timestamp of this version (the
+//                           writer's, dst/timestamp.h); 0 without MVCC and
+//                           for loaded records.
 //   +56  value        value_size B, then padding to a multiple of 64 B.
 //
 // Why a seal and not per-cache-line versions: an RNIC gives no ordering
@@ -36,9 +38,9 @@
 // owner on insert/delete):
 //   1. own the lock (CAS 0 -> lock_word) — or be the owner under its
 //      partition latch for inserts/deletes;
-//   2. write [version .. end of value] with the new version, the value and
-//      a seal computed by seal() — in one WRITE (remote) or one store
-//      sequence (local); readers in between see a broken seal;
+//   2. write the body [version .. end of value] with the new version, the
+//      value and a seal computed by seal() — in one WRITE (remote) or one
+//      store sequence (local); readers in between see a broken seal;
 //   3. release: store 0 to the lock (after 2; on a fabric channel the FIFO
 //      order of a WRITE then an unlock WRITE in one doorbell gives this).
 //
@@ -66,21 +68,21 @@ namespace drtmx::store {
 
 struct RecordHeader {
   uint64_t lock;
+  uint64_t ts;
   uint64_t version;
   uint64_t key;
   uint32_t incarnation;
   uint32_t flags;
   uint64_t seal;
   uint64_t wts;
-  uint64_t ts;
 };
 static_assert(sizeof(RecordHeader) == 56);
 static_assert(offsetof(RecordHeader, lock) == 0);
-// The words a body write stores around the unsealed `ts`: [8, kTsOffset)
-// and [kValueOffset, slot end).
 constexpr size_t kTsOffset = offsetof(RecordHeader, ts);
+// The body a writer stores: [kBodyOffset, slot end), the version first.
+constexpr size_t kBodyOffset = offsetof(RecordHeader, version);
 constexpr size_t kValueOffset = sizeof(RecordHeader);
-static_assert(kTsOffset + 8 == kValueOffset);
+static_assert(kTsOffset == 8 && kBodyOffset == 16);
 
 // The tuple timestamp of the record at `rec` (owner-local memory), as an
 // atomic word: snapshot reads and commits raise it with atomic_max_ts.

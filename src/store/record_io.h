@@ -51,11 +51,10 @@ class RecordImage {
   void load(const uint8_t* rec) { load_words(words_, rec, bytes()); }
   // Loads only the header words.
   void load_header(const uint8_t* rec) { load_words(words_, rec, sizeof(RecordHeader)); }
-  // Stores the sealed part at `rec`: [8, slot_bytes) except the lock word
-  // and the tuple timestamp (record.h: both change by atomics only).
+  // Stores the body at `rec`: [kBodyOffset, slot_bytes), i.e. not the lock
+  // word nor the tuple timestamp (record.h: both change by atomics only).
   void store_body(uint8_t* rec) const {
-    store_words(rec + 8, words_ + 1, kTsOffset - 8);
-    store_words(rec + kValueOffset, words_ + kValueOffset / 8, bytes() - kValueOffset);
+    store_words(rec + kBodyOffset, words_ + kBodyOffset / 8, bytes() - kBodyOffset);
   }
 
  private:

@@ -75,7 +75,7 @@ void Engine::commit() {
         ++stats_.writes_direct;
       } else if (crash_ && (!mvcc_on() || onesided)) {
         // Tests: the write-backs first, the unlocks after the crash point
-        // (around the ts word where remote raises change it).
+        // (leaving the ts word alone where remote raises change it).
         if (onesided && locks_ == nullptr) {
           add_write_back_keep_ts(batch_, a.ref, image, /*passive=*/false);
         } else {

@@ -27,8 +27,8 @@
 //          and lock words are per transaction (version_store.h, holders).
 //   commit per record updated: WRITE the lane slot (the record as READ
 //          under the lock — not Execute's copy, which an RPC read returns
-//          without its wts),
-//          WRITE its position word, WRITE the chain head, then the record
+//          without its wts; its position word in the same WRITE),
+//          WRITE the chain head, then the record
 //          and its unlock (record_ops.h add_commit), one channel. The new
 //          version's wts is the commit timestamp, so a later writer
 //          collects it from wts — ts need not be raised for written
@@ -295,7 +295,8 @@ Status Engine::mvcc_check_onesided(std::vector<MvccCheckResult>* out) {
         batch_.cas(ts_word_of(rec), expect[k], commit_ts_, &w[0], /*signaled=*/false);
       }
       batch_.read(lock_word_of(rec), &w[1], 8);  // the lock FIRST (record_ops.h, add_check)
-      batch_.read({rec.node, rec.region, rec.offset + 8}, &w[2], 40);  // version .. wts
+      batch_.read({rec.node, rec.region, rec.offset + store::kBodyOffset}, &w[2],
+                  store::kValueOffset - store::kBodyOffset);  // version .. wts
     }
     if (co_.run(batch_) != r2::OpStatus::kOk) return unavailable("one-sided MVCC check failed");
     std::vector<size_t>& again = check_again_;
@@ -410,7 +411,8 @@ void Engine::mvcc_push_onesided(size_t item) {
   uint8_t* slot = it.image;
   uint64_t* link = &it.words[0];
   *link = dst::VersionStore::lane_link(lane, pos);
-  dst::VersionStore::build_lane_slot(slot, it.image, commit_ts_, it.words[2], l.vs.value_size);
+  dst::VersionStore::build_lane_slot(slot, *link, it.image, commit_ts_, it.words[2],
+                                     l.vs.value_size);
   if (it.here.rec != nullptr) {
     // This node's lane: the same three stores, in order, before the
     // record's write-back is queued.
@@ -418,8 +420,10 @@ void Engine::mvcc_push_onesided(size_t item) {
     return;
   }
   const uint64_t at = dst::VersionStore::lane_slot_offset(l.vs, lane, pos);
+  // One WRITE, its position word included (version_store.h, "Position
+  // words"), then the chain head: FIFO, so a reader that follows the link
+  // finds the slot whole.
   batch_.write(l.version_addr(at), slot, static_cast<uint32_t>(bytes), false);
-  batch_.write(l.version_addr(at + dst::VersionStore::kPositionOffset), link, 8, false);
   batch_.write(l.version_addr(dst::VersionStore::chain_head_offset(l.vs, it.slot)), link, 8, false);
 }
 

@@ -53,7 +53,8 @@ uint8_t* resolve(const LocalRegions& lr, const Item& it) {
 }
 
 uint64_t version_of(const uint8_t* rec) {
-  return __atomic_load_n(reinterpret_cast<const uint64_t*>(rec + 8), __ATOMIC_ACQUIRE);
+  return __atomic_load_n(reinterpret_cast<const uint64_t*>(rec + store::kBodyOffset),
+                         __ATOMIC_ACQUIRE);
 }
 
 // Parses a list request; false (and an error reply) when malformed.
@@ -198,8 +199,8 @@ void add_commit(r2::OpBatch& b, const RecordRef& r, const uint8_t* image, const 
 
 void add_write_back_keep_ts(r2::OpBatch& b, const RecordRef& r, const uint8_t* image,
                             bool passive) {
-  b.write(at(r, 8), image + 8, static_cast<uint32_t>(store::kTsOffset - 8), !passive);
-  b.write(at(r, store::kValueOffset), image + store::kValueOffset, r.value_size, !passive);
+  b.write(at(r, store::kBodyOffset), image + store::kBodyOffset,
+          static_cast<uint32_t>(store::kValueOffset - store::kBodyOffset + r.value_size), !passive);
 }
 
 void add_commit_keep_ts(r2::OpBatch& b, const RecordRef& r, const uint8_t* image,
@@ -226,7 +227,7 @@ void add_lock(r2::OpBatch& b, const RecordRef& r, const r2::RemoteAddr& lock, ui
   // CAS on, no other writer can change it.
   state->lock = 0;
   b.cas(lock, 0, lock_word, old, /*signaled=*/false);
-  b.read(at(r, 8), &state->version, 8);
+  b.read(at(r, store::kBodyOffset), &state->version, 8);
 }
 
 void lock_here(const store::SlotRef& s, uint64_t lock_word, uint64_t* old, LockState* state) {
@@ -245,9 +246,8 @@ void check_here(const store::SlotRef& s, LockState* state) {
 void commit_here(const store::SlotRef& s, const uint8_t* image, uint32_t value_size, bool keep_ts) {
   const size_t bytes = store::record_slot_size(value_size);
   if (keep_ts) {
-    store::store_words(s.rec + 8, image + 8, store::kTsOffset - 8);
-    store::store_words(s.rec + store::kValueOffset, image + store::kValueOffset,
-                       bytes - store::kValueOffset);
+    store::store_words(s.rec + store::kBodyOffset, image + store::kBodyOffset,
+                       bytes - store::kBodyOffset);
   } else {
     store::store_words(s.rec + 8, image + 8, bytes - 8);
   }
@@ -270,7 +270,7 @@ void add_check(r2::OpBatch& b, const RecordRef& r, const r2::RemoteAddr& lock, L
   // writer that held the lock at t1 and wrote and unlocked between t1 and
   // t2 — it serializes before us, yet we read its predecessor.
   b.read(lock, &state->lock, 8);
-  b.read(at(r, 8), &state->version, 8);
+  b.read(at(r, store::kBodyOffset), &state->version, 8);
 }
 
 void add_commit(r2::OpBatch& b, const RecordRef& r, const r2::RemoteAddr& lock,
@@ -345,11 +345,10 @@ Status register_handlers(r2::Worker& w, LocalRegions lr) {
     if (!parse(req, &h, &items) || !h.with_images) return;
     walk<kApart>(req, lr, h, items,
                  [&](uint32_t, const Item& it, uint8_t* rec, uint64_t* lock, const uint8_t* image) {
-                   // [version .. wts] and the value; the tuple timestamp is not stored
-                   // (record.h: it changes by atomic max only).
-                   std::memcpy(rec + 8, image, store::kTsOffset - 8);
-                   std::memcpy(rec + store::kValueOffset, image + (store::kValueOffset - 8),
-                               it.value_size);
+                   // The body [version .. end of value]; the tuple timestamp is not
+                   // stored (record.h: it changes by atomic max only).
+                   std::memcpy(rec + store::kBodyOffset, image + (store::kBodyOffset - 8),
+                               store::kValueOffset - store::kBodyOffset + it.value_size);
                    // The data is in place before the lock is free.
                    __atomic_store_n(lock, 0, __ATOMIC_RELEASE);
                    if (lr.flush) lr.flush(rec, store::kValueOffset + it.value_size);

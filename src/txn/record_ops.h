@@ -44,6 +44,7 @@
 // touching memory (a malformed request gets an error, never a crash).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -64,11 +65,14 @@ struct RecordRef {
   uint64_t version = 0;     // the version read in Execute
 };
 
-// The lock word and version as READ by lock/check (16 bytes, registered).
+// The lock word and version as READ by lock/check: the record's first
+// three words, [lock][ts][version] (24 bytes, registered; ts unused).
 struct LockState {
   uint64_t lock;
+  uint64_t ts;
   uint64_t version;
 };
+static_assert(offsetof(LockState, version) == store::kBodyOffset);
 
 // --- one-sided -------------------------------------------------------------
 
@@ -77,22 +81,23 @@ void add_lock(r2::OpBatch& b, const RecordRef& r, uint64_t lock_word, uint64_t* 
               LockState* state);
 // Queues the READ of [lock, version].
 void add_check(r2::OpBatch& b, const RecordRef& r, LockState* state);
-// Queues the write-back of `image` (a full slot image whose [version..end]
-// part is written: the caller built it with the new version, value and seal)
-// and the unlock. `zero` is a registered 8-byte 0. Signaled only when
-// `passive` is false.
+// Queues the write-back of `image` (a full slot image whose [ts .. end]
+// part is written: the caller built it with the new version, value and seal;
+// ts as the image has it, 0 without MVCC) and the unlock. `zero` is a registered 8-byte 0. Signaled
+// only when `passive` is false.
 void add_commit(r2::OpBatch& b, const RecordRef& r, const uint8_t* image, const uint64_t* zero,
                 bool passive);
 // The same for a record whose tuple timestamp `ts` is in the slot and
-// changes by remote raises (one-sided MVCC): two WRITEs around the ts word,
-// [version .. wts] and the value, so a raise that a snapshot or a read
-// check made while we held the lock is not overwritten (a lowered ts would
-// let a later writer commit below that reader). Then the unlock.
+// changes by remote raises (one-sided MVCC): one WRITE of the body
+// [version .. value end] only, which starts right after ts (store/record.h),
+// so a raise that a snapshot or a read check made while we held the lock is
+// not overwritten (a lowered ts would let a later writer commit below that
+// reader). Then the unlock.
 void add_commit_keep_ts(r2::OpBatch& b, const RecordRef& r, const uint8_t* image,
                         const uint64_t* zero, bool passive);
 // The write-backs alone, without the unlock (tests stop between them and
-// the unlock): add_commit's one WRITE of [version .. value end], and
-// add_commit_keep_ts's two around ts.
+// the unlock): add_commit's one WRITE of [ts .. value end] (the image's ts),
+// and add_commit_keep_ts's of [version .. value end].
 void add_write_back(r2::OpBatch& b, const RecordRef& r, const uint8_t* image, bool passive);
 void add_write_back_keep_ts(r2::OpBatch& b, const RecordRef& r, const uint8_t* image, bool passive);
 // Queues only the unlock (WRITE 0). Only for a lock known to be ours on
@@ -126,8 +131,8 @@ void add_check(r2::OpBatch& b, const RecordRef& r, const r2::RemoteAddr& lock, L
 // atomics are not atomic with the CPU's).
 void lock_here(const store::SlotRef& s, uint64_t lock_word, uint64_t* old, LockState* state);
 void check_here(const store::SlotRef& s, LockState* state);
-// commit_here: add_commit's WRITEs (`keep_ts`: add_commit_keep_ts's two
-// around the ts word), then the unlock, as this CPU's stores — the image's
+// commit_here: add_commit's WRITE (`keep_ts`: add_commit_keep_ts's, which
+// leaves the ts word alone), then the unlock, as this CPU's stores — the image's
 // words up to the slot's end (the owner's own writes, dst::install, store
 // as much), then the lock word 0 with release order: the data before the
 // unlock, as the channel's FIFO orders the queued WRITEs. Nothing is

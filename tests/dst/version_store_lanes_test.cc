@@ -57,9 +57,10 @@ uint64_t* word(Area& a, uint64_t offset) {
 
 // What a coordinator WRITEs, in its order: the lane header's head bound
 // when the push would reach it (raised by `slack`, as the engine's lock
-// batch does), then the commit's slot (position 0), the position, the
-// chain head; `publish_position` = false stops after the slot (a WRITE
-// still on its way).
+// batch does), then the commit's slot (one WRITE, its position word
+// included), the chain head; `publish_position` = false lands every word of
+// the slot but its position word and stops there (a WRITE still on its
+// way), finish() lands the rest.
 class LaneWriter {
  public:
   LaneWriter(Area& a, const VersionStoreOptions& o, uint32_t lane) : a_(a), o_(o), lane_(lane) {}
@@ -74,21 +75,22 @@ class LaneWriter {
     std::vector<uint8_t> s(VersionStore::slot_bytes(kVs));
     const uint64_t older =
         __atomic_load_n(word(a_, VersionStore::chain_head_offset(o_, slot)), __ATOMIC_ACQUIRE);
-    VersionStore::build_lane_slot(s.data(), image.data(), superseded_at, older, kVs);
+    const uint64_t link = VersionStore::lane_link(lane_, pos);
+    VersionStore::build_lane_slot(s.data(), link, image.data(), superseded_at, older, kVs);
     const uint64_t at = VersionStore::lane_slot_offset(o_, lane_, pos);
     // Word by word, as the readers' relaxed loads expect.
-    for (size_t i = 0; i < s.size(); i += 8) {
+    for (size_t i = 8; i < s.size(); i += 8) {
       uint64_t w;
       std::memcpy(&w, s.data() + i, 8);
       __atomic_store_n(word(a_, at + i), w, __ATOMIC_RELAXED);
     }
-    const uint64_t link = VersionStore::lane_link(lane_, pos);
+    std::memcpy(&position_, s.data(), 8);
     if (publish_position) finish(pos, slot);
     return link;
   }
   void finish(uint64_t pos, uint64_t slot) {
     const uint64_t link = VersionStore::lane_link(lane_, pos);
-    __atomic_store_n(word(a_, VersionStore::lane_slot_offset(o_, lane_, pos)), link,
+    __atomic_store_n(word(a_, VersionStore::lane_slot_offset(o_, lane_, pos)), position_,
                      __ATOMIC_RELEASE);
     __atomic_store_n(word(a_, VersionStore::chain_head_offset(o_, slot)), link, __ATOMIC_RELEASE);
   }
@@ -105,6 +107,7 @@ class LaneWriter {
   uint64_t head_ = 0;
   uint64_t bound_ = 0;
   uint64_t slack_ = 0;
+  uint64_t position_ = 0;  // the last slot's position word
 };
 
 TEST(VersionStoreLanes, LaneVersionsJoinTheChainsAndGoOnlyWhenWrittenAndSuperseded) {
@@ -174,7 +177,8 @@ TEST(VersionStoreLanes, TheOwnNodesStepsStoreWhatTheOneSidedWritesStore) {
       hs->raise_lane_bound(1, bound);
     }
     std::vector<uint8_t> s(VersionStore::slot_bytes(kVs));
-    VersionStore::build_lane_slot(s.data(), image.data(), 10 * v + 10, hs->chain_head(slot), kVs);
+    VersionStore::build_lane_slot(s.data(), VersionStore::lane_link(1, pos), image.data(),
+                                  10 * v + 10, hs->chain_head(slot), kVs);
     hs->push_lane(1, pos, s.data(), slot);
   }
   ASSERT_EQ(std::memcmp(remote.mem, here.mem, remote.bytes), 0);
@@ -219,6 +223,52 @@ TEST(VersionStoreLanes, AReusedLaneSlotIsDetectedNotMisread) {
   EXPECT_EQ(s->find(5, 15, v, &info), Found::kReclaimed);
   ASSERT_EQ(s->find(6, 125, v, &info), Found::kVersion);
   EXPECT_EQ(info.version, 2u);
+}
+
+// A lane slot arrives in one WRITE whose words land in any order. Reusing
+// a lane slot whose last tenant GC freed (superseded at 20, lwm 35),
+// the new tenant (superseded at 50) half landed: its position word beside
+// the old superseded_at, or the old position word beside its
+// superseded_at. GC must take neither for the new version — the first
+// would free a version snapshots above the lwm still read.
+TEST(VersionStoreLanes, AHalfLandedLaneSlotIsNeverFreed) {
+  const VersionStoreOptions o = lanes_options(8, 1, 2, 16);
+  Area a(o);
+  auto s = std::move(VersionStore::create(a.span(), o).value());
+  LaneWriter w(a, o, 0);
+  w.push(5, rec(1, 1, 10), 20);  // lane position 0
+  w.push(5, rec(1, 2, 20), 30);  // lane position 1
+  ASSERT_EQ(s->gc(35), 2u);
+  ASSERT_EQ(w.tail(), 2u);
+  // Position 2 reuses position 0's slot; its coordinator raised the bound.
+  *word(a, VersionStore::lane_header_offset(o, 0) + 8) = 3;
+  const uint64_t at = VersionStore::lane_slot_offset(o, 0, 2);
+  ASSERT_EQ(at, VersionStore::lane_slot_offset(o, 0, 0));
+  const uint64_t old_position = *word(a, at);
+  const uint64_t old_sup = *word(a, at + 8);
+  ASSERT_EQ(old_sup, 20u);
+  std::vector<uint8_t> img(VersionStore::slot_bytes(kVs));
+  VersionStore::build_lane_slot(img.data(), VersionStore::lane_link(0, 2), rec(1, 3, 30).data(), 50,
+                                0, kVs);
+  uint64_t new_position = 0, new_sup = 0;
+  std::memcpy(&new_position, img.data(), 8);
+  std::memcpy(&new_sup, img.data() + 8, 8);
+  ASSERT_EQ(new_sup, 50u);
+  // The new position word, the old superseded_at.
+  *word(a, at) = new_position;
+  EXPECT_EQ(s->gc(35), 0u);
+  EXPECT_EQ(s->stats().in_use, 0u);
+  // The old position word, the new superseded_at.
+  *word(a, at) = old_position;
+  *word(a, at + 8) = new_sup;
+  EXPECT_EQ(s->gc(35), 0u);
+  // Both landed: the version is the new tenant's, kept while the lwm is
+  // below 50, freed at 100.
+  *word(a, at) = new_position;
+  EXPECT_EQ(s->gc(40), 0u);
+  EXPECT_EQ(s->stats().in_use, 1u);
+  EXPECT_EQ(s->gc(100), 1u);
+  EXPECT_EQ(w.tail(), 3u);
 }
 
 TEST(VersionStoreLanes, BadLaneOptionsAreRefusedWithTheirName) {

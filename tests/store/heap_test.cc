@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <random>
@@ -63,18 +64,19 @@ void write_tenant(Mem& m, uint64_t offset, uint32_t incarnation, uint64_t key) {
 }
 
 void write_incarnation(Mem& m, uint64_t offset, uint32_t incarnation) {
-  std::memcpy(m.p + offset + 24, &incarnation, sizeof incarnation);
+  std::memcpy(m.p + offset + offsetof(RecordHeader, incarnation), &incarnation, sizeof incarnation);
 }
 
 uint32_t read_incarnation(const Mem& m, uint64_t offset) {
   uint32_t v;
-  std::memcpy(&v, m.p + offset + 24, sizeof v);
+  std::memcpy(&v, m.p + offset + offsetof(RecordHeader, incarnation), sizeof v);
   return v;
 }
 
-TEST(RecordHeap, IncarnationFieldIsAtByte24) {
-  // The heap reads the incarnation at this offset; the tests write it there.
-  EXPECT_EQ(offsetof(RecordHeader, incarnation), 24u);
+TEST(RecordHeap, IncarnationFieldIsAtByte32) {
+  // The layout store/record.h documents (remote readers compute offsets
+  // from it; a durable pool's format version pins it).
+  EXPECT_EQ(offsetof(RecordHeader, incarnation), 32u);
 }
 
 TEST(RecordHeap, BytesForIsSlotsTimesSlotSize) {

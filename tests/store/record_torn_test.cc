@@ -24,6 +24,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -82,12 +83,17 @@ bool write_record(uint8_t* data, size_t slot, uint64_t lock_value) {
   uint64_t free = 0;
   if (!lock.compare_exchange_strong(free, lock_value, std::memory_order_acquire)) return false;
   uint64_t img[kImageWords];
-  const uint64_t version = std::atomic_ref<uint64_t>(*word(data, slot, 1)).load() + 1;
-  RecordHeader h{0, version, key_of(slot), kIncarnation, kLive, 0, 0, 0};
+  constexpr size_t kVersionWord = offsetof(RecordHeader, version) / 8;
+  const uint64_t version = std::atomic_ref<uint64_t>(*word(data, slot, kVersionWord)).load() + 1;
+  RecordHeader h{};
+  h.version = version;
+  h.key = key_of(slot);
+  h.incarnation = kIncarnation;
+  h.flags = kLive;
   std::memcpy(img, &h, sizeof h);
   make_value(h.key, h.version, img + sizeof h / 8);
   seal(img, kValueSize);
-  for (size_t w = 1; w < kImageWords; ++w) {
+  for (size_t w = kBodyOffset / 8; w < kImageWords; ++w) {  // the body
     std::atomic_ref<uint64_t>(*word(data, slot, w)).store(img[w], std::memory_order_relaxed);
   }
   lock.store(0, std::memory_order_release);

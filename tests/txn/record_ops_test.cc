@@ -372,12 +372,12 @@ TEST(RecordOps, ACheckOfALockWordApartReadsItBeforeTheVersion) {
   auto w_lock = [&] { entry[0] = writer; };
   auto w_commit = [&] {  // write back version 2, then unlock (record.h)
     const uint64_t v2 = 2;
-    std::memcpy(slot + 8, &v2, 8);
+    std::memcpy(slot + store::kBodyOffset, &v2, 8);
     entry[0] = 0;
   };
   auto reset = [&] {
     const uint64_t v1 = 1;
-    std::memcpy(slot + 8, &v1, 8);
+    std::memcpy(slot + store::kBodyOffset, &v1, 8);
     entry[0] = 0;
   };
 
@@ -389,7 +389,7 @@ TEST(RecordOps, ACheckOfALockWordApartReadsItBeforeTheVersion) {
   EXPECT_EQ(b.op(0).local, &st.lock);
   EXPECT_EQ(b.op(0).len, 8u);
   EXPECT_EQ(b.op(1).remote.region, kData);
-  EXPECT_EQ(b.op(1).remote.offset, 8u) << "then the version";
+  EXPECT_EQ(b.op(1).remote.offset, store::kBodyOffset) << "then the version";
   EXPECT_EQ(b.op(1).local, &st.version);
   EXPECT_EQ(b.op(1).len, 8u);
 
@@ -424,7 +424,7 @@ TEST(RecordOps, ACheckOfALockWordApartReadsItBeforeTheVersion) {
   reset();
   w_lock();
   OpBatch wrong;
-  wrong.read({0, kData, 8}, &st.version, 8);
+  wrong.read({0, kData, store::kBodyOffset}, &st.version, 8);
   wrong.read(lock, &st.lock, 8);
   execute_in_order(wrong, mem, [&](size_t i) {
     if (i == 1) w_commit();
@@ -439,7 +439,7 @@ TEST(RecordOps, ACheckOfALockWordApartReadsItBeforeTheVersion) {
   EXPECT_EQ(lb.op(0).verb, r2::Verb::kCas);
   EXPECT_EQ(lb.op(0).remote.region, kLocks);
   EXPECT_EQ(lb.op(1).verb, r2::Verb::kRead);
-  EXPECT_EQ(lb.op(1).remote.offset, 8u);
+  EXPECT_EQ(lb.op(1).remote.offset, store::kBodyOffset);
   EXPECT_EQ(st.lock, 0u) << "add_lock leaves only the version to compare";
   // add_commit: the body, then the unlock WRITE to the lock word.
   OpBatch cb;
@@ -547,7 +547,7 @@ TEST(RecordOps, LocksApartAreTakenInTheLockRegionNotInTheSlot) {
            r.version = 1;
            auto* old = reinterpret_cast<uint64_t*>(scratch);
            auto* st = reinterpret_cast<LockState*>(scratch + 16);
-           auto* zero = reinterpret_cast<uint64_t*>(scratch + 32);
+           auto* zero = reinterpret_cast<uint64_t*>(scratch + 16 + sizeof(LockState));
            *zero = 0;
            // One-sided.
            OpBatch b;

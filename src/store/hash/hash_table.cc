@@ -174,7 +174,8 @@ Result<RecordLoc> HashTable::insert_version(uint64_t key, std::span<const uint8_
         const bool reserved =
             lock_word != 0 &&
             std::atomic_ref<uint64_t>(
-                *reinterpret_cast<uint64_t*>(record_ptr(ref_offset(img.slots[s].ref)) + 8))
+                *reinterpret_cast<uint64_t*>(record_ptr(ref_offset(img.slots[s].ref)) +
+                                             offsetof(RecordHeader, version)))
                     .load(std::memory_order_acquire) == 0;
         unlock_chain(head);
         if (reserved) {
