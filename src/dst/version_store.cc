@@ -422,6 +422,7 @@ uint64_t VersionStore::gc_locked(Timestamp lwm) {
 
 uint64_t VersionStore::gc_lanes_locked() {
   uint64_t freed = 0;
+  if (o_.lanes == 0) return 0;
   const uint64_t lane_bytes = o_.lane_capacity * slot_bytes_;
   const uint8_t* lanes = area_.data() + lane_slot_offset(o_, 0, 0);
   for (uint32_t lane = 0; lane < o_.lanes; ++lane) {
