@@ -188,6 +188,10 @@ TEST(PmemPool, BadPoolFilesAreRefusedNamingTheFileAndLeftUntouched) {
   b[0] = 'X';
   expect_refused("not a drtmx pool", b);
   b = good;
+  const uint32_t v1 = 1;  // format 1: records with ts at +48 (store/record.h before 2026-11-28)
+  std::memcpy(b.data() + 8, &v1, sizeof v1);
+  expect_refused("has format version 1, this build reads 2", b);
+  b = good;
   b[256] = 3;  // the watermark: not a line boundary
   expect_refused("watermark", b);
   expect_refused("belongs to cluster 42", good, PoolIdentity{43, 1, 1001, 0xabcdef});
