@@ -20,8 +20,16 @@
 # Both run 1 worker thread on 1 warehouse with the full TPC-C mix, no replication.
 # drtmx gets --order-room=5000*(seconds+warmup), at least 20000, unless the
 # extra options give --order-room (the default would run full in 10 s).
-# Output: one line per run, "run peer=... txn_per_s=..." and, per pair,
-# "pair round=N coroutines=C silo=... drtmx=... ratio=...", machine-readable.
+# Rounds alternate their order: odd rounds run Silo, then drtmx in the
+# --coroutines order; even rounds run drtmx in the reverse order, then Silo.
+# A machine whose speed drifts during the sitting (shared machines do, by a
+# third within minutes) then favors neither side over a pair of rounds:
+# give an even --rounds.
+# Output: one line per run, "run peer=... txn_per_s=..."; per pair,
+# "pair round=N coroutines=C silo=... drtmx=... ratio=..."; per round and
+# coroutine count after the first, "scale round=N coroutines=C over=FIRST
+# ratio=..." (drtmx at C over drtmx at the first count); then the medians.
+# All machine-readable.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -41,7 +49,7 @@ while [ $# -gt 0 ]; do
     --warmup=*) warmup="${1#--warmup=}" ;;
     --bench-exe=*) bench="${1#--bench-exe=}" ;;
     --) shift; extra=("$@"); break ;;
-    -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "compare-silo.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -106,27 +114,57 @@ run_drtmx() {
 }
 
 ratios=()
+scales=()
+first="${cos[0]}"
 for ((r = 1; r <= rounds; r++)); do
+  # This round's order of the drtmx runs (reversed in even rounds).
+  order=("${cos[@]}")
+  if ((r % 2 == 0)); then
+    order=()
+    for ((i = ${#cos[@]} - 1; i >= 0; i--)); do order+=("${cos[$i]}"); done
+  fi
   s=""
-  if [ "$have_silo" = 1 ]; then
+  if [ "$have_silo" = 1 ] && ((r % 2 == 1)); then
+    s=$(run_silo)
+    echo "run round=$r peer=silo txn_per_s=$s"
+  fi
+  declare -A got=()
+  for c in "${order[@]}"; do
+    got[$c]=$(run_drtmx "$c")
+    echo "run round=$r peer=drtmx coroutines=$c txn_per_s=${got[$c]}"
+  done
+  if [ "$have_silo" = 1 ] && ((r % 2 == 0)); then
     s=$(run_silo)
     echo "run round=$r peer=silo txn_per_s=$s"
   fi
   for c in "${cos[@]}"; do
-    d=$(run_drtmx "$c")
-    echo "run round=$r peer=drtmx coroutines=$c txn_per_s=$d"
+    d="${got[$c]}"
     if [ -n "$s" ]; then
       ratio=$(awk -v d="$d" -v s="$s" 'BEGIN { printf "%.2f", d / s }')
       echo "pair round=$r coroutines=$c silo=$s drtmx=$d ratio=$ratio"
       ratios+=("$c:$ratio")
     fi
+    if [ "$c" != "$first" ]; then
+      ratio=$(awk -v d="$d" -v f="${got[$first]}" 'BEGIN { printf "%.2f", d / f }')
+      echo "scale round=$r coroutines=$c over=$first ratio=$ratio"
+      scales+=("$c:$ratio")
+    fi
   done
+  unset got
 done
-if [ "${#ratios[@]}" -gt 0 ]; then
-  for c in "${cos[@]}"; do
-    printf '%s\n' "${ratios[@]}" | awk -F: -v c="$c" '$1 == c { print $2 }' | sort -n |
-      awk -v c="$c" '{ v[NR] = $1 } END { printf "median coroutines=%s ratio=%s pairs=%d\n", c, v[int((NR + 1) / 2)], NR }'
-  done
-fi
+median() {  # lines "C:ratio" on stdin; prints the median ratio of C and the count
+  awk -F: -v c="$1" '$1 == c { print $2 }' | sort -n |
+    awk '{ v[NR] = $1 } END { printf "%s %d\n", v[int((NR + 1) / 2)], NR }'
+}
+for c in "${cos[@]}"; do
+  if [ "${#ratios[@]}" -gt 0 ]; then
+    read -r m n < <(printf '%s\n' "${ratios[@]}" | median "$c")
+    echo "median coroutines=$c ratio=$m pairs=$n"
+  fi
+  if [ "$c" != "$first" ] && [ "${#scales[@]}" -gt 0 ]; then
+    read -r m n < <(printf '%s\n' "${scales[@]}" | median "$c")
+    echo "median scale coroutines=$c over=$first ratio=$m rounds=$n"
+  fi
+done
 load=$(cut -d' ' -f1-3 /proc/loadavg)
 echo "load_average $load"
