@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "base/hash.h"
 #include "store/word_copy.h"
 
 namespace drtmx::dst {
@@ -37,16 +38,9 @@ uint64_t load_relaxed(const uint64_t& w) {
 }  // namespace
 
 uint64_t VersionStore::position_word(uint64_t link, Timestamp superseded_at) {
-  // A 64-bit finalizer (mixes every bit into every bit; 0 maps to 0): two
-  // different timestamps give words that differ in ~32 bits, so a link
-  // of one lap and a timestamp of another match only by a 2^-64 chance.
-  uint64_t x = superseded_at;
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdULL;
-  x ^= x >> 33;
-  x *= 0xc4ceb9fe1a85ec53ULL;
-  x ^= x >> 33;
-  return link ^ x;
+  // Every bit of both enters every bit of the word (base/hash.h): a link of
+  // one lap beside a timestamp of another matches only by a 2^-64 chance.
+  return hash_mix(link, superseded_at);
 }
 
 uint64_t VersionStore::slot_bytes(uint32_t value_size) {

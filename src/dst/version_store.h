@@ -86,9 +86,10 @@
 // fails the check (up to a 2^-64 chance), so gc() stops at the slot as
 // "still being written"; a pair that passes is the write's own, and
 // superseded_at is all gc() decides by. Readers reach a slot through a link
-// stored after it (FIFO) and check the pair before and after their copy. gc() frees a lane's slots
-// from its tail while their position matches and they were superseded at or below the low-water
-// mark — a slot still being written stops it. Links name the ring: lane_link(); the owner's ring
+// stored after it (FIFO) and check the pair before and after their copy.
+// gc() frees a lane's slots from its tail while their pairs match and they
+// were superseded at or below the low-water mark — a slot still being
+// written stops it. Links name the ring: lane_link(); the owner's ring
 // keeps links = position + 1.
 #pragma once
 
@@ -166,8 +167,8 @@ class VersionStore {
   // The offset of a ring slot's position word (its first word).
   static constexpr uint64_t kPositionOffset = 0;
   // The position word of a slot that holds the version at `link`,
-  // superseded at `superseded_at` (see "Position words" above). Never 0
-  // for a link != 0 and superseded_at 0, so a zeroed slot never matches.
+  // superseded at `superseded_at` (see "Position words" above); 0 only by
+  // a 2^-64 chance, so a zeroed slot does not match.
   static uint64_t position_word(uint64_t link, Timestamp superseded_at);
   // Builds, at `out` (slot_bytes(value_size) bytes), the slot at lane link
   // `link` of the version `rec` (a record image: header + value)

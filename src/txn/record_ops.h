@@ -82,9 +82,9 @@ void add_lock(r2::OpBatch& b, const RecordRef& r, uint64_t lock_word, uint64_t* 
 // Queues the READ of [lock, version].
 void add_check(r2::OpBatch& b, const RecordRef& r, LockState* state);
 // Queues the write-back of `image` (a full slot image whose [ts .. end]
-// part is written: the caller built it with the new version, value and seal;
-// ts as the image has it, 0 without MVCC) and the unlock. `zero` is a registered 8-byte 0. Signaled
-// only when `passive` is false.
+// part is written: the caller built it with the new version, value and
+// seal; ts as the image has it, 0 without MVCC) and the unlock. `zero` is
+// a registered 8-byte 0. Signaled only when `passive` is false.
 void add_commit(r2::OpBatch& b, const RecordRef& r, const uint8_t* image, const uint64_t* zero,
                 bool passive);
 // The same for a record whose tuple timestamp `ts` is in the slot and
