@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "store/record.h"
+#include "store/record_io.h"
 #include "store/word_copy.h"
 
 namespace drtmx::dst {
@@ -95,7 +96,7 @@ bool release(const store::SlotRef& rec, uint64_t lock_word, VersionStore* vs, ui
 
 ReadAt read_at(const store::SlotRef& rec, uint64_t key, uint32_t incarnation, uint32_t value_size,
                Timestamp read_ts, SnapshotMode mode, const VersionStore* vs, uint64_t slot,
-               uint8_t* image, VersionInfo* info) {
+               uint8_t* image, VersionInfo* info, bool quiet) {
   if (mode == SnapshotMode::kDst) store::atomic_max_ts(rec.ts, read_ts);
   if (mode != SnapshotMode::kGts) {
     // Wait only for a writer that holds the lock (thesis Fig 5-9, line 3)
@@ -110,8 +111,15 @@ ReadAt read_at(const store::SlotRef& rec, uint64_t key, uint32_t incarnation, ui
   // GTS: a lock holder's timestamp is above a stable read_ts (dst/oracle.h),
   // so the versions <= read_ts are all in place — read past the lock; only
   // a torn image (the holder writing now) waits.
-  store::load_words(image, rec.rec, store::record_slot_size(value_size));
-  switch (store::verify(image, value_size, key, incarnation)) {
+  const size_t bytes = store::record_slot_size(value_size);
+  if (quiet && rec.lock == reinterpret_cast<uint64_t*>(rec.rec)) {
+    quiet = store::copy_quiet(image, rec.rec, bytes);
+  } else {
+    quiet = false;
+    store::load_words(image, rec.rec, bytes);
+  }
+  switch (quiet ? store::verify_quiet(image, key, incarnation)
+                : store::verify(image, value_size, key, incarnation)) {
     case store::RecordCheck::kOk:
       break;
     case store::RecordCheck::kTorn:

@@ -101,9 +101,11 @@ enum class SnapshotMode : uint8_t { kDst, kGts, kDstSkipRaiseUnsafe };
 // 8-aligned); on kValue the value read is at image + store::kValueOffset
 // (the header is the version in place's, even when the value is an older
 // version's: *info says which), so a caller that keeps the slot image or
-// hands the value on needs no second copy.
+// hands the value on needs no second copy. `quiet`: the record's node
+// allows quiet copies (store/record_io.h; StoreNode::quiet_copies()), so a
+// copy that raced no writer needs no seal check.
 ReadAt read_at(const store::SlotRef& rec, uint64_t key, uint32_t incarnation, uint32_t value_size,
                Timestamp read_ts, SnapshotMode mode, const VersionStore* vs, uint64_t slot,
-               uint8_t* image, VersionInfo* info);
+               uint8_t* image, VersionInfo* info, bool quiet = false);
 
 }  // namespace drtmx::dst

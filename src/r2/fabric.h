@@ -256,6 +256,11 @@ struct FabricInfo {
   uint16_t num_nodes = 0;
   uint16_t threads = 0;
   bool atomics_coherent_with_cpu = false;
+  // One-sided WRITEs into a volatile region are the issuing CPU's plain
+  // stores, made in op order (shm): local readers of that memory may rely on
+  // the CPU's memory order (store/record_io.h, quiet copies). False where a
+  // NIC's DMA writes it (verbs).
+  bool writes_are_cpu_stores = false;
 };
 
 class Fabric {

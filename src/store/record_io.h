@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -64,6 +65,77 @@ class RecordImage {
   uint64_t inline_[kInlineWords];
   std::vector<uint64_t> heap_;
 };
+
+// Quiet copies: a local reader's proof that no writer overlapped its copy
+// of a slot, in place of verifying the seal (which hashes the whole value:
+// the largest part of reading a row in place). A copy is quiet when
+//   H1 = the sealed header words [version .. wts], loaded first,
+//   L1 = the lock word, then the slot is copied, then (acquire fence)
+//   L2 = the lock word and H2 = the header words again
+// give L1 == L2 == 0 and H1 == H2 == the copy's header words.
+//
+// Why that suffices. A writer of a live record holds its lock word from
+// before its first store to after its last (record.h). If the copy saw one
+// of its stores, the writer's earlier lock is visible to L2: L2 is its
+// lock (refused), or a later unlock — and then H2 sees the version the
+// writer stored, which H1, loaded before L1 saw the record unlocked, did
+// not (refused). A writer that finished before L1 left nothing to
+// overlap. The only writers without the lock are inserts into a free slot
+// (a new incarnation: a reader that expects the old one finds the identity
+// wrong; one that expects the new one found its address only after the
+// insert published it) and they store the header words before the value
+// (store_words: ascending release stores), so a copy that saw the value
+// being written sees a new header in H2.
+//
+// This holds only where every store into the slot is a CPU store that
+// other CPUs see in program order (x86-64's total store order) — volatile
+// memory on a fabric whose one-sided ops are CPU stores (shm).
+// StoreNode::quiet_copies() says whether this node's records qualify; where
+// they do not (a NIC's DMA, non-temporal stores of persistent WRITEs,
+// weaker memory models), readers verify the seal.
+#if defined(__x86_64__)
+inline constexpr bool kCpuStoresInOrder = true;
+#else
+inline constexpr bool kCpuStoresInOrder = false;
+#endif
+
+// Copies the slot at `rec` (lock word in the slot, `bytes` its size) to
+// `out`; true when the copy is quiet (above). On false the copy is made
+// all the same: verify() it.
+inline bool copy_quiet(uint8_t* out, const uint8_t* rec, size_t bytes) {
+  constexpr size_t kFirst = offsetof(RecordHeader, version) / 8;
+  constexpr size_t kWords = (offsetof(RecordHeader, wts) + 8) / 8 - kFirst;
+  auto* w = reinterpret_cast<uint64_t*>(const_cast<uint8_t*>(rec));
+  uint64_t h1[kWords];
+  for (size_t i = 0; i < kWords; ++i) {
+    h1[i] = std::atomic_ref<uint64_t>(w[kFirst + i]).load(std::memory_order_acquire);
+  }
+  const uint64_t l1 = std::atomic_ref<uint64_t>(w[0]).load(std::memory_order_acquire);
+  load_words(out, rec, bytes);
+  std::atomic_thread_fence(std::memory_order_acquire);
+  if (l1 != 0 || std::atomic_ref<uint64_t>(w[0]).load(std::memory_order_acquire) != 0) {
+    return false;
+  }
+  const auto* copy = reinterpret_cast<const uint64_t*>(out);
+  for (size_t i = 0; i < kWords; ++i) {
+    if (std::atomic_ref<uint64_t>(w[kFirst + i]).load(std::memory_order_acquire) != h1[i] ||
+        copy[kFirst + i] != h1[i]) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// verify() of a quiet copy: the same answers, without the seal's hash (a
+// quiet copy is one writer's complete image, whose seal holds).
+inline RecordCheck verify_quiet(const void* copy, uint64_t key, uint32_t incarnation) {
+  RecordHeader h;
+  std::memcpy(&h, copy, sizeof h);
+  if (h.version == 0 && h.seal == 0 && h.key == 0 && h.flags == 0) return RecordCheck::kEmpty;
+  if (h.key != key) return RecordCheck::kWrongKey;
+  if (h.incarnation != incarnation) return RecordCheck::kWrongIncarnation;
+  return h.flags == kDeleted ? RecordCheck::kDeleted : RecordCheck::kOk;
+}
 
 // MVCC on a backup copy (apply_in_order): the commit timestamp the new
 // version carries, and `keep_old`, called with the record locked and

@@ -217,6 +217,8 @@ class Engine final : public Txn {
     // This node's slot at addr, copied at await_ahead() by this CPU
     // instead of a READ through the fabric (Locator::local_slot).
     const uint8_t* local = nullptr;
+    // The copy of `local` is quiet (store/record_io.h): no seal to verify.
+    bool quiet = false;
   };
   // Waits for the posted READs and turns them into accesses; a READ that
   // did not verify (torn, stale address) is read again synchronously.

@@ -4,6 +4,7 @@
 
 #include "r2/common/clock.h"
 #include "store/record.h"
+#include "store/record_io.h"
 #include "store/word_copy.h"
 #include "txn/engine.h"
 #include "txn/mvcc_ops.h"
@@ -206,12 +207,20 @@ void Engine::await_ahead() {
   // This node's records (post_ahead): copied now, as the fabric copies a
   // local READ at its completion. The acquire fence: what other threads
   // and processes published before is visible to the loads (a copy racing
-  // a writer is caught by verify() below, as a torn READ is).
+  // a writer is caught by verify() below, as a torn READ is — or, where
+  // the node's memory allows, by the quiet copy's own check, which needs
+  // no hash of the value).
   size_t local = 0;
-  for (const Ahead& x : ahead_done_) {
+  const bool quiet = loc_.quiet_copies();
+  for (Ahead& x : ahead_done_) {
     if (x.local == nullptr) continue;
     if (local++ == 0) std::atomic_thread_fence(std::memory_order_acquire);
-    store::load_words(x.buf, x.local, store::record_slot_size(loc_.value_size(x.tk.table)));
+    const size_t bytes = store::record_slot_size(loc_.value_size(x.tk.table));
+    if (quiet) {
+      x.quiet = store::copy_quiet(x.buf, x.local, bytes);
+    } else {
+      store::load_words(x.buf, x.local, bytes);
+    }
   }
   // Done without suspending: counts toward the yield streak as a batch of
   // local ops would (r2::Worker::wait_batch).
@@ -227,7 +236,9 @@ void Engine::await_ahead() {
       // The READ verified: the record as it was (a consistent, current
       // image of the cached address's record). Version 0 is an
       // uncommitted insert: like read(), kLockHeld.
-      if (ok && store::verify(x.buf, vs, x.tk.key, x.incarnation) == store::RecordCheck::kOk) {
+      if (ok && (x.quiet ? store::verify_quiet(x.buf, x.tk.key, x.incarnation)
+                         : store::verify(x.buf, vs, x.tk.key, x.incarnation)) ==
+                    store::RecordCheck::kOk) {
         store::RecordHeader h;
         std::memcpy(&h, x.buf, sizeof h);
         if (h.version == 0) {

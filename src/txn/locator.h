@@ -65,6 +65,9 @@ class Locator {
                                     uint32_t /*value_size*/) const {
     return {};
   }
+  // Whether copies of local_slot()'s records may be checked as quiet
+  // copies instead of by their seals (StoreNode::quiet_copies()).
+  virtual bool quiet_copies() const { return false; }
   // A hint that address_of(path, t, k) follows soon: starts loading what it
   // will look at (no effect on results). A caller about to ask for many
   // keys issues all hints first, so the lookups' cache misses overlap.

@@ -71,6 +71,7 @@ void Engine::snapshot_direct(std::vector<SnapshotRow>* rows, std::vector<size_t>
     mine.push_back(d);
   }
   const dst::SnapshotMode mode = snapshot_mode();
+  const bool quiet = loc_.quiet_copies();
   for (const DirectRow& d : mine) {
     SnapshotRow& row = (*rows)[d.row];
     const uint32_t vs = loc_.value_size(row.tk.table);
@@ -78,7 +79,7 @@ void Engine::snapshot_direct(std::vector<SnapshotRow>* rows, std::vector<size_t>
     // Into the row's copy (a whole slot, 64-byte aligned: snapshot_fetch).
     const dst::ReadAt a =
         dst::read_at(d.rec.at(), row.tk.key, d.incarnation, vs, read_ts_, mode, d.rec.vs,
-                     d.rec.slot, row.value - store::kValueOffset, &info);
+                     d.rec.slot, row.value - store::kValueOffset, &info, quiet);
     if (a != dst::ReadAt::kValue) {
       rest->push_back(d.row);
       continue;

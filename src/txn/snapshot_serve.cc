@@ -66,8 +66,8 @@ bool SnapshotServer::read_key_image(const store::TableSpec& t, uint64_t key, uin
       return true;
     }
     dst::VersionInfo info;
-    const dst::ReadAt a =
-        dst::read_at(r->at(), key, inc, t.value_size, ts, mode, r->vs, r->slot, image, &info);
+    const dst::ReadAt a = dst::read_at(r->at(), key, inc, t.value_size, ts, mode, r->vs, r->slot,
+                                       image, &info, s_.quiet_copies());
     if (a == dst::ReadAt::kLocked) {
       *locked = true;
       return true;

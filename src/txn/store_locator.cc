@@ -226,6 +226,10 @@ store::SlotRef StoreLocator::local_slot(const r2::Co& co, const r2::RemoteAddr& 
   return local_->store->slot_at(addr.region, addr.offset, value_size);
 }
 
+bool StoreLocator::quiet_copies() const {
+  return direct_hash_ && local_->store->quiet_copies();
+}
+
 void StoreLocator::prefetch_address(ReadPath path, TableId t, Key k) {
   if (path != ReadPath::kOneSidedCached && path != ReadPath::kHybrid) return;
   const store::TableSpec* s = spec(t);

@@ -74,6 +74,7 @@ class StoreLocator final : public Locator {
   // With set_local_index(l, true): StoreNode::slot_at on this node's store.
   store::SlotRef local_slot(const r2::Co& co, const r2::RemoteAddr& addr,
                             uint32_t value_size) const override;
+  bool quiet_copies() const override;
   bool caches_addresses(TableId t) const override {
     const store::TableSpec* s = spec(t);
     return s != nullptr && s->kind == store::TableKind::kHash;

@@ -18,6 +18,7 @@
 
 #include "r2/support/worker_cluster.h"
 #include "store/catalog.h"
+#include "store/record_io.h"
 #include "store/tables/store_node.h"
 #include "store/tables/table_client.h"
 
@@ -891,6 +892,22 @@ TEST(Tables, LockWordsApartWithoutLockRegionsAreRefused) {
   auto s = StoreNode::create(cat, cluster->f(0), /*locks_apart=*/true);
   ASSERT_FALSE(s.is_ok());
   EXPECT_NE(s.status().message().find("lock region"), std::string::npos) << s.status().to_string();
+}
+
+// Quiet copies (store/record_io.h) replace the seal check of a node's
+// reads of its own records only on volatile shm memory with the lock words
+// in the slots; lock words apart (durable nodes) keep the seal check.
+TEST(Tables, QuietCopiesOnlyWhereTheLockWordsAreInVolatileSlots) {
+  const Catalog cat = make_catalog(64);
+  const ScratchPlan scratch{1, 1, scratch_per_coroutine(cat)};
+  for (bool apart : {false, true}) {
+    auto cluster = r2::testing::InProcCluster::make(1, 1, regions_of(cat, 0, scratch, apart));
+    ASSERT_TRUE(cluster->error.is_ok());
+    ASSERT_EQ(cluster->f(0).info().backend, "shm");
+    auto s = StoreNode::create(cat, cluster->f(0), apart);
+    ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+    EXPECT_EQ((*s)->quiet_copies(), !apart && kCpuStoresInOrder) << "apart=" << apart;
+  }
 }
 
 TEST(Tables, ErrorsNameTheProblem) {

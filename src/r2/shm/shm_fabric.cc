@@ -113,6 +113,7 @@ class ShmFabric final : public Fabric {
     info_.num_nodes = cfg.num_nodes;
     info_.threads = cfg.threads;
     info_.atomics_coherent_with_cpu = true;
+    info_.writes_are_cpu_stores = true;
     table_.reset(cfg.num_nodes);
   }
 

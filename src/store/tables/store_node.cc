@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "store/record_io.h"
 #include "store/tables/ordered_rpc.h"
 #include "store/word_copy.h"
 
@@ -33,6 +34,20 @@ Status from_xstatus(xstore::XStatus s, const TableSpec& t, uint64_t key) {
   return internal_error("unknown xstore status");
 }
 
+// StoreNode::quiet_copies(): the regions of every copy `node` hosts.
+bool quiet_copies_on(const Catalog& catalog, NodeId16 node, r2::Fabric& fabric, bool locks_apart) {
+  if (!kCpuStoresInOrder || !fabric.info().writes_are_cpu_stores || locks_apart) return false;
+  for (const TableSpec& t : catalog.tables()) {
+    for (PartitionId p : catalog.hosted(node, t)) {
+      auto plan = locate(catalog, t, p, node);
+      if (!plan.is_ok()) return false;
+      const r2::Region* region = fabric.region(plan->region);
+      if (region == nullptr || region->persistent()) return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<StoreNode>> StoreNode::create(const Catalog& catalog, r2::Fabric& fabric,
@@ -43,6 +58,7 @@ Result<std::unique_ptr<StoreNode>> StoreNode::create(const Catalog& catalog, r2:
       DRTMX_RETURN_IF_ERROR(n->build(t, p, fabric));
     }
   }
+  n->quiet_copies_ = quiet_copies_on(catalog, n->node_, fabric, locks_apart);
   return n;
 }
 
@@ -55,6 +71,7 @@ Result<std::unique_ptr<StoreNode>> StoreNode::recover(const Catalog& catalog, r2
       DRTMX_RETURN_IF_ERROR(n->build(t, p, fabric, out));
     }
   }
+  n->quiet_copies_ = quiet_copies_on(catalog, n->node_, fabric, locks_apart);
   return n;
 }
 

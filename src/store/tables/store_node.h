@@ -151,6 +151,11 @@ class StoreNode {
   // whose records hold `value_size` bytes; else rec == nullptr.
   SlotRef slot_at(r2::RegionId region, uint64_t offset, uint32_t value_size) const;
   bool locks_apart() const { return locks_apart_; }
+  // Whether this node's readers of its own records may take a quiet copy
+  // (record_io.h, copy_quiet) instead of verifying the seal: every table
+  // region volatile, one-sided WRITEs CPU stores (FabricInfo), a CPU with
+  // total store order, lock words in the slots.
+  bool quiet_copies() const { return quiet_copies_; }
 
   // Failover (txn/failover.h), while no transaction runs: the records of
   // the hosted copies whose lock word `stale` accepts (held by a removed
@@ -202,6 +207,7 @@ class StoreNode {
   const Placement* placement_ = nullptr;
   NodeId16 node_;
   bool locks_apart_;
+  bool quiet_copies_ = false;
   std::unordered_map<uint64_t, std::unique_ptr<LocalPartition>> parts_;  // (table << 32) | p
   // By table id: the hosted copies in area order (slot_at).
   std::vector<std::vector<LocalPartition*>> areas_;

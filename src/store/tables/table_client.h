@@ -226,8 +226,10 @@ class TableClient {
   // and r2::Co::direct still true: a removed node stops) and `offset`
   // starts a heap slot of it; else null (READ it).
   const uint8_t* own_record(const r2::Co& co, const Ordered& o, uint64_t offset) const;
-  // Copies such a record into `to` (an acquire fence, then word loads).
-  void copy_own(uint8_t* to, const uint8_t* record, size_t bytes);
+  // Copies such a record into `to` (an acquire fence, then word loads);
+  // true when the copy is quiet (store/record_io.h: verify_quiet() then,
+  // where the node's store allows quiet copies), false: verify() it.
+  bool copy_own(uint8_t* to, const uint8_t* record, size_t bytes);
   Result<bool> record_get(r2::Co& co, Ordered& o, uint64_t key, std::span<uint8_t> value_out,
                           RecordRef* ref);
   Status scan_partition(r2::Co& co, Ordered& o, uint64_t start, size_t n, bool* end);
