@@ -62,9 +62,8 @@ void Engine::commit() {
       // persistent WRITE and flushing READ do for a remote primary. The
       // unlock comes before the fence there too: persistence of a primary's
       // copy only gates the release of the backups' log entries (settle).
-      const store::SlotRef here = !crash_ && (!mvcc_on() || onesided)
-                                      ? loc_.local_slot(co_, a.ref.addr, vs)
-                                      : store::SlotRef{};
+      const store::SlotRef here =
+          !crash_ && (!mvcc_on() || onesided) ? local_of(a) : store::SlotRef{};
       if (here.rec == nullptr && a.ref.addr.node == co_.node()) fabric_here = true;
       if (here.rec != nullptr) {
         commit_here(here, image, vs, /*keep_ts=*/onesided);

@@ -197,6 +197,10 @@ class Engine final : public Txn {
     bool held;           // we hold its lock (an insert: its reservation)
     bool insert;         // a new record: reserved at Validate, not read
     bool remove;         // delete at Commit (write is set too)
+    // This node's slot at ref.addr (Locator::local_slot), looked up once
+    // per address by local_of(): Execute, Validate and Commit each ask.
+    mutable store::SlotRef here{};
+    mutable bool here_known = false;
   };
   // A scanned range, validated at commit: the keys the store returned for
   // [from, to] (to: the last key returned when the limit cut the scan).
@@ -217,6 +221,7 @@ class Engine final : public Txn {
     // This node's slot at addr, copied at await_ahead() by this CPU
     // instead of a READ through the fabric (Locator::local_slot).
     const uint8_t* local = nullptr;
+    store::SlotRef here{};  // local's words; the access inherits it (local_of)
     // The copy of `local` is quiet (store/record_io.h): no seal to verify.
     bool quiet = false;
   };
@@ -237,6 +242,17 @@ class Engine final : public Txn {
   void note_holds();                 // Validate: record the locks about to be taken in holds_
   void drop_holds();                 // the attempt ends: forget them
   void add_access(const Access& a);  // appends to set_ and indexes it
+  // Locator::local_slot of a.ref.addr, remembered in the access; empty once
+  // this node stopped running its own operations directly (Co::direct: a
+  // node removed from the cluster).
+  store::SlotRef local_of(const Access& a) const {
+    if (!a.here_known) {
+      a.here = loc_.local_slot(co_, a.ref.addr, a.ref.value_size);
+      a.here_known = true;
+    }
+    if (a.here.rec == nullptr || !co_.direct(co_.node())) return {};
+    return a.here;
+  }
   uint8_t* alloc(size_t bytes);
   ReadPath read_path() const {
     return kind_ == Kind::kReadOnly ? policy_.ro_read : policy_.execute;

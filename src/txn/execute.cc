@@ -178,7 +178,10 @@ void Engine::post_ahead(std::span<const TableKey> keys, bool for_update,
       // what the fabric's local READ does (prefetch at post, copy at
       // completion), without its request, queue and completion. Verified
       // there like a READ's copy.
-      if (x.buf != nullptr) x.local = loc_.local_slot(co_, x.addr, vs).rec;
+      if (x.buf != nullptr) {
+        x.here = loc_.local_slot(co_, x.addr, vs);
+        x.local = x.here.rec;
+      }
       if (x.local != nullptr) {
         store::prefetch_lines(x.local, bytes);
         ++stats_.reads_ahead_direct;
@@ -249,6 +252,8 @@ void Engine::await_ahead() {
         a.table = x.tk.table;
         a.key = x.tk.key;
         a.ref = RecordRef{x.addr, vs, h.version};
+        a.here = x.here;  // looked up by post_ahead for this address
+        a.here_known = true;
         a.incarnation = h.incarnation;
         a.copy = x.buf;
         a.write = x.for_update;

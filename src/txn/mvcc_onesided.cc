@@ -82,7 +82,7 @@ Abort Engine::mvcc_lock_onesided(uint64_t* collected) {
     if (buf == nullptr) return Abort::kNotSupported;
     LaneItem it{i, l, slot, reinterpret_cast<uint64_t*>(buf), buf + 48, {}, 0};
     // This node's record: its steps are run here (mvcc_lock_here).
-    if (loc_.local_slot(co_, a.ref.addr, a.ref.value_size).rec != nullptr) {
+    if (local_of(a).rec != nullptr) {
       dst::MvccNode::Record r;
       if (mvcc_->resolve(a.ref.addr.region, a.ref.addr.offset, a.ref.value_size, &r) &&
           r.slot == slot && r.vs != nullptr) {
@@ -265,7 +265,7 @@ Status Engine::mvcc_check_onesided(std::vector<MvccCheckResult>* out) {
   size_t direct = 0;
   for (size_t k = 0; k < n; ++k) {
     const Access& a = set_[reads[k]];
-    const store::SlotRef here = loc_.local_slot(co_, a.ref.addr, a.ref.value_size);
+    const store::SlotRef here = local_of(a);
     if (here.rec == nullptr) {
       pending.push_back(k);
       continue;

@@ -25,6 +25,7 @@ Abort Engine::reserve_inserts() {
     const Reservation& r = reservations_[i++];
     if (r.result == Abort::kNone) {
       a.ref.addr = r.addr;
+      a.here_known = false;            // local_of() looks the new address up
       a.ref.version = r.base_version;  // Commit writes base + 1
       a.incarnation = r.incarnation;
       a.held = true;
@@ -103,8 +104,7 @@ Abort Engine::validate() {
       slots_.push_back({old, st});
       // This node's record: locked at once (lock_here); released, written
       // back and unlocked through the fabric like any other.
-      if (const store::SlotRef here = loc_.local_slot(co_, a.ref.addr, a.ref.value_size);
-          here.rec != nullptr) {
+      if (const store::SlotRef here = local_of(a); here.rec != nullptr) {
         lock_here(here, lock_word_, old, st);
         lock_ops_.push_back(kDirectLock);
         ++direct;
@@ -272,8 +272,7 @@ Abort Engine::validate() {
       }
       states.push_back(st);
       // This node's record: checked at once (check_here).
-      if (const store::SlotRef here = loc_.local_slot(co_, a.ref.addr, a.ref.value_size);
-          here.rec != nullptr) {
+      if (const store::SlotRef here = local_of(a); here.rec != nullptr) {
         check_here(here, st);
         ++direct;
         continue;
