@@ -147,11 +147,24 @@ enum class RecordCheck : uint8_t {
   kDeleted,           // the record was deleted
 };
 
+// A slot no record was ever written to (all zero).
+inline bool never_written(const RecordHeader& h) {
+  return h.version == 0 && h.seal == 0 && h.key == 0 && h.flags == 0;
+}
+
+// The identity a cached address promised, on a header already known whole:
+// the key, then the incarnation, then whether the record is deleted.
+inline RecordCheck check_identity(const RecordHeader& h, uint64_t key, uint32_t incarnation) {
+  if (h.key != key) return RecordCheck::kWrongKey;
+  if (h.incarnation != incarnation) return RecordCheck::kWrongIncarnation;
+  return h.flags == kDeleted ? RecordCheck::kDeleted : RecordCheck::kOk;
+}
+
 // Reader: checks a copy of a slot (as READ from the fabric).
 inline RecordCheck verify(const void* copy, size_t value_size) {
   RecordHeader h;
   std::memcpy(&h, copy, sizeof h);
-  if (h.version == 0 && h.seal == 0 && h.key == 0 && h.flags == 0) return RecordCheck::kEmpty;
+  if (never_written(h)) return RecordCheck::kEmpty;
   if (compute_seal(h, static_cast<const uint8_t*>(copy) + sizeof(RecordHeader), value_size) !=
       h.seal) {
     return RecordCheck::kTorn;
@@ -165,9 +178,7 @@ inline RecordCheck verify(const void* copy, size_t value_size, uint64_t key, uin
   if (c != RecordCheck::kOk && c != RecordCheck::kDeleted) return c;
   RecordHeader h;
   std::memcpy(&h, copy, sizeof h);
-  if (h.key != key) return RecordCheck::kWrongKey;
-  if (h.incarnation != incarnation) return RecordCheck::kWrongIncarnation;
-  return c;
+  return check_identity(h, key, incarnation);
 }
 
 }  // namespace drtmx::store

@@ -131,10 +131,8 @@ inline bool copy_quiet(uint8_t* out, const uint8_t* rec, size_t bytes) {
 inline RecordCheck verify_quiet(const void* copy, uint64_t key, uint32_t incarnation) {
   RecordHeader h;
   std::memcpy(&h, copy, sizeof h);
-  if (h.version == 0 && h.seal == 0 && h.key == 0 && h.flags == 0) return RecordCheck::kEmpty;
-  if (h.key != key) return RecordCheck::kWrongKey;
-  if (h.incarnation != incarnation) return RecordCheck::kWrongIncarnation;
-  return h.flags == kDeleted ? RecordCheck::kDeleted : RecordCheck::kOk;
+  if (never_written(h)) return RecordCheck::kEmpty;
+  return check_identity(h, key, incarnation);
 }
 
 // MVCC on a backup copy (apply_in_order): the commit timestamp the new
