@@ -378,6 +378,7 @@ Status run_bench_node(const BenchOptions& o) {
     mine.versions.snapshot_reads = st.snapshot_reads;
     mine.versions.snapshot_reads_onesided = st.snapshot_reads_onesided;
     mine.versions.snapshot_reads_direct = st.snapshot_reads_direct;
+    mine.versions.snapshot_field_reads = st.snapshot_field_reads;
   }
   auto audit = (*wl)->node_audit(n.store(), *cat);
   if (!audit.is_ok()) return fail(audit.status().with_context("audit"));

@@ -306,7 +306,12 @@ Status report(const BenchOptions& o, const Workload& wl, const store::Catalog& c
                 << fmt(100.0 * double(versions.snapshot_reads_direct) / all, 1)
                 << "% of them in place on this node, "
                 << fmt(100.0 * double(versions.snapshot_reads_onesided) / all, 1)
-                << "% one-sided (the version in place), the rest by DEP_READ RPC\n";
+                << "% one-sided (the version in place), the rest by DEP_READ RPC";
+      if (versions.snapshot_field_reads != 0) {
+        std::cout << "; " << fmt(100.0 * double(versions.snapshot_field_reads) / all, 1)
+                  << "% were one field of a row (get_fields)";
+      }
+      std::cout << "\n";
     }
   }
   std::vector<double> rates;
@@ -396,6 +401,7 @@ Status report(const BenchOptions& o, const Workload& wl, const store::Catalog& c
       j.key("snapshot_reads").value(versions.snapshot_reads);
       j.key("snapshot_reads_onesided").value(versions.snapshot_reads_onesided);
       j.key("snapshot_reads_direct").value(versions.snapshot_reads_direct);
+      j.key("snapshot_field_reads").value(versions.snapshot_field_reads);
       j.end_object();
     }
     j.key("traffic").begin_object();

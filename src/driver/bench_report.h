@@ -44,8 +44,10 @@ struct VersionTotals {
   uint64_t capacity = 0, in_use = 0, peak = 0, pushed = 0, reclaimed = 0, gc_runs = 0, refused = 0,
            reserved_bytes = 0, in_use_bytes = 0;
   // Rows read by snapshots, and of them by one-sided ops and in place on
-  // their primary (the others by the DEP_READ RPC).
-  uint64_t snapshot_reads = 0, snapshot_reads_onesided = 0, snapshot_reads_direct = 0;
+  // their primary (the others by the DEP_READ RPC); of those in place, the
+  // ones get_fields() read as header and field only.
+  uint64_t snapshot_reads = 0, snapshot_reads_onesided = 0, snapshot_reads_direct = 0,
+           snapshot_field_reads = 0;
 
   static VersionTotals of(const dst::VersionStoreStats& v) {
     // in-use bytes: each slot is its store's capacity's share of its bytes
@@ -60,6 +62,7 @@ struct VersionTotals {
     reserved_bytes += o.reserved_bytes, in_use_bytes += o.in_use_bytes;
     snapshot_reads += o.snapshot_reads, snapshot_reads_onesided += o.snapshot_reads_onesided;
     snapshot_reads_direct += o.snapshot_reads_direct;
+    snapshot_field_reads += o.snapshot_field_reads;
   }
   std::vector<uint64_t> fields() const {
     return {capacity,
@@ -73,12 +76,13 @@ struct VersionTotals {
             in_use_bytes,
             snapshot_reads,
             snapshot_reads_onesided,
-            snapshot_reads_direct};
+            snapshot_reads_direct,
+            snapshot_field_reads};
   }
   static bool from(const std::vector<uint64_t>& f, VersionTotals* v) {
     if (f.empty()) return true;  // a node without MVCC
-    if (f.size() != 12) return false;
-    *v = {f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8], f[9], f[10], f[11]};
+    if (f.size() != 13) return false;
+    *v = {f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8], f[9], f[10], f[11], f[12]};
     return true;
   }
 };

@@ -96,7 +96,7 @@ bool release(const store::SlotRef& rec, uint64_t lock_word, VersionStore* vs, ui
 
 ReadAt read_at(const store::SlotRef& rec, uint64_t key, uint32_t incarnation, uint32_t value_size,
                Timestamp read_ts, SnapshotMode mode, const VersionStore* vs, uint64_t slot,
-               uint8_t* image, VersionInfo* info, bool quiet) {
+               uint8_t* image, VersionInfo* info, bool quiet, store::SlotPart part) {
   if (mode == SnapshotMode::kDst) store::atomic_max_ts(rec.ts, read_ts);
   if (mode != SnapshotMode::kGts) {
     // Wait only for a writer that holds the lock (thesis Fig 5-9, line 3)
@@ -113,7 +113,9 @@ ReadAt read_at(const store::SlotRef& rec, uint64_t key, uint32_t incarnation, ui
   // a torn image (the holder writing now) waits.
   const size_t bytes = store::record_slot_size(value_size);
   if (quiet && rec.lock == reinterpret_cast<uint64_t*>(rec.rec)) {
-    quiet = store::copy_quiet(image, rec.rec, bytes);
+    quiet = store::copy_quiet(image, rec.rec, bytes, part);
+    // A part that is not quiet is verified whole: the seal covers it all.
+    if (!quiet && !part.whole()) store::load_words(image, rec.rec, bytes);
   } else {
     quiet = false;
     store::load_words(image, rec.rec, bytes);

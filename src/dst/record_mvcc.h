@@ -103,9 +103,13 @@ enum class SnapshotMode : uint8_t { kDst, kGts, kDstSkipRaiseUnsafe };
 // version's: *info says which), so a caller that keeps the slot image or
 // hands the value on needs no second copy. `quiet`: the record's node
 // allows quiet copies (store/record_io.h; StoreNode::quiet_copies()), so a
-// copy that raced no writer needs no seal check.
+// copy that raced no writer needs no seal check. `part` (quiet copies
+// only): the caller needs only those value words — a quiet copy loads just
+// them and the header; on kValue only they (and the header) are meant to
+// be read from `image`, though an older version or a copy that had to be
+// verified fills it whole.
 ReadAt read_at(const store::SlotRef& rec, uint64_t key, uint32_t incarnation, uint32_t value_size,
                Timestamp read_ts, SnapshotMode mode, const VersionStore* vs, uint64_t slot,
-               uint8_t* image, VersionInfo* info, bool quiet = false);
+               uint8_t* image, VersionInfo* info, bool quiet = false, store::SlotPart part = {});
 
 }  // namespace drtmx::dst

@@ -99,10 +99,31 @@ inline constexpr bool kCpuStoresInOrder = true;
 inline constexpr bool kCpuStoresInOrder = false;
 #endif
 
+// A part of a slot's value a reader wants: slot bytes [from, to), 8-byte
+// aligned, at or after kValueOffset. The default (to == 0) is all of it.
+struct SlotPart {
+  uint32_t from = 0;
+  uint32_t to = 0;
+  bool whole() const { return to == 0; }
+};
+
+// The words of a slot of `slot_bytes` that hold value bytes
+// [offset, offset + size).
+constexpr SlotPart slot_part(size_t offset, size_t size, size_t slot_bytes) {
+  const size_t from = (kValueOffset + offset) & ~size_t{7};
+  const size_t to = std::min(slot_bytes, (kValueOffset + offset + size + 7) & ~size_t{7});
+  return {static_cast<uint32_t>(from), static_cast<uint32_t>(to)};
+}
+
 // Copies the slot at `rec` (lock word in the slot, `bytes` its size) to
 // `out`; true when the copy is quiet (above). On false the copy is made
 // all the same: verify() it.
-inline bool copy_quiet(uint8_t* out, const uint8_t* rec, size_t bytes) {
+// With a `part`, only the header words and the part's are copied (to the
+// same offsets in `out`). The argument above holds word by word — it never
+// needed the whole slot — so a quiet part is one writer's image as well,
+// the writer whose header was copied. A part copy that is not quiet cannot
+// be verified (the seal covers the whole value): copy the slot again whole.
+inline bool copy_quiet(uint8_t* out, const uint8_t* rec, size_t bytes, SlotPart part = {}) {
   constexpr size_t kFirst = offsetof(RecordHeader, version) / 8;
   constexpr size_t kWords = (offsetof(RecordHeader, wts) + 8) / 8 - kFirst;
   auto* w = reinterpret_cast<uint64_t*>(const_cast<uint8_t*>(rec));
@@ -111,7 +132,12 @@ inline bool copy_quiet(uint8_t* out, const uint8_t* rec, size_t bytes) {
     h1[i] = std::atomic_ref<uint64_t>(w[kFirst + i]).load(std::memory_order_acquire);
   }
   const uint64_t l1 = std::atomic_ref<uint64_t>(w[0]).load(std::memory_order_acquire);
-  load_words(out, rec, bytes);
+  if (part.whole()) {
+    load_words(out, rec, bytes);
+  } else {
+    load_words(out, rec, kValueOffset);
+    load_words(out + part.from, rec + part.from, part.to - part.from);
+  }
   std::atomic_thread_fence(std::memory_order_acquire);
   if (l1 != 0 || std::atomic_ref<uint64_t>(w[0]).load(std::memory_order_acquire) != 0) {
     return false;

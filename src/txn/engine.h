@@ -88,6 +88,7 @@ struct TxnStats {
   uint64_t snapshot_reads = 0;           // rows snapshot reads fetched
   uint64_t snapshot_reads_onesided = 0;  // ... of them by one-sided ops
   uint64_t snapshot_reads_direct = 0;    // ... in place on this node (its primary)
+  uint64_t snapshot_field_reads = 0;     // ... of them by get_fields(): header and field
   // One-sided MVCC (mvcc_onesided.cc): records of this node locked or
   // checked in Validate by the coordinator's own loads and stores.
   uint64_t mvcc_steps_direct = 0;
@@ -181,6 +182,9 @@ class Engine final : public Txn {
   // Posts READs for the keys with a known address (Co::post) and returns;
   // await_ahead() collects them before the next store access (execute.cc).
   Abort read_ahead(std::span<const TableKey> keys, bool for_update) override;
+  // A snapshot reads this node's rows in place as far as the field
+  // (fields.cc); otherwise Txn's: prefetch, get, copy the field.
+  Abort get_fields(std::span<const TableKey> keys, Field f, void* out) override;
   Abort insert(TableId t, Key k, const void* value) override;
   Abort remove(TableId t, Key k) override;
   Abort scan(TableId t, Key from, Key to, size_t limit, Rows* out) override;
@@ -314,6 +318,10 @@ class Engine final : public Txn {
   Abort snapshot_fetch(std::span<const TableKey> keys,
                        std::vector<std::pair<TableKey, Abort>>* errors);
   Abort snapshot_scan(TableId t, Key from, Key to, size_t limit, Rows* out);
+  // get_fields() of a snapshot (fields.cc): the rows of this node that the
+  // transaction has not read, in place, header and field only; the others
+  // by snapshot_fetch (kept in the transaction).
+  Abort snapshot_fields(std::span<const TableKey> keys, Field f, uint8_t* out);
   // One partition's part of a snapshot scan run in place, when `primary`
   // is this node and the worker runs local work directly: false (and
   // nothing appended) otherwise, or when a row is locked (the RPC waits).
@@ -415,12 +423,18 @@ class Engine final : public Txn {
     uint32_t incarnation;                   // ... and the tenant the cache names
   };
   std::vector<DirectRow> snap_direct_;
-  struct OneSidedRow {     // snapshot_onesided.cc
-    size_t row;            // index in the rows
-    r2::RemoteAddr addr;   // the record's cached address
-    uint32_t incarnation;  // ... and the tenant it names
-    uint64_t* words;       // [ts READ][CAS result][lock READ][holder word, ts READ]
-    uint8_t* image;        // the record READ
+  std::vector<SnapshotRow> field_rows_;  // snapshot_fields: the rows read in place
+  std::vector<size_t> field_at_;         // ... their indices in the keys
+  std::vector<size_t> field_rest_;       // ... those snapshot_direct left
+  std::vector<uint8_t> field_done_;      // per key: its field was copied out
+  std::vector<TableKey> field_fetch_;    // keys for snapshot_fetch
+  std::vector<uint64_t> field_images_;   // a slot image per row (header and field filled)
+  struct OneSidedRow {                   // snapshot_onesided.cc
+    size_t row;                          // index in the rows
+    r2::RemoteAddr addr;                 // the record's cached address
+    uint32_t incarnation;                // ... and the tenant it names
+    uint64_t* words;                     // [ts READ][CAS result][lock READ][holder word, ts READ]
+    uint8_t* image;                      // the record READ
   };
   std::vector<OneSidedRow> snap_onesided_;
   std::vector<size_t> snap_lookup_;  // snapshot rows missing from the location cache

@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "r2/fabric.h"
+#include "store/record_io.h"
 #include "txn/txn.h"
 
 namespace drtmx::txn {
@@ -23,6 +24,9 @@ struct SnapshotRow {
   bool found = false;
   uint64_t version = 0;
   uint8_t* value = nullptr;  // caller's buffer: the table's value size
+  // Read in place, only these words of the value are needed (get_fields;
+  // snapshot_direct): the rest of *value may be left unwritten.
+  store::SlotPart part{};
   // DEP_READ of a hash table's live record: its offset in the table's
   // region at the primary (0: not told) and incarnation.
   uint64_t offset = 0;

@@ -38,6 +38,7 @@ void Engine::snapshot_direct(std::vector<SnapshotRow>* rows, std::vector<size_t>
     }
   }
   const store::Catalog& catalog = mvcc_->catalog();
+  const bool quiet = loc_.quiet_copies();
   for (size_t i = 0; i < rows->size(); ++i) {
     const SnapshotRow& row = (*rows)[i];
     if (row.primary != self) {
@@ -65,13 +66,19 @@ void Engine::snapshot_direct(std::vector<SnapshotRow>* rows, std::vector<size_t>
       }
       d.rec = *r;
     }
-    // The ts word is raised (a write); the rest of the slot only loaded.
+    // The ts word is raised (a write); the rest of the slot only loaded —
+    // of a row wanted for a part, the header and the part.
     __builtin_prefetch(d.rec.ts, 1);
-    store::prefetch_lines(d.rec.rec, store::record_slot_size(vs));
+    if (row.part.whole() || !quiet) {
+      store::prefetch_lines(d.rec.rec, store::record_slot_size(vs));
+    } else {
+      __builtin_prefetch(d.rec.rec);
+      const uint32_t first = row.part.from & ~63u;
+      store::prefetch_lines(d.rec.rec + first, row.part.to - first);
+    }
     mine.push_back(d);
   }
   const dst::SnapshotMode mode = snapshot_mode();
-  const bool quiet = loc_.quiet_copies();
   for (const DirectRow& d : mine) {
     SnapshotRow& row = (*rows)[d.row];
     const uint32_t vs = loc_.value_size(row.tk.table);
@@ -79,7 +86,7 @@ void Engine::snapshot_direct(std::vector<SnapshotRow>* rows, std::vector<size_t>
     // Into the row's copy (a whole slot, 64-byte aligned: snapshot_fetch).
     const dst::ReadAt a =
         dst::read_at(d.rec.at(), row.tk.key, d.incarnation, vs, read_ts_, mode, d.rec.vs,
-                     d.rec.slot, row.value - store::kValueOffset, &info, quiet);
+                     d.rec.slot, row.value - store::kValueOffset, &info, quiet, row.part);
     if (a != dst::ReadAt::kValue) {
       rest->push_back(d.row);
       continue;

@@ -52,6 +52,15 @@ enum class Abort : uint8_t {
 constexpr int kAbortKinds = 11;
 const char* abort_name(Abort a);
 
+// One field of a table's rows: `size` bytes at `offset` in a value of
+// `row_size` bytes (the table's value size, which get_fields checks), e.g.
+// Field{sizeof(StockRow), offsetof(StockRow, s_quantity), sizeof(int16_t)}.
+struct Field {
+  uint32_t row_size = 0;
+  uint32_t offset = 0;
+  uint32_t size = 0;
+};
+
 class Txn {
  public:
   virtual ~Txn() = default;
@@ -77,6 +86,17 @@ class Txn {
   virtual Abort read_ahead(std::span<const TableKey> keys, bool for_update) {
     return prefetch(keys, for_update);
   }
+  // One field of many rows (a column): the field `f` of the row of each of
+  // `keys` into out + i * f.size. Returns and reads what prefetch(keys,
+  // false) and then a get() of each key would (the rows are the
+  // transaction's reads, validated at commit where get()'s are), copying
+  // only the field out. A snapshot (read-only under MVCC) of rows in this
+  // node's memory may load no more of a row than the field and the
+  // record's header, where it can prove that copy whole (quiet copies,
+  // store/record_io.h): a cache line of a wide row instead of all of them.
+  // kNotSupported when the field is not inside the row or f.row_size is
+  // not the table's value size; kRecordMissing for an absent key.
+  virtual Abort get_fields(std::span<const TableKey> keys, Field f, void* out);
 
   // Creates a record with `value`. The key must not exist: the insert is
   // locked and checked at validation, and the transaction aborts with

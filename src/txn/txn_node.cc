@@ -800,6 +800,7 @@ TxnStats TxnNode::stats() const {
     s.snapshot_reads += e->stats().snapshot_reads;
     s.snapshot_reads_onesided += e->stats().snapshot_reads_onesided;
     s.snapshot_reads_direct += e->stats().snapshot_reads_direct;
+    s.snapshot_field_reads += e->stats().snapshot_field_reads;
     s.mvcc_steps_direct += e->stats().mvcc_steps_direct;
     s.writes_direct += e->stats().writes_direct;
     s.sibling_waits += e->stats().sibling_waits;
