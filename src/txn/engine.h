@@ -425,7 +425,6 @@ class Engine final : public Txn {
   std::vector<DirectRow> snap_direct_;
   std::vector<SnapshotRow> field_rows_;  // snapshot_fields: the rows read in place
   std::vector<size_t> field_at_;         // ... their indices in the keys
-  std::vector<size_t> field_rest_;       // ... those snapshot_direct left
   std::vector<uint8_t> field_done_;      // per key: its field was copied out
   std::vector<TableKey> field_fetch_;    // keys for snapshot_fetch
   std::vector<uint64_t> field_images_;   // a slot image per row (header and field filled)

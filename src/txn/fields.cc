@@ -94,7 +94,9 @@ Abort Engine::snapshot_fields(std::span<const TableKey> keys, Field f, uint8_t* 
       field_rows_[j].value =
           reinterpret_cast<uint8_t*>(field_images_.data() + j * words) + store::kValueOffset;
     }
-    snapshot_direct(&field_rows_, &field_rest_);
+    // The rows it leaves (snap_todo_, snapshot_fetch's scratch) are the
+    // ones not found below.
+    snapshot_direct(&field_rows_, &snap_todo_);
     for (size_t j = 0; j < field_rows_.size(); ++j) {
       const SnapshotRow& row = field_rows_[j];
       if (!row.found) continue;  // left for snapshot_fetch (which counts it)
