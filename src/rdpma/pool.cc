@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "base/hash.h"
+#include "base/resident.h"
 
 namespace drtmx::rdpma {
 namespace {
@@ -89,6 +90,10 @@ Result<std::unique_ptr<PmemPool>> PmemPool::open(const PoolSpec& spec) {
     }
     p->base_ = static_cast<uint8_t*>(m);
     p->mode_ = mode_of(path, is_pmem != 0);
+    if (Status st = p->map_in_advance(); !st.is_ok()) {
+      ::unlink(path.c_str());  // created above, nothing in it yet
+      return st;
+    }
     // Everything but the magic first, durable; then the magic: a crash in
     // between leaves a file that is not a pool (refused, --format).
     Header h{};
@@ -124,6 +129,7 @@ Result<std::unique_ptr<PmemPool>> PmemPool::open(const PoolSpec& spec) {
   if (m == nullptr) return io_error("map pmem pool " + path, errno);
   p->base_ = static_cast<uint8_t*>(m);
   p->mode_ = mode_of(path, is_pmem != 0);
+  DRTMX_RETURN_IF_ERROR(p->map_in_advance());
   Header h;
   std::memcpy(&h, p->base_, sizeof h);
   const std::string fix = "; restore it, or start over with --format";
@@ -182,6 +188,11 @@ Result<FatPtr> PmemPool::alloc(uint32_t size) {
   __atomic_store_n(wm, start + span, __ATOMIC_RELEASE);
   DRTMX_RETURN_IF_ERROR(persist_range(wm, sizeof *wm));
   return FatPtr{start, size, static_cast<uint32_t>(span)};
+}
+
+Status PmemPool::map_in_advance() {
+  if (mode_ == r2::Persistence::kMsync) return Status::ok();
+  return make_resident(base_, mapped_, "pmem pool " + path_);
 }
 
 Status PmemPool::check(const FatPtr& p, uint64_t at, uint64_t n, const char* what) const {

@@ -161,6 +161,10 @@ class PmemPool {
   // [offset, offset + n) of the file lies inside allocated data.
   Status check_raw(uint64_t offset, uint64_t n, const char* what) const;
   Status persist_range(const void* p, uint64_t n);
+  // Maps every page of the pool now (base/resident.h) when it is in memory
+  // (kPmem, kMemFs); a pool file on a block device (kMsync) is left to
+  // fault in as it is touched.
+  Status map_in_advance();
   // Copies n bytes to dst with non-temporal stores (kPmem/kMemFs; kMsync:
   // memcpy), not fenced. `whole_span` (dst is the start of an allocation
   // of span bytes and n is its payload): whole lines, padding zeroed.

@@ -12,6 +12,7 @@
 #include <sstream>
 #include <thread>
 
+#include "base/resident.h"
 #include "r2/common/clock.h"
 #include "r2/shm/segment.h"
 #include "r2/support/inproc_cluster.h"
@@ -317,6 +318,24 @@ TEST(ShmFabric, AOneNodeClustersRegionsArePrivateZeroedAndServed) {
   auto two = InProcCluster::make(2, 1, {{kData, 4096}});
   ASSERT_TRUE(two->error.is_ok()) << two->error.to_string();
   EXPECT_EQ(count_segments(two->cluster), 4);
+}
+
+// Registered regions are in their owner's page tables from the start (as
+// ibv_reg_mr pins them): its first write to a page is not a fault.
+TEST(ShmFabric, RegisteredRegionsAreMappedInByTheirOwner) {
+  void* probe = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(probe, MAP_FAILED);
+  const bool populates = madvise(probe, 4096, 23 /*MADV_POPULATE_WRITE*/) == 0;
+  munmap(probe, 4096);
+  if (!populates) GTEST_SKIP() << "kernel without MADV_POPULATE_WRITE";
+  constexpr size_t kBytes = 1 << 20;
+  for (int nodes : {1, 2}) {
+    auto c = InProcCluster::make(nodes, 1, {{kData, kBytes}});
+    ASSERT_TRUE(c->error.is_ok()) << c->error.to_string();
+    const long mapped = mapped_pages(c->base(0, kData), kBytes);
+    if (mapped < 0) GTEST_SKIP() << "/proc/self/pagemap unreadable";
+    EXPECT_EQ(mapped, static_cast<long>(kBytes / 4096)) << nodes << " node(s)";
+  }
 }
 
 TEST(ShmFabric, TransparentHugePageModeIsTheBracketedWord) {

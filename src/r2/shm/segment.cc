@@ -14,6 +14,8 @@
 #include <sstream>
 #include <vector>
 
+#include "base/resident.h"
+
 namespace drtmx::r2::shm {
 
 std::string segment_name(const std::string& cluster, uint16_t node, const std::string& what) {
@@ -68,6 +70,12 @@ Result<Segment> Segment::create(const std::string& name, size_t size) {
     shm_unlink(name.c_str());
     return io_error("mmap(" + name + ")", map_errno);
   }
+  // The pages posix_fallocate reserved, mapped now (base/resident.h).
+  if (Status st = make_resident(p, size, "segment " + name); !st.is_ok()) {
+    munmap(p, size);
+    shm_unlink(name.c_str());
+    return st;
+  }
   Segment s;
   s.name_ = name;
   s.data_ = static_cast<uint8_t*>(p);
@@ -90,6 +98,10 @@ Result<Segment> Segment::create_private(size_t size) {
   }
   // A hint: without THP (or with it set to "never") the pages are 4 KiB.
   (void)madvise(p, size, MADV_HUGEPAGE);
+  if (Status st = make_resident(p, size, "a private region"); !st.is_ok()) {
+    munmap(p, size);
+    return st;
+  }
   Segment s;
   s.data_ = static_cast<uint8_t*>(p);
   s.size_ = size;

@@ -5,8 +5,11 @@
 // exclusively (after removing a stale one of a crashed earlier run with the
 // same name) and unlinks them when it is destroyed; peers only map them.
 // Pages are reserved at creation (posix_fallocate), so a full /dev/shm is a
-// clear error at start instead of a SIGBUS later. A single-node cluster's
-// regions need no name (create_private).
+// clear error at start instead of a SIGBUS later, and mapped into the
+// owner at once (base/resident.h: as ibv_reg_mr pins a registered
+// region, so the owner's first write to a page is not a fault). Peers map
+// lazily: a process faults in only the pages of other nodes it touches.
+// A single-node cluster's regions need no name (create_private).
 #pragma once
 
 #include <cstddef>
@@ -39,8 +42,8 @@ class Segment {
   // opens its regions), private and anonymous, advised for transparent
   // huge pages (MADV_HUGEPAGE: 2 MiB pages where the kernel's THP setting
   // allows them — "madvise" or "always" — whatever /dev/shm is mounted
-  // with). Pages are allocated at first touch; a size the kernel would not
-  // commit (more than the machine's memory) is refused at once.
+  // with). Its pages are allocated and mapped at once (base/resident.h);
+  // a size the machine cannot give is refused here.
   static Result<Segment> create_private(size_t size);
 
   uint8_t* data() const { return data_; }

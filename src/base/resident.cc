@@ -1,0 +1,48 @@
+#include "base/resident.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+
+namespace drtmx {
+
+namespace {
+// <sys/mman.h> of older C libraries lacks it; the kernel's value.
+constexpr int kPopulateWrite = 23;  // MADV_POPULATE_WRITE
+}  // namespace
+
+Status make_resident(void* p, size_t bytes, const std::string& what) {
+  if (bytes == 0) return Status::ok();
+  if (madvise(p, bytes, kPopulateWrite) == 0) return Status::ok();
+  const int e = errno;
+  // EINVAL: a kernel without the advice (or memory it does not apply to).
+  if (e == EINVAL) return Status::ok();
+  if (e == ENOMEM) {
+    return exhausted("no memory for the " + std::to_string(bytes >> 20) + " MiB of " + what +
+                     ": free memory, or use smaller regions");
+  }
+  return io_error("mapping the pages of " + what + " in advance (MADV_POPULATE_WRITE)", e);
+}
+
+long mapped_pages(const void* p, size_t bytes) {
+  constexpr size_t kPage = 4096;
+  const int fd = ::open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  long present = 0;
+  const auto first = reinterpret_cast<uintptr_t>(p) / kPage;
+  for (size_t i = 0; i < bytes / kPage; ++i) {
+    uint64_t e = 0;  // one 64-bit entry per virtual page, bit 63: present
+    if (::pread(fd, &e, sizeof e, static_cast<off_t>((first + i) * sizeof e)) != sizeof e) {
+      present = -1;
+      break;
+    }
+    present += static_cast<long>(e >> 63);
+  }
+  ::close(fd);
+  return present;
+}
+
+}  // namespace drtmx
