@@ -6,6 +6,8 @@
 
 #include <cerrno>
 #include <cstdint>
+#include <fstream>
+#include <sstream>
 
 namespace drtmx {
 
@@ -43,6 +45,31 @@ long mapped_pages(const void* p, size_t bytes) {
   }
   ::close(fd);
   return present;
+}
+
+bool has_room_for(size_t bytes, const std::string& meminfo) {
+  uint64_t total_kb = 0, available_kb = 0;
+  bool have_total = false, have_available = false;
+  std::istringstream in(meminfo);
+  std::string key;
+  uint64_t kb = 0;
+  std::string unit;
+  while (in >> key >> kb) {
+    std::getline(in, unit);  // " kB"
+    if (key == "MemTotal:") total_kb = kb, have_total = true;
+    if (key == "MemAvailable:") available_kb = kb, have_available = true;
+  }
+  if (!have_total || !have_available) return true;  // cannot tell: as before the check
+  const uint64_t want_kb = (bytes + 1023) / 1024;
+  return available_kb >= want_kb && available_kb - want_kb >= total_kb / 8;
+}
+
+bool has_room_for(size_t bytes) {
+  std::ifstream f("/proc/meminfo");
+  if (!f) return true;
+  std::stringstream text;
+  text << f.rdbuf();
+  return has_room_for(bytes, text.str());
 }
 
 }  // namespace drtmx

@@ -32,6 +32,16 @@ namespace drtmx {
 // io errors naming `what` and the errno.
 Status make_resident(void* p, size_t bytes, const std::string& what);
 
+// Whether `bytes` more of resident memory leave the machine at least an
+// eighth of its memory available (/proc/meminfo: MemAvailable, MemTotal);
+// true when /proc/meminfo cannot be read. For memory nothing reserved
+// beforehand (private anonymous regions): populating more than the machine
+// has would not fail cleanly but wake the OOM killer, so such memory is
+// populated only when there is room, and otherwise faults in as touched.
+bool has_room_for(size_t bytes);
+// `text`: a /proc/meminfo image (the parser behind has_room_for).
+bool has_room_for(size_t bytes, const std::string& meminfo);
+
 // How many of the 4 KiB pages of [p, p + bytes) are in this process's page
 // tables now (/proc/self/pagemap's "present" bit); -1 when pagemap cannot
 // be read. For tests and diagnostics: one read per page.

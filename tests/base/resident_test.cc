@@ -72,5 +72,17 @@ TEST(Resident, NothingToDoAndUnmappedMemory) {
   EXPECT_NE(st.message().find("a block that is gone"), std::string::npos) << st.message();
 }
 
+// Private memory is populated only with an eighth of the machine to spare.
+TEST(Resident, RoomIsWhatMemAvailableLeavesAboveAnEighth) {
+  const std::string mi =
+      "MemTotal:       8000000 kB\nMemFree:        1000 kB\nMemAvailable:   3000000 kB\n";
+  EXPECT_TRUE(has_room_for(size_t{1} << 30, mi));                 // 1 GiB: 1.95 M kB left
+  EXPECT_TRUE(has_room_for(size_t{1999999} * 1024, mi));          // 1 000 001 kB left
+  EXPECT_FALSE(has_room_for(size_t{2000001} * 1024, mi));         // under 1 000 000 kB left
+  EXPECT_FALSE(has_room_for(size_t{4000000} * 1024, mi));         // more than available
+  EXPECT_TRUE(has_room_for(size_t{1} << 40, "Nothing: 1 kB\n"));  // cannot tell: as before
+  EXPECT_TRUE(has_room_for(0));
+}
+
 }  // namespace
 }  // namespace drtmx

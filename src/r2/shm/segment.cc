@@ -98,9 +98,13 @@ Result<Segment> Segment::create_private(size_t size) {
   }
   // A hint: without THP (or with it set to "never") the pages are 4 KiB.
   (void)madvise(p, size, MADV_HUGEPAGE);
-  if (Status st = make_resident(p, size, "a private region"); !st.is_ok()) {
-    munmap(p, size);
-    return st;
+  // Mapped now when the machine has room to spare; nothing reserved these
+  // pages, so a region larger than that faults in as it is touched.
+  if (has_room_for(size)) {
+    if (Status st = make_resident(p, size, "a private region"); !st.is_ok()) {
+      munmap(p, size);
+      return st;
+    }
   }
   Segment s;
   s.data_ = static_cast<uint8_t*>(p);

@@ -42,8 +42,9 @@ class Segment {
   // opens its regions), private and anonymous, advised for transparent
   // huge pages (MADV_HUGEPAGE: 2 MiB pages where the kernel's THP setting
   // allows them — "madvise" or "always" — whatever /dev/shm is mounted
-  // with). Its pages are allocated and mapped at once (base/resident.h);
-  // a size the machine cannot give is refused here.
+  // with). Its pages are allocated and mapped at once (base/resident.h)
+  // when the machine has room to spare (has_room_for), else as touched; a
+  // size the machine cannot give at all is refused here.
   static Result<Segment> create_private(size_t size);
 
   uint8_t* data() const { return data_; }
