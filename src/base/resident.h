@@ -4,14 +4,14 @@
 // Why: a database's memory is touched for the first time while it runs —
 // a heap fills as rows are inserted, a version ring on its first lap, an
 // applier's first write to a backup's slots — and each first touch of a
-// 4 KiB page is a fault: on this project's virtual machines 11-15 us, on
-// a bare machine about 1 us. Registered RDMA memory never pays it at run
+// 4 KiB page is a fault: 11-15 us on the virtual machine this project is
+// measured on, about 1 us on a bare machine. Registered RDMA memory never pays it at run
 // time: ibv_reg_mr pins every page of a region when it is registered. The
 // shm fabric's regions and the persistent pools get the same treatment
 // from this call (MADV_POPULATE_WRITE, Linux 5.14 on), once, when they
 // are created or opened: their page tables are filled, pages not yet
 // allocated are allocated and zeroed. Measured: docs/performance.md,
-// "Regions resident from the start".
+// "Registered memory resident from the start".
 //
 // Not for memory whose pages need not exist: the call allocates what it
 // maps (an anonymous region becomes its full size in RAM; a shm segment
@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 
 #include "base/status.h"
 
