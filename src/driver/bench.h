@@ -52,6 +52,7 @@ struct BenchOptions {
   uint32_t log_ring_kb = 1024;
   uint32_t xstore_refresh_keys = 16;            // XCacheOptions::refresh_keys_per_miss
   double versions_pct = 2;                      // dst::MvccConfig::versions_pct
+  uint64_t min_versions = 4096;                 // dst::MvccConfig::min_versions
   std::map<std::string, std::string> workload;  // workload options (--accounts=...)
   // Durability (README "Durability"): pools and the acknowledgement journal.
   bool durable = false;  // --durability=pmem

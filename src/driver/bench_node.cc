@@ -92,6 +92,7 @@ Status run_bench_node(const BenchOptions& o) {
   cfg.log_ring_bytes = o.log_ring_kb * 1024;
   cfg.caches.xcache.refresh_keys_per_miss = o.xstore_refresh_keys;
   cfg.mvcc.versions_pct = o.versions_pct;
+  cfg.mvcc.min_versions = o.min_versions;
   cfg.arena_bytes = std::max(cfg.arena_bytes, (*wl)->arena_bytes());
   const size_t cos = size_t{o.fabric.threads} * o.coroutines;
   const uint32_t first_index = uint32_t(o.node) * uint32_t(cos);

@@ -34,6 +34,7 @@ std::vector<std::string> BenchOptions::node_args(int n, const std::string& coord
       "--log-ring-kb=" + std::to_string(log_ring_kb),
       "--xstore-refresh-keys=" + std::to_string(xstore_refresh_keys),
       "--versions-pct=" + std::to_string(versions_pct),
+      "--min-versions=" + std::to_string(min_versions),
       "--fabric-delay-ns=" + std::to_string(fabric.delay_ns),
       "--node=" + std::to_string(n),
       "--coordinator=" + coord,
@@ -118,7 +119,11 @@ Result<BenchOptions> parse_bench(int argc, char** argv, const std::vector<Worklo
       "others: off)")(
       "versions-pct", po::value(&o.versions_pct)->default_value(2),
       "MVCC: each partition copy's version store holds this % of its table's capacity in old "
-      "versions (at least 4096)")(
+      "versions (at least --min-versions)")(
+      "min-versions", po::value(&o.min_versions)->default_value(4096),
+      "MVCC: the least versions a partition copy's version store holds, and each of its lanes "
+      "(one per coordinator thread, one-sided commits on shm); raise it when the report shows "
+      "versions refused for a table written much more than its size suggests (TPC-C's STOCK)")(
       "replicas", po::value(&replicas)->default_value(0),
       "copies of each partition, 1..3 (0: 3, or the node count if smaller)")(
       "inprocess", po::bool_switch(&o.inprocess), "run the nodes as threads of this process")(
@@ -285,6 +290,8 @@ Result<BenchOptions> parse_bench(int argc, char** argv, const std::vector<Worklo
   if (vm.count("mvcc")) o.overrides["mvcc"] = mvcc;
   if (!(o.versions_pct > 0 && o.versions_pct <= 1000))
     return bad("--versions-pct must be in (0, 1000]");
+  if (o.min_versions < 64 || o.min_versions > (uint64_t{1} << 26))
+    return bad("--min-versions must be in [64, 67108864]");
   for (auto& [k, v] : wl_storage) {
     if (vm.count(k)) o.workload[k] = v;
   }

@@ -319,7 +319,8 @@ Status report(const BenchOptions& o, const Workload& wl, const store::Catalog& c
   if (const std::string extra = wl.report(rates); !extra.empty()) std::cout << extra;
   for (int i = 1; i < txn::kAbortKinds; ++i) {
     if (aborts[i] == 0) continue;
-    std::cout << "  abort " << std::left << std::setw(18)
+    // The longest name ("version store full") still gets a space.
+    std::cout << "  abort " << std::left << std::setw(20)
               << txn::abort_name(static_cast<txn::Abort>(i))
               << fmt(100.0 * double(aborts[i]) / double(total_commits + total_aborts), 3) << "%  "
               << blamed_tables(cat, by_table, i, aborts[i]) << "\n";

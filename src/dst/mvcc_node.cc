@@ -116,6 +116,9 @@ Result<std::unique_ptr<MvccNode>> MvccNode::create(const store::Catalog& c,
     return invalid_argument("mvcc: --versions-pct=" + std::to_string(cfg.versions_pct) +
                             ": must be in (0, 1000]");
   }
+  if (cfg.min_versions == 0) {
+    return invalid_argument("mvcc: --min-versions=0: a version store needs room for a version");
+  }
   std::unique_ptr<MvccNode> n(new MvccNode(c, store, cfg));
   const int64_t skew =
       cfg.clock_skew_us >= 0

@@ -50,7 +50,8 @@ namespace drtmx::dst {
 
 struct MvccConfig {
   // Each partition copy's version store holds this share of its table's
-  // record capacity (in versions), and at least min_versions.
+  // record capacity (in versions), and at least min_versions (each lane too,
+  // below; --min-versions).
   double versions_pct = 2;
   uint64_t min_versions = 4096;
   // This node's clocks run this many microseconds ahead (negative: behind)
@@ -66,8 +67,10 @@ struct MvccConfig {
   // gets a lane per coordinator thread of the cluster (version_store.h),
   // each of max(min_versions, versions / lanes) versions: a coordinator
   // pushes as fast as a whole node's commits into its own lane (TPC-C's
-  // New-Orders: ~10 STOCK versions each), and a quarter of min_versions
-  // filled in under the low-water mark's lag behind long Stock-Levels.
+  // New-Orders: ~10 STOCK versions each). Under the low-water mark's lag
+  // behind 20-district Stock-Levels STOCK's lanes fill at times with the
+  // default 4096 (1 % of pushes refused over 60 s, docs/performance.md);
+  // --min-versions raises the floor.
   bool lanes = false;
 };
 

@@ -234,6 +234,27 @@ TEST(DrtmxBench, SmallBankInProcessTwoThreadsPerNode) {
   EXPECT_GT(json_number(j, "log_entries_per_txn"), 0) << j;
 }
 
+// --min-versions reaches every node process: with tables this small every
+// version store and every lane is at its floor, so doubling the floor
+// doubles the capacity the report adds up.
+TEST(DrtmxBench, MinVersionsSizesEveryVersionStoreAndLane) {
+  auto capacity = [](const std::string& out) -> uint64_t {
+    const std::string tag = " capacity (";
+    const size_t at = out.find(tag);
+    if (at == std::string::npos || out.find("version store: ") == std::string::npos) return 0;
+    size_t from = out.rfind(" of ", at);
+    return from == std::string::npos ? 0 : std::stoull(out.substr(from + 4, at - from - 4));
+  };
+  const std::string base = "--policy=drtmx --accounts=300 --seconds=0.3 --warmup=0.1";
+  const Outcome small = run(DRTMX_BENCH_PATH, base + " --min-versions=64");
+  const Outcome large = run(DRTMX_BENCH_PATH, base + " --min-versions=128");
+  ASSERT_EQ(small.exit_code, 0) << small.output;
+  ASSERT_EQ(large.exit_code, 0) << large.output;
+  const uint64_t a = capacity(small.output), b = capacity(large.output);
+  ASSERT_GT(a, 0u) << small.output;
+  EXPECT_EQ(b, 2 * a) << small.output << large.output;
+}
+
 TEST(DrtmxBench, AllPresetsInOneTable) {
   const std::string json = tmp("all.json");
   const Outcome o =
@@ -277,6 +298,8 @@ TEST(DrtmxBench, BadCommandLinesAreRefusedWithTheReason) {
       {"--replicas=4", "--replicas=4"},
       {"--nodes=2 --replicas=3", "--replicas=3"},
       {"--coroutines=0", "--coroutines must be"},
+      {"--min-versions=10", "--min-versions must be"},
+      {"--versions-pct=0", "--versions-pct must be"},
       {"--seconds=0", "--seconds must be"},
       {"--local-shortcuts=maybe", "--local-shortcuts=maybe: expected on or off"},
       {"--phase=lock", "expected KEY=VALUE"},
