@@ -20,13 +20,18 @@ Status make_resident(void* p, size_t bytes, const std::string& what) {
   if (bytes == 0) return Status::ok();
   if (madvise(p, bytes, kPopulateWrite) == 0) return Status::ok();
   const int e = errno;
-  // EINVAL: a kernel without the advice (or memory it does not apply to).
-  if (e == EINVAL) return Status::ok();
   if (e == ENOMEM) {
     return exhausted("no memory for the " + std::to_string(bytes >> 20) + " MiB of " + what +
                      ": free memory, or use smaller regions");
   }
-  return io_error("mapping the pages of " + what + " in advance (MADV_POPULATE_WRITE)", e);
+  // The pages cannot be backed (a file hole the file system cannot fill,
+  // a poisoned page): the first touch would be a SIGBUS instead.
+  if (e == EFAULT || e == EHWPOISON) {
+    return io_error("mapping the pages of " + what + " in advance (MADV_POPULATE_WRITE)", e);
+  }
+  // EINVAL (a kernel before 5.14), or a sandbox that does not take the
+  // advice: the pages fault in as they are touched, as without this call.
+  return Status::ok();
 }
 
 long mapped_pages(const void* p, size_t bytes) {

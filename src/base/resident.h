@@ -27,10 +27,12 @@
 namespace drtmx {
 
 // Populates [p, p + bytes) writable (p page-aligned). Ok also when the
-// kernel has no MADV_POPULATE_WRITE (before 5.14: the pages then fault in
-// as they are touched, as before). kResourceExhausted when the machine
-// cannot give the pages (ENOMEM), naming `what`; other refusals are
-// io errors naming `what` and the errno.
+// kernel does not take MADV_POPULATE_WRITE (before 5.14, or a sandbox:
+// the pages then fault in as they are touched, as before).
+// kResourceExhausted when the machine cannot give the pages (ENOMEM, also
+// a range that is not mapped), naming `what`; an io error naming `what`
+// when a page cannot be backed (EFAULT, EHWPOISON: its first touch would
+// be a SIGBUS).
 Status make_resident(void* p, size_t bytes, const std::string& what);
 
 // Whether `bytes` more of resident memory leave the machine at least an
