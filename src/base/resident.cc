@@ -34,6 +34,18 @@ Status make_resident(void* p, size_t bytes, const std::string& what) {
   return Status::ok();
 }
 
+bool resident_supported() {
+  static const bool supported = [] {
+    constexpr size_t kPage = 4096;
+    void* p = mmap(nullptr, kPage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return false;
+    const bool ok = madvise(p, kPage, kPopulateWrite) == 0;
+    munmap(p, kPage);
+    return ok;
+  }();
+  return supported;
+}
+
 long mapped_pages(const void* p, size_t bytes) {
   constexpr size_t kPage = 4096;
   const int fd = ::open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);

@@ -35,6 +35,11 @@ namespace drtmx {
 // be a SIGBUS).
 Status make_resident(void* p, size_t bytes, const std::string& what);
 
+// Whether this kernel takes MADV_POPULATE_WRITE (5.14 on; a sandbox may
+// not), probed once on a page of its own: when false, make_resident leaves
+// pages to fault in.
+bool resident_supported();
+
 // Whether `bytes` more of resident memory leave the machine at least an
 // eighth of its memory available (/proc/meminfo: MemAvailable, MemTotal);
 // true when /proc/meminfo cannot be read. For memory nothing reserved

@@ -323,11 +323,7 @@ TEST(ShmFabric, AOneNodeClustersRegionsArePrivateZeroedAndServed) {
 // Registered regions are in their owner's page tables from the start (as
 // ibv_reg_mr pins them): its first write to a page is not a fault.
 TEST(ShmFabric, RegisteredRegionsAreMappedInByTheirOwner) {
-  void* probe = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  ASSERT_NE(probe, MAP_FAILED);
-  const bool populates = madvise(probe, 4096, 23 /*MADV_POPULATE_WRITE*/) == 0;
-  munmap(probe, 4096);
-  if (!populates) GTEST_SKIP() << "kernel without MADV_POPULATE_WRITE";
+  if (!resident_supported()) GTEST_SKIP() << "kernel without MADV_POPULATE_WRITE";
   constexpr size_t kBytes = 1 << 20;
   for (int nodes : {1, 2}) {
     auto c = InProcCluster::make(nodes, 1, {{kData, kBytes}});
