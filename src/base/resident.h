@@ -5,12 +5,12 @@
 // a heap fills as rows are inserted, a version ring on its first lap, an
 // applier's first write to a backup's slots — and each first touch of a
 // 4 KiB page is a fault: 11-15 us on the virtual machine this project is
-// measured on, about 1 us on a bare machine. Registered RDMA memory never pays it at run
-// time: ibv_reg_mr pins every page of a region when it is registered. The
-// shm fabric's regions and the persistent pools get the same treatment
-// from this call (MADV_POPULATE_WRITE, Linux 5.14 on), once, when they
-// are created or opened: their page tables are filled, pages not yet
-// allocated are allocated and zeroed. Measured: docs/performance.md,
+// measured on, about 1 us on a bare machine. Registered RDMA memory never
+// pays it at run time: ibv_reg_mr pins every page of a region when it is
+// registered. The shm fabric's regions and the persistent pools get the
+// same treatment from this call (MADV_POPULATE_WRITE, Linux 5.14 on),
+// once, when they are created or opened: their page tables are filled,
+// pages not yet allocated are allocated and zeroed. Measured: docs/performance.md,
 // "Registered memory resident from the start".
 //
 // Not for memory whose pages need not exist: the call allocates what it
