@@ -1,8 +1,11 @@
 // Co::park_until / unpark and Co::set_urgent on one worker (shm fabric,
 // one node): parked coroutines wake on unpark or at their deadline, never
-// earlier; an urgent coroutine made runnable runs before those queued.
+// earlier; an urgent coroutine made runnable runs before those queued, and
+// one whose remote ops completed at the doorbell does not suspend.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <string>
 #include <vector>
 
 #include "r2/common/clock.h"
@@ -116,6 +119,103 @@ TEST(WorkerPark, ChargedWorkYieldsToTheOthersUnlessUrgent) {
       EXPECT_LT(other_ran_at, 100) << "800 charged operations without a yield";
     }
   }
+}
+
+// An urgent coroutine (a transaction holding locks) whose one-sided ops on
+// another node are complete when it would suspend (shm executes them at the
+// doorbell) runs on without a turn of the others; a plain one suspends at
+// its first op. With a fabric delay the ops are not complete yet, and the
+// urgent one suspends too.
+TEST(WorkerPark, AnUrgentCoroutineDoesNotSuspendForOpsAlreadyComplete) {
+  for (const uint64_t delay : {uint64_t{0}, uint64_t{200'000}}) {
+    for (const bool urgent : {false, true}) {
+      auto c = InProcCluster::make(2, 1, {{kData, 1 << 16}},
+                                   [&](FabricConfig& f) { f.delay_ns = delay; });
+      ASSERT_TRUE(c->error.is_ok()) << c->error.to_string();
+      WorkerConfig wc;
+      wc.coroutines = 2;
+      int other_ran_at = -1;  // how many ops 0 had completed when 1 first ran
+      int done = 0;
+      OpStatus first_error = OpStatus::kOk;
+      auto run = run_workers(*c, wc, [&](Worker& w) {
+        if (w.node() != 0) return;  // node 1 only serves its memory
+        ASSERT_TRUE(w.spawn([&](Co& co) {
+                       co.set_urgent(urgent);
+                       // The local buffer: registered memory of node 0.
+                       auto* v = reinterpret_cast<uint64_t*>(c->base(0, kData));
+                       for (done = 0; done < 5; ++done) {
+                         *v = static_cast<uint64_t>(done);
+                         const RemoteAddr at{1, kData, 64};
+                         OpStatus s = co.write(at, v, sizeof *v);
+                         if (s == OpStatus::kOk) s = co.read(at, v, sizeof *v);
+                         if (s != OpStatus::kOk && first_error == OpStatus::kOk) first_error = s;
+                       }
+                       co.set_urgent(false);
+                     }).is_ok());
+        ASSERT_TRUE(w.spawn([&](Co&) { other_ran_at = done; }).is_ok());
+      });
+      EXPECT_FALSE(run.timed_out);
+      for (auto& wk : run.workers) EXPECT_TRUE(wk->failure().is_ok());
+      EXPECT_EQ(first_error, OpStatus::kOk);
+      const std::string what =
+          std::string(urgent ? "urgent" : "plain") + ", delay " + std::to_string(delay) + " ns";
+      if (urgent && delay == 0) {
+        EXPECT_EQ(other_ran_at, 5) << what << ": suspended for ops complete at the doorbell";
+      } else {
+        EXPECT_EQ(other_ran_at, 0) << what << ": ran its ops without a turn of the others";
+      }
+    }
+  }
+}
+
+// While an urgent coroutine runs through ops without suspending, its worker
+// still serves the requests other nodes send it (the loop would have while
+// it was suspended): node 1 calls node 0 and gets its reply before node 0's
+// coroutine ends its run of ops, and no other coroutine of node 0 ran
+// in between.
+TEST(WorkerPark, AnUrgentCoroutineRunningThroughOpsStillServesRequests) {
+  constexpr uint16_t kServed = 9;
+  auto c = InProcCluster::make(2, 1, {{kData, 1 << 16}});
+  ASSERT_TRUE(c->error.is_ok()) << c->error.to_string();
+  WorkerConfig wc;
+  wc.coroutines = 2;
+  std::atomic<bool> served{false}, replied{false};
+  bool served_in_run = false, other_ran_in_run = false, in_run = false;
+  auto run = run_workers(*c, wc, [&](Worker& w) {
+    if (w.node() == 1) {
+      ASSERT_TRUE(w.spawn([&](Co& co) {
+                     RpcBuffer reply;
+                     const Status s = co.call({0, 0}, kServed, "x", 1, reply);
+                     EXPECT_TRUE(s.is_ok()) << s.to_string();
+                     replied = true;
+                   }).is_ok());
+      return;
+    }
+    ASSERT_TRUE(w.register_handler(kServed, [&](RpcRequest& r) {
+                   served = true;
+                   served_in_run = in_run;
+                   r.reply("y", 1);
+                 }).is_ok());
+    ASSERT_TRUE(w.spawn([&](Co& co) {
+                   co.set_urgent(true);
+                   in_run = true;
+                   auto* v = reinterpret_cast<uint64_t*>(c->base(0, kData));
+                   const uint64_t deadline = now_ns() + 10'000'000'000ull;
+                   // Until node 1 has its reply (bounded by the deadline).
+                   while (!replied && now_ns() < deadline) {
+                     if (co.write({1, kData, 64}, v, sizeof *v) != OpStatus::kOk) break;
+                   }
+                   in_run = false;
+                   co.set_urgent(false);
+                 }).is_ok());
+    ASSERT_TRUE(w.spawn([&](Co&) { other_ran_in_run = in_run; }).is_ok());
+  });
+  EXPECT_FALSE(run.timed_out);
+  for (auto& wk : run.workers) EXPECT_TRUE(wk->failure().is_ok());
+  EXPECT_TRUE(served) << "the request was never served";
+  EXPECT_TRUE(served_in_run) << "served only after the urgent run of ops ended";
+  EXPECT_TRUE(replied.load());
+  EXPECT_FALSE(other_ran_in_run) << "the urgent coroutine suspended for ops already complete";
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 // Sibling waits (TxnNodeConfig::sibling_wait, txn/local_holds.h) end to end:
 // 2 nodes as thread groups, replicas 2, every coroutine of node 0 adds to
 // one hot counter on node 0. Each commit holds the counter's lock across its
-// Log round trip to node 1; without sibling waits the other coroutines read
+// Log round trip to node 1 (a fabric delay makes it one); without sibling waits the other coroutines read
 // the old value meanwhile and abort, with them they wait and commit. Both
 // ways every increment is counted exactly, at the primary and the backup.
 #include <gtest/gtest.h>
@@ -50,6 +50,11 @@ Outcome run_node(const store::Catalog& cat, uint16_t node, const std::string& co
   cfg.fabric.node = node;
   cfg.fabric.num_nodes = kNodes;
   cfg.fabric.threads = 1;
+  // The Log round trip takes time, as on an RNIC. Without a delay the shm
+  // fabric completes the WRITEs at the doorbell, and a lock holder runs
+  // through Log and Commit without suspending (Worker::wait_batch): no
+  // sibling would ever find the counter locked.
+  cfg.fabric.delay_ns = 20'000;
   cfg.control.coordinator = coord;
   cfg.coroutines = kCos;
   cfg.log_ring_bytes = 64 * 1024;

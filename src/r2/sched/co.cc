@@ -168,7 +168,25 @@ OpStatus Worker::run_batch(CoState& c, OpBatch& b) {
 
 OpStatus Worker::wait_batch(CoState& c, OpBatch& b) {
   // Completions that arrived while the coroutine ran on were counted down
-  // by poll_completions (c.wait stayed kOps for this epoch).
+  // by poll_completions (c.wait stayed kOps for this epoch). An urgent
+  // coroutine (one holding locks others wait for) polls once more before
+  // suspending: a fabric that executes ops at the doorbell (shm without a
+  // delay) has them all by now, and a suspension would cost a turn of every
+  // other coroutine while the locks are held. The poll makes other waiting
+  // coroutines runnable (queued, not resumed); this one is running, so its
+  // own completions only count down. It also serves the messages that came
+  // in and sends what is queued, as the loop would have while this one was
+  // suspended here: other nodes' coroutines wait for those replies, and a
+  // lock holder running through Log and Commit without the loop kept them
+  // waiting (docs/performance.md). The handlers run on this coroutine's
+  // stack, as an inline self-call's do.
+  if (c.urgent && c.pending > 0 && c.batch == &b) {
+    poll_completions();
+    if (c.pending == 0) {
+      poll_messages();
+      ep_->flush_sends();
+    }
+  }
   if (c.pending > 0 && c.batch == &b) {
     c.state = State::kWaiting;
     ++waiting_;

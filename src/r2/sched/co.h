@@ -111,8 +111,11 @@ class Co {
   void unpark(uint16_t co);
   // While set, this coroutine goes to the front of the run queue whenever
   // it becomes runnable (a completion, a reply, an unpark) instead of the
-  // back: for work that others wait for, e.g. a transaction holding locks,
-  // so it is not held up by a turn of every other coroutine.
+  // back, and a wait for its ops polls the completions once before it
+  // suspends (ops a fabric completes at the doorbell, shm without a delay,
+  // then need no suspension at all): for work that others wait for, e.g. a
+  // transaction holding locks, so it is not held up by a turn of every
+  // other coroutine.
   void set_urgent(bool urgent);
 
  private:
