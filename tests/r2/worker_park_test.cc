@@ -218,5 +218,43 @@ TEST(WorkerPark, AnUrgentCoroutineRunningThroughOpsStillServesRequests) {
   EXPECT_FALSE(other_ran_in_run) << "the urgent coroutine suspended for ops already complete";
 }
 
+// The same for the worker's pollers (a node's version-store GC, snapshot
+// floor and backup appliers are pollers): while an urgent coroutine runs
+// through ops without suspending, the pollers still run, as the loop would
+// have run them while it was suspended. Without that, a long run of a lock
+// holder's ops starved the version store's GC (docs/performance.md).
+TEST(WorkerPark, AnUrgentCoroutineRunningThroughOpsStillRunsThePollers) {
+  auto c = InProcCluster::make(2, 1, {{kData, 1 << 16}});
+  ASSERT_TRUE(c->error.is_ok()) << c->error.to_string();
+  WorkerConfig wc;
+  wc.coroutines = 2;
+  int polls_in_run = 0;
+  bool other_ran_in_run = false, in_run = false;
+  auto run = run_workers(*c, wc, [&](Worker& w) {
+    if (w.node() != 0) return;  // node 1 only serves its memory
+    w.add_poller([&] {
+      if (in_run) ++polls_in_run;
+      return false;
+    });
+    ASSERT_TRUE(w.spawn([&](Co& co) {
+                   co.set_urgent(true);
+                   in_run = true;
+                   auto* v = reinterpret_cast<uint64_t*>(c->base(0, kData));
+                   const uint64_t deadline = now_ns() + 10'000'000'000ull;
+                   // Until the poller ran a few times (bounded by the deadline).
+                   while (polls_in_run < 3 && now_ns() < deadline) {
+                     if (co.write({1, kData, 64}, v, sizeof *v) != OpStatus::kOk) break;
+                   }
+                   in_run = false;
+                   co.set_urgent(false);
+                 }).is_ok());
+    ASSERT_TRUE(w.spawn([&](Co&) { other_ran_in_run = in_run; }).is_ok());
+  });
+  EXPECT_FALSE(run.timed_out);
+  for (auto& wk : run.workers) EXPECT_TRUE(wk->failure().is_ok());
+  EXPECT_GE(polls_in_run, 3) << "the pollers did not run during the urgent run of ops";
+  EXPECT_FALSE(other_ran_in_run) << "the urgent coroutine suspended for ops already complete";
+}
+
 }  // namespace
 }  // namespace drtmx::r2

@@ -174,16 +174,21 @@ OpStatus Worker::wait_batch(CoState& c, OpBatch& b) {
   // delay) has them all by now, and a suspension would cost a turn of every
   // other coroutine while the locks are held. The poll makes other waiting
   // coroutines runnable (queued, not resumed); this one is running, so its
-  // own completions only count down. It also serves the messages that came
-  // in and sends what is queued, as the loop would have while this one was
-  // suspended here: other nodes' coroutines wait for those replies, and a
-  // lock holder running through Log and Commit without the loop kept them
-  // waiting (docs/performance.md). The handlers run on this coroutine's
-  // stack, as an inline self-call's do.
+  // own completions only count down. When it then runs on, it first does
+  // what the loop would have done while it was suspended here, except
+  // resuming coroutines: it serves the messages that came in, runs the
+  // pollers and sends what is queued. Other nodes' coroutines wait for
+  // those replies, and the pollers include the version store's GC and the
+  // snapshot floor: a lock holder running through Log and Commit without
+  // them kept replies waiting and starved GC (docs/performance.md). The
+  // handlers and pollers run on this coroutine's stack, as an inline
+  // self-call's handlers do; a wait for ops is a suspension point, so
+  // nothing they see is half-done.
   if (c.urgent && c.pending > 0 && c.batch == &b) {
     poll_completions();
     if (c.pending == 0) {
       poll_messages();
+      for (auto& p : pollers_) p();
       ep_->flush_sends();
     }
   }
