@@ -168,6 +168,21 @@ TEST(WorkerPark, AnUrgentCoroutineDoesNotSuspendForOpsAlreadyComplete) {
   }
 }
 
+// Node 0's coroutine, urgent, WRITEs to node 1 (complete at the doorbell
+// on shm) until done() or a 10 s deadline, with *in_run set meanwhile.
+template <class Done>
+void urgent_writes_until(Co& co, InProcCluster& c, bool* in_run, Done done) {
+  co.set_urgent(true);
+  *in_run = true;
+  auto* v = reinterpret_cast<uint64_t*>(c.base(0, kData));
+  const uint64_t deadline = now_ns() + 10'000'000'000ull;
+  while (!done() && now_ns() < deadline) {
+    if (co.write({1, kData, 64}, v, sizeof *v) != OpStatus::kOk) break;
+  }
+  *in_run = false;
+  co.set_urgent(false);
+}
+
 // While an urgent coroutine runs through ops without suspending, its worker
 // still serves the requests other nodes send it (the loop would have while
 // it was suspended): node 1 calls node 0 and gets its reply before node 0's
@@ -197,16 +212,7 @@ TEST(WorkerPark, AnUrgentCoroutineRunningThroughOpsStillServesRequests) {
                    r.reply("y", 1);
                  }).is_ok());
     ASSERT_TRUE(w.spawn([&](Co& co) {
-                   co.set_urgent(true);
-                   in_run = true;
-                   auto* v = reinterpret_cast<uint64_t*>(c->base(0, kData));
-                   const uint64_t deadline = now_ns() + 10'000'000'000ull;
-                   // Until node 1 has its reply (bounded by the deadline).
-                   while (!replied && now_ns() < deadline) {
-                     if (co.write({1, kData, 64}, v, sizeof *v) != OpStatus::kOk) break;
-                   }
-                   in_run = false;
-                   co.set_urgent(false);
+                   urgent_writes_until(co, *c, &in_run, [&] { return replied.load(); });
                  }).is_ok());
     ASSERT_TRUE(w.spawn([&](Co&) { other_ran_in_run = in_run; }).is_ok());
   });
@@ -237,16 +243,7 @@ TEST(WorkerPark, AnUrgentCoroutineRunningThroughOpsStillRunsThePollers) {
       return false;
     });
     ASSERT_TRUE(w.spawn([&](Co& co) {
-                   co.set_urgent(true);
-                   in_run = true;
-                   auto* v = reinterpret_cast<uint64_t*>(c->base(0, kData));
-                   const uint64_t deadline = now_ns() + 10'000'000'000ull;
-                   // Until the poller ran a few times (bounded by the deadline).
-                   while (polls_in_run < 3 && now_ns() < deadline) {
-                     if (co.write({1, kData, 64}, v, sizeof *v) != OpStatus::kOk) break;
-                   }
-                   in_run = false;
-                   co.set_urgent(false);
+                   urgent_writes_until(co, *c, &in_run, [&] { return polls_in_run >= 3; });
                  }).is_ok());
     ASSERT_TRUE(w.spawn([&](Co&) { other_ran_in_run = in_run; }).is_ok());
   });
