@@ -194,11 +194,15 @@ TEST(WorkerPark, AnUrgentCoroutineRunningThroughOpsStillServesRequests) {
   ASSERT_TRUE(c->error.is_ok()) << c->error.to_string();
   WorkerConfig wc;
   wc.coroutines = 2;
-  std::atomic<bool> served{false}, replied{false};
+  std::atomic<bool> served{false}, replied{false}, started{false};
   bool served_in_run = false, other_ran_in_run = false, in_run = false;
   auto run = run_workers(*c, wc, [&](Worker& w) {
     if (w.node() == 1) {
       ASSERT_TRUE(w.spawn([&](Co& co) {
+                     // Calls once node 0's run of ops began (bounded): a
+                     // request served before it would prove nothing.
+                     const uint64_t deadline = now_ns() + 10'000'000'000ull;
+                     while (!started && now_ns() < deadline) co.yield();
                      RpcBuffer reply;
                      const Status s = co.call({0, 0}, kServed, "x", 1, reply);
                      EXPECT_TRUE(s.is_ok()) << s.to_string();
@@ -212,6 +216,7 @@ TEST(WorkerPark, AnUrgentCoroutineRunningThroughOpsStillServesRequests) {
                    r.reply("y", 1);
                  }).is_ok());
     ASSERT_TRUE(w.spawn([&](Co& co) {
+                   started = true;  // no suspension before the run sets in_run
                    urgent_writes_until(co, *c, &in_run, [&] { return replied.load(); });
                  }).is_ok());
     ASSERT_TRUE(w.spawn([&](Co&) { other_ran_in_run = in_run; }).is_ok());
