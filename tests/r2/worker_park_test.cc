@@ -18,6 +18,8 @@ using testing::InProcCluster;
 using testing::run_workers;
 
 constexpr RegionId kData = 1;
+// Charged work that reaches the worker's inline streak (64) at once.
+constexpr uint32_t kStreak = 64;
 
 TEST(WorkerPark, UnparkWakesAndTheDeadlineEndsAWaitNobodyEnds) {
   auto c = InProcCluster::make(1, 1, {{kData, 1 << 16}});
@@ -256,6 +258,54 @@ TEST(WorkerPark, AnUrgentCoroutineRunningThroughOpsStillRunsThePollers) {
   for (auto& wk : run.workers) EXPECT_TRUE(wk->failure().is_ok());
   EXPECT_GE(polls_in_run, 3) << "the pollers did not run during the urgent run of ops";
   EXPECT_FALSE(other_ran_in_run) << "the urgent coroutine suspended for ops already complete";
+}
+
+// A leading coroutine's periodic yields (charged work) let the loop poll
+// (the pollers run between them) but resume it before the coroutines
+// queued, which run only once it stopped leading; a plain coroutine lets
+// them in at its first such yield. An explicit yield() lets them in either
+// way (spin-waits rely on it).
+TEST(WorkerPark, ALeadingCoroutineYieldsOnlyToTheLoop) {
+  for (const bool leading : {false, true}) {
+    auto c = InProcCluster::make(1, 1, {{kData, 1 << 16}});
+    ASSERT_TRUE(c->error.is_ok()) << c->error.to_string();
+    WorkerConfig wc;
+    wc.coroutines = 3;
+    int done = 0, polls_in_run = 0;
+    int other_ran_at[2] = {-1, -1};  // how many yields 0 had done when 1, 2 first ran
+    int yielded_at = -1;             // other_ran_at[0] after the leader's yield()
+    bool in_run = false;
+    auto run = run_workers(*c, wc, [&](Worker& w) {
+      w.add_poller([&] {
+        if (in_run) ++polls_in_run;
+        return false;
+      });
+      ASSERT_TRUE(w.spawn([&](Co& co) {
+                     co.set_leading(leading);
+                     in_run = true;
+                     for (done = 0; done < 5; ++done) co.charge(kStreak);
+                     if (leading) {
+                       co.yield();
+                       yielded_at = other_ran_at[0];
+                     }
+                     in_run = false;
+                     co.set_leading(false);
+                   }).is_ok());
+      for (int i = 0; i < 2; ++i) {
+        ASSERT_TRUE(w.spawn([&, i](Co&) { other_ran_at[i] = done; }).is_ok());
+      }
+    });
+    EXPECT_FALSE(run.timed_out);
+    for (auto& wk : run.workers) EXPECT_TRUE(wk->failure().is_ok());
+    const std::string what = leading ? "leading" : "plain";
+    for (int i = 0; i < 2; ++i) {
+      EXPECT_EQ(other_ran_at[i], leading ? 5 : 0) << what << ": coroutine " << i + 1;
+    }
+    if (leading) {
+      EXPECT_GE(polls_in_run, 5) << "the loop did not poll between its yields";
+      EXPECT_EQ(yielded_at, 5) << "yield() of a leader did not let the others in";
+    }
+  }
 }
 
 }  // namespace

@@ -114,7 +114,7 @@ void Co::yield_at_boundary() {
 void Co::charge(uint32_t ops) {
   Worker::CoState& c = worker_->current();
   worker_->inline_streak_ += ops;
-  if (worker_->inline_streak_ >= Worker::kInlineStreak && !c.urgent) worker_->yield_now(c);
+  if (worker_->inline_streak_ >= Worker::kInlineStreak && !c.urgent) worker_->streak_yield(c);
 }
 
 void Co::yield_idle() {
@@ -151,12 +151,29 @@ void Co::set_urgent(bool urgent) {
   worker_->current().urgent = urgent;
 }
 
+void Co::set_leading(bool leading) {
+  worker_->current().leading = leading;
+}
+
 // --- Worker, coroutine side ---------------------------------------------------
 
 void Worker::yield_now(CoState& c) {
   // A yield lets the others run first, urgent or not.
   runq_[(runq_head_ + runq_count_) % runq_.size()] = c.co.id_;
   ++runq_count_;
+  suspend();
+}
+
+void Worker::streak_yield(CoState& c) {
+  // The periodic yield of a run of inline work. A leading coroutine only
+  // lets the loop poll: it is queued at the front and run_until ends the
+  // iteration after it. Explicit yields (Co::yield, spin-waits for a
+  // condition another coroutine sets) always let the others in.
+  if (!c.leading) return yield_now(c);
+  runq_head_ = (runq_head_ + runq_.size() - 1) % runq_.size();
+  runq_[runq_head_] = c.co.id_;
+  ++runq_count_;
+  lead_yielded_ = true;
   suspend();
 }
 
@@ -197,7 +214,7 @@ OpStatus Worker::wait_batch(CoState& c, OpBatch& b) {
     ++waiting_;
     suspend();
   } else if (++inline_streak_ >= kInlineStreak && !c.urgent) {
-    yield_now(c);  // done without waiting (local ops) many times in a row
+    streak_yield(c);  // done without waiting (local ops) many times in a row
   }
   if (c.local_reads) {
     c.local_reads = false;
@@ -329,7 +346,7 @@ Status Worker::call(CoState& c, std::span<const Target> targets, uint16_t rpc_id
       c.targets = {};
       c.replies = {};
       Status st = std::move(c.rpc_status);
-      if (++inline_streak_ >= kInlineStreak && !c.urgent) yield_now(c);
+      if (++inline_streak_ >= kInlineStreak && !c.urgent) streak_yield(c);
       return st;
     }
   }

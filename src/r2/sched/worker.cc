@@ -119,7 +119,7 @@ void Worker::make_runnable(CoState& c) {
 void Worker::enqueue(CoState& c) {
   // Each coroutine is queued at most once (runnable, not running), so the
   // ring of `coroutines` entries never overflows.
-  if (c.urgent) {
+  if (c.urgent || c.leading) {
     runq_head_ = (runq_head_ + runq_.size() - 1) % runq_.size();
     runq_[runq_head_] = c.co.id_;
   } else {
@@ -267,6 +267,10 @@ void Worker::run_until(const std::function<bool()>& done) {
       }
       c.idle_yield = false;
       resume(index);
+      if (lead_yielded_) {
+        lead_yielded_ = false;
+        break;  // it is at the front again: poll first, then resume it
+      }
     }
     if (backlog_count_ > 0) work |= drain_backlog();
     if (acks_owed_total_ > 0) flush_acks(!work);

@@ -158,6 +158,7 @@ class Worker {
     bool cancelled = false;       // being destroyed: unwind at the next switch
     bool idle_yield = false;      // queued by yield_idle(): not work
     bool urgent = false;          // Co::set_urgent: queued at the front
+    bool leading = false;         // Co::set_leading: queued at the front, yields too
     FiberStack stack;             // for the sanitizer's stack bookkeeping
     void* fake_stack = nullptr;
     State state = State::kRunnable;
@@ -188,7 +189,7 @@ class Worker {
   CoState& current() { return *cos_[current_]; }
   void suspend();  // switch to the scheduler
   void make_runnable(CoState& c);
-  void enqueue(CoState& c);  // into the run queue: the back, or the front if urgent
+  void enqueue(CoState& c);  // into the run queue: the back, or the front if urgent/leading
   OpStatus run_batch(CoState& c, OpBatch& b);
   // run_batch in two halves: post (returns whether any op is signaled) and
   // wait (suspends until the pending completions are in).
@@ -199,6 +200,7 @@ class Worker {
   Status send_passive(CoState& c, Target t, uint16_t rpc_id, const void* msg, uint32_t len);
   Status wait_passive_acks(CoState& c);
   void yield_now(CoState& c);
+  void streak_yield(CoState& c);  // the periodic yield: yield_now, or a leader's
 
   // --- loop side ---
   void resume(uint16_t index);
@@ -274,6 +276,9 @@ class Worker {
   // kInlineStreak of them a call yields, so pollers and messages still run
   // (not an urgent coroutine: it yields when it is done being urgent).
   uint32_t inline_streak_ = 0;
+  // A leading coroutine yielded in this iteration (and is queued at the
+  // front): the iteration ends, so the loop polls before resuming it.
+  bool lead_yielded_ = false;
   // cfg_.direct_local_ops and the endpoint executes local ops (Co::direct).
   bool direct_local_ = false;
   static constexpr uint32_t kInlineStreak = 64;
