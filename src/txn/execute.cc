@@ -543,7 +543,7 @@ Abort Engine::finish(Abort a) {
 Abort Engine::run(const Procedure& proc, Kind kind) {
   co_.yield_at_boundary();  // other coroutines' turns between transactions
   // A read-only transaction leads its worker's coroutines (Co::set_leading):
-  // its yields let the loop poll, and then it goes on. A long one (a
+  // its periodic yields let the loop poll, and then it goes on. A long one (a
   // 20-district Stock-Level reads ~6 000 rows) otherwise waits a turn of
   // every other coroutine at each yield, and the longer it runs, the more
   // writers commit under it: under OCC it aborts at validation, and a

@@ -122,12 +122,12 @@ class Co {
   // ops or calls, charge()): the loop then ends its iteration, polls
   // completions, messages and pollers, and resumes it before the
   // coroutines queued. yield() still lets the others in (a spin-wait for a
-  // condition another coroutine sets must). For
-  // a long read-only transaction: a snapshot holds back version GC for as
-  // long as it runs, and an OCC reader's chance to abort at validation
-  // grows with its duration, while the turns of the others would only
-  // stretch it. The others wait for it at most its duration; urgent ones
-  // made runnable meanwhile still go before it.
+  // condition another coroutine sets must). For a long read-only
+  // transaction: a snapshot holds back version GC for as long as it runs,
+  // and an OCC reader's chance to abort at validation grows with its
+  // duration, while the turns of the others would only stretch it. The
+  // others wait for it at most its duration; urgent ones made runnable
+  // meanwhile still go before it.
   void set_leading(bool leading);
 
  private:
