@@ -1,9 +1,9 @@
 // Sibling waits (TxnNodeConfig::sibling_wait, txn/local_holds.h) end to end:
 // 2 nodes as thread groups, replicas 2, every coroutine of node 0 adds to
 // one hot counter on node 0. Each commit holds the counter's lock across its
-// Log round trip to node 1 (a fabric delay makes it one); without sibling waits the other coroutines read
-// the old value meanwhile and abort, with them they wait and commit. Both
-// ways every increment is counted exactly, at the primary and the backup.
+// Log round trip to node 1 (a fabric delay makes it one); without sibling waits the other
+// coroutines read the old value meanwhile and abort, with them they wait and commit. Both ways
+// every increment is counted exactly, at the primary and the backup.
 #include <gtest/gtest.h>
 
 #include "support/thread_cluster.h"
