@@ -1,7 +1,9 @@
-// Co::park_until / unpark and Co::set_urgent on one worker (shm fabric,
-// one node): parked coroutines wake on unpark or at their deadline, never
-// earlier; an urgent coroutine made runnable runs before those queued, and
-// one whose remote ops completed at the doorbell does not suspend.
+// Co::park_until / unpark, Co::set_urgent and Co::set_leading (shm fabric):
+// parked coroutines wake on unpark or at their deadline, never earlier; an
+// urgent coroutine made runnable runs before those queued, and one whose
+// remote ops completed at the doorbell does not suspend, while its worker
+// still serves messages and runs its pollers; a leading coroutine's
+// periodic yields let only the loop in.
 #include <gtest/gtest.h>
 
 #include <atomic>

@@ -170,9 +170,7 @@ void Worker::streak_yield(CoState& c) {
   // iteration after it. Explicit yields (Co::yield, spin-waits for a
   // condition another coroutine sets) always let the others in.
   if (!c.leading) return yield_now(c);
-  runq_head_ = (runq_head_ + runq_.size() - 1) % runq_.size();
-  runq_[runq_head_] = c.co.id_;
-  ++runq_count_;
+  enqueue(c);  // at the front: it is leading
   lead_yielded_ = true;
   suspend();
 }
@@ -204,8 +202,7 @@ OpStatus Worker::wait_batch(CoState& c, OpBatch& b) {
   if (c.urgent && c.pending > 0 && c.batch == &b) {
     poll_completions();
     if (c.pending == 0) {
-      poll_messages();
-      for (auto& p : pollers_) p();
+      serve();
       ep_->flush_sends();
     }
   }

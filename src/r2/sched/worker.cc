@@ -247,13 +247,18 @@ void Worker::on_membership() {
   }
 }
 
+bool Worker::serve() {
+  bool work = poll_messages();
+  for (auto& p : pollers_) work |= p();
+  return work;
+}
+
 void Worker::run_until(const std::function<bool()>& done) {
   while (!done()) {
     ++iteration_;
     if (view_ != nullptr && view_->epoch() != seen_epoch_) on_membership();
     bool work = poll_completions();
-    work |= poll_messages();
-    for (auto& p : pollers_) work |= p();
+    work |= serve();
     size_t n = runq_count_;
     bool pollers_only = n > 0;
     while (n-- > 0) {

@@ -206,6 +206,10 @@ class Worker {
   void resume(uint16_t index);
   bool poll_completions();
   bool poll_messages();
+  // The incoming messages, then the pollers; true when either did work.
+  // The loop's step between completions and coroutines, also run by an
+  // urgent coroutine that does not suspend (wait_batch).
+  bool serve();
   void on_message(const Message& m);
   void dispatch(NodeId from_node, ThreadId from_thread, const RpcHeader& h, const uint8_t* payload,
                 uint32_t len);
