@@ -11,6 +11,9 @@ Understands the three shapes drtmx-bench writes with --json:
   * a sweep (--sweep=KEY=V1,V2,...; {"sweep": ..., "points": [...]})
                               -> <name>-sweep.png (throughput and p50/p99 vs KEY)
                                  <name>-timeline.png (one line per point)
+With --rounds=N (a "summary" of medians in the report) each preset or point
+is drawn once: its medians, the range of committed/s as an error bar, and
+the timeline of its median run.
 Writes next to each report unless --out is given, and prints every file written.
 Needs matplotlib (Debian: python3-matplotlib; scripts/setup.sh installs it).
 """
@@ -38,6 +41,43 @@ class BadReport(Exception):
 
 def runs_of(report):
     """(label, run) pairs of a report, and its kind: 'run', 'policies' or 'sweep'."""
+    kind, runs = all_runs_of(report)
+    if report.get("rounds", 1) > 1 and isinstance(report.get("summary"), list):
+        runs = medians_of(report, kind, runs)
+    return kind, runs
+
+
+def medians_of(report, kind, runs):
+    """One (label, run) per preset or point of a report with rounds: the run
+    nearest the median committed/s, its numbers replaced by the medians."""
+    key = report.get("sweep", {}).get("key", "value")
+    out = []
+    for s in report["summary"]:
+        if not s.get("runs") or s.get("tps_median") is None:
+            continue
+        label = "%s=%s" % (key, s["label"]) if kind == "sweep" else s["label"]
+        mine = [r for lab, r in runs if lab == label]
+        if not mine:
+            continue
+        nearest = min(mine, key=lambda r: abs(r["tps"] - s["tps_median"]))
+        run = dict(nearest)
+        run["tps"] = s["tps_median"]
+        run["p50_us"] = s.get("p50_us_median") or run.get("p50_us", 0)
+        run["p99_us"] = s.get("p99_us_median") or run.get("p99_us", 0)
+        run["tps_range"] = (s.get("tps_min", run["tps"]), s.get("tps_max", run["tps"]))
+        out.append((label, run))
+    return out
+
+
+def error_bars(runs):
+    """Below/above each median, for matplotlib's yerr; None without rounds."""
+    if not all("tps_range" in r for _, r in runs):
+        return None
+    return [[r["tps"] - r["tps_range"][0] for _, r in runs],
+            [r["tps_range"][1] - r["tps"] for _, r in runs]]
+
+
+def all_runs_of(report):
     if "points" in report and "sweep" in report:
         key = report["sweep"].get("key", "value")
         out = []
@@ -102,7 +142,7 @@ def plot_bars(runs, title, path):
     p50 = [r.get("p50_us", 0) for _, r in runs]
     p99 = [r.get("p99_us", 0) for _, r in runs]
     fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4.5))
-    a.bar(labels, tps, color="tab:blue")
+    a.bar(labels, tps, color="tab:blue", yerr=error_bars(runs), capsize=4)
     a.set_ylabel("committed / s")
     a.set_title("throughput")
     for i, t in enumerate(tps):
@@ -132,7 +172,7 @@ def plot_sweep(report, runs, title, path):
     p50 = [r.get("p50_us", 0) for _, r in runs]
     p99 = [r.get("p99_us", 0) for _, r in runs]
     fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4.5))
-    a.plot(positions, tps, marker="o")
+    a.errorbar(positions, tps, yerr=error_bars(runs), marker="o", capsize=4)
     a.set_xlabel(key)
     a.set_ylabel("committed / s")
     a.set_ylim(bottom=0)
@@ -177,6 +217,8 @@ def plot_report(path, out_dir):
         cfg.get("coroutines", "?"))
     if kind == "sweep":
         title = "%s, --%s swept" % (cfg.get("bench", "?"), report["sweep"].get("key", "?"))
+    if report.get("rounds", 1) > 1:
+        title += ", medians of %d rounds" % report["rounds"]
     written = []
     if kind == "sweep":
         written.append(plot_sweep(report, runs, title, os.path.join(out, base + "-sweep.png")))

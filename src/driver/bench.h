@@ -36,6 +36,9 @@ struct BenchOptions {
   uint32_t join_timeout_ms = 30000;
   uint32_t timeline_ms = 100;  // the report's timeline resolution (divides 1000)
   std::string sweep;           // drtmx-bench: KEY=V1,V2,... (empty: one point)
+  // drtmx-bench: run the experiment (the presets, the sweep points) this
+  // many times, alternating the order (bench_series.h, "Rounds").
+  uint32_t rounds = 1;
   // drtmx-bench --hosts=FILE (hosts.h): node i on hosts[i], started through
   // remote_shell as remote_exe; the nodes reach the coordinator at
   // coordinator_host (default: this machine's host name).

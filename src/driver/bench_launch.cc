@@ -384,18 +384,19 @@ bool run_interrupted() {
 }
 
 Status run_local_cluster(const BenchOptions& o) {
-  if (o.policies.size() <= 1) return run_once(o);
-  // Several presets: one run each, then one table.
+  if (o.policies.size() <= 1 && o.rounds <= 1) return run_once(o);
+  // Several presets, or rounds: one run each (per round), then one table.
   std::vector<BenchOptions> points;
   for (const std::string& p : o.policies) {
     BenchOptions one = o;
     one.policy = p;
     one.policies = {p};
+    one.rounds = 1;
     points.push_back(std::move(one));
   }
   const std::vector<SeriesRow> rows = run_series(
       std::move(points), o.policies, [&](size_t i) { return "--policy=" + o.policies[i]; },
-      run_once);
+      run_once, o.rounds);
   if (run_interrupted()) return rows.back().status;
   const Status first_error =
       print_series("policy", rows, [](const std::string& p) { return "--policy=" + p; });
@@ -407,10 +408,18 @@ Status run_local_cluster(const BenchOptions& o) {
         j.raw(r.json);
       } else {
         j.begin_object().key("policy").value(r.label).key("error").value(r.status.message());
+        if (o.rounds > 1) j.key("round").value(r.round);
         j.end_object();
       }
     }
-    j.end_array().end_object();
+    j.end_array();
+    if (o.rounds > 1) {
+      // The runs above are in the order they ran: round 1 in --policy's
+      // order, round 2 reversed, ...
+      j.key("rounds").value(o.rounds);
+      write_summary(j, summarize(rows));
+    }
+    j.end_object();
     std::string err;
     if (!write_file(o.json, j.str() + "\n", &err)) return io_error(err, errno);
   }

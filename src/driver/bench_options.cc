@@ -171,7 +171,11 @@ Result<BenchOptions> parse_bench(int argc, char** argv, const std::vector<Worklo
       "sweep", po::value(&o.sweep),
       "drtmx-bench: KEY=V1,V2,... runs the experiment once per value of option --KEY (any "
       "option but the ones naming files or nodes, e.g. coroutines=1,2,4,8 or nodes=2,3,4), "
-      "prints a table, and --json gets every point");
+      "prints a table, and --json gets every point")(
+      "rounds", po::value(&o.rounds)->default_value(1),
+      "drtmx-bench: run the experiment (every preset of --policy, every --sweep point) this "
+      "many times, odd rounds in order and even ones reversed, and compare the medians and "
+      "the ratios within each round: for comparisons on a machine whose speed drifts");
   po::options_description dur("Durability (docs/benchmarks.md: Durability)");
   dur.add_options()(
       "durability", po::value(&durability)->default_value("off"),
@@ -275,13 +279,19 @@ Result<BenchOptions> parse_bench(int argc, char** argv, const std::vector<Worklo
       if (vm.count(k)) return bad(std::string("--") + k + " needs --hosts=FILE");
     }
   }
+  // A sweep of --durability: its pmem points take --pmem-dir and the other
+  // durable options, its off points leave them out (bench_sweep.cc).
+  bool sweeps_durability = false;
   if (!o.sweep.empty()) {
     auto sw = parse_sweep(o.sweep);
     if (!sw.is_ok()) return sw.status();
     if (vm.count("node")) return bad("--sweep is drtmx-bench's; a node runs one point");
     if (sw->key == "policy" && o.policy.find(',') != std::string::npos)
       return bad("--sweep=policy=...: give the presets there, not in --policy as well");
+    sweeps_durability = sw->key == "durability";
   }
+  if (o.rounds < 1 || o.rounds > 100) return bad("--rounds must be 1..100");
+  if (o.rounds > 1 && vm.count("node")) return bad("--rounds is drtmx-bench's; a node runs once");
   for (const std::string& p : phases) {
     const size_t eq = p.find('=');
     if (eq == std::string::npos || eq == 0) return bad("--phase=" + p + ": expected KEY=VALUE");
@@ -335,6 +345,11 @@ Result<BenchOptions> parse_bench(int argc, char** argv, const std::vector<Worklo
     for (const char* k :
          {"pmem-dir", "format", "recover", "crash-at", "crash-point", "lock-words"}) {
       const bool given = vm.count(k) && !vm[k].defaulted();
+      const std::string key = k;
+      if (given && sweeps_durability &&
+          (key == "pmem-dir" || key == "format" || key == "lock-words")) {
+        continue;
+      }
       // A crash point without durability: a failover test (the others go on).
       if (given && std::string(k) == "crash-point" && o.fabric.survive_failures) continue;
       if (given) {
@@ -466,6 +481,18 @@ Result<BenchOptions> parse_bench(int argc, char** argv, const std::vector<Worklo
     if (o.crash_at > 0) return bad(what + ": not with --crash-at");
     if (o.policies.size() > 1) return bad(what + " runs one preset: --policy lists several");
     o.fabric.survive_failures = true;
+  }
+  if (o.rounds > 1) {
+    if (o.crash_requested() || o.recover || o.failover_run()) {
+      return bad("--rounds=" + std::to_string(o.rounds) +
+                 " repeats runs: not with --crash-at, --crash-point, --recover, --kill-node or "
+                 "--stop-node (each is one experiment)");
+    }
+    if (o.durable && !o.format) {
+      return bad("--rounds=" + std::to_string(o.rounds) +
+                 " with --durability=pmem: every run after the first replaces the pool files "
+                 "of the run before in --pmem-dir; add --format");
+    }
   }
   DRTMX_RETURN_IF_ERROR(o.fabric.validate());
   // Fail early on a bad policy or workload option, before any node starts.

@@ -44,9 +44,14 @@ std::vector<std::string> point_args(int argc, char** argv, const std::string& ke
   };
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (names(a, key) || names(a, "sweep")) {
-      // "--KEY V": the value is the next argument (unless it is an option).
-      const bool separate = a.find('=') == std::string::npos;
+    // A durability=off point: the durable options belong to the pmem points.
+    const bool durable_only =
+        key == "durability" && value == "off" &&
+        (names(a, "pmem-dir") || names(a, "format") || names(a, "lock-words"));
+    if (names(a, key) || names(a, "sweep") || durable_only) {
+      // "--KEY V": the value is the next argument (unless it is an option;
+      // --format takes none).
+      const bool separate = a.find('=') == std::string::npos && !names(a, "format");
       if (separate && i + 1 < argc && std::string(argv[i + 1]).rfind("--", 0) != 0) ++i;
       continue;
     }
@@ -115,6 +120,7 @@ Result<std::vector<BenchOptions>> sweep_points(int argc, char** argv, const Benc
       return invalid_argument("--sweep point policy=" + v + ": one preset per point");
     }
     p->sweep.clear();
+    p->rounds = 1;  // the sweep runs its rounds itself
     p->node_exe = o.node_exe;
     points.push_back(std::move(*p));
   }
@@ -128,7 +134,7 @@ Status run_sweep(const BenchOptions& o, std::vector<BenchOptions> points) {
   const std::vector<SeriesRow> rows = run_series(
       std::move(points), sw->values,
       [&](size_t i) { return "--sweep point --" + sw->key + "=" + sw->values[i]; },
-      run_local_cluster);
+      run_local_cluster, o.rounds);
   if (run_interrupted()) return rows.back().status;
   const Status first_error =
       print_series(sw->key, rows, [](const std::string& v) { return "--sweep point " + v; });
@@ -138,9 +144,11 @@ Status run_sweep(const BenchOptions& o, std::vector<BenchOptions> points) {
     j.key("values").begin_array();
     for (const std::string& v : sw->values) j.value(v);
     j.end_array().end_object();
+    if (o.rounds > 1) j.key("rounds").value(o.rounds);
     j.key("points").begin_array();
     for (const SeriesRow& r : rows) {
       j.begin_object().key("value").value(r.label);
+      if (o.rounds > 1) j.key("round").value(r.round);
       if (r.status.is_ok()) {
         j.key("report").raw(r.json);
       } else {
@@ -148,7 +156,9 @@ Status run_sweep(const BenchOptions& o, std::vector<BenchOptions> points) {
       }
       j.end_object();
     }
-    j.end_array().end_object();
+    j.end_array();
+    if (o.rounds > 1) write_summary(j, summarize(rows));
+    j.end_object();
     std::string err;
     if (!write_file(o.json, j.str() + "\n", &err)) return io_error(err, errno);
   }

@@ -1,8 +1,10 @@
 // drtmx-bench --sweep and --timeline-ms, and scripts/plot.py on the JSON of
 // a sweep, a several-preset run and a single run: the points run with the
 // swept value, every report carries a timeline whose intervals add up to
-// the run's commits, and the plots come out as non-empty PNG files. Bad
-// sweeps, timelines and reports are refused with the reason.
+// the run's commits, and the plots come out as non-empty PNG files. Rounds
+// (--rounds) run the series again in alternating order and compare medians
+// and per-round ratios. Bad sweeps, rounds, timelines and reports are
+// refused with the reason.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -12,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_series.h"
 #include "support/bench_run.h"
 
 namespace {
@@ -133,6 +136,115 @@ TEST_F(SweepPlot, SeveralPresetsAndASingleRunPlot) {
   EXPECT_FALSE(fs::exists(path("one-policies.png")));
 }
 
+// The order of the "== " headings in a run's output.
+std::vector<std::string> headings(const std::string& output) {
+  const std::string out = "\n" + output;
+  std::vector<std::string> h;
+  for (size_t at = 0; (at = out.find("\n== ", at)) != std::string::npos; ++at) {
+    h.push_back(out.substr(at + 4, out.find('\n', at + 1) - at - 4));
+  }
+  return h;
+}
+
+// A row of a series with this committed/s, p50 and abort rate.
+drtmx::bench::SeriesRow row(const std::string& label, uint32_t round, double tps) {
+  char json[160];
+  std::snprintf(json, sizeof json, "{\"tps\": %.1f, \"abort_rate\": 0.01, \"p50_us\": %.1f}", tps,
+                tps / 10);
+  return {label, round, json, drtmx::Status::ok()};
+}
+
+TEST(SeriesSummary, MediansAndRatiosWithinEachRound) {
+  using drtmx::bench::summarize;
+  // The machine doubles its speed after round 1 and halves it for round 4:
+  // b is 0.8x a in every round, which only ratios within a round show.
+  std::vector<drtmx::bench::SeriesRow> rows = {row("a", 1, 100), row("b", 1, 80),  row("b", 2, 160),
+                                               row("a", 2, 200), row("a", 3, 200), row("b", 3, 160),
+                                               row("b", 4, 40),  row("a", 4, 50)};
+  std::vector<drtmx::bench::SeriesSummary> s = summarize(rows);
+  ASSERT_EQ(s.size(), 2u);
+  EXPECT_EQ(s[0].label, "a");
+  EXPECT_EQ(s[1].label, "b");
+  EXPECT_EQ(s[0].runs, 4u);
+  EXPECT_DOUBLE_EQ(s[0].tps_median, 150);  // 50 100 200 200
+  EXPECT_DOUBLE_EQ(s[0].tps_min, 50);
+  EXPECT_DOUBLE_EQ(s[0].tps_max, 200);
+  EXPECT_DOUBLE_EQ(s[1].tps_median, 120);  // 40 80 160 160
+  EXPECT_DOUBLE_EQ(s[1].p50_median, 12);
+  EXPECT_DOUBLE_EQ(s[0].ratio_median, 1.0);
+  EXPECT_DOUBLE_EQ(s[1].ratio_median, 0.8);
+  // Across rounds (b's round 2 against a's round 1) it would be 1.6 or 0.2.
+  // A failed run of the first label leaves that round's ratios out; a
+  // failed run is not a sample.
+  rows[0].status = drtmx::internal_error("node 1 exited");
+  rows[7] = row("a", 4, 20);  // b is 2x a in round 4 now
+  s = summarize(rows);
+  EXPECT_EQ(s[0].runs, 3u);
+  EXPECT_EQ(s[1].runs, 4u);
+  EXPECT_DOUBLE_EQ(s[1].ratio_median, 0.8);  // rounds 2, 3, 4: 0.8 0.8 2.0
+  EXPECT_DOUBLE_EQ(s[0].tps_median, 200);    // 20 200 200
+  // Every run of a label failed: no numbers, and no ratio for anyone.
+  for (auto& r : rows) {
+    if (r.label == "a") r.status = drtmx::internal_error("no");
+  }
+  s = summarize(rows);
+  EXPECT_EQ(s[0].runs, 0u);
+  EXPECT_TRUE(std::isnan(s[0].tps_median));
+  EXPECT_TRUE(std::isnan(s[1].ratio_median));
+}
+
+TEST_F(SweepPlot, RoundsAlternateTheOrderAndCompareMedians) {
+  const std::string json = path("rounds.json");
+  const Outcome o =
+      run(DRTMX_BENCH_PATH, kQuick + "--policy=drtmh,farm --rounds=3 --json=" + json, 300);
+  ASSERT_EQ(o.exit_code, 0) << o.output;
+  const std::vector<std::string> want = {
+      "--policy=drtmh (round 1 of 3)", "--policy=farm (round 1 of 3)",
+      "--policy=farm (round 2 of 3)",  "--policy=drtmh (round 2 of 3)",
+      "--policy=drtmh (round 3 of 3)", "--policy=farm (round 3 of 3)"};
+  EXPECT_EQ(headings(o.output), want) << o.output;
+  EXPECT_NE(o.output.find("committed/s (median, min - max)"), std::string::npos) << o.output;
+  EXPECT_NE(o.output.find("vs first (median of 3 rounds)"), std::string::npos) << o.output;
+  const std::string j = slurp(json);
+  EXPECT_NE(j.find("\"rounds\": 3"), std::string::npos) << j;
+  EXPECT_EQ(timelines(j).size(), 6u) << j;  // every run's report
+  const size_t sum = j.find("\"summary\": [");
+  ASSERT_NE(sum, std::string::npos) << j;
+  EXPECT_NE(j.find("\"label\": \"drtmh\", \"runs\": 3", sum), std::string::npos) << j;
+  EXPECT_NE(j.find("\"label\": \"farm\", \"runs\": 3", sum), std::string::npos) << j;
+  EXPECT_EQ(json_number(j.substr(sum), "vs_first_median"), 1.0) << j;  // drtmh against itself
+  const Outcome p = plot(json + " --out " + dir_);
+  ASSERT_EQ(p.exit_code, 0) << p.output;
+  expect_png(path("rounds-policies.png"));
+  expect_png(path("rounds-timeline.png"));
+
+  // A sweep of --durability with rounds: the durable options go to the
+  // pmem points only, and each pmem run replaces the pools of the one
+  // before (--format).
+  // Pools in memory (/tmp may be a disk: msync per persist).
+  const std::string pools = "/dev/shm/drtmx_rounds_test_" + std::to_string(getpid()),
+                    sj = path("durable.json");
+  const Outcome d = run(DRTMX_BENCH_PATH,
+                        kQuick + "--sweep=durability=off,pmem --pmem-dir=" + pools +
+                            " --format --rounds=2 --json=" + sj,
+                        300);
+  ASSERT_EQ(d.exit_code, 0) << d.output;
+  const std::vector<std::string> dwant = {"--sweep point --durability=off (round 1 of 2)",
+                                          "--sweep point --durability=pmem (round 1 of 2)",
+                                          "--sweep point --durability=pmem (round 2 of 2)",
+                                          "--sweep point --durability=off (round 2 of 2)"};
+  EXPECT_EQ(headings(d.output), dwant) << d.output;
+  const std::string dj = slurp(sj);
+  EXPECT_NE(dj.find("\"round\": 2"), std::string::npos) << dj;
+  EXPECT_NE(dj.find("\"label\": \"pmem\", \"runs\": 2"), std::string::npos) << dj;
+  EXPECT_EQ(std::string::npos, dj.find("\"error\"")) << dj;
+  EXPECT_TRUE(fs::exists(pools + "/node0.journal.pool")) << d.output;
+  fs::remove_all(pools);
+  const Outcome q = plot(sj + " --out " + dir_);
+  ASSERT_EQ(q.exit_code, 0) << q.output;
+  expect_png(path("durable-sweep.png"));
+}
+
 TEST_F(SweepPlot, BadSweepsTimelinesAndReportsAreRefusedWithTheReason) {
   const std::pair<std::string, std::string> cases[] = {
       {"--sweep=json=a.json", "--json cannot be swept"},
@@ -143,6 +255,13 @@ TEST_F(SweepPlot, BadSweepsTimelinesAndReportsAreRefusedWithTheReason) {
       {"--sweep=coroutines=2,0", "--sweep point coroutines=0: --coroutines must be 1..256"},
       {"--sweep=nosuch=1", "--sweep point nosuch=1: unrecognised option"},
       {"--sweep=coroutines=1,2 --policy=drtmh,farm", "a sweep runs one preset per point"},
+      {"--rounds=0", "--rounds must be 1..100"},
+      {"--rounds=2 --durability=pmem --pmem-dir=/tmp/drtmx-rounds-x", "add --format"},
+      {"--rounds=2 --durability=pmem --pmem-dir=/tmp/drtmx-rounds-x --format --crash-at=0.5",
+       "--rounds=2 repeats runs: not with --crash-at"},
+      {"--rounds=2 --kill-node=1@0.5", "repeats runs"},
+      {"--pmem-dir=/tmp/drtmx-rounds-x --sweep=coroutines=1,2",
+       "--pmem-dir needs --durability=pmem"},
       {"--timeline-ms=7", "--timeline-ms=7 must divide 1000"},
       {"--timeline-ms=5", "must divide 1000 and be at least 10"},
   };
