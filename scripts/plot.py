@@ -65,6 +65,8 @@ def medians_of(report, kind, runs):
         run["p50_us"] = s.get("p50_us_median") or run.get("p50_us", 0)
         run["p99_us"] = s.get("p99_us_median") or run.get("p99_us", 0)
         run["tps_range"] = (s.get("tps_min", run["tps"]), s.get("tps_max", run["tps"]))
+        if s.get("vs_first_median") is not None:
+            run["vs_first"] = s["vs_first_median"]  # within rounds, as the table
         out.append((label, run))
     return out
 
@@ -145,9 +147,10 @@ def plot_bars(runs, title, path):
     a.bar(labels, tps, color="tab:blue", yerr=error_bars(runs), capsize=4)
     a.set_ylabel("committed / s")
     a.set_title("throughput")
-    for i, t in enumerate(tps):
-        a.annotate("%.2fx" % (t / tps[0] if tps[0] else 0), (i, t), ha="center", va="bottom",
-                   fontsize="small")
+    for i, (t, (_, r)) in enumerate(zip(tps, runs)):
+        ratio = r.get("vs_first", t / tps[0] if tps[0] else 0)
+        top = r["tps_range"][1] if "tps_range" in r else t
+        a.annotate("%.2fx" % ratio, (i, top), ha="center", va="bottom", fontsize="small")
     xs = range(len(labels))
     b.bar([x - 0.2 for x in xs], p50, width=0.4, label="p50")
     b.bar([x + 0.2 for x in xs], p99, width=0.4, label="p99")
