@@ -224,6 +224,10 @@ TEST_F(SweepPlot, RoundsAlternateTheOrderAndCompareMedians) {
   // Pools in memory (/tmp may be a disk: msync per persist).
   const std::string pools = "/dev/shm/drtmx_rounds_test_" + std::to_string(getpid()),
                     sj = path("durable.json");
+  struct RemoveAtExit {  // also when an assertion ends the test early
+    std::string dir;
+    ~RemoveAtExit() { fs::remove_all(dir); }
+  } remove_pools{pools};
   const Outcome d = run(DRTMX_BENCH_PATH,
                         kQuick + "--sweep=durability=off,pmem --pmem-dir=" + pools +
                             " --format --rounds=2 --json=" + sj,
@@ -239,7 +243,6 @@ TEST_F(SweepPlot, RoundsAlternateTheOrderAndCompareMedians) {
   EXPECT_NE(dj.find("\"label\": \"pmem\", \"runs\": 2"), std::string::npos) << dj;
   EXPECT_EQ(std::string::npos, dj.find("\"error\"")) << dj;
   EXPECT_TRUE(fs::exists(pools + "/node0.journal.pool")) << d.output;
-  fs::remove_all(pools);
   const Outcome q = plot(sj + " --out " + dir_);
   ASSERT_EQ(q.exit_code, 0) << q.output;
   expect_png(path("durable-sweep.png"));
