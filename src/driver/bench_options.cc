@@ -345,17 +345,16 @@ Result<BenchOptions> parse_bench(int argc, char** argv, const std::vector<Worklo
     for (const char* k :
          {"pmem-dir", "format", "recover", "crash-at", "crash-point", "lock-words"}) {
       const bool given = vm.count(k) && !vm[k].defaulted();
+      if (!given) continue;
       const std::string key = k;
-      if (given && sweeps_durability &&
-          (key == "pmem-dir" || key == "format" || key == "lock-words")) {
+      // A sweep of durability: these go to its pmem points (bench_sweep.cc).
+      if (sweeps_durability && (key == "pmem-dir" || key == "format" || key == "lock-words")) {
         continue;
       }
       // A crash point without durability: a failover test (the others go on).
-      if (given && std::string(k) == "crash-point" && o.fabric.survive_failures) continue;
-      if (given) {
-        return bad(std::string("--") + k + " needs --durability=pmem" +
-                   (std::string(k) == "crash-point" ? " (or --survive-failures: failover)" : ""));
-      }
+      if (key == "crash-point" && o.fabric.survive_failures) continue;
+      return bad("--" + key + " needs --durability=pmem" +
+                 (key == "crash-point" ? " (or --survive-failures: failover)" : ""));
     }
   } else {
     if (lock_words != "dram" && lock_words != "slots")
