@@ -10,8 +10,8 @@
 // registered. The shm fabric's regions and the persistent pools get the
 // same treatment from this call (MADV_POPULATE_WRITE, Linux 5.14 on),
 // once, when they are created or opened: their page tables are filled,
-// pages not yet allocated are allocated and zeroed. Measured: docs/performance.md,
-// "Registered memory resident from the start".
+// pages not yet allocated are allocated and zeroed. Measured: docs/design-notes.md,
+// "Registered memory is resident from the start".
 //
 // Not for memory whose pages need not exist: the call allocates what it
 // maps (an anonymous region becomes its full size in RAM; a shm segment

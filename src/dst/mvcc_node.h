@@ -69,7 +69,7 @@ struct MvccConfig {
   // pushes as fast as a whole node's commits into its own lane (TPC-C's
   // New-Orders: ~10 STOCK versions each). Under the low-water mark's lag
   // behind 20-district Stock-Levels STOCK's lanes fill at times with the
-  // default 4096 (1 % of pushes refused over 60 s, docs/performance.md);
+  // default 4096 (1 % of pushes refused over 60 s, docs/design-notes.md);
   // --min-versions raises the floor.
   bool lanes = false;
 };

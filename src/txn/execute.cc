@@ -94,7 +94,7 @@ void Engine::await_sibling(TableId t, Key k) {
   // less: with three node processes on two cores a log round trip can take
   // a scheduler time slice or two, and a waiter that gives up reads the
   // locked record and aborts (2 ms cost 10 % of TPC-C's Payments on 3
-  // nodes, docs/performance.md).
+  // nodes, docs/design-notes.md).
   constexpr uint64_t kSiblingWaitNs = 10'000'000;
   if (holds_ == nullptr) return;
   uint16_t h = holds_->holder(t, k);

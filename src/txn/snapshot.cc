@@ -212,7 +212,7 @@ Abort Engine::fetch_stable(uint64_t* out) {
   // Not at least session_ts_: StableTS may lag this coroutine's last
   // commit by the transactions still in flight, and waiting for it (a spin
   // on the oracle) cost 37x in throughput on a 2-core machine (SmallBank,
-  // docs/performance.md). The thesis's GTS baseline does not wait either:
+  // docs/design-notes.md). The thesis's GTS baseline does not wait either:
   // its snapshots are serializable, not read-your-writes.
   auto* word = reinterpret_cast<uint64_t*>(alloc(8));
   if (word == nullptr) return Abort::kNotSupported;

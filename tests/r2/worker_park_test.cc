@@ -237,7 +237,7 @@ TEST(WorkerPark, AnUrgentCoroutineRunningThroughOpsStillServesRequests) {
 // floor and backup appliers are pollers): while an urgent coroutine runs
 // through ops without suspending, the pollers still run, as the loop would
 // have run them while it was suspended. Without that, a long run of a lock
-// holder's ops starved the version store's GC (docs/performance.md).
+// holder's ops starved the version store's GC (docs/design-notes.md).
 TEST(WorkerPark, AnUrgentCoroutineRunningThroughOpsStillRunsThePollers) {
   auto c = InProcCluster::make(2, 1, {{kData, 1 << 16}});
   ASSERT_TRUE(c->error.is_ok()) << c->error.to_string();

@@ -195,7 +195,7 @@ OpStatus Worker::wait_batch(CoState& c, OpBatch& b) {
   // pollers and sends what is queued. Other nodes' coroutines wait for
   // those replies, and the pollers include the version store's GC and the
   // snapshot floor: a lock holder running through Log and Commit without
-  // them kept replies waiting and starved GC (docs/performance.md). The
+  // them kept replies waiting and starved GC (docs/design-notes.md). The
   // handlers and pollers run on this coroutine's stack, as an inline
   // self-call's handlers do; a wait for ops is a suspension point, so
   // nothing they see is half-done.

@@ -64,7 +64,7 @@ class Segment {
 // "always" the kernel backs segments with 2 MiB pages where they fit
 // (posix_fallocate allocates them so), and a READ of a random record no
 // longer misses the TLB first; drtmx-bench names it in its report
-// (docs/performance.md has the difference it makes). Mount options are the
+// (docs/design-notes.md has the difference it makes). Mount options are the
 // administrator's: drtmx never changes them.
 std::string dev_shm_huge_option();
 // The same, read from `mounts` (the format of /proc/mounts).
