@@ -180,12 +180,22 @@ if awk -v l="$load" 'BEGIN { exit !(l > 0.5) }'; then
   echo "results.sh: warning: the machine is not idle (load average $load): the numbers move with whatever else runs" >&2
 fi
 
+# The pool directory is removed before and after the durable steps: only
+# when it holds nothing but pool files (drtmx-bench's *.pool), so that a
+# mistyped --pmem-dir never deletes anything else.
+clear_pools() {
+  [ -e "$pmem_dir" ] || return 0
+  if [ -n "$(find "$pmem_dir" -mindepth 1 ! -name '*.pool' -print -quit 2>/dev/null)" ]; then
+    echo "results.sh: --pmem-dir $pmem_dir holds files that are not pool files; not removing it" >&2
+    return 1
+  fi
+  rm -rf "$pmem_dir"
+}
+clear_pools || die "give --pmem-dir a new or empty directory (or one with only *.pool files)"
 stage=$(mktemp -d "${TMPDIR:-/tmp}/drtmx-results.XXXXXX")
 mkdir -p "$stage/logs"
-cleanup() { rm -rf "$pmem_dir"; }
-trap cleanup EXIT
+trap 'clear_pools || true' EXIT
 trap 'echo "results.sh: interrupted; nothing was written to $out (logs: $stage/logs)" >&2; exit 130' INT TERM
-rm -rf "$pmem_dir"
 
 commit=$(git describe --always --dirty 2>/dev/null || echo unknown)
 B="$bin/drtmx-bench"
@@ -254,7 +264,7 @@ step_recovery() {
     --seconds=$FS --warmup=$W --crash-at=$HALF
   run "$B" --bench=smallbank --durability=pmem --pmem-dir="$pmem_dir" --recover \
     --seconds=$HALF --warmup=$W "$(j recovery)"
-  rm -rf "$pmem_dir"
+  clear_pools
 }
 step_failover-smallbank() {
   local r
@@ -274,7 +284,7 @@ step_tpcc-districts20() {
 step_tpcc-durability() {
   run "$B" --bench=tpcc --sweep=durability=off,pmem --pmem-dir="$pmem_dir" --format \
     --rounds=$R2 --seconds=$S --warmup=$W2 "$(j tpcc-durability)"
-  rm -rf "$pmem_dir"
+  clear_pools
 }
 step_tpcc-replicas() {
   run "$B" --bench=tpcc --sweep=replicas=1,2,3 --rounds=$R2 --seconds=$S --warmup=$W \
@@ -328,13 +338,12 @@ for s in "${ran[@]}"; do
   rm -f "$out/$s.json" "$out/$s.txt" "$out/$s"-r[0-9]*.json "$out/$s"-*-r[0-9]*.json "$out/$s"*.png
 done
 for f in "$stage"/*.json "$stage"/*.txt; do
-  [ -e "$f" ] && mv "$f" "$out/"
+  if [ -e "$f" ]; then mv "$f" "$out/"; fi
 done
-if [ -f "$out/commands.tsv" ]; then
-  awk -F'\t' 'NR == FNR { ran[$1] = 1; next } !($1 in ran)' "$stage/commands.tsv" "$out/commands.tsv" \
+: >"$stage/commands.old"
+if [ -f "$out/commands.tsv" ]; then   # keep the lines of the steps that did not run now
+  awk -F'\t' -v ran=" ${ran[*]} " 'index(ran, " " $1 " ") == 0' "$out/commands.tsv" \
     >"$stage/commands.old"
-else
-  : >"$stage/commands.old"
 fi
 cat "$stage/commands.old" "$stage/commands.tsv" >"$out/commands.tsv"
 {
