@@ -7,15 +7,16 @@
 #                      [--bin=DIR] [--pmem-dir=DIR] [--no-plots] [--list]
 #
 # Default: 6-s measured windows after 1 s of warm-up, 3 rounds for the main
-# comparisons (2 for the costly TPC-C extras and TPC-E), about 25 minutes on
-# a 2-core machine (add ~2 minutes with --silo). Writes into docs/results/:
+# comparisons (2 for the costly TPC-C extras and TPC-E): about 21 minutes on
+# a 2-core machine, 2 more with --silo (estimated from a --quick run's
+# start-up costs; TPC-C's load takes ~13 s per run). Writes into docs/results/:
 # one JSON report per step (the programs' own --json), the PNG plots
 # scripts/plot.py draws from the drtmx-bench reports, commands.tsv (the exact
 # command of every step, when and on which code it ran), machine.txt and
 # summary.md (scripts/results_table.py), whose table also replaces the
 # generated block of docs/performance.md.
 #
-# --quick      1-s windows, 1 round, short component runs: checks in about 6
+# --quick      1-s windows, 1 round, short component runs: checks in about 5
 #              minutes that every step runs. Its numbers are noisy: it writes
 #              into build/results-quick/ (not docs/results/) unless --out says
 #              otherwise, and never touches docs/performance.md.
@@ -71,7 +72,7 @@ while [ $# -gt 0 ]; do
     --pmem-dir=*) pmem_dir="${1#--pmem-dir=}" ;;
     --no-plots) plots=0 ;;
     --list) list=1 ;;
-    -h|--help) sed -n '2,46p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,43p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "results.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift

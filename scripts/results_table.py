@@ -220,7 +220,7 @@ def rows_one_node(d):
 def rows_silo(d):
     path = os.path.join(d, "silo.txt")
     if not os.path.exists(path):
-        raise Missing("silo.txt (run scripts/results.sh --silo=PATH/dbtest; \"Against Silo\")")
+        raise Missing("it needs scripts/results.sh --silo=PATH/dbtest, see Against Silo")
     pairs = {}
     with open(path) as f:
         for line in f:
@@ -290,20 +290,23 @@ def rows_rdpma(d):
     run = next((r for r in rep["runs"] if r.get("delay_ns") == 2000), rep["runs"][0])
     ex = run["experiments"]
 
+    def span(v, fmt):
+        lo, hi = fmt % min(v), fmt % max(v)
+        return lo if lo == hi else "%s-%s" % (lo, hi)
+
     def p50(method):
-        v = [e["p50_us"] for e in ex if e["method"] == method]
-        return "%.2f-%.2f us" % (min(v), max(v))
+        return span([e["p50_us"] for e in ex if e["method"] == method], "%.2f") + " us"
 
     def ratios(prefix):
-        v = [r["value"] for r in run["ratios"] if r["name"].startswith(prefix)]
-        return "**%.2f-%.2fx**" % (min(v), max(v))
+        return "**%sx**" % span([r["value"] for r in run["ratios"] if r["name"].startswith(prefix)],
+                                "%.2f")
 
     payloads = sorted({e["payload"] for e in ex})
-    span = "%d B-%d %s" % (payloads[0], payloads[-1] if payloads[-1] < 1024 else payloads[-1] // 1024,
-                           "B" if payloads[-1] < 1024 else "KiB")
+    sizes = "%d B-%d %s" % (payloads[0], payloads[-1] if payloads[-1] < 1024 else payloads[-1] // 1024,
+                            "B" if payloads[-1] < 1024 else "KiB")
     return [
         ("rdpma-bench, 2 nodes, 1 coroutine, 2 us delay: persistent WRITE by H9 (WRITE + flushing "
-         "READ, one doorbell) against the strawman (two round trips), %s" % span,
+         "READ, one doorbell) against the strawman (two round trips), %s" % sizes,
          "H9 p50 " + p50("h9"), "strawman p50 " + p50("strawman"),
          ratios("h9/strawman throughput") + " throughput"),
         ("the same: H9 against two-sided (the owner's CPU persists)",
@@ -437,11 +440,12 @@ def render(d, prefix):
     if all_lines:
         first = min(c[0] for c in all_lines)
         last = max(c[0] for c in all_lines)
-        out.append("Measured by `scripts/results.sh` (%s mode: %s) from %s to %s on code %s. Machine: %s, "
-                   "%s, Linux %s, `/dev/shm` huge=%s, transparent huge pages %s; load average %s at the "
-                   "start." % (
+        took = sum(int(c[2]) for c in all_lines if c[2].isdigit())
+        out.append("Measured by `scripts/results.sh` (%s mode: %s) from %s to %s on code %s; its commands "
+                   "ran %d min. Machine: %s, %s, Linux %s, `/dev/shm` huge=%s, transparent huge pages %s; "
+                   "load average %s at the start." % (
                        m.get("mode", "?").split(",")[0], ", ".join(m.get("mode", "").split(", ")[1:]),
-                       first, last, latest, m.get("cpu", "?"), m.get("memory", "?"),
+                       first, last, latest, (took + 30) // 60, m.get("cpu", "?"), m.get("memory", "?"),
                        m.get("kernel", "?"), m.get("dev_shm_huge", "?"),
                        m.get("transparent_hugepage", "?"), m.get("load_average_at_start", "?")))
         out.append("")
@@ -452,7 +456,7 @@ def render(d, prefix):
         try:
             rows = fn(d)
         except Missing as e:
-            missing.append("%s (%s)" % (step, e))
+            missing.append("%s (%s)" % (step, str(e).strip("'\"")))
             continue
         except (KeyError, ValueError, ZeroDivisionError, StopIteration, TypeError) as e:
             sys.exit("results_table.py: the %s report in %s is not what this script reads: %r"
@@ -463,8 +467,8 @@ def render(d, prefix):
     out.append("")
     out.append("Ratios are result over baseline, the median of the per-round ratios (the range over "
                "the rounds in brackets). Each drtmx-bench, r2-bench, store-bench and rdpma-bench "
-               "command also had `--json=` naming its report in `%s`, and micro-bench "
-               "`--benchmark_out=`." % (prefix or "docs/results/"))
+               "command also had `--json=` naming its report in %s, and micro-bench "
+               "`--benchmark_out=`." % ("`%s`" % prefix if prefix else "this directory"))
     if missing:
         out.append("")
         out.append("Not in this table (no report yet): " + "; ".join(missing) + ".")
@@ -472,7 +476,7 @@ def render(d, prefix):
     if pngs:
         out.append("")
         for f, cap in pngs:
-            out.append("![%s](%s%s)" % (cap, prefix, f))
+            out.append("![%s](%s%s)" % (f, prefix, f))
             out.append("")
             out.append("*%s*" % cap)
             out.append("")
