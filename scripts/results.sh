@@ -7,7 +7,8 @@
 #                      [--bin=DIR] [--pmem-dir=DIR] [--no-plots] [--list]
 #
 # Default: 6-s measured windows after 1 s of warm-up, 3 rounds for the main
-# comparisons (2 for the costly TPC-C extras and TPC-E): about 21 minutes on
+# comparisons (4 for durable SmallBank and Silo, whose two sides should each
+# run first as often; 2 for the costly TPC-C extras and TPC-E): about 21 minutes on
 # a 2-core machine, 2 more with --silo (estimated from a --quick run's
 # start-up costs; TPC-C's load takes ~13 s per run). Writes into docs/results/:
 # one JSON report per step (the programs' own --json), the PNG plots
@@ -72,7 +73,7 @@ while [ $# -gt 0 ]; do
     --pmem-dir=*) pmem_dir="${1#--pmem-dir=}" ;;
     --no-plots) plots=0 ;;
     --list) list=1 ;;
-    -h|--help) sed -n '2,43p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
     *) echo "results.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -147,7 +148,7 @@ fi
 R2=$((R > 1 ? R - 1 : 1))
 W2=$(awk -v w="$W" 'BEGIN { print w + 1 }')        # durable TPC-C: a longer warm-up
 FS=$((S > 2 ? S : 2)); HALF=$((FS / 2))            # crash and failover runs: kill half-way
-RS=$((R % 2 == 1 ? R + 1 : R))                     # Silo pairs: an even number of rounds
+RS=$((R % 2 == 1 ? R + 1 : R))                     # two sides, each first as often: even
 WI=$(awk -v w="$W" 'BEGIN { printf "%d", (w < 1 ? 1 : w) }')   # compare-silo.sh: whole seconds
 
 # What must be there before anything runs.
@@ -258,7 +259,7 @@ step_smallbank-delay() {
 }
 step_smallbank-durability() {
   run "$B" --bench=smallbank --sweep=durability=off,pmem --pmem-dir="$pmem_dir" --format \
-    --rounds=$R --seconds=$S --warmup=$W "$(j smallbank-durability)"
+    --rounds=$RS --seconds=$S --warmup=$W "$(j smallbank-durability)"
 }
 step_recovery() {
   run "$B" --bench=smallbank --durability=pmem --pmem-dir="$pmem_dir" --format \
