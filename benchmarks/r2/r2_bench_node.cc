@@ -360,6 +360,8 @@ Status run_r2_bench_node(const R2BenchOptions& o) {
   cfg.fabric.node = static_cast<uint16_t>(o.node);
   cfg.control.coordinator = o.coordinator;
   cfg.control.join_timeout = std::chrono::milliseconds(o.join_timeout_ms);
+  // A node process of its own ends when its coordinator is gone.
+  if (o.processes) cfg.control.on_lost = r2::exit_when_orphaned("r2-bench", cfg.fabric);
   cfg.control.fingerprint = {{"op", o.op_name},
                              {"payload", std::to_string(o.payload)},
                              {"batch", std::to_string(o.batch)},

@@ -377,6 +377,9 @@ Status run_rdpma_node(const RdpmaBenchOptions& o, const std::string& json_part) 
       cfg.fabric.node = static_cast<uint16_t>(o.node);
       cfg.control.coordinator = o.coordinator;
       cfg.control.join_timeout = std::chrono::milliseconds(o.join_timeout_ms);
+      // A node process of its own ends when its coordinator is gone (its
+      // scratch pool stays; the next run with the same directory formats it).
+      if (o.processes) cfg.control.on_lost = r2::exit_when_orphaned("rdpma-bench", cfg.fabric);
       std::string exps;
       for (const PmemExperiment& x : o.experiments()) exps += x.name() + ";";
       cfg.control.fingerprint = {{"experiments", exps},

@@ -29,6 +29,10 @@ struct BenchOptions {
   std::map<std::string, std::string> overrides;  // per-phase policy overrides
   uint16_t replicas = 0;                         // 0: min(3, nodes)
   bool inprocess = false;                        // nodes as threads of this process
+  // Set by node_main to the program's name: this process is one node; it
+  // ends itself when its coordinator is gone (r2::exit_when_orphaned). ""
+  // for nodes that are threads of a launcher. Not an option.
+  std::string node_program;
   std::string json;
   int node = -1;                  // >= 0: run only this node (the launcher passes it)
   std::string coordinator;        // node mode: where the coordinator listens

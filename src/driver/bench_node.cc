@@ -81,6 +81,9 @@ Status run_bench_node(const BenchOptions& o) {
   cfg.fabric = o.fabric;
   cfg.fabric.node = static_cast<uint16_t>(o.node);
   cfg.control.coordinator = o.coordinator;
+  if (!o.node_program.empty()) {
+    cfg.control.on_lost = r2::exit_when_orphaned(o.node_program, cfg.fabric);
+  }
   cfg.control.fingerprint = {{"bench", o.bench},
                              {"policy", o.policy},
                              {"replicas", std::to_string(replicas)},
@@ -274,15 +277,30 @@ Status run_bench_node(const BenchOptions& o) {
     for (auto& c : counters) t += c.total.load(std::memory_order_relaxed);
     return t;
   };
-  auto sleep_s = [](double s) {
-    std::this_thread::sleep_for(std::chrono::microseconds(static_cast<int64_t>(s * 1e6)));
-  };
   auto journal_error = [&]() -> Status {
     const std::string e = journal ? journal->error() : std::string();
     return e.empty() ? Status::ok()
                      : io_error(e + " (acknowledgements are no longer recorded)", EIO);
   };
-  sleep_s(o.warmup);
+  // A node whose cluster failed, or that was removed from it, stops at once
+  // instead of running out its --seconds (a node process whose coordinator
+  // is gone has already ended: exit_when_orphaned).
+  auto stop_unhealthy = [&]() -> Status {
+    Status h = n.runtime().health();
+    if (h.is_ok()) return h;
+    sh.phase.store(2);
+    (void)n.finish(std::chrono::seconds(10));
+    return h;
+  };
+  {
+    const auto until = std::chrono::steady_clock::now() +
+                       std::chrono::microseconds(static_cast<int64_t>(o.warmup * 1e6));
+    while (std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_until(std::min(
+          until, std::chrono::steady_clock::now() + std::chrono::milliseconds(o.timeline_ms)));
+      if (Status h = stop_unhealthy(); !h.is_ok()) return h;
+    }
+  }
   sh.phase.store(1);
   (void)n.runtime().control().publish("measuring", "");
   const uint64_t t0 = r2::now_ns();
@@ -299,6 +317,7 @@ Status run_bench_node(const BenchOptions& o) {
     uint64_t last = 0, last_second = 0;
     for (uint64_t k = 1; start + k * tick <= end; ++k) {
       std::this_thread::sleep_until(start + k * tick);
+      if (Status h = stop_unhealthy(); !h.is_ok()) return h;
       if (Status je = journal_error(); !je.is_ok()) {
         sh.phase.store(2);
         (void)n.finish(std::chrono::seconds(10));

@@ -22,7 +22,9 @@ int node_main(const BenchOptions& o, const char* program) {
     }
     host = HostedCoordinator(std::move(s.value()));
   }
-  const Status st = host.finish(run_bench_node(o));
+  BenchOptions mine = o;
+  mine.node_program = program;
+  const Status st = host.finish(run_bench_node(mine));
   if (!st.is_ok()) {
     std::cerr << program << " " << o.node << ": " << st.to_string() << "\n";
     return 1;

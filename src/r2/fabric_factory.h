@@ -13,4 +13,14 @@ namespace drtmx::r2 {
 // Validates `cfg` and builds its backend. Errors name the bad option.
 Result<std::unique_ptr<Fabric>> make_fabric(const FabricConfig& cfg);
 
+// Removes the host-wide names by which other processes map node
+// `cfg.node`'s volatile memory (shm: its /dev/shm segments; verbs: none).
+// Mappings stay valid; the memory goes back once the last one is gone.
+// For a node that ends abnormally. Persistent regions are never touched.
+struct SharedNames {
+  int count = 0;
+  uint64_t bytes = 0;
+};
+SharedNames remove_shared_names(const FabricConfig& cfg);
+
 }  // namespace drtmx::r2

@@ -1,8 +1,29 @@
 #include "r2/node_runtime.h"
 
+#include <unistd.h>
+
 #include "r2/fabric_factory.h"
 
 namespace drtmx::r2 {
+
+std::function<void(const Status&)> exit_when_orphaned(const std::string& program,
+                                                      const FabricConfig& fabric) {
+  return [program, fabric](const Status& why) {
+    const SharedNames gone = remove_shared_names(fabric);
+    std::string m = program + " node " + std::to_string(fabric.node) + ": " + why.message() +
+                    "; stopping this node";
+    if (gone.count > 0) {
+      m += " (removed its " + std::to_string(gone.count) + " shared-memory segments, " +
+           std::to_string(gone.bytes >> 20) + " MiB)";
+    }
+    m += "\n";
+    // One write (the worker threads may be mid-print), then the end: no
+    // destructor runs, as after a crash; the workers never see a half
+    // torn-down node.
+    (void)!::write(2, m.data(), m.size());
+    ::_exit(kOrphanExitCode);
+  };
+}
 
 Result<std::unique_ptr<NodeRuntime>> NodeRuntime::start(const NodeRuntimeConfig& cfg) {
   DRTMX_RETURN_IF_ERROR(cfg.worker.validate());

@@ -46,6 +46,23 @@ struct NodeRuntimeConfig {
   std::vector<std::pair<RegionId, FileRegion>> file_regions;
 };
 
+// The exit code of a node process that ended because its coordinator is
+// gone (exit_when_orphaned).
+constexpr int kOrphanExitCode = 69;
+
+// ControlClientConfig::on_lost for a node that is a process of its own
+// (drtmx-node, r2-bench --processes, ...): a node whose coordinator is gone
+// can never finish its run, report, or be stopped by its launcher, so it
+// says why on stderr ("<program> node N: lost the coordinator ...; stopping
+// this node"), removes the host-wide names of its shared memory (shm: its
+// /dev/shm segments, so their memory goes back once every process that maps
+// them has ended) and ends the process at once with kOrphanExitCode, as a
+// crash would: persistent regions (pool files) are never touched, and a
+// durable cluster restarts from them with --recover. Not for nodes that are
+// threads of a launcher or test (they share its process).
+std::function<void(const Status&)> exit_when_orphaned(const std::string& program,
+                                                      const FabricConfig& fabric);
+
 class NodeRuntime {
  public:
   static Result<std::unique_ptr<NodeRuntime>> start(const NodeRuntimeConfig& cfg);

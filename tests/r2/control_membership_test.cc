@@ -17,6 +17,7 @@
 
 #include "r2/control/control.h"
 #include "r2/control/framing.h"
+#include "support/raw_node.h"
 
 namespace drtmx::r2 {
 namespace {
@@ -24,8 +25,9 @@ namespace {
 using control::Clock;
 using control::Envelope;
 using std::chrono::milliseconds;
+using testing::RawNode;
 
-constexpr int kLease = 200;
+constexpr int kLease = testing::kRawLease;
 
 struct Recorder {
   std::mutex mu;
@@ -66,45 +68,6 @@ ControlClientConfig client_cfg(const ControlServer& s, uint16_t node, uint16_t n
   c.survive_failures = true;
   return c;
 }
-
-// A node played by hand: joins, then does only what the test says.
-struct RawNode {
-  int fd = -1;
-  control::FrameReader reader;
-  ~RawNode() {
-    if (fd >= 0) close(fd);
-  }
-  bool connect_to(uint16_t port) {
-    fd = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(port);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) return false;
-    control::tune_socket(fd);
-    return true;
-  }
-  Status send_join(uint16_t node, uint16_t nodes, int lease = kLease) {
-    Envelope e;
-    auto* j = e.mutable_join();
-    j->set_cluster("mem");
-    j->set_node(node);
-    j->set_num_nodes(nodes);
-    j->set_lease_ms(static_cast<uint32_t>(lease));
-    j->set_survive_failures(true);
-    return control::send_frame(fd, e, Clock::now() + milliseconds(1000));
-  }
-  Status send(const Envelope& e) {
-    return control::send_frame(fd, e, Clock::now() + milliseconds(1000));
-  }
-  Status recv(Envelope* e, milliseconds limit = milliseconds(5000)) {
-    return control::recv_frame(fd, reader, e, Clock::now() + limit);
-  }
-  void crash() {  // the socket closes without a Leave, as when a process dies
-    close(fd);
-    fd = -1;
-  }
-};
 
 // Joins clients 0..n-1 except `skip` concurrently with `raw_join` (which
 // joins the raw node); returns the clients.

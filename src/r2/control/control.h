@@ -43,7 +43,19 @@
 //     (report_failure), a configuration mismatch or a missing node at join
 //     still fail the whole cluster.
 // With leases on (both modes) the coordinator records every node's largest
-// gap between renewals (lease_stats()), the number to choose --lease-ms by.
+// gap between renewals (lease_stats()), the number to choose --lease-ms by,
+// and renews its own lease to each node: a Heartbeat every lease/4 of that
+// node's lease. A node that hears nothing from the coordinator for a whole
+// lease (or whose connection closes) has lost it (ControlClientConfig::
+// on_lost): in both modes, every call on its client fails from then on.
+//
+// Connections: while the cluster forms, the coordinator keeps at most one
+// connection per node that has not joined yet, and drops one that does not
+// join within 2 s (or the join timeout, if shorter); a connection beyond
+// that is refused at once ("retry": a real node connects again until its
+// join timeout). Once every node joined, a new connection is refused at
+// once, naming why, never left to time out; a join then never fails the
+// running cluster (a removed node's is answered Removed).
 //
 // Threading: a ControlClient's calls are made by one thread at a time;
 // epoch(), view() and the on_change callback are the exceptions (below).
@@ -128,6 +140,17 @@ struct ControlClientConfig {
   // mode it expects; both must equal the coordinator's.
   std::chrono::milliseconds lease{0};
   bool survive_failures = false;
+  // Called once on the client's own thread when the coordinator is gone:
+  // its connection closed or broke, it sent a malformed frame, or — with a
+  // lease above 0 — nothing came from it for a whole lease. (The lease runs
+  // both ways: the coordinator sends every node a Heartbeat every lease/4,
+  // so a silent coordinator is a stopped process or an unreachable host.)
+  // Not called for the coordinator's own decisions (a failed cluster, this
+  // node's removal), nor after leave(). Every call on the client fails with
+  // the same reason from then on, whether or not this is set. A node
+  // process uses it to end instead of running on without a cluster
+  // (r2::exit_when_orphaned in node_runtime.h). Set before join().
+  std::function<void(const Status&)> on_lost;
   // Called on the client's own thread for each membership change this node
   // learns (survivors), and once when this node learns it was removed
   // (change.removed names it; change.live does not) — BEFORE view() and

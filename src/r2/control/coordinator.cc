@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <iostream>
 
@@ -22,6 +23,7 @@ Coordinator::~Coordinator() {
   stop_.store(true);
   if (thread_.joinable()) thread_.join();
   for (auto& c : conns_) close(c.fd);
+  for (auto& r : refused_) close(r.fd);
   if (listen_fd_ >= 0) close(listen_fd_);
 }
 
@@ -49,7 +51,10 @@ Status Coordinator::listen_on(const std::string& addr) {
         "cannot listen on " + addr + ": " + std::strerror(err) +
         (err == EADDRINUSE ? " (another cluster uses that port? pick another)" : ""));
   }
-  if (listen(listen_fd_, 128) != 0) return io_error("listen(" + addr + ")", errno);
+  // The kernel's largest backlog (net.core.somaxconn caps it): a burst of
+  // connections waits in the accept queue for the loop, which answers each
+  // at once (refusal()), instead of having its SYNs dropped and retried.
+  if (listen(listen_fd_, SOMAXCONN) != 0) return io_error("listen(" + addr + ")", errno);
   tune_socket(listen_fd_);
   sockaddr_in sa{};
   socklen_t len = sizeof sa;
@@ -144,6 +149,24 @@ Status Coordinator::check_join_settings(const Join& j) const {
 
 void Coordinator::on_join(Conn& c, const Join& j) {
   if (c.node >= 0) return fail(name_of(c) + " sent a second join");
+  if (joined_count_ == cfg_.num_nodes) {
+    // The cluster runs: a join is a removed node's, or a stranger's that
+    // must not end it.
+    if (j.node() < cfg_.num_nodes && !removed_reason_[j.node()].empty() &&
+        check_join_settings(j).is_ok()) {
+      return refuse_removed(c, static_cast<uint16_t>(j.node()));
+    }
+    Envelope e;
+    e.mutable_failure()->set_refused(true);
+    e.mutable_failure()->set_reason(
+        "cluster '" + cfg_.cluster + "' is running with all its " + std::to_string(cfg_.num_nodes) +
+        " nodes (node " + std::to_string(j.node()) +
+        (j.node() < cfg_.num_nodes ? " joined from " + hosts_[j.node()] : " is not one of them") +
+        "); a node joins only when the cluster starts");
+    send_to(c, e);
+    drop(c);
+    return;
+  }
   if (Status s = check_join_settings(j); !s.is_ok()) return fail(s.message());
   if (j.node() < cfg_.num_nodes && !removed_reason_[j.node()].empty()) {
     return refuse_removed(c, static_cast<uint16_t>(j.node()));
@@ -181,6 +204,7 @@ void Coordinator::on_join(Conn& c, const Join& j) {
                 std::to_string(j.node()) + "; start every node with the same settings");
   }
   c.node = static_cast<int>(j.node());
+  c.lease = std::chrono::milliseconds(j.lease_ms());
   joined_[j.node()] = c.fd;
   hosts_[j.node()] = j.host().empty() ? c.peer : j.host();
   if (++joined_count_ == cfg_.num_nodes) {
@@ -229,6 +253,17 @@ void Coordinator::on_leave(Conn& c) {
 void Coordinator::on_frame(Conn& c, const Envelope& e) {
   if (c.removed) return;  // a removed node's late frames change nothing
   if (c.node >= 0) renew(static_cast<uint16_t>(c.node));
+  if (c.node < 0 && e.body_case() != Envelope::kJoin) {
+    // Whatever talks to the port must join first; it is not a node of
+    // this cluster, and the cluster goes on.
+    std::cerr << "coordinator: dropping " << name_of(c) << ": it sent a message before joining\n";
+    Envelope f;
+    f.mutable_failure()->set_refused(true);
+    f.mutable_failure()->set_reason("the first message to the coordinator must be a join");
+    send_to(c, f);
+    drop(c);
+    return;
+  }
   switch (e.body_case()) {
     case Envelope::kJoin:
       return on_join(c, e.join());
@@ -282,6 +317,62 @@ void Coordinator::drop(Conn& c) {
   c.fd = -1;
 }
 
+std::string Coordinator::refusal(bool* retry) const {
+  size_t waiting = 0;  // connections that have not joined (yet)
+  for (const Conn& c : conns_) waiting += c.fd >= 0 && c.node < 0;
+  const uint16_t removed = static_cast<uint16_t>(cfg_.num_nodes - live_count_);
+  *retry = false;
+  if (joined_count_ == cfg_.num_nodes) {
+    // Only a removed node may still knock (it is told it was removed).
+    if (cfg_.survive_failures && waiting < removed) return "";
+    return "cluster '" + cfg_.cluster + "' is running with all its " +
+           std::to_string(cfg_.num_nodes) +
+           " nodes; a node joins only when the cluster starts (a node of another cluster "
+           "given this coordinator's address?)";
+  }
+  if (waiting + joined_count_ < cfg_.num_nodes) return "";
+  *retry = true;
+  return "cluster '" + cfg_.cluster + "' has " + std::to_string(cfg_.num_nodes) +
+         " nodes and a connection for each already (" + std::to_string(joined_count_) +
+         " joined, " + std::to_string(waiting) +
+         " not yet): more connections than nodes (something else connecting to this port?)";
+}
+
+void Coordinator::refuse(int fd, const std::string& reason, bool retry) {
+  Envelope e;
+  e.mutable_failure()->set_refused(true);
+  e.mutable_failure()->set_retry(retry);
+  e.mutable_failure()->set_reason(reason);
+  // A fresh socket's buffer holds the small frame: no wait.
+  (void)send_frame(fd, e, Clock::now());
+  // Up to 256 refused connections linger 200 ms (read and discarded), so
+  // that a join the peer already sent does not make our close a reset that
+  // loses the reason; beyond that (a flood) they close at once.
+  if (refused_.size() >= 256) {
+    close(fd);
+    return;
+  }
+  shutdown(fd, SHUT_WR);
+  refused_.push_back({fd, Clock::now() + std::chrono::milliseconds(200)});
+}
+
+void Coordinator::serve_refused() {
+  const auto now = Clock::now();
+  for (auto it = refused_.begin(); it != refused_.end();) {
+    char buf[4096];
+    ssize_t r;
+    while ((r = recv(it->fd, buf, sizeof buf, 0)) > 0) {
+    }
+    const bool gone = r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+    if (gone || now >= it->until) {
+      close(it->fd);
+      it = refused_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
 void Coordinator::accept_all() {
   for (;;) {
     sockaddr_in sa{};
@@ -289,20 +380,46 @@ void Coordinator::accept_all() {
     int fd = accept(listen_fd_, reinterpret_cast<sockaddr*>(&sa), &len);
     if (fd < 0) return;
     tune_socket(fd);
+    if (failed_) {
+      // Latecomers learn why the cluster is gone.
+      Envelope e;
+      e.mutable_failure()->set_reason(result_message());
+      (void)send_frame(fd, e, Clock::now());
+      close(fd);
+      continue;
+    }
+    bool retry = false;
+    if (const std::string why = refusal(&retry); !why.empty()) {
+      refuse(fd, why, retry);
+      continue;
+    }
     Conn c;
     c.fd = fd;
     char ip[INET_ADDRSTRLEN] = "?";
     inet_ntop(AF_INET, &sa.sin_addr, ip, sizeof ip);
     c.peer = std::string(ip) + ":" + std::to_string(ntohs(sa.sin_port));
-    if (failed_) {
-      // Latecomers learn why the cluster is gone.
-      Envelope e;
-      e.mutable_failure()->set_reason(result_message());
-      send_to(c, e);
-      close(fd);
-      continue;
-    }
+    // A real node sends its join right after connecting; a connection that
+    // does not must not hold a node's place for long.
+    c.join_by = Clock::now() + join_grace();
     conns_.push_back(std::move(c));
+  }
+}
+
+std::chrono::milliseconds Coordinator::join_grace() const {
+  return std::min<std::chrono::milliseconds>(cfg_.join_timeout, std::chrono::seconds(2));
+}
+
+void Coordinator::check_unjoined() {
+  const auto now = Clock::now();
+  for (Conn& c : conns_) {
+    if (c.fd < 0 || c.node >= 0 || now < c.join_by) continue;
+    std::cerr << "coordinator: dropping " << name_of(c) << ": it did not join in time\n";
+    Envelope e;
+    e.mutable_failure()->set_refused(true);
+    e.mutable_failure()->set_reason("connected but did not join within " +
+                                    std::to_string(join_grace().count()) + " ms");
+    send_to(c, e);
+    drop(c);
   }
 }
 
@@ -328,19 +445,33 @@ void Coordinator::check_join_deadline() {
 }
 
 int Coordinator::poll_timeout_ms() const {
-  // Expiry is noticed within an eighth of the lease (and at most 50 ms).
-  if (!cfg_.survive_failures || cfg_.lease.count() == 0) return 50;
-  return static_cast<int>(std::clamp<int64_t>(cfg_.lease.count() / 8, 1, 50));
+  // Expiry is noticed within an eighth of the lease (and at most 50 ms);
+  // heartbeats go out when due; refused connections are looked at every
+  // 10 ms.
+  int64_t ms = 50;
+  if (cfg_.survive_failures && cfg_.lease.count() > 0) {
+    ms = std::clamp<int64_t>(cfg_.lease.count() / 8, 1, 50);
+  }
+  if (!refused_.empty()) ms = std::min<int64_t>(ms, 10);
+  if (leases_started_) {
+    const auto now = Clock::now();
+    for (const Conn& c : conns_) {
+      if (c.fd < 0 || c.node < 0 || c.removed || c.left || c.lease.count() == 0) continue;
+      const int64_t due =
+          std::chrono::duration_cast<std::chrono::milliseconds>(c.next_heartbeat - now).count();
+      ms = std::min<int64_t>(ms, std::max<int64_t>(due, 0));
+    }
+  }
+  return static_cast<int>(ms);
 }
 
 void Coordinator::loop() {
   std::vector<pollfd> fds;
-  const int timeout_ms = poll_timeout_ms();
   while (!stop_.load()) {
     fds.clear();
     fds.push_back({listen_fd_, POLLIN, 0});
     for (auto& c : conns_) fds.push_back({c.fd, static_cast<short>(c.fd >= 0 ? POLLIN : 0), 0});
-    poll(fds.data(), fds.size(), timeout_ms);
+    poll(fds.data(), fds.size(), poll_timeout_ms());
     if (fds[0].revents & POLLIN) accept_all();
     for (size_t i = 1; i < fds.size() && i - 1 < conns_.size(); ++i) {
       if (conns_[i - 1].fd >= 0 && (fds[i].revents & (POLLIN | POLLHUP | POLLERR))) {
@@ -348,7 +479,10 @@ void Coordinator::loop() {
       }
     }
     check_join_deadline();
+    check_unjoined();
     if (!failed_) check_leases();
+    if (!failed_) send_heartbeats();
+    serve_refused();
     // Compact closed connections.
     std::vector<Conn> keep;
     for (auto& c : conns_) {

@@ -34,6 +34,21 @@ struct Conn {
   // connection stays open until the node closes it, so that Removed is
   // not lost to a reset when the node resumes and sends again.
   bool removed = false;
+  // Before the join: when this connection must have joined by (else it is
+  // dropped). After: the lease the node renews (0: none), and when the
+  // coordinator renews its own lease to the node next (a Heartbeat every
+  // lease/4).
+  Clock::time_point join_by;
+  std::chrono::milliseconds lease{0};
+  Clock::time_point next_heartbeat;
+};
+
+// A connection refused (the cluster is full): told why, then read and
+// discarded until the peer closes or `until` passes, so that the reason is
+// not lost to a reset by the peer's unread frames.
+struct Refused {
+  int fd = -1;
+  Clock::time_point until;
 };
 
 class Coordinator final : public ControlServer {
@@ -76,6 +91,14 @@ class Coordinator final : public ControlServer {
   void on_readable(Conn& c);
   void drop(Conn& c);
   void accept_all();
+  // The reason a new connection is refused, or "" when it may stay;
+  // *retry: the cluster is still forming (the refused may try again).
+  std::string refusal(bool* retry) const;
+  void refuse(int fd, const std::string& reason, bool retry);
+  void serve_refused();
+  // Drops connections that did not join within join_grace() of connecting.
+  void check_unjoined();
+  std::chrono::milliseconds join_grace() const;
   std::string result_message();
   void check_join_deadline();
   void loop();
@@ -86,6 +109,10 @@ class Coordinator final : public ControlServer {
   void start_leases();
   // A frame from joined node `node` arrived: its lease is renewed.
   void renew(uint16_t node);
+  // The coordinator's side of the lease: a Heartbeat to every joined node
+  // whose period is up (never blocking: a node that does not read gets
+  // none while its socket is full).
+  void send_heartbeats();
   // Survive mode: removes every node whose lease expired (after reading
   // whatever its socket holds, so a coordinator that was itself descheduled
   // does not mistake its own delay for the node's).
@@ -112,6 +139,7 @@ class Coordinator final : public ControlServer {
   std::atomic<bool> stop_{false};
   Clock::time_point start_;
   std::vector<Conn> conns_;
+  std::vector<Refused> refused_;
   std::vector<int> joined_;
   std::vector<std::string> hosts_;
   uint16_t joined_count_ = 0;

@@ -80,6 +80,7 @@ bool FrameReader::fill(int fd, Status* err) {
     ssize_t r = ::recv(fd, tmp, sizeof tmp, 0);
     if (r > 0) {
       buf_.append(tmp, static_cast<size_t>(r));
+      received_ += static_cast<uint64_t>(r);
       if (static_cast<size_t>(r) < sizeof tmp) return true;
       continue;
     }

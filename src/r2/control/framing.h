@@ -36,10 +36,13 @@ class FrameReader {
   bool fill(int fd, Status* err);
   // Next complete frame, if any. A malformed frame sets *err.
   bool next(Envelope* out, Status* err);
+  // Bytes read so far (a peer that sent anything is alive).
+  uint64_t received() const { return received_; }
 
  private:
   std::string buf_;
   size_t pos_ = 0;
+  uint64_t received_ = 0;
 };
 
 // Waits until the next frame arrives (or EOF, an error, or the deadline).

@@ -71,16 +71,6 @@ Status MemberClient::join() {
                             gai_strerror(e));
   }
   const auto deadline = Clock::now() + cfg_.join_timeout;
-  while (fd_ < 0 && Clock::now() < deadline) {
-    fd_ = try_connect(res, deadline);
-    if (fd_ < 0) std::this_thread::sleep_for(std::chrono::milliseconds(25));
-  }
-  freeaddrinfo(res);
-  if (fd_ < 0) {
-    return unavailable("cannot reach the coordinator at " + cfg_.coordinator + " within " +
-                       std::to_string(cfg_.join_timeout.count()) +
-                       " ms (is it started, and is --coordinator right?)");
-  }
   Envelope e;
   auto* j = e.mutable_join();
   j->set_cluster(cfg_.cluster);
@@ -90,11 +80,44 @@ Status MemberClient::join() {
   j->set_lease_ms(static_cast<uint32_t>(cfg_.lease.count()));
   j->set_survive_failures(cfg_.survive_failures);
   for (auto& [k, v] : cfg_.fingerprint) (*j->mutable_fingerprint())[k] = v;
-  DRTMX_RETURN_IF_ERROR(send(e, deadline));
-  // The coordinator itself gives up at its own join timeout and tells us
-  // why; allow it a margin to do so.
   Envelope r;
-  DRTMX_RETURN_IF_ERROR(receive_join_reply(&r, deadline + std::chrono::seconds(3)));
+  std::string refused;  // the last refusal of a cluster still forming
+  for (;;) {
+    while (fd_ < 0 && Clock::now() < deadline) {
+      fd_ = try_connect(res, deadline);
+      if (fd_ < 0) std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    }
+    if (fd_ < 0) {
+      freeaddrinfo(res);
+      if (!refused.empty()) {
+        return unavailable("the coordinator at " + cfg_.coordinator + " kept refusing node " +
+                           std::to_string(cfg_.node) + " for " +
+                           std::to_string(cfg_.join_timeout.count()) + " ms: " + refused);
+      }
+      return unavailable("cannot reach the coordinator at " + cfg_.coordinator + " within " +
+                         std::to_string(cfg_.join_timeout.count()) +
+                         " ms (is it started, and is --coordinator right?)");
+    }
+    if (Status s = send(e, deadline); !s.is_ok()) {
+      freeaddrinfo(res);
+      return s;
+    }
+    // The coordinator itself gives up at its own join timeout and tells us
+    // why; allow it a margin to do so.
+    Status s = receive_join_reply(&r, deadline + std::chrono::seconds(3));
+    if (s.is_ok() || r.body_case() != Envelope::kFailure || !r.failure().retry()) {
+      freeaddrinfo(res);
+      if (!s.is_ok()) return s;
+      break;
+    }
+    // Every node's place is held by a connection that has not joined (a
+    // stranger's, dropped soon): connect again.
+    refused = r.failure().reason();
+    close(fd_);
+    fd_ = -1;
+    reader_ = FrameReader();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
   if (r.body_case() != Envelope::kJoinOk) {
     return fail_locally(internal_error("the coordinator answered the join with something else"));
   }
@@ -119,6 +142,14 @@ Status MemberClient::receive_join_reply(Envelope* out, Clock::time_point deadlin
     return fail_locally(unavailable("lost the coordinator while joining: " + s.message()));
   }
   if (out->body_case() == Envelope::kFailure) {
+    if (out->failure().refused() && out->failure().retry()) {
+      // Not terminal: join() connects again (the client is not failed).
+      return unavailable(out->failure().reason());
+    }
+    if (out->failure().refused()) {
+      return fail_locally(unavailable("the coordinator at " + cfg_.coordinator + " refused node " +
+                                      std::to_string(cfg_.node) + ": " + out->failure().reason()));
+    }
     return fail_locally(aborted("cluster failed: " + out->failure().reason()));
   }
   if (out->body_case() == Envelope::kRemoved) {

@@ -58,6 +58,9 @@ class MemberClient final : public ControlClient {
   bool dispatch(const Envelope& e);
   void on_membership_change(const MembershipChange& m);  // the proto message
   void on_removed(uint64_t epoch, const std::string& reason);
+  // The coordinator is gone (`why`): the terminal failure, and
+  // cfg_.on_lost when this is the first one.
+  void lost(Status why);
 
   ControlClientConfig cfg_;
   int fd_ = -1;

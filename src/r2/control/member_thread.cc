@@ -9,9 +9,32 @@
 
 namespace drtmx::r2::control {
 
+void MemberClient::lost(Status why) {
+  bool first = false;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    first = failed_.is_ok();
+    if (first) failed_ = why;
+    cv_.notify_all();
+  }
+  // Only when the loss is the client's end (not the aftermath of an
+  // earlier failure) and nobody is leaving.
+  if (first && cfg_.on_lost && !stop_.load()) cfg_.on_lost(why);
+}
+
 void MemberClient::run() {
   const auto period = cfg_.lease / 4;
   auto next_heartbeat = Clock::now() + period;
+  // The coordinator's lease: any bytes from it renew it (it sends a
+  // Heartbeat every lease/4 at least). It starts with the JoinOk just read.
+  auto last_heard = Clock::now();
+  uint64_t heard = reader_.received();
+  auto note_heard = [&] {
+    if (reader_.received() == heard) return false;
+    heard = reader_.received();
+    last_heard = Clock::now();
+    return true;
+  };
   // Frames that came with JoinOk in the join's last read (a Failure right
   // after the join, say) are already buffered: handle them before polling.
   bool open = true;
@@ -22,24 +45,36 @@ void MemberClient::run() {
     while (reader_.next(&e, &perr)) {
       if (!dispatch(e)) return;
     }
-    if (!perr.is_ok()) {
-      (void)fail_locally(internal_error("the coordinator sent a " + perr.message()));
-      return;
-    }
-    if (!open) {
-      (void)fail_locally(unavailable("lost the coordinator: " + err.message()));
-      return;
-    }
+    if (!perr.is_ok())
+      return lost(internal_error("lost the coordinator: it sent a " + perr.message()));
+    if (!open) return lost(unavailable("lost the coordinator: " + err.message()));
     int wait_ms = 50;
     if (cfg_.lease.count() > 0) {
+      const auto silent = Clock::now() - last_heard;
+      if (silent > cfg_.lease) {
+        // Before blaming the coordinator: read what the socket holds (this
+        // thread may itself have been descheduled or stopped).
+        open = reader_.fill(fd_, &err);
+        if (note_heard() || !open) continue;
+        const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(silent).count();
+        return lost(unavailable("lost the coordinator at " + cfg_.coordinator +
+                                ": nothing from it for " + std::to_string(ms) + " ms (lease " +
+                                std::to_string(cfg_.lease.count()) +
+                                " ms): its process is stopped or its host unreachable"));
+      }
       const auto left =
           std::chrono::duration_cast<std::chrono::milliseconds>(next_heartbeat - Clock::now());
-      wait_ms = static_cast<int>(std::clamp<int64_t>(left.count(), 0, 50));
+      const auto expiry = std::chrono::duration_cast<std::chrono::milliseconds>(
+          last_heard + cfg_.lease - Clock::now());
+      wait_ms = static_cast<int>(std::clamp<int64_t>(std::min(left, expiry).count() + 1, 0, 50));
     }
     pollfd p[2] = {{fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
     poll(p, 2, wait_ms);
     if (stop_.load()) return;
-    if (p[0].revents & (POLLIN | POLLHUP | POLLERR)) open = reader_.fill(fd_, &err);
+    if (p[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+      open = reader_.fill(fd_, &err);
+      note_heard();
+    }
     if (open && cfg_.lease.count() > 0 && Clock::now() >= next_heartbeat) {
       // Renew: the next one is due a period after this one was sent, not
       // after it was due (a late thread does not send a burst).
@@ -74,6 +109,8 @@ bool MemberClient::dispatch(const Envelope& e) {
     case Envelope::kMembershipChange:
       on_membership_change(e.membership_change());
       return true;
+    case Envelope::kHeartbeat:
+      return true;  // the coordinator renewed its lease (the caller noted it)
     case Envelope::kRemoved:
       on_removed(e.removed().epoch(), e.removed().reason());
       return false;
@@ -81,7 +118,7 @@ bool MemberClient::dispatch(const Envelope& e) {
       (void)fail_locally(aborted("cluster failed: " + e.failure().reason()));
       return false;
     default:
-      (void)fail_locally(internal_error("unexpected message from the coordinator"));
+      lost(internal_error("lost the coordinator: it sent a message only a node may send"));
       return false;
   }
 }

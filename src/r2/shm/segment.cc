@@ -198,6 +198,20 @@ int remove_segments(const std::string& cluster, int node) {
   return removed;
 }
 
+Removal remove_node_segments(const std::string& cluster, uint16_t node) {
+  Removal r;
+  for (const std::string& name :
+       names_starting("drtmx." + cluster + ".n" + std::to_string(node) + ".")) {
+    struct stat st {};
+    const uint64_t bytes =
+        stat(("/dev/shm/" + name).c_str(), &st) == 0 ? uint64_t(st.st_blocks) * 512 : 0;
+    if (shm_unlink(("/" + name).c_str()) != 0) continue;
+    ++r.segments;
+    r.bytes += bytes;
+  }
+  return r;
+}
+
 OrphanSweep remove_orphan_segments(const std::string& launcher) {
   OrphanSweep r;
   const std::string prefix = "drtmx." + launcher + "-";

@@ -79,6 +79,12 @@ std::string thp_mode(std::istream& enabled);
 // Unlinks every segment whose name starts with "drtmx.<cluster>." and, when
 // node >= 0, belongs to that node. Returns how many were removed.
 int remove_segments(const std::string& cluster, int node);
+// The same for one node, with the memory given back (blocks allocated).
+struct Removal {
+  int segments = 0;
+  uint64_t bytes = 0;
+};
+Removal remove_node_segments(const std::string& cluster, uint16_t node);
 
 // Segments left behind by killed launchers: a launcher that uses the
 // default cluster name "<launcher>-<pid>" (drtmx-bench: "drtmxbench",
