@@ -23,6 +23,7 @@
 #include "r2/common/clock.h"
 #include "r2/shm/segment.h"
 #include "r2/shm/shm_fabric.h"
+#include "rdpma/dir_probe.h"
 
 namespace drtmx::bench {
 namespace {
@@ -114,10 +115,17 @@ Status run_once(const BenchOptions& o) {
                      " is not a directory: nothing to recover (start without --recover to "
                      "create a database there)");
   }
+  const bool remote = !o.hosts.empty();
+  if (o.durable && !remote) {
+    // What persisting there means, before anything runs: a disk directory
+    // makes every persist an msync.
+    auto probe = rdpma::probe_dir(o.pmem_dir);
+    if (!probe.is_ok()) return probe.status();
+    std::cout << "drtmx-bench: " << probe->line() << std::endl;
+  }
   // --crash-at: when the nodes began measuring (the first "measuring"
   // publication), by the steady clock.
   auto measuring = std::make_shared<std::atomic<int64_t>>(0);
-  const bool remote = !o.hosts.empty();
   // --kill-node: when the coordinator removed nodes (r2::now_ns), and why.
   struct Removal {
     uint64_t at_ns = 0;

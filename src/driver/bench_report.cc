@@ -116,8 +116,13 @@ void print_durability(const BenchOptions& o, const DurabilitySummary& d, const D
   if (!d.on) return;
   std::cout << "  durability: pmem dir=" << o.pmem_dir
             << (o.locks_apart ? " (lock words in DRAM) —" : " (lock words in the pooled slots) —");
-  for (size_t i = 0; i < d.modes.size(); ++i)
+  bool disk = false;
+  for (size_t i = 0; i < d.modes.size(); ++i) {
     std::cout << (i ? ", node" : " node") << i << " " << d.modes[i];
+    disk = disk || d.modes[i].find("msync") != std::string::npos;
+  }
+  // (The run's first line said what the directory is; say it again here.)
+  if (disk) std::cout << " (msync: a disk, every persist a system call; see the run's first line)";
   std::cout << "; pools " << fmt(double(d.pool_bytes) / 1048576.0, 1) << " MiB; journal "
             << d.journal_records << " records written (" << d.journal_ring / 1024
             << " KiB per coroutine, " << d.journal_folds << " folds)\n";

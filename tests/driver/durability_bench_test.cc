@@ -20,6 +20,8 @@
 // option, and the files are left exactly as they were (the database still
 // recovers afterwards).
 #include <gtest/gtest.h>
+#include <linux/magic.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -121,6 +123,36 @@ class DurableBench : public ::testing::Test {
 
   std::string dir_;
 };
+
+// The line a durable run starts with says what the pool directory is: in
+// memory for /dev/shm, a disk with the msync's cost and what to use instead
+// for a directory on a block-device file system.
+TEST_F(DurableBench, TheRunSaysWhatItsPoolDirectoryIs) {
+  Outcome o = bench(kSmallBank + pmem() + "--seconds=0.3 --warmup=0.1");
+  ASSERT_EQ(o.exit_code, 0) << o.output;
+  EXPECT_EQ(
+      o.output.rfind("drtmx-bench: durability: --pmem-dir=" + dir_ + " is in memory (tmpfs", 0), 0u)
+      << o.output;
+  // A disk: the test's working directory (the build tree), unless that is
+  // in memory too.
+  const std::string disk =
+      fs::current_path().string() + "/durability-disk-" + std::to_string(getpid());
+  struct statfs sfs {};
+  ASSERT_EQ(statfs(fs::current_path().c_str(), &sfs), 0);
+  if (static_cast<uint64_t>(sfs.f_type) == TMPFS_MAGIC) GTEST_SKIP() << "no disk directory here";
+  o = bench(kSmallBank + pmem(disk) + "--format --seconds=0.3 --warmup=0.1");
+  fs::remove_all(disk);
+  ASSERT_EQ(o.exit_code, 0) << o.output;
+  const std::string first = o.output.substr(0, o.output.find('\n'));
+  EXPECT_EQ(
+      first.rfind("drtmx-bench: durability: --pmem-dir=" + disk + " is on a disk file system", 0),
+      0u)
+      << o.output;
+  EXPECT_NE(first.find("every persist is an msync"), std::string::npos) << first;
+  EXPECT_NE(first.find("DAX"), std::string::npos) << first;
+  EXPECT_NE(o.output.find("(msync: a disk, every persist a system call"), std::string::npos)
+      << o.output;
+}
 
 // Two cycles in a row with rings of 16 KiB per coroutine (folded many
 // times): the sums carried in the journals keep SmallBank's money check

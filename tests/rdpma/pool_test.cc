@@ -15,6 +15,8 @@
 #include <fstream>
 #include <vector>
 
+#include "rdpma/dir_probe.h"
+
 namespace drtmx::rdpma {
 namespace {
 
@@ -234,6 +236,51 @@ TEST(PmemPool, TheModeFollowsTheFileSystem) {
     EXPECT_EQ((*p)->persistence_mode(), r2::Persistence::kMsync);
     EXPECT_STREQ((*p)->persistence(), "msync");
   }
+}
+
+// Before a run, probe_dir says what a directory gives a pool, in one line
+// a user can act on; it leaves nothing behind.
+TEST(DirProbe, AMemoryDirectoryIsMemfsAndADiskIsMsyncWithItsCost) {
+  const std::string shm_dir = "/dev/shm/rdpma_probe_test_" + std::to_string(getpid());
+  fs::create_directories(shm_dir);
+  auto m = probe_dir(shm_dir);
+  ASSERT_TRUE(m.is_ok()) << m.status().to_string();
+  if (m->mode != r2::Persistence::kPmem) {  // (PMEM_IS_PMEM_FORCE=1 makes it "pmem")
+    EXPECT_EQ(m->mode, r2::Persistence::kMemFs);
+    EXPECT_EQ(m->fs_type, "tmpfs");
+    EXPECT_EQ(m->persist_ns, 0u);
+    EXPECT_NE(m->line().find("--pmem-dir=" + shm_dir + " is in memory (tmpfs"), std::string::npos)
+        << m->line();
+    EXPECT_NE(m->line().find("not a power loss"), std::string::npos) << m->line();
+  }
+  EXPECT_TRUE(fs::is_empty(shm_dir));
+  fs::remove_all(shm_dir);
+
+  TempDir d;  // the system's temporary directory
+  struct statfs sfs {};
+  ASSERT_EQ(statfs(d.path.c_str(), &sfs), 0);
+  if (static_cast<uint64_t>(sfs.f_type) == TMPFS_MAGIC) GTEST_SKIP() << "/tmp is a tmpfs here";
+  auto k = probe_dir(d.path);
+  ASSERT_TRUE(k.is_ok()) << k.status().to_string();
+  if (k->mode == r2::Persistence::kPmem) GTEST_SKIP() << "PMEM_IS_PMEM_FORCE";
+  EXPECT_EQ(k->mode, r2::Persistence::kMsync);
+  EXPECT_GT(k->persist_ns, 0u);
+  EXPECT_FALSE(k->fs_type.empty());
+  const std::string line = k->line();
+  EXPECT_NE(line.find("is on a disk file system (" + k->fs_type), std::string::npos) << line;
+  EXPECT_NE(line.find("every persist is an msync"), std::string::npos) << line;
+  EXPECT_NE(line.find(" us each here"), std::string::npos) << line;
+  EXPECT_NE(line.find("DAX"), std::string::npos) << line;
+  EXPECT_NE(line.find("/dev/shm"), std::string::npos) << line;
+  EXPECT_TRUE(fs::is_empty(d.path));
+}
+
+TEST(DirProbe, AnUnwritableDirectoryIsAClearError) {
+  auto r = probe_dir("/nonexistent-drtmx-dir/x");
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("--pmem-dir=/nonexistent-drtmx-dir/x: cannot create a file"),
+            std::string::npos)
+      << r.status().to_string();
 }
 
 TEST(PmemPool, TheDataAreaIsAFileRegionWithoutTheHeader) {
