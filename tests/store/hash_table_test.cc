@@ -336,6 +336,41 @@ TEST(LocationCache, BudgetAndClockEviction) {
   EXPECT_EQ(loc.addr.offset, 128u);
 }
 
+// fill() (the warm-up's insert): adds only absent keys while the shard has
+// room, never replaces what a GET put, never evicts; its entries have no
+// CLOCK grace, so a later put into the full shard evicts them before the
+// entries GETs used.
+TEST(LocationCache, FillAddsOnlyAbsentKeysWhileThereIsRoom) {
+  LocationCacheOptions o;
+  o.budget_bytes = 64 * LocationCache::kEntryBytes;
+  o.shards = 1;
+  auto c = LocationCache::create(o);
+  ASSERT_TRUE(c.is_ok());
+  LocationCache& cache = **c;
+  cache.put(1, 5, {{1, 2, 6400}, 9});  // what a GET found: fill must keep it
+  uint64_t added = 0;
+  for (uint64_t k = 0; k < 100; ++k) added += cache.fill(1, k, {{1, 2, k * 64}, 1}) ? 1 : 0;
+  EXPECT_EQ(added, 63u) << "fill must stop at the capacity (64 entries, one put before)";
+  EXPECT_EQ(cache.size(), 64u);
+  EXPECT_EQ(cache.stats().evictions, 0u) << "fill must never evict";
+  CachedLocation loc;
+  ASSERT_TRUE(cache.get(1, 5, &loc));
+  EXPECT_EQ(loc.addr.offset, 6400u) << "fill replaced an entry a GET had put";
+  EXPECT_EQ(loc.incarnation, 9u);
+  EXPECT_FALSE(cache.fill(1, 5, {{1, 2, 320}, 1}));
+  for (uint64_t k = 64; k < 100; ++k) EXPECT_FALSE(cache.get(1, k, &loc)) << k;
+  // Use half of the filled keys; 31 new puts evict unused filled entries only.
+  for (uint64_t k = 0; k < 64; k += 2) ASSERT_TRUE(cache.get(1, k, &loc)) << k;
+  for (uint64_t k = 1000; k < 1031; ++k) cache.put(1, k, {{1, 2, k * 64}, 1});
+  EXPECT_EQ(cache.stats().evictions, 31u);
+  for (uint64_t k = 0; k < 64; k += 2) EXPECT_TRUE(cache.get(1, k, &loc)) << k;
+  ASSERT_TRUE(cache.get(1, 5, &loc));
+  // After an erase there is room again.
+  cache.erase(1, 5);
+  EXPECT_TRUE(cache.fill(1, 5, {{1, 2, 320}, 1}));
+  EXPECT_FALSE(cache.fill(1, 7, {{1, 2, 448}, 1}));
+}
+
 TEST(LocationCache, ShardedBudgetAndErrors) {
   LocationCacheOptions o;
   o.budget_bytes = 1000 * LocationCache::kEntryBytes + 5;

@@ -172,6 +172,41 @@ Result<HashGet> HashClient::get(r2::Co& co, const HashRemote& r, uint64_t key,
   return get_rpc(co, r, key, value_out);
 }
 
+Result<uint64_t> HashClient::warm(r2::Co& co, const HashRemote& r) {
+  if (cache_ == nullptr || !opts_.use_cache) return uint64_t{0};
+  const HashLayout& l = r.layout;
+  DRTMX_RETURN_IF_ERROR(check(r, l.value_size));
+  auto* bucket = reinterpret_cast<Bucket*>(scratch_.data());
+  uint64_t added = 0;
+  for (uint32_t head = 0; head < l.buckets; ++head) {
+    // A partition on this node whose READs run at once never yields by
+    // itself: let the worker's other coroutines (and RPC handlers) run.
+    if (head % 64 == 63) co.yield();
+    uint32_t b = head;
+    uint32_t torn = 0;
+    for (uint64_t steps = 0; steps <= l.overflow;) {
+      r2::OpStatus s = co.read({r.node, l.bucket_region, l.bucket_addr(b)}, bucket, kBucketBytes);
+      ++stats_.warm_reads;
+      if (s != r2::OpStatus::kOk) return read_error("bucket", s, r);
+      if (!bucket_verifies(*bucket)) {
+        if (++torn > opts_.max_torn_reads) break;  // hints: the chain's keys stay unknown
+        continue;                                  // the same bucket again
+      }
+      for (const BucketSlot& slot : bucket->slots) {
+        if (slot.ref == 0) continue;
+        const CachedLocation loc{{r.node, l.record_region, ref_offset(slot.ref)},
+                                 ref_incarnation(slot.ref)};
+        if (cache_->fill(r.table, slot.key, loc)) ++added;
+      }
+      if (bucket->next == 0) break;
+      b = l.buckets + bucket->next - 1;
+      ++steps;
+    }
+  }
+  stats_.warmed += added;
+  return added;
+}
+
 Result<HashReply> HashClient::call(r2::Co& co, const HashRemote& r, uint16_t rpc_id, uint64_t key,
                                    std::span<const uint8_t> value,
                                    std::vector<uint8_t>* reply_value) {

@@ -85,6 +85,8 @@ struct HashClientStats {
   uint64_t restarts = 0;     // bucket walks restarted (stale record behind a bucket copy)
   uint64_t rpc_gets = 0;     // GET RPCs sent (fallbacks + get_rpc)
   uint64_t fallbacks = 0;    // one-sided GETs that ended in an RPC
+  uint64_t warm_reads = 0;   // bucket READs of warm() (not in `reads`: no GET issued them)
+  uint64_t warmed = 0;       // cache entries warm() added
 
   double reads_per_get() const { return gets == 0 ? 0.0 : double(reads) / double(gets); }
 };
@@ -117,6 +119,18 @@ class HashClient {
   // Path (c) only: the owner looks the key up.
   Result<HashGet> get_rpc(r2::Co& co, const HashRemote& r, uint64_t key,
                           std::span<uint8_t> value_out);
+
+  // Fills the location cache ahead of use with the address of every key of
+  // partition `r`: READs each head bucket and its overflow chain (one READ
+  // per bucket, seal-verified; a bucket torn more than max_torn_reads times
+  // is skipped with the rest of its chain) and offers every slot to
+  // LocationCache::fill, which adds what the cache has room for and never
+  // evicts or replaces an entry. Afterwards a GET of any key the partition
+  // held costs one READ of the record (path (a)) as long as the key stays
+  // in that record slot. Entries are hints like any other: a record deleted
+  // or moved meanwhile is found stale at its GET. Yields every 64 chains.
+  // Returns the entries added; no effect without a cache (use_cache).
+  Result<uint64_t> warm(r2::Co& co, const HashRemote& r);
 
   // Dynamic operations at the owner. insert/update return the record's
   // address and fill the cache; remove drops the cache entry.

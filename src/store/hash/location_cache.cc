@@ -220,6 +220,29 @@ void LocationCache::put(uint32_t table, uint64_t key, const CachedLocation& loc)
   if (fresh && s.live > s.cap) evict_one(s, table, key);
 }
 
+bool LocationCache::fill(uint32_t table, uint64_t key, const CachedLocation& loc) {
+  const uint64_t h = hash_of(table, key);
+  Shard& s = shard_of(h);
+  std::lock_guard<std::mutex> g(s.mu);
+  if (s.live >= s.cap || find(s, h, table, key) != UINT32_MAX) return false;
+  const SeqWrite change(s.seq);
+  const uint32_t n = slot_count(s);
+  uint32_t i = home(s, h);
+  while (ld(s.slots[i].used)) i = i + 1 == n ? 0 : i + 1;
+  ++s.live;
+  Slot& e = s.slots[i];
+  st(e.key, key);
+  st(e.table, table);
+  st(e.offset, loc.addr.offset);
+  st(e.node, loc.addr.node);
+  st(e.region, loc.addr.region);
+  st(e.incarnation, loc.incarnation);
+  st(e.referenced, uint8_t{0});
+  st(e.used, uint8_t{1});
+  inserts_.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
 void LocationCache::evict_one(Shard& s, uint32_t keep_table, uint64_t keep_key) {
   // CLOCK with a 2-bit count: the hand decrements counts until it meets an
   // entry at 0 other than the one just inserted (at most three sweeps).

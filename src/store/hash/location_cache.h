@@ -2,6 +2,11 @@
 // incarnation, so that a hash GET is one one-sided READ of the record
 // (DrTM's location-based cache; thesis §5.2).
 //
+// Entries are put when a lookup finds a key's record (a GET's bucket walk or
+// RPC) or ahead of use (fill(), by HashClient::warm: every key of a
+// partition as far as there is room). Only a key whose entry is here costs
+// one READ; the first GET of any other key costs a bucket walk.
+//
 // Entries are hints: a client READs the record at the cached address and
 // checks its identity (store/record.h verify with key and incarnation); a
 // mismatch or a deleted record means the entry is stale — the client erases
@@ -17,15 +22,16 @@
 // HugeBuffer (base/huge_buffer.h): a lookup in a 64 MiB table of 4 KiB
 // pages also missed the TLB, and that page walk cost more than the lookup.
 //
-// Eviction: CLOCK per shard with a 2-bit count. A new entry starts at 1, a
-// hit sets 2; an insert into a full shard sweeps the hand, decrementing,
-// and evicts the first entry at 0 (never the one just inserted; at most
-// three sweeps). Recently used entries survive, one-off entries go first,
-// a new entry gets one sweep of grace (open addressing puts it anywhere
-// relative to the hand), and hits need no list updates.
+// Eviction: CLOCK per shard with a 2-bit count. A new entry starts at 1 (an
+// entry filled ahead of use, fill(), at 0), a hit sets 2; an insert into a
+// full shard sweeps the hand, decrementing, and evicts the first entry at 0
+// (never the one just inserted; at most three sweeps). Recently used
+// entries survive, one-off entries go first, a new entry gets one sweep of
+// grace (open addressing puts it anywhere relative to the hand), and hits
+// need no list updates.
 //
 // Threading: shared by all worker threads of a node. Keys are spread over
-// `shards` shards by hash. Changes (put, erase, eviction, clear) take one
+// `shards` shards by hash. Changes (put, fill, erase, eviction, clear) take one
 // shard's mutex for an O(1) critical section that never waits for anything
 // else. get() takes no lock: each shard carries a sequence number that a
 // change makes odd while it moves slots and even again after; a lookup
@@ -87,6 +93,12 @@ class LocationCache {
   bool get(uint32_t table, uint64_t key, CachedLocation* out);
   // Inserts or replaces; may evict another entry of the same shard.
   void put(uint32_t table, uint64_t key, const CachedLocation& loc);
+  // Filling ahead of use (HashClient::warm): inserts (table, key) only when
+  // the cache holds no entry for it and its shard has room — it never
+  // replaces an entry (one a GET put may be fresher) and never evicts. The
+  // entry starts with CLOCK count 0 (no GET has used it yet: the first
+  // sweep of a full shard may evict it). True when inserted.
+  bool fill(uint32_t table, uint64_t key, const CachedLocation& loc);
   // Drops the entry if it still holds `seen` (address and incarnation).
   void erase_if_same(uint32_t table, uint64_t key, const CachedLocation& seen);
   void erase(uint32_t table, uint64_t key);

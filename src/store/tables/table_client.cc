@@ -167,7 +167,18 @@ Status TableClient::warm_one(r2::Co& co, Ordered& o) {
 }
 
 Status TableClient::warm(r2::Co& co, const TableSpec& t) {
-  if (t.kind != TableKind::kOrdered) return Status::ok();
+  if (t.kind == TableKind::kHash) {
+    for (PartitionId p = 0; p < catalog_.partitions(t); ++p) {
+      Result<const hash::HashRemote*> r = hash_route(co, t, p);
+      if (!r.is_ok()) return r.status();
+      Result<uint64_t> added = hash_.warm(co, **r);
+      if (!added.is_ok()) {
+        return added.status().with_context("warming the location cache with table '" + t.name +
+                                           "' partition " + std::to_string(p));
+      }
+    }
+    return Status::ok();
+  }
   for (PartitionId p = 0; p < catalog_.partitions(t); ++p) {
     Result<Ordered*> o = ordered(co, t, p);
     if (!o.is_ok()) return o.status();

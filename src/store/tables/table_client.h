@@ -3,7 +3,8 @@
 // the operation over the fastest path the table kind offers (docs/architecture.md):
 //
 //   kHash            GET: location cache -> one READ of the record (miss:
-//                    bucket walk or RPC, hash_client.h); writes: owner RPC.
+//                    bucket walk or RPC, hash_client.h; the cache fills at
+//                    misses or ahead, by warm()); writes: owner RPC.
 //   kOrdered inline  GET/SCAN: XStore learned cache -> READ leaves (about 2
 //                    READs per GET, one batch per SCAN); writes: owner RPC.
 //   kOrdered records GET: as inline for the index entry (RecordAddr), then
@@ -189,8 +190,13 @@ class TableClient {
   Status update(r2::Co& co, const TableSpec& t, uint64_t key, std::span<const uint8_t> value);
   Status remove(r2::Co& co, const TableSpec& t, uint64_t key);
 
-  // Trains this thread's learned caches of every partition of `t` now
-  // (instead of lazily at first use).
+  // Ordered tables: trains this thread's learned caches of every partition
+  // of `t` now (instead of lazily at first use). Hash tables: fills the
+  // node's location cache with the address of every key of every partition
+  // of `t`, as far as it has room (HashClient::warm: one READ per bucket, no
+  // entry evicted or replaced), so that each later GET of those keys is one
+  // READ of the record; one coroutine of the node is enough. Without a
+  // location cache (TableClientOptions::hash.use_cache off): nothing.
   Status warm(r2::Co& co, const TableSpec& t);
   // Retraining after splits and model expansion for this thread's warmed
   // caches (see above). *refreshed: sub-models retrained.
