@@ -14,7 +14,11 @@ Understands the three shapes drtmx-bench writes with --json:
 With --rounds=N (a "summary" of medians in the report) each preset or point
 is drawn once: its medians, the range of committed/s as an error bar, and
 the timeline of its median run.
-Writes next to each report unless --out is given, and prints every file written.
+A sweep of a count (coroutines, threads, nodes, ...) plots its points at even
+steps labelled with their values; a quantity with a unit (--fabric-delay-ns)
+on a linear axis.
+Writes next to each report unless --out DIR is given (created if missing),
+and prints every file written.
 Needs matplotlib (Debian: python3-matplotlib; scripts/setup.sh installs it).
 """
 
@@ -166,11 +170,27 @@ def plot_bars(runs, title, path):
     return path
 
 
+# Sweep keys whose values are quantities with a unit (a delay, a size, a
+# share): their distances mean something, so they plot on a linear axis.
+QUANTITY_SUFFIXES = ("-ns", "-us", "-ms", "-kb", "-mb", "-pct", "-theta")
+
+
+def sweep_positions(key, labels):
+    """Where each sweep point goes on the x axis, and whether the axis is
+    categorical. Counts (coroutines, threads, nodes, replicas: usually 1, 2,
+    4, 8) and anything not numeric sit at even steps, labelled with their
+    values; quantities with a unit (--fabric-delay-ns, ...) on a linear
+    axis."""
+    xs = numeric(labels)
+    if xs is not None and key.endswith(QUANTITY_SUFFIXES):
+        return xs, False
+    return list(range(len(labels))), True
+
+
 def plot_sweep(report, runs, title, path):
     key = report["sweep"].get("key", "value")
     labels = [label.split("=", 1)[1] if "=" in label else label for label, _ in runs]
-    xs = numeric(labels)
-    positions = xs if xs is not None else list(range(len(labels)))
+    positions, categorical = sweep_positions(key, labels)
     tps = [r["tps"] for _, r in runs]
     p50 = [r.get("p50_us", 0) for _, r in runs]
     p99 = [r.get("p99_us", 0) for _, r in runs]
@@ -189,7 +209,7 @@ def plot_sweep(report, runs, title, path):
     b.set_title("latency")
     b.grid(alpha=0.3)
     b.legend()
-    if xs is None:
+    if categorical:
         for ax in (a, b):
             ax.set_xticks(positions, labels)
     fig.suptitle(title)
@@ -236,10 +256,16 @@ def plot_report(path, out_dir):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("reports", nargs="+", help="JSON files written by drtmx-bench --json")
-    ap.add_argument("--out", help="directory for the PNG files (default: beside each report)")
+    ap.add_argument("--out", help="directory for the PNG files, created if missing "
+                    "(default: beside each report)")
     a = ap.parse_args()
-    if a.out and not os.path.isdir(a.out):
-        sys.exit("plot.py: --out %s is not a directory" % a.out)
+    if a.out:
+        if os.path.exists(a.out) and not os.path.isdir(a.out):
+            sys.exit("plot.py: --out %s exists and is not a directory" % a.out)
+        try:
+            os.makedirs(a.out, exist_ok=True)
+        except OSError as e:
+            sys.exit("plot.py: --out %s: cannot create the directory (%s)" % (a.out, e.strerror))
     failed = False
     for path in a.reports:
         try:

@@ -25,7 +25,11 @@ using drtmx::bench::testing::Outcome;
 using drtmx::bench::testing::run;
 using drtmx::bench::testing::slurp;
 
-const std::string kQuick = " --bench=smallbank --nodes=3 --seconds=1 --warmup=0.2 ";
+// Small accounts tables: these runs check what is run and written, not
+// rates, and a node maps its regions' pages at start.
+const std::string kQuick = " --bench=smallbank --nodes=3 --accounts=2000 --seconds=1 --warmup=0.2 ";
+// Shorter still, where only the order and the shape of the runs count.
+const std::string kShort = " --bench=smallbank --nodes=3 --accounts=2000 --seconds=0.4 --warmup=0.1 ";
 
 class SweepPlot : public ::testing::Test {
  protected:
@@ -196,7 +200,7 @@ TEST(SeriesSummary, MediansAndRatiosWithinEachRound) {
 TEST_F(SweepPlot, RoundsAlternateTheOrderAndCompareMedians) {
   const std::string json = path("rounds.json");
   const Outcome o =
-      run(DRTMX_BENCH_PATH, kQuick + "--policy=drtmh,farm --rounds=3 --json=" + json, 300);
+      run(DRTMX_BENCH_PATH, kShort + "--policy=drtmh,farm --rounds=3 --json=" + json, 300);
   ASSERT_EQ(o.exit_code, 0) << o.output;
   const std::vector<std::string> want = {
       "--policy=drtmh (round 1 of 3)", "--policy=farm (round 1 of 3)",
@@ -229,7 +233,7 @@ TEST_F(SweepPlot, RoundsAlternateTheOrderAndCompareMedians) {
     ~RemoveAtExit() { fs::remove_all(dir); }
   } remove_pools{pools};
   const Outcome d = run(DRTMX_BENCH_PATH,
-                        kQuick + "--sweep=durability=off,pmem --pmem-dir=" + pools +
+                        kShort + "--sweep=durability=off,pmem --pmem-dir=" + pools +
                             " --format --rounds=2 --json=" + sj,
                         300);
   ASSERT_EQ(d.exit_code, 0) << d.output;
@@ -290,9 +294,31 @@ TEST_F(SweepPlot, BadSweepsTimelinesAndReportsAreRefusedWithTheReason) {
       << p.output;
   EXPECT_NE(p.output.find("broken.json: not JSON"), std::string::npos) << p.output;
   EXPECT_NE(p.output.find("missing.json: cannot read it"), std::string::npos) << p.output;
-  const Outcome q = plot(path("not-a-report.json") + " --out " + path("nowhere"));
+  // --out names a file: refused; a directory that does not exist yet:
+  // created.
+  const Outcome q = plot(path("not-a-report.json") + " --out " + path("broken.json"));
   EXPECT_NE(q.exit_code, 0);
-  EXPECT_NE(q.output.find("is not a directory"), std::string::npos) << q.output;
+  EXPECT_NE(q.output.find("exists and is not a directory"), std::string::npos) << q.output;
+  const Outcome r = plot(path("not-a-report.json") + " --out " + path("new/dir"));
+  EXPECT_EQ(r.exit_code, 1) << r.output;  // (the report itself is refused)
+  EXPECT_TRUE(fs::is_directory(path("new/dir"))) << r.output;
+}
+
+// Where sweep points go: counts at even steps, quantities with a unit on
+// a linear axis, words at even steps.
+TEST_F(SweepPlot, CountsPlotAtEvenStepsQuantitiesOnALinearAxis) {
+  const std::string script =
+      "import importlib.util as u, sys; "
+      "s = u.spec_from_file_location('plot', '" DRTMX_PLOT_PY "'); m = u.module_from_spec(s); "
+      "s.loader.exec_module(m); "
+      "print(m.sweep_positions('coroutines', ['1', '2', '4', '8'])); "
+      "print(m.sweep_positions('fabric-delay-ns', ['0', '1000', '5000'])); "
+      "print(m.sweep_positions('policy', ['farm', 'drtmh']))";
+  const Outcome o = run(DRTMX_PYTHON, "-c \"" + script + "\"", 60);
+  ASSERT_EQ(o.exit_code, 0) << o.output;
+  EXPECT_NE(o.output.find("([0, 1, 2, 3], True)"), std::string::npos) << o.output;
+  EXPECT_NE(o.output.find("([0.0, 1000.0, 5000.0], False)"), std::string::npos) << o.output;
+  EXPECT_NE(o.output.find("([0, 1], True)"), std::string::npos) << o.output;
 }
 
 }  // namespace
