@@ -55,6 +55,11 @@ using PartitionId = uint32_t;
 using NodeId16 = uint16_t;  // same as r2::NodeId; store/ headers avoid r2 includes here
 
 constexpr TableId kNoTable = ~TableId{0};
+
+// One key for a (table, partition) pair, e.g. of a map of partitions.
+inline uint64_t partition_key(TableId t, PartitionId p) {
+  return (uint64_t{t} << 32) | p;
+}
 constexpr uint16_t kMaxReplicas = 3;
 constexpr NodeId16 kNoNode = 0xFFFF;
 

@@ -11,12 +11,12 @@
 namespace drtmx::txn {
 namespace {
 
-struct Header {
+struct IndexHeader {
   uint64_t lock_word;
   uint32_t count;
   uint32_t pad;
 };
-struct Item {
+struct IndexItem {
   uint16_t table;
   uint16_t pad;
   uint32_t incarnation;
@@ -31,7 +31,7 @@ struct ReserveReply {
   uint64_t base;  // the version the record commits above
   uint64_t ts;    // MVCC: the partition's range timestamp after the reservation
 };
-static_assert(sizeof(Header) == 16 && sizeof(Item) == 24 && sizeof(ReserveReply) == 32);
+static_assert(sizeof(IndexHeader) == 16 && sizeof(IndexItem) == 24 && sizeof(ReserveReply) == 32);
 
 enum Code : uint8_t {
   kOk = 0,
@@ -80,17 +80,17 @@ Abort abort_of(uint8_t c) {
 
 // Parses a request; false (after an error reply, when one is wanted) if
 // its length is not exactly a header and `count` items.
-bool parse(r2::RpcRequest& req, Header* h, std::vector<Item>* items) {
+bool parse(r2::RpcRequest& req, IndexHeader* h, std::vector<IndexItem>* items) {
   const auto p = req.payload();
-  if (p.size() < sizeof(Header)) {
+  if (p.size() < sizeof(IndexHeader)) {
     if (req.wants_reply()) {
       req.reply_error("index request of " + std::to_string(p.size()) + " bytes is truncated");
     }
     return false;
   }
   std::memcpy(h, p.data(), sizeof *h);
-  if ((p.size() - sizeof(Header)) / sizeof(Item) != h->count ||
-      (p.size() - sizeof(Header)) % sizeof(Item) != 0) {
+  if ((p.size() - sizeof(IndexHeader)) / sizeof(IndexItem) != h->count ||
+      (p.size() - sizeof(IndexHeader)) % sizeof(IndexItem) != 0) {
     if (req.wants_reply()) {
       req.reply_error("index request of " + std::to_string(p.size()) + " bytes does not hold " +
                       std::to_string(h->count) + " items");
@@ -98,7 +98,8 @@ bool parse(r2::RpcRequest& req, Header* h, std::vector<Item>* items) {
     return false;
   }
   items->resize(h->count);
-  if (h->count != 0) std::memcpy(items->data(), p.data() + sizeof(Header), h->count * sizeof(Item));
+  if (h->count != 0)
+    std::memcpy(items->data(), p.data() + sizeof(IndexHeader), h->count * sizeof(IndexItem));
   return true;
 }
 
@@ -172,8 +173,8 @@ bool served_here(r2::Co& co, const LocalIndex* local, r2::NodeId primary) {
 
 Status register_index_handlers(r2::Worker& w, store::tables::StoreNode& sn, RangeTs range_ts) {
   DRTMX_RETURN_IF_ERROR(w.register_handler(kRpcReserve, [&sn, range_ts](r2::RpcRequest& req) {
-    Header h;
-    std::vector<Item> items;
+    IndexHeader h;
+    std::vector<IndexItem> items;
     if (!parse(req, &h, &items)) return;
     std::vector<ReserveReply> out(items.size(), ReserveReply{});
     for (size_t i = 0; i < items.size(); ++i) {
@@ -182,8 +183,8 @@ Status register_index_handlers(r2::Worker& w, store::tables::StoreNode& sn, Rang
     req.reply(out.data(), static_cast<uint32_t>(out.size() * sizeof(ReserveReply)));
   }));
   return w.register_handler(kRpcRemoveHeld, [&sn](r2::RpcRequest& req) {
-    Header h;
-    std::vector<Item> items;
+    IndexHeader h;
+    std::vector<IndexItem> items;
     if (!parse(req, &h, &items)) return;
     std::vector<uint8_t> out(items.size(), kBadTable);
     for (size_t i = 0; i < items.size(); ++i) {
@@ -214,9 +215,9 @@ Status rpc_reserve(r2::Co& co, std::span<Reservation> items, uint64_t lock_word,
   for (auto& [node, idx] : groups) {
     if (served_here(co, local, node)) continue;
     reqs.emplace_back();
-    append(&reqs.back(), Header{lock_word, static_cast<uint32_t>(idx.size()), 0});
+    append(&reqs.back(), IndexHeader{lock_word, static_cast<uint32_t>(idx.size()), 0});
     for (size_t i : idx) {
-      append(&reqs.back(), Item{items[i].table, 0, 0, items[i].key, 0});
+      append(&reqs.back(), IndexItem{items[i].table, 0, 0, items[i].key, 0});
     }
     targets.push_back({node, co.thread()});
     index.push_back(idx);
@@ -262,10 +263,10 @@ Status rpc_remove_held(r2::Co& co, std::span<const HeldRecord> items, uint64_t l
   for (auto& [node, idx] : groups) {
     if (served_here(co, local, node)) continue;
     reqs.emplace_back();
-    append(&reqs.back(), Header{lock_word, static_cast<uint32_t>(idx.size()), 0});
+    append(&reqs.back(), IndexHeader{lock_word, static_cast<uint32_t>(idx.size()), 0});
     for (size_t i : idx) {
       const HeldRecord& h = items[i];
-      append(&reqs.back(), Item{h.table, 0, h.incarnation, h.key, h.addr.offset});
+      append(&reqs.back(), IndexItem{h.table, 0, h.incarnation, h.key, h.addr.offset});
     }
     targets.push_back({node, co.thread()});
     counts.push_back(idx.size());

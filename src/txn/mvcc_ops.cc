@@ -15,13 +15,13 @@ namespace {
 
 // --- wire ---------------------------------------------------------------------
 
-struct Header {
+struct MvccHeader {
   uint64_t word;  // lock word (lock, unlock, remove) or 0
   uint64_t ts;    // commit timestamp (check, commit, remove) or read ts
   uint32_t count;
   uint32_t flags;  // commit: images follow; snapshot: its dst::SnapshotMode
 };
-struct Item {  // a record by address (record_ops.h's)
+struct MvccItem {  // a record by address (record_ops.h's)
   uint16_t region;
   uint16_t pad;
   uint32_t value_size;
@@ -64,7 +64,7 @@ struct WaitTrailer {
   uint64_t rows;  // scan: rows; get: items
   uint64_t exhausted;
 };
-static_assert(sizeof(Header) == 24 && sizeof(Item) == 24 && sizeof(KeyItem) == 24);
+static_assert(sizeof(MvccHeader) == 24 && sizeof(MvccItem) == 24 && sizeof(KeyItem) == 24);
 static_assert(sizeof(RowHeader) == 48 && sizeof(ScanRequest) == 32);
 
 constexpr uint32_t kImages = 1;
@@ -80,7 +80,7 @@ bool flags_mode(uint32_t flags, dst::SnapshotMode* m) {
   *m = static_cast<dst::SnapshotMode>(flags - 16);
   return true;
 }
-constexpr uint64_t kLocked = 1, kValid = 2, kNoRoom = 4;
+constexpr uint64_t kMvccLocked = 1, kMvccValid = 2, kMvccNoRoom = 4;
 
 size_t padded(size_t n) {
   return (n + 7) & ~size_t{7};
@@ -99,7 +99,7 @@ void fail(r2::RpcRequest& req, const std::string& why) {
 }
 
 // A header and `count` KeyItems; false with *err when they do not fit.
-bool parse_keys(std::span<const uint8_t> p, const char* what, Header* h,
+bool parse_keys(std::span<const uint8_t> p, const char* what, MvccHeader* h,
                 std::vector<KeyItem>* items, std::string* err) {
   if (p.size() < sizeof *h) {
     *err = std::string(what) + ": request of " + std::to_string(p.size()) + " bytes is truncated";
@@ -227,7 +227,7 @@ class Service {
   }
   // Walks a request's address items: f(i, item, record, image).
   template <typename F>
-  bool walk(r2::RpcRequest& req, Header* h, F f);
+  bool walk(r2::RpcRequest& req, MvccHeader* h, F f);
 
   r2::Worker& w_;
   dst::MvccNode& m_;
@@ -240,9 +240,9 @@ class Service {
 };
 
 template <typename F>
-bool Service::walk(r2::RpcRequest& req, Header* h, F f) {
+bool Service::walk(r2::RpcRequest& req, MvccHeader* h, F f) {
   auto p = req.payload();
-  if (p.size() < sizeof(Header)) {
+  if (p.size() < sizeof(MvccHeader)) {
     fail(req, "mvcc request of " + std::to_string(p.size()) + " bytes is truncated");
     return false;
   }
@@ -250,7 +250,7 @@ bool Service::walk(r2::RpcRequest& req, Header* h, F f) {
   const uint8_t* q = p.data() + sizeof *h;
   const uint8_t* end = p.data() + p.size();
   for (uint32_t i = 0; i < h->count; ++i) {
-    Item it;
+    MvccItem it;
     if (end - q < static_cast<ptrdiff_t>(sizeof it)) {
       fail(req, "mvcc request truncated at item " + std::to_string(i));
       return false;
@@ -279,36 +279,39 @@ bool Service::walk(r2::RpcRequest& req, Header* h, F f) {
 }
 
 void Service::lock(r2::RpcRequest& req) {
-  Header h;
+  MvccHeader h;
   std::vector<LockReply> out;
-  if (!walk(req, &h, [&](uint32_t, const Item& it, const dst::MvccNode::Record& r, const uint8_t*) {
-        const dst::LockCollect l = dst::lock_and_collect(r.at(), h.word, it.version, r.vs, r.slot,
-                                                         m_.clock(w_.thread()).now());
-        out.push_back(
-            {(l.locked ? kLocked : 0) | (l.valid ? kValid : 0) | (l.no_room ? kNoRoom : 0), l.ts});
-      })) {
+  if (!walk(req, &h,
+            [&](uint32_t, const MvccItem& it, const dst::MvccNode::Record& r, const uint8_t*) {
+              const dst::LockCollect l = dst::lock_and_collect(r.at(), h.word, it.version, r.vs,
+                                                               r.slot, m_.clock(w_.thread()).now());
+              out.push_back({(l.locked ? kMvccLocked : 0) | (l.valid ? kMvccValid : 0) |
+                                 (l.no_room ? kMvccNoRoom : 0),
+                             l.ts});
+            })) {
     return;
   }
   req.reply(out.data(), static_cast<uint32_t>(out.size() * sizeof(LockReply)));
 }
 
 void Service::check(r2::RpcRequest& req) {
-  Header h;
+  MvccHeader h;
   std::vector<LockReply> out;
-  if (!walk(req, &h, [&](uint32_t, const Item& it, const dst::MvccNode::Record& r, const uint8_t*) {
-        uint64_t wts = 0;
-        const dst::Check c = dst::raise_and_check(r.at(), h.ts, it.version, &wts);
-        out.push_back({static_cast<uint64_t>(c), wts});
-      })) {
+  if (!walk(req, &h,
+            [&](uint32_t, const MvccItem& it, const dst::MvccNode::Record& r, const uint8_t*) {
+              uint64_t wts = 0;
+              const dst::Check c = dst::raise_and_check(r.at(), h.ts, it.version, &wts);
+              out.push_back({static_cast<uint64_t>(c), wts});
+            })) {
     return;
   }
   req.reply(out.data(), static_cast<uint32_t>(out.size() * sizeof(LockReply)));
 }
 
 void Service::commit(r2::RpcRequest& req) {
-  Header h;
+  MvccHeader h;
   walk(req, &h,
-       [&](uint32_t, const Item& it, const dst::MvccNode::Record& r, const uint8_t* image) {
+       [&](uint32_t, const MvccItem& it, const dst::MvccNode::Record& r, const uint8_t* image) {
          if (image != nullptr) dst::install(r.at(), image, it.value_size, h.ts, r.vs, r.slot);
        });
   m_.note_unlocks();
@@ -316,8 +319,8 @@ void Service::commit(r2::RpcRequest& req) {
 }
 
 void Service::unlock(r2::RpcRequest& req) {
-  Header h;
-  walk(req, &h, [&](uint32_t, const Item&, const dst::MvccNode::Record& r, const uint8_t*) {
+  MvccHeader h;
+  walk(req, &h, [&](uint32_t, const MvccItem&, const dst::MvccNode::Record& r, const uint8_t*) {
     dst::release(r.at(), h.word, r.vs, r.slot);
   });
   m_.note_unlocks();
@@ -325,7 +328,7 @@ void Service::unlock(r2::RpcRequest& req) {
 }
 
 void Service::remove(r2::RpcRequest& req) {
-  Header h;
+  MvccHeader h;
   std::vector<KeyItem> items;
   std::string err;
   if (!parse_keys(req.payload(), "mvcc remove", &h, &items, &err)) return fail(req, err);
@@ -353,7 +356,7 @@ void Service::remove(r2::RpcRequest& req) {
 }
 
 void Service::claim(r2::RpcRequest& req) {
-  Header h;
+  MvccHeader h;
   std::vector<KeyItem> items;
   std::string err;
   if (!parse_keys(req.payload(), "mvcc claim", &h, &items, &err)) return fail(req, err);
@@ -397,7 +400,7 @@ bool Service::run_snapshot(uint16_t rpc, std::span<const uint8_t> p, std::vector
 
 bool Service::snapshot_get(std::span<const uint8_t> p, std::vector<uint8_t>* reply,
                            uint64_t* blocked, std::string* err) {
-  Header h;
+  MvccHeader h;
   std::vector<KeyItem> items;
   if (!parse_keys(p, "snapshot get", &h, &items, err)) return false;
   dst::SnapshotMode mode;
@@ -479,7 +482,7 @@ std::map<r2::NodeId, std::vector<size_t>> group(size_t n, Node node_of) {
 }
 
 void add_item(std::vector<uint8_t>* out, const RecordRef& r, const uint8_t* image) {
-  put(out, Item{r.addr.region, 0, r.value_size, r.addr.offset, r.version});
+  put(out, MvccItem{r.addr.region, 0, r.value_size, r.addr.offset, r.version});
   if (image != nullptr) {
     const size_t n = store::record_slot_size(r.value_size);
     out->insert(out->end(), image, image + n);
@@ -561,7 +564,7 @@ Status rpc_mvcc_lock(r2::Co& co, std::span<const RecordRef> refs, uint64_t lock_
   DRTMX_RETURN_IF_ERROR(call_groups(
       co, kRpcMvccLock, groups,
       [&](const std::vector<size_t>& idx, std::vector<uint8_t>* req) {
-        put(req, Header{lock_word, 0, static_cast<uint32_t>(idx.size()), 0});
+        put(req, MvccHeader{lock_word, 0, static_cast<uint32_t>(idx.size()), 0});
         for (size_t i : idx) add_item(req, refs[i], nullptr);
       },
       &replies));
@@ -573,8 +576,8 @@ Status rpc_mvcc_lock(r2::Co& co, std::span<const RecordRef> refs, uint64_t lock_
     for (size_t k = 0; k < idx.size(); ++k) {
       LockReply r;
       std::memcpy(&r, replies[g].data() + k * sizeof r, sizeof r);
-      (*out)[idx[k]] = {(r.flags & kLocked) != 0, (r.flags & kValid) != 0, (r.flags & kNoRoom) != 0,
-                        r.ts};
+      (*out)[idx[k]] = {(r.flags & kMvccLocked) != 0, (r.flags & kMvccValid) != 0,
+                        (r.flags & kMvccNoRoom) != 0, r.ts};
     }
     ++g;
   }
@@ -589,7 +592,7 @@ Status rpc_mvcc_check(r2::Co& co, std::span<const RecordRef> refs, uint64_t comm
   DRTMX_RETURN_IF_ERROR(call_groups(
       co, kRpcMvccCheck, groups,
       [&](const std::vector<size_t>& idx, std::vector<uint8_t>* req) {
-        put(req, Header{0, commit_ts, static_cast<uint32_t>(idx.size()), 0});
+        put(req, MvccHeader{0, commit_ts, static_cast<uint32_t>(idx.size()), 0});
         for (size_t i : idx) add_item(req, refs[i], nullptr);
       },
       &replies));
@@ -614,7 +617,7 @@ Status rpc_mvcc_commit(r2::Co& co, std::span<const RecordRef> refs,
   return one_way_groups(
       co, kRpcMvccCommit, groups,
       [&](const std::vector<size_t>& idx, std::vector<uint8_t>* req) {
-        put(req, Header{0, commit_ts, static_cast<uint32_t>(idx.size()), kImages});
+        put(req, MvccHeader{0, commit_ts, static_cast<uint32_t>(idx.size()), kImages});
         for (size_t i : idx) add_item(req, refs[i], images[i]);
       },
       passive);
@@ -626,7 +629,7 @@ Status rpc_mvcc_unlock(r2::Co& co, std::span<const RecordRef> refs, uint64_t loc
   return one_way_groups(
       co, kRpcMvccUnlock, groups,
       [&](const std::vector<size_t>& idx, std::vector<uint8_t>* req) {
-        put(req, Header{lock_word, 0, static_cast<uint32_t>(idx.size()), 0});
+        put(req, MvccHeader{lock_word, 0, static_cast<uint32_t>(idx.size()), 0});
         for (size_t i : idx) add_item(req, refs[i], nullptr);
       },
       passive);
@@ -638,7 +641,7 @@ Status rpc_mvcc_remove(r2::Co& co, std::span<const HeldRecord> items, uint64_t l
   return one_way_groups(
       co, kRpcMvccRemove, groups,
       [&](const std::vector<size_t>& idx, std::vector<uint8_t>* req) {
-        put(req, Header{lock_word, commit_ts, static_cast<uint32_t>(idx.size()), 0});
+        put(req, MvccHeader{lock_word, commit_ts, static_cast<uint32_t>(idx.size()), 0});
         for (size_t i : idx) {
           put(req,
               KeyItem{items[i].table, 0, items[i].incarnation, items[i].key, items[i].addr.offset});
@@ -663,7 +666,7 @@ Status rpc_snapshot_get(r2::Co& co, std::span<SnapshotRow> rows, uint64_t ts,
   DRTMX_RETURN_IF_ERROR(call_groups(
       co, kRpcSnapshotGet, groups,
       [&](const std::vector<size_t>& idx, std::vector<uint8_t>* req) {
-        put(req, Header{0, ts, static_cast<uint32_t>(idx.size()), mode_flags(mode)});
+        put(req, MvccHeader{0, ts, static_cast<uint32_t>(idx.size()), mode_flags(mode)});
         for (size_t i : idx) put(req, KeyItem{rows[i].tk.table, 0, 0, rows[i].tk.key, 0});
       },
       &replies));
@@ -731,7 +734,7 @@ Status rpc_range_claim(r2::Co& co, std::span<const std::pair<r2::NodeId, TableKe
   return call_groups(
       co, kRpcRangeClaim, groups,
       [&](const std::vector<size_t>& idx, std::vector<uint8_t>* req) {
-        put(req, Header{0, ts, static_cast<uint32_t>(idx.size()), 0});
+        put(req, MvccHeader{0, ts, static_cast<uint32_t>(idx.size()), 0});
         for (size_t i : idx)
           put(req, KeyItem{ranges[i].second.table, 0, 0, ranges[i].second.key, 0});
       },

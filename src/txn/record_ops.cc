@@ -27,23 +27,23 @@ struct ListHeader {
   uint32_t count;
   uint32_t with_images;  // commit: an image follows each item
 };
-struct Item {
+struct RecordItem {
   uint16_t region;
   uint16_t pad;
   uint32_t value_size;
   uint64_t offset;
   uint64_t version;
 };
-static_assert(sizeof(ListHeader) == 16 && sizeof(Item) == 24);
+static_assert(sizeof(ListHeader) == 16 && sizeof(RecordItem) == 24);
 
-constexpr uint8_t kLocked = 1, kValid = 2;
+constexpr uint8_t kRecordLocked = 1, kRecordValid = 2;
 
 size_t image_bytes(uint32_t value_size) {
   return sizeof(RecordHeader) - 8 + value_size;
 }
 
 // Resolves an item to local memory, or nullptr when it is out of range.
-uint8_t* resolve(const LocalRegions& lr, const Item& it) {
+uint8_t* resolve(const LocalRegions& lr, const RecordItem& it) {
   auto [base, size] = lr.lookup(it.region);
   const uint64_t slot = store::record_slot_size(it.value_size);
   if (base == nullptr || it.offset % 8 != 0 || it.offset > size || slot > size - it.offset) {
@@ -80,7 +80,7 @@ bool walk(r2::RpcRequest& req, const LocalRegions& lr, const ListHeader& h, cons
   const uint8_t* end = req.payload().data() + req.payload().size();
   const uint8_t* p = items;
   for (uint32_t i = 0; i < h.count; ++i) {
-    Item it;
+    RecordItem it;
     if (end - p < static_cast<ptrdiff_t>(sizeof it)) {
       req.reply_error("record list request truncated at item " + std::to_string(i));
       return false;
@@ -124,7 +124,7 @@ void build_request(std::vector<uint8_t>* out, uint64_t lock_word, const RecordRe
               reinterpret_cast<const uint8_t*>(&h) + sizeof h);
   for (size_t i = 0; i < n; ++i) {
     const RecordRef& r = *refs[i];
-    Item it{r.addr.region, 0, r.value_size, r.addr.offset, r.version};
+    RecordItem it{r.addr.region, 0, r.value_size, r.addr.offset, r.version};
     out->insert(out->end(), reinterpret_cast<const uint8_t*>(&it),
                 reinterpret_cast<const uint8_t*>(&it) + sizeof it);
     if (images != nullptr) {
@@ -168,8 +168,8 @@ Status list_call(r2::Co& co, std::span<const RecordRef> refs, uint16_t rpc, uint
                             " results for " + std::to_string(index[g].size()) + " records");
     }
     for (size_t k = 0; k < index[g].size(); ++k) {
-      (*out)[index[g][k]].locked = replies[g][k] & kLocked;
-      (*out)[index[g][k]].valid = replies[g][k] & kValid;
+      (*out)[index[g][k]].locked = replies[g][k] & kRecordLocked;
+      (*out)[index[g][k]].valid = replies[g][k] & kRecordValid;
     }
   }
   return Status::ok();
@@ -316,11 +316,12 @@ Status register_handlers(r2::Worker& w, LocalRegions lr) {
     std::vector<uint8_t> res(h.count, 0);
     const bool ok = walk<kApart>(
         req, lr, h, items,
-        [&](uint32_t i, const Item& it, uint8_t* rec, uint64_t* lock, const uint8_t*) {
+        [&](uint32_t i, const RecordItem& it, uint8_t* rec, uint64_t* lock, const uint8_t*) {
           uint64_t expected = 0;
           const bool got = __atomic_compare_exchange_n(lock, &expected, h.lock_word, false,
                                                        __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
-          res[i] = (got ? kLocked : 0) | (got && version_of(rec) == it.version ? kValid : 0);
+          res[i] =
+              (got ? kRecordLocked : 0) | (got && version_of(rec) == it.version ? kRecordValid : 0);
         });
     if (ok) req.reply(res.data(), h.count);
   }));
@@ -331,11 +332,11 @@ Status register_handlers(r2::Worker& w, LocalRegions lr) {
     std::vector<uint8_t> res(h.count, 0);
     const bool walked = walk<kApart>(
         req, lr, h, items,
-        [&](uint32_t i, const Item& it, uint8_t* rec, uint64_t* lock, const uint8_t*) {
+        [&](uint32_t i, const RecordItem& it, uint8_t* rec, uint64_t* lock, const uint8_t*) {
           // The lock word, then the version (the order add_check explains).
           const uint64_t held = __atomic_load_n(lock, __ATOMIC_ACQUIRE);
           const bool ok = (held == 0 || held == h.lock_word) && version_of(rec) == it.version;
-          res[i] = ok ? kValid : 0;
+          res[i] = ok ? kRecordValid : 0;
         });
     if (walked) req.reply(res.data(), h.count);
   }));
@@ -343,16 +344,17 @@ Status register_handlers(r2::Worker& w, LocalRegions lr) {
     ListHeader h;
     const uint8_t* items;
     if (!parse(req, &h, &items) || !h.with_images) return;
-    walk<kApart>(req, lr, h, items,
-                 [&](uint32_t, const Item& it, uint8_t* rec, uint64_t* lock, const uint8_t* image) {
-                   // The body [version .. end of value]; the tuple timestamp is not
-                   // stored (record.h: it changes by atomic max only).
-                   std::memcpy(rec + store::kBodyOffset, image + (store::kBodyOffset - 8),
-                               store::kValueOffset - store::kBodyOffset + it.value_size);
-                   // The data is in place before the lock is free.
-                   __atomic_store_n(lock, 0, __ATOMIC_RELEASE);
-                   if (lr.flush) lr.flush(rec, store::kValueOffset + it.value_size);
-                 });
+    walk<kApart>(
+        req, lr, h, items,
+        [&](uint32_t, const RecordItem& it, uint8_t* rec, uint64_t* lock, const uint8_t* image) {
+          // The body [version .. end of value]; the tuple timestamp is not
+          // stored (record.h: it changes by atomic max only).
+          std::memcpy(rec + store::kBodyOffset, image + (store::kBodyOffset - 8),
+                      store::kValueOffset - store::kBodyOffset + it.value_size);
+          // The data is in place before the lock is free.
+          __atomic_store_n(lock, 0, __ATOMIC_RELEASE);
+          if (lr.flush) lr.flush(rec, store::kValueOffset + it.value_size);
+        });
     // Durable: persistent before the (empty) reply goes out.
     if (lr.drain) lr.drain();
   }));
@@ -361,7 +363,7 @@ Status register_handlers(r2::Worker& w, LocalRegions lr) {
     const uint8_t* items;
     if (!parse(req, &h, &items) || h.with_images) return;
     walk<kApart>(req, lr, h, items,
-                 [&](uint32_t, const Item&, uint8_t*, uint64_t* lock, const uint8_t*) {
+                 [&](uint32_t, const RecordItem&, uint8_t*, uint64_t* lock, const uint8_t*) {
                    uint64_t expected = h.lock_word;  // only our own lock
                    __atomic_compare_exchange_n(lock, &expected, 0, false, __ATOMIC_RELEASE,
                                                __ATOMIC_RELAXED);

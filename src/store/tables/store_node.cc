@@ -12,10 +12,6 @@
 namespace drtmx::store::tables {
 namespace {
 
-uint64_t part_key(TableId t, PartitionId p) {
-  return (uint64_t{t} << 32) | p;
-}
-
 std::string where(const TableSpec& t, PartitionId p) {
   return "table '" + t.name + "' partition " + std::to_string(p);
 }
@@ -220,7 +216,7 @@ Status StoreNode::build(const TableSpec& t, PartitionId p, r2::Fabric& fabric,
   area_div_[t.id] = Divider(part->plan.area_bytes);  // the same for every copy of t
   areas_[t.id].push_back(part.get());                // build() runs in ascending partition order
   region_base_[t.id] = region->base;
-  parts_.emplace(part_key(t.id, p), std::move(part));
+  parts_.emplace(partition_key(t.id, p), std::move(part));
   return Status::ok();
 }
 
@@ -252,12 +248,12 @@ Status StoreNode::register_handlers(r2::Worker& w) {
 }
 
 LocalPartition* StoreNode::partition(TableId table, PartitionId p) {
-  auto it = parts_.find(part_key(table, p));
+  auto it = parts_.find(partition_key(table, p));
   return it == parts_.end() ? nullptr : it->second.get();
 }
 
 const LocalPartition* StoreNode::partition(TableId table, PartitionId p) const {
-  auto it = parts_.find(part_key(table, p));
+  auto it = parts_.find(partition_key(table, p));
   return it == parts_.end() ? nullptr : it->second.get();
 }
 

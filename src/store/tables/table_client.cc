@@ -11,13 +11,6 @@
 #include "store/word_copy.h"
 
 namespace drtmx::store::tables {
-namespace {
-
-uint64_t part_key(TableId t, PartitionId p) {
-  return (uint64_t{t} << 32) | p;
-}
-
-}  // namespace
 
 // --- NodeCaches --------------------------------------------------------------
 
@@ -34,7 +27,7 @@ Result<std::unique_ptr<NodeCaches>> NodeCaches::create(const Catalog& c,
 }
 
 NodeCaches::Learned& NodeCaches::xcache(r2::ThreadId t, TableId table, PartitionId p) {
-  std::unique_ptr<Learned>& slot = threads_.at(t).caches[part_key(table, p)];
+  std::unique_ptr<Learned>& slot = threads_.at(t).caches[partition_key(table, p)];
   if (!slot) slot = std::make_unique<Learned>(opts_.xcache);
   return *slot;
 }
@@ -122,7 +115,7 @@ Result<TableClient::Ordered*> TableClient::ordered(r2::Co& co, const TableSpec& 
       ordered_index_[t.id][p] != nullptr) {
     return ordered_index_[t.id][p];
   }
-  auto it = ordered_.find(part_key(t.id, p));
+  auto it = ordered_.find(partition_key(t.id, p));
   if (it != ordered_.end()) return &it->second;
   if (xscratch_.empty()) {
     return invalid_argument("table client: scratch of " + std::to_string(scratch_.size()) +
@@ -150,7 +143,7 @@ Result<TableClient::Ordered*> TableClient::ordered(r2::Co& co, const TableSpec& 
   xr.area = plan->leaves;
   o.client = std::make_unique<xstore::XStoreClient>(o.learned->cache, xr, xscratch_, opts_.xstore);
   DRTMX_RETURN_IF_ERROR(o.client->check());
-  Ordered* made = &ordered_.emplace(part_key(t.id, p), std::move(o)).first->second;
+  Ordered* made = &ordered_.emplace(partition_key(t.id, p), std::move(o)).first->second;
   if (ordered_index_.size() <= t.id) ordered_index_.resize(t.id + 1);
   if (ordered_index_[t.id].size() <= p) ordered_index_[t.id].resize(p + 1, nullptr);
   ordered_index_[t.id][p] = made;
