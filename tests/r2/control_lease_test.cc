@@ -61,6 +61,11 @@ ControlClientConfig client_cfg(uint16_t port, uint16_t node, uint16_t nodes) {
   return c;
 }
 
+// Joins `nodes` clients at once (a cluster forms only when all join);
+// `lost[n]`, if given, gets node n's on_lost.
+std::vector<std::unique_ptr<ControlClient>> join_clients(uint16_t port, uint16_t nodes,
+                                                         std::vector<struct Lost*> lost = {});
+
 // What a client's on_lost saw.
 struct Lost {
   std::atomic<int> calls{0};
@@ -83,6 +88,23 @@ struct Lost {
     return calls.load() > 0;
   }
 };
+
+std::vector<std::unique_ptr<ControlClient>> join_clients(uint16_t port, uint16_t nodes,
+                                                         std::vector<Lost*> lost) {
+  std::vector<std::unique_ptr<ControlClient>> cs(nodes);
+  std::vector<std::thread> ts;
+  for (uint16_t n = 0; n < nodes; ++n) {
+    ts.emplace_back([&, n] {
+      ControlClientConfig c = client_cfg(port, n, nodes);
+      if (n < lost.size()) c.on_lost = lost[n]->hook();
+      auto cl = ControlClient::join(c);
+      EXPECT_TRUE(cl.is_ok()) << cl.status().to_string();
+      if (cl.is_ok()) cs[n] = std::move(cl.value());
+    });
+  }
+  for (auto& t : ts) t.join();
+  return cs;
+}
 
 // A coordinator played by hand: accepts one node, answers its join, then
 // does only what the test says (falls silent, or closes).
@@ -238,18 +260,7 @@ TEST(ControlLease, NoLossAfterLeaveNorForTheCoordinatorsOwnDecisions) {
   auto s = server(2);
   ASSERT_TRUE(s);
   Lost lost0, lost1;
-  std::vector<std::unique_ptr<ControlClient>> cs(2);
-  std::vector<std::thread> ts;
-  for (uint16_t n = 0; n < 2; ++n) {
-    ts.emplace_back([&, n] {
-      ControlClientConfig c = client_cfg(s->port(), n, 2);
-      c.on_lost = (n == 0 ? lost0 : lost1).hook();
-      auto cl = ControlClient::join(c);
-      ASSERT_TRUE(cl.is_ok()) << cl.status().to_string();
-      cs[n] = std::move(cl.value());
-    });
-  }
-  for (auto& t : ts) t.join();
+  auto cs = join_clients(s->port(), 2, {&lost0, &lost1});
   ASSERT_TRUE(cs[0] && cs[1]);
   // A failure the cluster decides (node 1 reports one) reaches node 0 as
   // the cluster's failure, not as a lost coordinator.
@@ -303,18 +314,7 @@ TEST(ControlAdmission, ABurstOfConnectionsIsRefusedAtOnceAndTheClusterGoesOn) {
   const int kBurst = rl.rlim_cur >= 4096 ? 1000 : 300;
   auto s = server(2);
   ASSERT_TRUE(s);
-  std::vector<std::unique_ptr<ControlClient>> cs(2);
-  {
-    std::vector<std::thread> ts;
-    for (uint16_t n = 0; n < 2; ++n) {
-      ts.emplace_back([&, n] {
-        auto cl = ControlClient::join(client_cfg(s->port(), n, 2));
-        ASSERT_TRUE(cl.is_ok()) << cl.status().to_string();
-        cs[n] = std::move(cl.value());
-      });
-    }
-    for (auto& t : ts) t.join();
-  }
+  auto cs = join_clients(s->port(), 2);
   ASSERT_TRUE(cs[0] && cs[1]);
   // The burst: every connect at once (non-blocking), then each must be
   // answered with a refusal within a few seconds; none may hang.
@@ -380,16 +380,7 @@ TEST(ControlAdmission, AStrangerHoldingAPlaceLosesItAndTheNodesStillJoin) {
   // The real nodes are refused until the strangers' places are given back
   // (after 2 s without a join), then join.
   const auto t0 = Clock::now();
-  std::vector<std::unique_ptr<ControlClient>> cs(2);
-  std::vector<std::thread> ts;
-  for (uint16_t n = 0; n < 2; ++n) {
-    ts.emplace_back([&, n] {
-      auto cl = ControlClient::join(client_cfg(s->port(), n, 2));
-      ASSERT_TRUE(cl.is_ok()) << cl.status().to_string();
-      cs[n] = std::move(cl.value());
-    });
-  }
-  for (auto& t : ts) t.join();
+  auto cs = join_clients(s->port(), 2);
   ASSERT_TRUE(cs[0] && cs[1]);
   EXPECT_LT(Clock::now() - t0, milliseconds(4500));
   for (RawNode* r : {&quiet, &extra}) {

@@ -100,6 +100,15 @@ uint32_t LocationCache::find(const Shard& s, uint64_t h, uint32_t table, uint64_
   return UINT32_MAX;
 }
 
+void LocationCache::store_entry(Slot& e, uint32_t table, uint64_t key, const CachedLocation& loc) {
+  st(e.key, key);
+  st(e.table, table);
+  st(e.offset, loc.addr.offset);
+  st(e.node, loc.addr.node);
+  st(e.region, loc.addr.region);
+  st(e.incarnation, loc.incarnation);
+}
+
 void LocationCache::copy_slot(Slot& to, const Slot& from) {
   st(to.key, ld(from.key));
   st(to.offset, ld(from.offset));
@@ -209,12 +218,7 @@ void LocationCache::put(uint32_t table, uint64_t key, const CachedLocation& loc)
     ++s.live;
   }
   Slot& e = s.slots[i];
-  st(e.key, key);
-  st(e.table, table);
-  st(e.offset, loc.addr.offset);
-  st(e.node, loc.addr.node);
-  st(e.region, loc.addr.region);
-  st(e.incarnation, loc.incarnation);
+  store_entry(e, table, key, loc);
   if (!ld(e.used)) st(e.referenced, uint8_t{1});  // one sweep of grace; a hit raises it to 2
   st(e.used, uint8_t{1});
   if (fresh && s.live > s.cap) evict_one(s, table, key);
@@ -231,12 +235,7 @@ bool LocationCache::fill(uint32_t table, uint64_t key, const CachedLocation& loc
   while (ld(s.slots[i].used)) i = i + 1 == n ? 0 : i + 1;
   ++s.live;
   Slot& e = s.slots[i];
-  st(e.key, key);
-  st(e.table, table);
-  st(e.offset, loc.addr.offset);
-  st(e.node, loc.addr.node);
-  st(e.region, loc.addr.region);
-  st(e.incarnation, loc.incarnation);
+  store_entry(e, table, key, loc);
   st(e.referenced, uint8_t{0});
   st(e.used, uint8_t{1});
   inserts_.fetch_add(1, std::memory_order_relaxed);

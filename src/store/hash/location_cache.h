@@ -142,6 +142,8 @@ class LocationCache {
   static uint32_t find(const Shard& s, uint64_t h, uint32_t table, uint64_t key);
   // Field by field, each an atomic store (the file comment).
   static void copy_slot(Slot& to, const Slot& from);
+  // Writes an entry's key and location (not `used` or `referenced`).
+  static void store_entry(Slot& e, uint32_t table, uint64_t key, const CachedLocation& loc);
   // Empties slot i, shifting the following run back so probes stay correct.
   static void erase_at(Shard& s, uint32_t i);
   // get() under the shard's mutex (after lock-free tries that kept meeting changes).
