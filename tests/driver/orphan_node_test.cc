@@ -1,8 +1,9 @@
 // Node processes whose launcher (and with it the coordinator) is gone end
 // by themselves within about a lease, remove their shared-memory segments
 // and say why on stderr — whether the launcher was killed (its connections
-// close) or stopped (the connections stay open but the coordinator falls
-// silent, as when its host becomes unreachable).
+// close), stopped (the connections stay open but the coordinator falls
+// silent), or its host became unreachable (its network link taken down,
+// between two network namespaces the test makes).
 //
 // The test watches each node through a pidfd (readable when the process
 // ends, whoever reaps it) to time its end, bounded; it is a child subreaper,
@@ -21,6 +22,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -231,6 +233,136 @@ TEST_F(OrphanNodes, NodesEndWhenTheirCoordinatorFallsSilent) {
   // Not before the lease ran out: the last frame came at most a period
   // before the stop.
   for (const Ended& e : ended) EXPECT_GE(e.after.count(), kLeaseMs - kLeaseMs / 4 - 5);
+}
+
+// The coordinator's host becomes unreachable: the launcher runs in one
+// network namespace and the three nodes in another (shm still spans both:
+// namespaces of the network, not of /dev/shm), joined by a veth pair; the
+// test takes the launcher's end of the link down mid-run. No FIN, no reset:
+// the nodes only stop hearing the coordinator's heartbeats, and must end
+// one lease later. Needs root (CI is) and iproute2; only addresses inside
+// the two namespaces the test makes, removed on every exit path.
+class UnreachableCoordinator : public OrphanNodes {
+ protected:
+  void SetUp() override {
+    if (geteuid() != 0 || system("ip netns list > /dev/null 2>&1") != 0) {
+      GTEST_SKIP() << "needs root and iproute2 (ip netns) to make its test hosts";
+    }
+    OrphanNodes::SetUp();
+    const std::string id = std::to_string(getpid());
+    ns_c_ = "drtmxc" + id;
+    ns_h_ = "drtmxh" + id;
+    veth_c_ = "dxc" + id;
+    veth_h_ = "dxh" + id;
+    cleanup_network();
+    made_ = true;
+    for (const std::string& cmd :
+         {"ip netns add " + ns_c_, "ip netns add " + ns_h_,
+          "ip link add " + veth_c_ + " type veth peer name " + veth_h_,
+          "ip link set " + veth_c_ + " netns " + ns_c_,
+          "ip link set " + veth_h_ + " netns " + ns_h_,
+          "ip -n " + ns_c_ + " addr add 10.77.0.1/24 dev " + veth_c_,
+          "ip -n " + ns_h_ + " addr add 10.77.0.2/24 dev " + veth_h_,
+          "ip -n " + ns_c_ + " link set lo up", "ip -n " + ns_h_ + " link set lo up",
+          "ip -n " + ns_c_ + " link set " + veth_c_ + " up",
+          "ip -n " + ns_h_ + " link set " + veth_h_ + " up"}) {
+      ASSERT_EQ(system((cmd + " 2>&1").c_str()), 0) << cmd;
+    }
+    // The "remote shell": every host is the nodes' namespace.
+    shell_ = (fs::temp_directory_path() / (cluster_ + ".sh")).string();
+    std::ofstream(shell_) << "#!/bin/sh\nshift\nexec ip netns exec " << ns_h_ << " sh -c \"$*\"\n";
+    fs::permissions(shell_, fs::perms::owner_all);
+    hosts_ = (fs::temp_directory_path() / (cluster_ + ".hosts")).string();
+    std::ofstream(hosts_) << "10.77.0.2\n10.77.0.2\n10.77.0.2\n";
+  }
+  void TearDown() override {
+    if (!made_) return;  // skipped: nothing was set up
+    // The nodes run in the other namespace, not as our children: by name.
+    (void)!system(("pkill -KILL -f -- '[-]-cluster=" + cluster_ + " ' 2>/dev/null").c_str());
+    OrphanNodes::TearDown();
+    cleanup_network();
+    fs::remove(shell_);
+    fs::remove(hosts_);
+  }
+  void cleanup_network() {
+    if (ns_c_.empty()) return;
+    (void)!system(("ip netns del " + ns_c_ + " 2>/dev/null").c_str());
+    (void)!system(("ip netns del " + ns_h_ + " 2>/dev/null").c_str());
+  }
+  // The node processes: their command lines name our cluster.
+  std::vector<pid_t> nodes_of_cluster() {
+    std::vector<pid_t> out;
+    for (const auto& e : fs::directory_iterator("/proc")) {
+      const std::string name = e.path().filename().string();
+      if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+      std::string cmd = slurp(e.path().string() + "/cmdline");
+      std::replace(cmd.begin(), cmd.end(), '\0', ' ');
+      if (cmd.find("drtmx-node ") != std::string::npos &&
+          cmd.find("--cluster=" + cluster_ + " ") != std::string::npos) {
+        out.push_back(static_cast<pid_t>(std::stoi(name)));
+      }
+    }
+    return out;
+  }
+  std::string ns_c_, ns_h_, veth_c_, veth_h_, shell_, hosts_;
+  bool made_ = false;
+};
+
+TEST_F(UnreachableCoordinator, NodesEndOneLeaseAfterTheirCoordinatorsLinkGoesDown) {
+  start("/usr/sbin/ip",
+        {"netns", "exec", ns_c_, DRTMX_BENCH_PATH, "--hosts=" + hosts_, "--remote-shell=" + shell_,
+         "--coordinator-host=10.77.0.1", "--cluster=" + cluster_, "--bench=smallbank",
+         "--accounts=2000", "--coroutines=2", "--seconds=60", "--warmup=0.2",
+         "--lease-ms=" + std::to_string(kLeaseMs)});
+  ASSERT_TRUE(wait_output("[1 s]", 60s)) << slurp(out_);
+  const std::vector<pid_t> nodes = nodes_of_cluster();
+  ASSERT_EQ(nodes.size(), 3u) << slurp(out_);
+  std::vector<pollfd> fds;
+  for (pid_t p : nodes) fds.push_back({static_cast<int>(syscall(SYS_pidfd_open, p, 0)), POLLIN, 0});
+  const auto down = Clock::now();
+  ASSERT_EQ(system(("ip -n " + ns_c_ + " link set " + veth_c_ + " down").c_str()), 0);
+  // Each node ends one lease after the last heartbeat it got, bounded.
+  const auto until = down + std::chrono::milliseconds(kLeaseMs + 5000);
+  size_t ended = 0;
+  std::vector<std::chrono::milliseconds> after;
+  while (ended < fds.size() && Clock::now() < until) {
+    if (poll(fds.data(), fds.size(), 100) <= 0) continue;
+    for (pollfd& f : fds) {
+      if (f.fd < 0 || !(f.revents & POLLIN)) continue;
+      after.push_back(std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - down));
+      close(f.fd);
+      f.fd = -1;
+      ++ended;
+    }
+  }
+  for (pollfd& f : fds) {
+    if (f.fd >= 0) close(f.fd);
+  }
+  ASSERT_EQ(ended, 3u) << "nodes still running after their coordinator became unreachable\n"
+                       << slurp(out_);
+  for (auto a : after) {
+    std::printf("a node ended %lld ms after its coordinator's link went down\n",
+                static_cast<long long>(a.count()));
+    EXPECT_GE(a.count(), kLeaseMs - kLeaseMs / 4 - 5);
+  }
+  // The launcher learns it from its node processes' ends (status 69); its
+  // output holds the nodes' reasons.
+  int st = 0;
+  const auto end = Clock::now() + 30s;
+  while (waitpid(launcher_, &st, WNOHANG) == 0 && Clock::now() < end) {
+    std::this_thread::sleep_for(20ms);
+  }
+  const std::string out = slurp(out_);
+  for (int n = 0; n < 3; ++n) {
+    EXPECT_NE(
+        out.find("drtmx-node node " + std::to_string(n) + ": lost the coordinator at 10.77.0.1:"),
+        std::string::npos)
+        << out;
+  }
+  EXPECT_NE(out.find("nothing from it for"), std::string::npos) << out;
+  EXPECT_NE(out.find("exited with status 69"), std::string::npos) << out;
+  EXPECT_TRUE(segments_of(cluster_).empty());
+  launcher_ = -1;
 }
 
 }  // namespace
