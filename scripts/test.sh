@@ -2,7 +2,7 @@
 # Installs what is missing, builds (Release) and runs the whole test suite
 # with ctest, then prints how long each step took.
 #   --sanitize   then also build with ASan + UBSan (into build-asan/) and run
-#                the same suite there: about 30 minutes more on 2 cores
+#                the same suite there: about 20 minutes more on 2 cores
 #                (.ci/run does both)
 #   --only-sanitize   the sanitizer pass alone
 set -euo pipefail
