@@ -29,7 +29,8 @@ using drtmx::bench::testing::slurp;
 // rates, and a node maps its regions' pages at start.
 const std::string kQuick = " --bench=smallbank --nodes=3 --accounts=2000 --seconds=1 --warmup=0.2 ";
 // Shorter still, where only the order and the shape of the runs count.
-const std::string kShort = " --bench=smallbank --nodes=3 --accounts=2000 --seconds=0.4 --warmup=0.1 ";
+const std::string kShort =
+    " --bench=smallbank --nodes=3 --accounts=2000 --seconds=0.4 --warmup=0.1 ";
 
 class SweepPlot : public ::testing::Test {
  protected:
@@ -309,7 +310,8 @@ TEST_F(SweepPlot, BadSweepsTimelinesAndReportsAreRefusedWithTheReason) {
 TEST_F(SweepPlot, CountsPlotAtEvenStepsQuantitiesOnALinearAxis) {
   const std::string script =
       "import importlib.util as u, sys; "
-      "s = u.spec_from_file_location('plot', '" DRTMX_PLOT_PY "'); m = u.module_from_spec(s); "
+      "s = u.spec_from_file_location('plot', '" DRTMX_PLOT_PY
+      "'); m = u.module_from_spec(s); "
       "s.loader.exec_module(m); "
       "print(m.sweep_positions('coroutines', ['1', '2', '4', '8'])); "
       "print(m.sweep_positions('fabric-delay-ns', ['0', '1000', '5000'])); "
