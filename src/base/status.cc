@@ -28,6 +28,8 @@ const char* code_name(Code c) {
       return "internal error";
     case Code::kIoError:
       return "I/O error";
+    case Code::kNotSupported:
+      return "not supported";
   }
   return "unknown";
 }

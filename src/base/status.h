@@ -26,6 +26,7 @@ enum class Code : unsigned char {
   kAborted,            // the cluster was torn down because of another error
   kInternal,           // a broken invariant; a bug
   kIoError,            // a system call failed
+  kNotSupported,       // this host, device or build cannot do it (say what would)
 };
 
 const char* code_name(Code c);
@@ -77,6 +78,9 @@ inline Status aborted(std::string m) {
 }
 inline Status internal_error(std::string m) {
   return {Code::kInternal, std::move(m)};
+}
+inline Status not_supported(std::string m) {
+  return {Code::kNotSupported, std::move(m)};
 }
 // An I/O error naming the call and errno's text.
 Status io_error(const std::string& what, int err);

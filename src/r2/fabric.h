@@ -10,8 +10,9 @@
 //           one-sided ops, one UD QP for messaging.
 //
 // Life cycle (per node):
-//   1. make the fabric (config), 2. register_region() or
-//      register_file_region() for every region, 3. connect(control) —
+//   1. make the fabric (config), 2. register_region(),
+//      register_growable_region() or register_file_region() for every
+//      region, 3. connect(control) —
 //      exchanges descriptors with every other node over the control plane
 //      and maps/connects to them; 4. each worker thread uses its own
 //      endpoint(t). No region can be registered after connect.
@@ -65,9 +66,29 @@
 // dirty range), and the channel's next READ fences them (or msyncs the
 // remembered ranges) before it completes.
 //
-// Threading: Fabric::register_region/register_file_region/connect are
-// called by one set-up thread. An Endpoint is used by exactly one worker
-// thread at a time.
+// Growable regions (register_growable_region, FileRegion::growable; issue
+// 46, "tables that grow"): a region whose VIRTUAL size is fixed at
+// registration — address space, deterministic on every node, so a remote
+// address (node, region, offset) means the same thing for the region's
+// whole life — of which the owner backs ranges on demand with commit(),
+// before it publishes any address inside them:
+//   * after commit(id, offset, bytes) returned ok, the owner's stores and
+//     every peer's one-sided ops in that range reach memory that exists
+//     and is resident on the owner (populated by commit, not faulted at
+//     run time; a peer's mapping of a shm segment still takes one minor
+//     fault per page it first touches, as for any region); a full host is
+//     commit()'s kResourceExhausted, never a SIGBUS or an OOM kill later;
+//   * ops on a range nobody committed are NOT checked by the fabric (the
+//     bounds check is the virtual size, as for any region): they are the
+//     caller's bug — on shm they silently allocate the page (or SIGBUS
+//     when /dev/shm is full), on verbs they fault the page in through ODP;
+//   * backed memory is never given back while the fabric lives.
+// What is reserved where, per backend: r2/README.md, "Growable regions".
+//
+// Threading: Fabric::register_region/register_growable_region/
+// register_file_region/connect are called by one set-up thread;
+// commit()/committed_bytes() by any thread, any time after the region's
+// registration. An Endpoint is used by exactly one worker thread at a time.
 #pragma once
 
 #include <cstddef>
@@ -186,12 +207,19 @@ struct Region {
 //     device and inode at connect). verbs: the memory is registered with
 //     the RNIC; `path` is only reported.
 //   * mode is kPmem, kMemFs or kMsync (kNone is refused).
+//   * growable: the file is sparse at its full size (a PmemPool created
+//     with PoolSpec::sparse) and the region is growable (see above): the
+//     fabric allocates the file's blocks of a range at commit() (fallocate)
+//     and populates its pages (not in kMsync mode, as PmemPool's
+//     map_in_advance); bytes must then be a multiple of the page size.
+//     verbs: registered with on-demand paging, as register_growable_region.
 struct FileRegion {
   uint8_t* base = nullptr;
   size_t bytes = 0;
   std::string path;
   uint64_t file_offset = 0;
   Persistence mode = Persistence::kMsync;
+  bool growable = false;
 };
 
 // One worker thread's access to the fabric.
@@ -275,6 +303,41 @@ class Fabric {
   // the returned Region has persistence f.mode). Refused, naming what is
   // wrong, for a bad FileRegion, a duplicate id, or after connect().
   virtual Result<Region> register_file_region(RegionId id, const FileRegion& f) = 0;
+  // A region of `bytes` VIRTUAL bytes of which nothing is backed yet:
+  // address space is reserved here (and, on shm, in every peer's mapping at
+  // connect), pages exist only in ranges commit() backed. Same id rules as
+  // register_region; before connect(). The returned Region's size is the
+  // virtual size (peers' bounds checks use it too).
+  //   shm, nodes > 1: a /dev/shm segment ftruncate'd (sparse) to the size,
+  //     mapped MAP_SHARED|MAP_NORESERVE here and by every peer at connect.
+  //   shm, one node: private anonymous memory, MAP_NORESERVE.
+  //   verbs: private anonymous memory, MAP_NORESERVE, registered with
+  //     on-demand paging (IBV_ACCESS_ON_DEMAND); kNotSupported, saying so,
+  //     when the device has no ODP for RC one-sided ops.
+  // Address space is the limit: a process maps every node's growable
+  // regions, and x86-64 with 4-level page tables gives a process 128 TiB
+  // (measured: 127 TiB of segments map); r2/README.md has the numbers.
+  virtual Result<Region> register_growable_region(RegionId id, size_t bytes) = 0;
+  // Backs [offset, offset + bytes) of this node's region `id` (rounded out
+  // to 4 KiB pages): afterwards the owner's stores and every peer's
+  // one-sided ops there reach memory that exists and is resident
+  // (populated now, not faulted later). Idempotent (a range backed before
+  // costs one lock and a lookup); thread-safe (any owner thread,
+  // concurrently with the endpoints and with other commits); allowed
+  // before and after connect(). On a region registered whole
+  // (register_region, a non-growable file region) it is a no-op returning
+  // ok. Errors: kInvalidArgument for an unknown id or a range outside the
+  // region; kResourceExhausted when the host has no memory / space for it,
+  // naming the region, the bytes asked, what the node holds of it, what is
+  // free, and what to do; kIoError for another failure of the system call
+  // (naming it). A failed commit may leave part of the range backed (not
+  // counted; a retry backs the rest). Never a SIGBUS or an OOM kill later
+  // for a range commit() accepted.
+  virtual Status commit(RegionId id, uint64_t offset, uint64_t bytes) = 0;
+  // Bytes of local region `id` backed so far (page-rounded ranges, each
+  // counted once; the whole size for register_region and non-growable file
+  // regions); 0 if absent.
+  virtual uint64_t committed_bytes(RegionId id) const = 0;
   // Exchanges descriptors with all nodes and makes every peer reachable.
   virtual Status connect(ControlClient& control) = 0;
   virtual Endpoint* endpoint(ThreadId t) = 0;

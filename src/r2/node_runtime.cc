@@ -68,6 +68,10 @@ Result<std::unique_ptr<NodeRuntime>> NodeRuntime::start(const NodeRuntimeConfig&
     auto r = rt->fabric_->register_region(id, bytes);
     if (!r) return fail(r.status());
   }
+  for (auto& [id, bytes] : cfg.growable_regions) {
+    auto r = rt->fabric_->register_growable_region(id, bytes);
+    if (!r) return fail(r.status());
+  }
   for (auto& [id, file] : cfg.file_regions) {
     auto r = rt->fabric_->register_file_region(id, file);
     if (!r) return fail(r.status());

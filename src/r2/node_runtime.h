@@ -41,6 +41,9 @@ struct NodeRuntimeConfig {
   ControlClientConfig control;
   WorkerConfig worker;
   std::vector<std::pair<RegionId, size_t>> regions;  // volatile: register_region
+  // Volatile and growable: register_growable_region (id, virtual bytes);
+  // the owner backs ranges with fabric().commit().
+  std::vector<std::pair<RegionId, size_t>> growable_regions;
   // Persistent: register_file_region (e.g. a PmemPool's data_region()); the
   // mapping must outlive the runtime.
   std::vector<std::pair<RegionId, FileRegion>> file_regions;

@@ -113,6 +113,59 @@ Result<Segment> Segment::create_private(size_t size) {
   return s;
 }
 
+Result<Segment> Segment::create_sparse(const std::string& name, size_t size, int* fd_out) {
+  shm_unlink(name.c_str());  // a stale segment of a crashed run with this name
+  int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
+  if (fd < 0) return io_error("shm_open(" + name + ") for creation", errno);
+  // Sparse: tmpfs takes a size of terabytes and allocates nothing for it.
+  if (ftruncate(fd, static_cast<off_t>(size)) != 0) {
+    const int e = errno;
+    close(fd);
+    shm_unlink(name.c_str());
+    return io_error("ftruncate(" + name + ") to " + std::to_string(size) + " bytes", e);
+  }
+  void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
+  if (p == MAP_FAILED) {
+    const int e = errno;
+    close(fd);
+    shm_unlink(name.c_str());
+    if (e == ENOMEM) {
+      return exhausted("no address space for the " + std::to_string(size >> 30) +
+                       " GiB of growable segment " + name +
+                       " (a process maps every node's growable regions: 128 TiB in all on "
+                       "x86-64); register smaller growable regions");
+    }
+    return io_error("mmap(" + name + ")", e);
+  }
+  Segment s;
+  s.name_ = name;
+  s.data_ = static_cast<uint8_t*>(p);
+  s.size_ = size;
+  s.owner_ = true;
+  *fd_out = fd;
+  return s;
+}
+
+Result<Segment> Segment::reserve_private(size_t size) {
+  void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                 -1, 0);
+  if (p == MAP_FAILED) {
+    const int e = errno;
+    if (e == ENOMEM) {
+      return exhausted("no address space for a growable region of " + std::to_string(size >> 30) +
+                       " GiB of private memory (or vm.overcommit_memory is 2, which ignores "
+                       "MAP_NORESERVE): register smaller growable regions");
+    }
+    return io_error("mmap of " + std::to_string(size >> 20) + " MiB of private memory", e);
+  }
+  (void)madvise(p, size, MADV_HUGEPAGE);
+  Segment s;
+  s.data_ = static_cast<uint8_t*>(p);
+  s.size_ = size;
+  s.owner_ = true;
+  return s;
+}
+
 Result<Segment> Segment::open(const std::string& name, size_t size) {
   int fd = shm_open(name.c_str(), O_RDWR, 0);
   if (fd < 0) {
@@ -125,10 +178,20 @@ Result<Segment> Segment::open(const std::string& name, size_t size) {
     return invalid_argument("peer segment " + name + " has " + std::to_string(st.st_size) +
                             " bytes, its descriptor says " + std::to_string(size));
   }
-  void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  // NORESERVE: a growable region's segment is terabytes of address space
+  // of which only committed ranges have pages.
+  void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
   int map_errno = errno;
   close(fd);
-  if (p == MAP_FAILED) return io_error("mmap(" + name + ")", map_errno);
+  if (p == MAP_FAILED) {
+    if (map_errno == ENOMEM) {
+      return exhausted("no address space to map peer segment " + name + " of " +
+                       std::to_string(size >> 30) +
+                       " GiB (a process maps every node's growable regions: 128 TiB in all on "
+                       "x86-64); register smaller growable regions");
+    }
+    return io_error("mmap(" + name + ")", map_errno);
+  }
   Segment s;
   s.name_ = name;
   s.data_ = static_cast<uint8_t*>(p);

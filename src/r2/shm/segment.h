@@ -7,7 +7,9 @@
 // Pages are reserved at creation (posix_fallocate), so a full /dev/shm is a
 // clear error at start instead of a SIGBUS later, and mapped into the
 // owner at once (base/resident.h: as ibv_reg_mr pins a registered
-// region, so the owner's first write to a page is not a fault). Peers map
+// region, so the owner's first write to a page is not a fault) — except a
+// growable region's segment, sparse and backed range by range as the owner
+// commits them (create_sparse, r2/common/growable.h). Peers map
 // lazily: a process faults in only the pages of other nodes it touches.
 // A single-node cluster's regions need no name (create_private).
 #pragma once
@@ -46,6 +48,16 @@ class Segment {
   // when the machine has room to spare (has_room_for), else as touched; a
   // size the machine cannot give at all is refused here.
   static Result<Segment> create_private(size_t size);
+  // A growable region's segment (Fabric::register_growable_region): created
+  // like create() but sparse — ftruncate'd to `size`, nothing allocated or
+  // mapped in advance (MAP_NORESERVE) — and *fd is left open (O_CLOEXEC)
+  // for the caller, who backs ranges with fallocate + make_resident
+  // (r2/common/growable.h) and closes it.
+  static Result<Segment> create_sparse(const std::string& name, size_t size, int* fd);
+  // A one-node cluster's growable region: private anonymous memory reserved
+  // with MAP_NORESERVE (address space only; advised for huge pages like
+  // create_private); ranges are populated by the caller.
+  static Result<Segment> reserve_private(size_t size);
 
   uint8_t* data() const { return data_; }
   size_t size() const { return size_; }

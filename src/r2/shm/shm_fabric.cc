@@ -1,11 +1,16 @@
 #include "r2/shm/shm_fabric.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <cerrno>
 #include <cstdio>
 #include <new>
 #include <sstream>
 
 #include "r2/common/file_region.h"
+#include "r2/common/growable.h"
 #include "r2/control/control.h"
 #include "r2/shm/file_map.h"
 #include "r2/shm/peer_fence.h"
@@ -31,6 +36,8 @@ size_t fence_bytes(uint16_t threads) {
 // What a node tells its peers at connect: one line per segment or file,
 //   "msg <bytes>"
 //   "region <id> <bytes>"                      a shared-memory segment
+//                                              (growable: bytes is its
+//                                              virtual size, and its size)
 //   "file <id> <bytes> <persistence code> <file offset> <dev> <ino> <path>"
 // Segment names follow from the cluster, the node id and the kind, so they
 // are not sent; a file region's path is the rest of its line.
@@ -156,15 +163,68 @@ class ShmFabric final : public Fabric {
     return r;
   }
 
+  Result<Region> register_growable_region(RegionId id, size_t bytes) override {
+    DRTMX_RETURN_IF_ERROR(check_new_region(id));
+    if (bytes == 0) return invalid_argument("region " + std::to_string(id) + " has size 0");
+    GrowableSpec g;
+    g.id = id;
+    g.node = cfg_.node;
+    g.size = bytes;
+    Result<Segment> seg = Status(Code::kInternal, "unset");
+    if (cfg_.num_nodes == 1) {
+      // Nobody maps it but this process (see register_region).
+      seg = Segment::reserve_private(page_round(bytes));
+      g.where = "this machine's memory";
+    } else {
+      seg = Segment::create_sparse(segment_name(cfg_.cluster, cfg_.node, "r" + std::to_string(id)),
+                                   page_round(bytes), &g.fd);
+      g.where = "/dev/shm";
+      g.segment = true;
+    }
+    if (!seg) return seg.status();
+    g.base = seg->data();
+    Region r{id, seg->data(), bytes, Persistence::kNone};
+    own_.push_back(std::move(seg.value()));
+    growable_.add(std::move(g));
+    add_local(r);
+    return r;
+  }
+
   Result<Region> register_file_region(RegionId id, const FileRegion& f) override {
     DRTMX_RETURN_IF_ERROR(check_new_region(id));
     DRTMX_RETURN_IF_ERROR(check_file_region(id, f));
     auto fid = stat_file(f.path);
     if (!fid) return fid.status();
+    if (f.growable) {
+      auto g = growable_file(id, f);
+      if (!g) return g.status();
+      growable_.add(std::move(g.value()));
+    }
     files_.push_back({id, f.bytes, f.mode, f.file_offset, *fid, f.path});
     Region r{id, f.base, f.bytes, f.mode};
     add_local(r);
     return r;
+  }
+
+  Status commit(RegionId id, uint64_t offset, uint64_t bytes) override {
+    if (Growable* g = growable_.find(id)) return g->commit(offset, bytes);
+    const Region* r = region(id);
+    if (r == nullptr) {
+      return invalid_argument("commit of region " + std::to_string(id) + ", which node " +
+                              std::to_string(cfg_.node) + " never registered");
+    }
+    if (offset > r->size || bytes > r->size - offset) {
+      return invalid_argument("commit of [" + std::to_string(offset) + ", +" +
+                              std::to_string(bytes) + ") is outside region " + std::to_string(id) +
+                              " of " + std::to_string(r->size) + " bytes");
+    }
+    return Status::ok();  // registered whole: backed from the start
+  }
+
+  uint64_t committed_bytes(RegionId id) const override {
+    if (const Growable* g = growable_.find(id)) return g->committed();
+    const Region* r = region(id);
+    return r ? r->size : 0;
   }
 
   Status connect(ControlClient& control) override {
@@ -299,6 +359,26 @@ class ShmFabric final : public Fabric {
     return Status::ok();
   }
 
+  // The backing of a growable file region: its own descriptor of the file.
+  Result<GrowableSpec> growable_file(RegionId id, const FileRegion& f) const {
+    if (f.bytes % 4096 != 0) {
+      return invalid_argument("growable file region " + std::to_string(id) + " (" + f.path +
+                              ") has " + std::to_string(f.bytes) +
+                              " bytes, not a multiple of the page size (4096)");
+    }
+    GrowableSpec g;
+    g.id = id;
+    g.node = cfg_.node;
+    g.base = f.base;
+    g.size = f.bytes;
+    g.file_offset = f.file_offset;
+    g.populate = f.mode != Persistence::kMsync;
+    g.where = f.path;
+    g.fd = ::open(f.path.c_str(), O_RDWR | O_CLOEXEC);
+    if (g.fd < 0) return io_error("open of growable file region " + f.path, errno);
+    return g;
+  }
+
   void add_local(const Region& r) {
     regions_.push_back(r);
     table_.set(cfg_.node, r.id, {reinterpret_cast<uint64_t>(r.base), r.size, r.persistence});
@@ -314,6 +394,7 @@ class ShmFabric final : public Fabric {
   NodeSet live_;          // the configuration last applied (apply_membership)
   PeerFence peer_fence_;  // survive-failures: the peers' op gates and processes
   std::vector<Segment> own_;
+  GrowableSet growable_;  // this node's growable regions (segments and files)
   std::vector<Region> regions_;
   std::vector<Segment> peers_;
   std::vector<FileDesc> files_;      // this node's file regions, for the descriptor

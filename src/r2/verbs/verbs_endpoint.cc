@@ -134,9 +134,45 @@ Status VerbsEndpoint::init(const std::string& device, const FabricConfig& cfg) {
   return Status::ok();
 }
 
-Result<uint32_t> VerbsEndpoint::register_region(uint8_t* base, size_t size) {
-  const int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE |
-                     IBV_ACCESS_REMOTE_ATOMIC;
+Status VerbsEndpoint::odp_support() const {
+  ibv_device_attr_ex attr{};
+  if (int rc = ibv_query_device_ex(ctx_.get(), nullptr, &attr); rc != 0) {
+    return not_supported("verbs: ibv_query_device_ex on " + port_.device + " failed (" +
+                         std::strerror(rc) +
+                         "), so on-demand paging cannot be checked; growable regions need it");
+  }
+  const uint32_t need = IBV_ODP_SUPPORT_READ | IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_ATOMIC;
+  if ((attr.odp_caps.general_caps & IBV_ODP_SUPPORT) == 0 ||
+      (attr.odp_caps.per_transport_caps.rc_odp_caps & need) != need) {
+    return not_supported(
+        "verbs: device " + port_.device +
+        " has no on-demand paging (ODP) for RC READ/WRITE/atomics, which growable regions need "
+        "(their pages do not exist until committed, so they cannot be pinned); use an RNIC "
+        "with ODP (e.g. mlx5), or register the tables whole (register_region) with their "
+        "maximum size");
+  }
+  return Status::ok();
+}
+
+void VerbsEndpoint::prefetch(uint8_t* base, uint64_t bytes) {
+  auto lkey = lkeys_.find(base, bytes);
+  if (!lkey) return;
+  // One SGE carries at most 4 GiB - 1: 1 GiB at a time.
+  constexpr uint64_t kChunk = uint64_t{1} << 30;
+  for (uint64_t at = 0; at < bytes; at += kChunk) {
+    ibv_sge sge{};
+    sge.addr = reinterpret_cast<uint64_t>(base + at);
+    sge.length = static_cast<uint32_t>(std::min(kChunk, bytes - at));
+    sge.lkey = *lkey;
+    (void)ibv_advise_mr(pd_.get(), IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE, IBV_ADVISE_MR_FLAG_FLUSH,
+                        &sge, 1);
+  }
+}
+
+Result<uint32_t> VerbsEndpoint::register_region(uint8_t* base, size_t size, bool on_demand) {
+  int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE |
+               IBV_ACCESS_REMOTE_ATOMIC;
+  if (on_demand) access |= IBV_ACCESS_ON_DEMAND;
   errno = 0;
   MrPtr mr(ibv_reg_mr(pd_.get(), base, size, access));
   if (!mr) {

@@ -66,7 +66,19 @@ class VerbsEndpoint final : public Endpoint {
   // Largest payload this endpoint can receive (its port's MTU minus header).
   uint32_t local_msg_mtu() const { return local_msg_mtu_; }
   // Registers [base, base + size) in this thread's PD; returns the rkey.
-  Result<uint32_t> register_region(uint8_t* base, size_t size);
+  // on_demand: with on-demand paging (IBV_ACCESS_ON_DEMAND; a growable
+  // region, whose pages mostly do not exist): nothing is pinned, the RNIC
+  // faults pages in through the kernel. Check odp_support() first.
+  Result<uint32_t> register_region(uint8_t* base, size_t size, bool on_demand = false);
+  // Ok when the device does on-demand paging for RC READ, WRITE and
+  // atomics (ibv_query_device_ex odp_caps); else kNotSupported saying so
+  // and what to do.
+  Status odp_support() const;
+  // Any thread, after register_region(on_demand): asks the RNIC to map
+  // [base, base + bytes) of an on-demand region now (ibv_advise_mr
+  // PREFETCH_WRITE, synchronous), so its first one-sided op there does not
+  // take a page fault. Advice: a failure only means the fault comes later.
+  void prefetch(uint8_t* base, uint64_t bytes);
   ThreadDesc describe() const;
   // Connects RC QPs, creates address handles, posts the receive buffers.
   Status connect(const std::vector<NodeDesc>& nodes, uint32_t msg_mtu);

@@ -1,13 +1,16 @@
 // VerbsFabric: one node on an RDMA device. See verbs_fabric.h, README.md.
 #include "r2/verbs/verbs_fabric.h"
 
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <map>
 
 #include "r2/common/file_region.h"
+#include "r2/common/growable.h"
 #include "r2/control/control.h"
 #include "r2/verbs/credits.h"
 #include "r2/verbs/descriptors.h"
@@ -76,12 +79,87 @@ class VerbsFabric final : public Fabric {
     return add_region({id, base, bytes, Persistence::kNone});
   }
 
+  // Address space only (MAP_NORESERVE), registered with on-demand paging:
+  // pinning it, as ibv_reg_mr does without ODP, would allocate all of it.
+  // commit() populates a range and prefetches it into every thread's MR.
+  // NOT TESTED on hardware (no RDMA device here); see README.md.
+  Result<Region> register_growable_region(RegionId id, size_t bytes) override {
+    DRTMX_RETURN_IF_ERROR(check_new_region(id));
+    if (bytes == 0)
+      return invalid_argument("register_growable_region(" + std::to_string(id) + "): 0 bytes");
+    DRTMX_RETURN_IF_ERROR(
+        endpoints_[0]->odp_support().with_context("growable region " + std::to_string(id)));
+    const size_t len = (bytes + 4095) & ~size_t{4095};
+    void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED)
+      return io_error("mmap (MAP_NORESERVE) of growable region " + std::to_string(id), errno);
+    auto* base = static_cast<uint8_t*>(p);
+    memory_.emplace_back(base, len);
+    auto r = add_region({id, base, bytes, Persistence::kNone}, true);
+    if (!r) return r;
+    GrowableSpec g;
+    g.id = id;
+    g.node = cfg_.node;
+    g.base = base;
+    g.size = bytes;
+    g.where = "this machine's memory";
+    add_growable(std::move(g));
+    return r;
+  }
+
   // The caller's file mapping: registered as it is (the RNIC writes into
-  // the file's pages; durability by the flushing READ, see fabric.h).
+  // the file's pages; durability by the flushing READ, see fabric.h). A
+  // growable one (a sparse pool) with on-demand paging, as above.
   Result<Region> register_file_region(RegionId id, const FileRegion& f) override {
     DRTMX_RETURN_IF_ERROR(check_new_region(id));
     DRTMX_RETURN_IF_ERROR(check_file_region(id, f));
-    return add_region({id, f.base, f.bytes, f.mode});
+    if (!f.growable) return add_region({id, f.base, f.bytes, f.mode});
+    if (f.bytes % 4096 != 0) {
+      return invalid_argument("growable file region " + std::to_string(id) + " (" + f.path +
+                              ") has " + std::to_string(f.bytes) +
+                              " bytes, not a multiple of the page size (4096)");
+    }
+    DRTMX_RETURN_IF_ERROR(
+        endpoints_[0]->odp_support().with_context("growable file region " + std::to_string(id)));
+    GrowableSpec g;
+    g.id = id;
+    g.node = cfg_.node;
+    g.base = f.base;
+    g.size = f.bytes;
+    g.file_offset = f.file_offset;
+    g.populate = f.mode != Persistence::kMsync;
+    g.where = f.path;
+    g.fd = ::open(f.path.c_str(), O_RDWR | O_CLOEXEC);
+    if (g.fd < 0) return io_error("open of growable file region " + f.path, errno);
+    auto r = add_region({id, f.base, f.bytes, f.mode}, true);
+    if (!r) {
+      ::close(g.fd);
+      return r;
+    }
+    add_growable(std::move(g));
+    return r;
+  }
+
+  Status commit(RegionId id, uint64_t offset, uint64_t bytes) override {
+    if (Growable* g = growable_.find(id)) return g->commit(offset, bytes);
+    const Region* r = region(id);
+    if (r == nullptr) {
+      return invalid_argument("commit of region " + std::to_string(id) + ", which node " +
+                              std::to_string(cfg_.node) + " never registered");
+    }
+    if (offset > r->size || bytes > r->size - offset) {
+      return invalid_argument("commit of [" + std::to_string(offset) + ", +" +
+                              std::to_string(bytes) + ") is outside region " + std::to_string(id) +
+                              " of " + std::to_string(r->size) + " bytes");
+    }
+    return Status::ok();  // registered whole: pinned from the start
+  }
+
+  uint64_t committed_bytes(RegionId id) const override {
+    if (const Growable* g = growable_.find(id)) return g->committed();
+    const Region* r = region(id);
+    return r ? r->size : 0;
   }
 
   Status connect(ControlClient& control) override {
@@ -137,11 +215,20 @@ class VerbsFabric final : public Fabric {
     return Status::ok();
   }
 
-  // Registers `r`'s memory in every thread's PD.
-  Result<Region> add_region(const Region& r) {
+  // A growable region's backing; commit() prefetches what it backed into
+  // every thread's MR (ODP), so the RNIC's first access is not a fault.
+  void add_growable(GrowableSpec g) {
+    Growable* grown = growable_.add(std::move(g));
+    grown->after_backing = [this](uint8_t* p, uint64_t n) {
+      for (auto& ep : endpoints_) ep->prefetch(p, n);
+    };
+  }
+
+  // Registers `r`'s memory in every thread's PD (on_demand: ODP).
+  Result<Region> add_region(const Region& r, bool on_demand = false) {
     std::vector<uint32_t> rkeys;
     for (auto& ep : endpoints_) {
-      auto rkey = ep->register_region(r.base, r.size);
+      auto rkey = ep->register_region(r.base, r.size, on_demand);
       if (!rkey.is_ok()) return rkey.status().with_context("region " + std::to_string(r.id));
       rkeys.push_back(*rkey);
     }
@@ -224,6 +311,7 @@ class VerbsFabric final : public Fabric {
   std::vector<std::vector<uint32_t>> region_rkeys_;  // [region index][thread]
   SharedTables tables_;
   std::vector<std::unique_ptr<VerbsEndpoint>> endpoints_;
+  GrowableSet growable_;  // after endpoints_: its hooks call them
   uint32_t max_op_bytes_ = kMaxOpBytes;
   bool connected_ = false;
   FenceWord fence_word_;  // this node's view (endpoints check it)
