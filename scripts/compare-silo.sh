@@ -17,9 +17,8 @@
 #              pair runs Silo once and drtmx once per value.
 # --warmup     drtmx's unmeasured seconds before each run (default 2)
 # --bench-exe  drtmx-bench to run (default build/bin/drtmx-bench)
-# Both run 1 worker thread on 1 warehouse with the full TPC-C mix, no replication.
-# drtmx gets --order-room=5000*(seconds+warmup), at least 20000, unless the
-# extra options give --order-room (the default would run full in 10 s).
+# Both run 1 worker thread on 1 warehouse with the full TPC-C mix, no replication
+# (drtmx's tables grow as the run inserts rows: any --seconds fits).
 # Rounds alternate their order: odd rounds run Silo, then drtmx in the
 # --coroutines order; even rounds run drtmx in the reverse order, then Silo.
 # A machine whose speed drifts during the sitting (shared machines do, by a
@@ -49,7 +48,7 @@ while [ $# -gt 0 ]; do
     --warmup=*) warmup="${1#--warmup=}" ;;
     --bench-exe=*) bench="${1#--bench-exe=}" ;;
     --) shift; extra=("$@"); break ;;
-    -h|--help) sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "compare-silo.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -93,19 +92,10 @@ run_silo() {
   tail -n 1 <<<"$out" | awk '{printf "%.0f\n", $1}'
 }
 
-# One warehouse on one node takes ~2 700 New-Orders per district per second
-# here (2026-11-27), and drtmx-bench's default --order-room (20 000 orders
-# per district) would run full in a 10 s run: room for 5 000 per second of
-# the run, unless the extra options give --order-room.
-room=()
-if ! printf '%s\n' ${extra[@]+"${extra[@]}"} | grep -q '^--order-room='; then
-  room=("--order-room=$(((seconds + warmup) * 5000 > 20000 ? (seconds + warmup) * 5000 : 20000))")
-fi
-
 run_drtmx() {
   local out
   if ! out=$("$bench" --bench=tpcc --nodes=1 --replicas=1 --threads=1 --coroutines="$1" \
-    --seconds="$seconds" --warmup="$warmup" ${room[@]+"${room[@]}"} ${extra[@]+"${extra[@]}"} 2>&1); then
+    --seconds="$seconds" --warmup="$warmup" ${extra[@]+"${extra[@]}"} 2>&1); then
     echo "compare-silo.sh: drtmx-bench failed:" >&2
     tail -n 5 <<<"$out" >&2
     return 1

@@ -32,7 +32,7 @@ class Tpcc final : public Workload {
        << "%";
     if (c_.force_distributed) os << " every_new_order_distributed";
     if (c_.rollback_pct != 1) os << " rollback=" << c_.rollback_pct << "%";
-    os << " stock_level_districts=" << c_.stock_level_districts << " order_room=" << c_.order_room;
+    os << " stock_level_districts=" << c_.stock_level_districts;
     if (!c_.full_scale()) {
       os << " SCALED-DOWN: items=" << c_.items
          << " (spec 100000) customers_per_district=" << c_.customers << " (spec 3000)";
@@ -154,10 +154,9 @@ WorkloadInfo info() {
       {"remote-payment-pct", "percent of Payments for another warehouse's customer (default 15)"},
       {"rollback-pct", "percent of New-Orders that roll back on an unused item (default 1)"},
       {"stock-level-districts", "districts one Stock-Level scans, 1..20 (default 1; thesis 20)"},
-      {"order-room",
-       "orders each district can take during the run (default 20000 for 9 or more warehouse "
-       "copies in the cluster, up to 60000 for fewer; sizes ORDER, ORDER-LINE, NEW-ORDER, "
-       "HISTORY)"},
+      {"order-room", "removed (refused): the tables grow as the run inserts rows, up to " +
+                         std::to_string(kMaxOrderId) +
+                         " orders per district (the order keys' limit)"},
       {"items", "SCALED-DOWN runs only: ITEM / STOCK rows (default 100000)"},
       {"customers", "SCALED-DOWN runs only: customers and initial orders per district (3000)"},
   };

@@ -105,7 +105,13 @@ class Checker {
   };
 
   Status district(uint32_t d, uint32_t d_next_o_id) {
-    const uint32_t max_o = c_.max_order_id();
+    // Orders 1 .. D_NEXT_O_ID - 1 may exist (condition 2 below); the order
+    // keys allow no more than kMaxOrderId, so neither may D_NEXT_O_ID - 1.
+    if (d_next_o_id < 1 || d_next_o_id - 1 > kMaxOrderId)
+      return violated(2, "D_NEXT_O_ID - 1 = max(O_ID)", d,
+                      "D_NEXT_O_ID = " + std::to_string(d_next_o_id) + ", outside 1.." +
+                          std::to_string(kMaxOrderId + 1));
+    const uint32_t max_o = d_next_o_id - 1;
     // ORDER
     struct O {
       bool present = false;
@@ -120,7 +126,11 @@ class Checker {
         kOrder, order_key(w_, d, 0), order_key(w_, d, kMaxOrderId), d,
         [&](uint64_t k, const OrderRow& o) -> Status {
           const uint32_t id = order_id_of(k);
-          if (id == 0 || id > max_o || o.o_id != id || o.o_c_id < 1 || o.o_c_id > c_.customers)
+          if (id > max_o)
+            return violated(2, "D_NEXT_O_ID - 1 = max(O_ID)", d,
+                            "order " + std::to_string(id) +
+                                " above D_NEXT_O_ID - 1 = " + std::to_string(max_o));
+          if (id == 0 || o.o_id != id || o.o_c_id < 1 || o.o_c_id > c_.customers)
             return violated(2, "ORDER row", d, "order " + std::to_string(id) + " has bad ids");
           orders[id] = {true, o.o_carrier_id, o.o_ol_cnt, 0, o.o_c_id, false};
           ++order_rows;
@@ -350,17 +360,18 @@ Status check_sums(const Config& c, const std::vector<int64_t>& node_sums,
       client_sums.size() != kClientSums)
     return internal_error("tpcc: audit vectors of unexpected size");
   if (client_sums[kOrdersFull] > 0) {
-    return exhausted(
-        "tpcc: " + std::to_string(client_sums[kOrdersFull]) +
-        " New-Orders found their district full (ORDER holds " + std::to_string(c.max_order_id()) +
-        " orders per district): raise --order-room (now " + std::to_string(c.order_room) + ")");
+    return exhausted("tpcc: " + std::to_string(client_sums[kOrdersFull]) +
+                     " New-Orders found their district's order ids used up: the order keys "
+                     "allow " +
+                     std::to_string(kMaxOrderId) + " orders per district (" +
+                     std::to_string(kMaxOrderIdBits) + "-bit order ids)");
   }
   if (client_sums[kHistoryFull] > 0) {
     return exhausted("tpcc: " + std::to_string(client_sums[kHistoryFull]) +
-                     " Payments found their client's HISTORY room used up (" +
-                     std::to_string(c.history_quota()) +
-                     " rows per client): raise --order-room (now " + std::to_string(c.order_room) +
-                     ")");
+                     " Payments found their client's HISTORY sequence numbers used up: the "
+                     "HISTORY keys allow " +
+                     std::to_string(kHistoryRowsPerClient) + " rows per client (" +
+                     std::to_string(kHistorySeqBits) + "-bit sequence numbers)");
   }
   int64_t added = 0;
   for (uint32_t w = 1; w <= W; ++w) added += node_sums[size_t{w - 1} * kSumsPerWarehouse + 5];

@@ -54,7 +54,7 @@ class Client final : public WorkloadClient {
         }
       }
     }
-    if (type_ == kPaymentTxn && seq_ >= c_.history_quota()) {
+    if (type_ == kPaymentTxn && seq_ >= kHistoryRowsPerClient) {
       ++sums_[kHistoryFull];  // reported by the check; run something harmless instead
       type_ = kOrderStatusTxn;
     }

@@ -23,18 +23,6 @@ Result<std::array<uint32_t, kTxnTypes>> parse_mix(const std::string& s) {
 
 }  // namespace
 
-uint32_t Config::clients_per_warehouse() const {
-  const uint32_t per_node = uint32_t{threads} * coroutines;
-  return std::max<uint32_t>(1, (per_node + warehouses_per_node - 1) / warehouses_per_node);
-}
-
-uint32_t Config::history_quota() const {
-  // Room for twice as many payments as orders per warehouse, shared by the
-  // clients whose home it is.
-  const uint64_t room = uint64_t{2} * kDistricts * order_room / clients_per_warehouse();
-  return static_cast<uint32_t>(std::min<uint64_t>(room, (uint64_t{1} << kHistorySeqBits) - 1));
-}
-
 Result<Config> parse(const WorkloadOptions& o, const WorkloadEnv& env) {
   Config c;
   c.nodes = env.nodes;
@@ -42,6 +30,11 @@ Result<Config> parse(const WorkloadOptions& o, const WorkloadEnv& env) {
   c.coroutines = env.coroutines;
   c.replicas = env.replicas;
   c.copies = env.copies;
+  if (o.count("order-room")) {
+    return invalid_argument(
+        "--order-room is no longer needed: TPC-C's tables grow as the run inserts rows; drop the "
+        "option");
+  }
   if (auto it = o.find("variant"); it != o.end()) c.variant = it->second;
   if (c.variant == "standard") {
     c.mix = {45, 43, 4, 4, 4};
@@ -58,28 +51,16 @@ Result<Config> parse(const WorkloadOptions& o, const WorkloadEnv& env) {
   auto wpn = option_number(o, "warehouses-per-node", env.threads, 1, 4096);
   auto items = option_number(o, "items", 100000, 100, 1000000);
   auto customers = option_number(o, "customers", 3000, 10, 65535);
-  // The default order room: 20 000 per district for the 3-node cluster of
-  // one warehouse per node and 3 copies (9 warehouse copies, ~6.7 GB of
-  // segments), and as much room in total when there are fewer copies, up to
-  // 60 000 (a single node's one warehouse fills 20 000 in ~7 s).
-  uint32_t room_default = 20000;
-  if (wpn.is_ok()) {
-    const uint64_t copies = uint64_t{env.nodes} * *wpn * std::max<uint16_t>(1, env.replicas);
-    room_default = static_cast<uint32_t>(
-        std::clamp<uint64_t>(uint64_t{20000} * 9 / std::max<uint64_t>(1, copies), 20000, 60000));
-  }
-  auto room = option_number(o, "order-room", room_default, 1, kMaxOrderId - 65535);
   auto sld = option_number(o, "stock-level-districts", 1, 1, 20);
   auto rip = option_number(o, "remote-item-pct", 1, 0, 100);
   auto rpp = option_number(o, "remote-payment-pct", 15, 0, 100);
   auto rbk = option_number(o, "rollback-pct", 1, 0, 100);
-  for (auto* r : {&wpn, &items, &customers, &room, &sld, &rip, &rpp, &rbk}) {
+  for (auto* r : {&wpn, &items, &customers, &sld, &rip, &rpp, &rbk}) {
     if (!r->is_ok()) return r->status();
   }
   c.warehouses_per_node = *wpn;
   c.items = *items;
   c.customers = *customers;
-  c.order_room = *room;
   c.stock_level_districts = *sld;
   c.remote_item_pct = *rip;
   c.remote_payment_pct = *rpp;

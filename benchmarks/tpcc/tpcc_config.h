@@ -1,7 +1,9 @@
 // TPC-C (v5.11) workload settings: the scale (warehouses, and the explicit
-// scaled-down options), the transaction mix and remote ratios, and the room
-// left for the tables that grow during a run. parse() turns drtmx-bench
-// options into a Config; every error names the option and what it accepts.
+// scaled-down options) and the transaction mix and remote ratios. The
+// tables that grow during a run (ORDER, NEW-ORDER, ORDER-LINE,
+// ORDER-BY-CUSTOMER, HISTORY) grow as rows arrive: only their key encodings
+// bound them (tpcc_schema.h). parse() turns drtmx-bench options into a
+// Config; every error names the option and what it accepts.
 #pragma once
 
 #include <array>
@@ -32,7 +34,6 @@ struct Config {
   // scaled-down run, which describe() prints.
   uint32_t items = 100000;             // ITEM rows = STOCK rows per warehouse
   uint32_t customers = 3000;           // per district; also initial orders per district
-  uint32_t order_room = 20000;         // orders a district may take during the run
   uint32_t stock_level_districts = 1;  // districts one Stock-Level scans (thesis: 20)
   std::array<uint32_t, kTxnTypes> mix = {45, 43, 4, 4, 4};  // percent, sums to 100
   uint32_t remote_item_pct = 1;      // New-Order lines supplied by another warehouse
@@ -46,20 +47,15 @@ struct Config {
   uint32_t warehouses() const { return uint32_t{nodes} * warehouses_per_node; }
   // Orders initially in NEW-ORDER per district (900 of 3000, clause 4.3.3.1).
   uint32_t initial_new_orders() const { return customers * 3 / 10; }
-  // The highest order id a district may reach (New-Order reports a full
-  // table beyond it instead of failing an insert).
-  uint32_t max_order_id() const { return customers + order_room; }
-  // Clients (transaction coroutines) whose home is one warehouse, at most.
-  uint32_t clients_per_warehouse() const;
-  // HISTORY rows one client may add to its home warehouse.
-  uint32_t history_quota() const;
   bool full_scale() const { return items == 100000 && customers == 3000; }
 };
 
-// Options: --warehouses-per-node, --items, --customers, --order-room,
+// Options: --warehouses-per-node, --items, --customers,
 // --stock-level-districts, --mix, --remote-item-pct, --remote-payment-pct,
 // --rollback-pct,
 // --variant=standard|no|no-os (presets; explicit options override them).
+// --order-room (removed: the tables grow) is refused with a message saying
+// so.
 Result<Config> parse(const WorkloadOptions& o, const WorkloadEnv& env);
 
 }  // namespace drtmx::bench::tpcc

@@ -87,7 +87,7 @@ Abort new_order(txn::Txn& tx, const Config& c, const NewOrderInput& in, NewOrder
   const uint64_t dk = district_key(in.w, in.d);
   if (Abort r = tx.get_for_update(kDistrictNext, dk, &next); r != Abort::kNone) return r;
   const uint32_t o_id = next.d_next_o_id;
-  if (o_id > c.max_order_id()) {  // the tables were sized for no more (--order-room)
+  if (o_id > kMaxOrderId) {  // beyond the order keys' encoding (tpcc_schema.h)
     out->full = true;
     return tx.user_abort();
   }

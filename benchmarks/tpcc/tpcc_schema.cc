@@ -5,10 +5,13 @@ namespace drtmx::bench::tpcc {
 
 std::vector<store::TableSpec> table_specs(const Config& c) {
   const uint64_t W = c.warehouses();
-  const uint64_t orders = uint64_t{kDistricts} * c.max_order_id();  // per warehouse, at most
-  const uint64_t new_orders = uint64_t{kDistricts} * (c.initial_new_orders() + c.order_room);
-  const uint64_t history =
-      uint64_t{kDistricts} * c.customers + uint64_t{c.clients_per_warehouse()} * c.history_quota();
+  // The loaded rows per warehouse (clause 4.3.3.1): an order and a HISTORY
+  // row per customer, 30% of the orders new; 5..15 lines an order (drawn by
+  // the loader: at most 15).
+  const uint64_t orders = uint64_t{kDistricts} * c.customers;
+  const uint64_t new_orders = uint64_t{kDistricts} * c.initial_new_orders();
+  const uint64_t history = uint64_t{kDistricts} * c.customers;
+  const uint64_t order_lines = orders * kMaxOrderLines;
   std::vector<store::TableSpec> ts;
   auto add = [&](txn::TableId id, const char* name, store::TableKind kind, uint32_t value_size,
                  uint64_t capacity) {
@@ -36,7 +39,7 @@ std::vector<store::TableSpec> table_specs(const Config& c) {
   add(kHistory, "history", TableKind::kOrdered, sizeof(HistoryRow), history);
   add(kNewOrder, "new_order", TableKind::kOrdered, sizeof(NewOrderRow), new_orders);
   add(kOrder, "order", TableKind::kOrdered, sizeof(OrderRow), orders);
-  add(kOrderLine, "order_line", TableKind::kOrdered, sizeof(OrderLineRow), orders * kMaxOrderLines);
+  add(kOrderLine, "order_line", TableKind::kOrdered, sizeof(OrderLineRow), order_lines);
   add(kCustomerByName, "customer_by_name", TableKind::kOrdered, sizeof(CustomerByNameRow),
       uint64_t{kDistricts} * c.customers);
   add(kOrderByCustomer, "order_by_customer", TableKind::kOrdered, sizeof(OrderByCustomerRow),

@@ -17,6 +17,13 @@
 //                         (a customer's newest order first)
 //   HISTORY               w | client slot << 28 | sequence (slot 0 = loader)
 //
+// The tables grow as rows arrive (their specs' capacities are the loaded
+// row counts, a sizing hint); only these encodings bound them:
+//   orders per district   kMaxOrderId = 2^24 - 1 (ORDER-BY-CUSTOMER's 24
+//                         bits; ORDER, NEW-ORDER and ORDER-LINE allow more)
+//   HISTORY rows          kHistoryRowsPerClient = 2^28 per client slot
+//                         (sequence 0 .. 2^28 - 1), slots 1 .. 2^20 - 2
+//
 // Vertical partitioning (TPC-C v5.11 clause 1.4.5: "Vertical partitioning of
 // tables is allowed. Groups of attributes (columns) of one table may be
 // assigned to files, disks, or areas different from those storing the other
@@ -51,7 +58,10 @@ constexpr txn::TableId kWarehouse = 1, kDistrict = 2, kCustomer = 3, kHistory = 
                        kOrderByCustomer = 11, kWarehouseYtd = 12, kDistrictNext = 13,
                        kDistrictYtd = 14;
 
-constexpr uint32_t kMaxOrderId = (1u << 24) - 1;  // order ids fit the ORDER-BY-CUSTOMER key
+// The highest order id a district may reach: order ids fit the 24 bits of
+// the ORDER-BY-CUSTOMER key (New-Order reports the district full beyond it).
+constexpr uint32_t kMaxOrderIdBits = 24;
+constexpr uint32_t kMaxOrderId = (1u << kMaxOrderIdBits) - 1;
 
 struct Address {
   char street_1[20];
@@ -232,9 +242,20 @@ constexpr uint32_t district_of_ordered(uint64_t key) {
 
 constexpr uint32_t kHistorySeqBits = 28;
 constexpr uint32_t kMaxHistorySlot = (1u << 20) - 1;
+// HISTORY rows one client (slot) may add: its sequence numbers.
+constexpr uint32_t kHistoryRowsPerClient = 1u << kHistorySeqBits;
 
-// The nine tables and two indexes for `c` (capacities leave room for
-// c.order_room more orders per district).
+// The limits above keep every key's fields apart.
+static_assert(district_of_ordered(order_line_key(65535, kDistricts, kMaxOrderId, 15)) ==
+              kDistricts);
+static_assert(order_line_o_id(order_line_key(1, 1, kMaxOrderId, 15)) == kMaxOrderId);
+static_assert(order_id_of(order_key(1, 1, kMaxOrderId)) == kMaxOrderId);
+static_assert(district_of_ordered(order_customer_key(65535, kDistricts, 65535, 1)) == kDistricts);
+static_assert(warehouse_of(history_key(65535, kMaxHistorySlot, kHistoryRowsPerClient - 1)) ==
+              65535);
+
+// The nine tables and two indexes for `c`; each capacity is the table's
+// loaded rows per warehouse (the tables grow during the run).
 std::vector<store::TableSpec> table_specs(const Config& c);
 
 }  // namespace drtmx::bench::tpcc

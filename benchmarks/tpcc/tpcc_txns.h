@@ -28,7 +28,7 @@ struct NewOrderOutput {
   uint32_t o_id = 0;
   int64_t total = 0;         // cents
   bool rolled_back = false;  // an unused item id (clause 2.4.2.3)
-  bool full = false;         // the district reached Config::max_order_id()
+  bool full = false;         // the district used up its order ids (kMaxOrderId)
 };
 txn::Abort new_order(txn::Txn& tx, const Config& c, const NewOrderInput& in, NewOrderOutput* out);
 

@@ -522,11 +522,12 @@ Status check_sums(const Config& c, const std::vector<int64_t>& node_sums,
   const uint32_t U = c.units();
   if (node_sums.size() != sums_size(c) || client_sums.size() != kClientSums)
     return internal_error("tpce: audit vectors of unexpected size");
-  if (client_sums[kRoomFull] > 0) {
-    return exhausted(
-        "tpce: " + std::to_string(client_sums[kRoomFull]) +
-        " Trade-Orders found their client's trade room used up (" + std::to_string(trade_quota(c)) +
-        " trades per client): raise --trade-room (now " + std::to_string(c.trade_room) + ")");
+  if (client_sums[kTradeIdsFull] > 0) {
+    return exhausted("tpce: " + std::to_string(client_sums[kTradeIdsFull]) +
+                     " Trade-Orders found their client's trade ids used up: the trade keys allow " +
+                     std::to_string(trade_quota(c)) + " trades per client (" +
+                     std::to_string(kTradeSeqBits) + "-bit sequence numbers, the first " +
+                     std::to_string(c.initial_trades()) + " the initial trades')");
   }
   int64_t added = 0, completed = 0, canceled = 0;
   for (uint32_t u = 0; u < U; ++u) {

@@ -59,7 +59,7 @@ class Client final : public WorkloadClient {
     type_ = draw_type();
     if (type_ == kTradeResult && !market_->take(&tr_.trade)) type_ = kTradeOrder;
     if (type_ == kTradeOrder && seq_ - c_.initial_trades() >= quota_) {
-      ++sums_[kRoomFull];  // reported by the check; a harmless read instead
+      ++sums_[kTradeIdsFull];  // reported by the check; a harmless read instead
       type_ = kTradeStatus;
     }
     switch (type_) {
@@ -321,8 +321,7 @@ uint32_t client_node(const Config& c, uint32_t index) {
 }
 
 uint32_t trade_quota(const Config& c) {
-  const uint64_t per_node = uint64_t{c.threads} * c.coroutines;
-  return static_cast<uint32_t>(uint64_t{c.trade_room} * c.units_per_node() * 9 / 10 / per_node);
+  return kTradeSeqs - c.initial_trades();
 }
 
 std::unique_ptr<WorkloadClient> make_client(const Config& c, uint32_t index, uint64_t seed,

@@ -28,14 +28,15 @@ enum ClientSum : int {
   kOrdersCommitted,    // Trade-Orders committed (trades added)
   kResultsCommitted,   // Trade-Results committed (trades completed)
   kCanceledByCleanup,  // trades Trade-Cleanup canceled
-  kRoomFull,           // Trade-Orders not run: the client's trade room was used up
+  kTradeIdsFull,       // Trade-Orders not run: the client's trade ids were used up
   kRollbacks,          // Trade-Orders rolled back (frame 5)
   kClientSums
 };
 
 // The node of coroutine `index`, and its units.
 uint32_t client_node(const Config& c, uint32_t index);
-// Trades one client may add (its share of its node's --trade-room).
+// Trades one client may add: the sequence numbers of its slot above the
+// initial trades' (kTradeSeqs - initial_trades(); tpce_schema.h).
 uint32_t trade_quota(const Config& c);
 
 // `market` is shared by the clients of a node and outlives them. `seq`:

@@ -1,9 +1,10 @@
 // TPC-E (v1.14) workload settings: the scale (load units of 1 000
 // customers per node, initial trade days, market history days), the mix of
-// the ten transactions, the timed Data-Maintenance and Trade-Cleanup, and
-// the room left for the tables that grow during a run. parse() turns
-// drtmx-bench options into a Config; every error names the option and what
-// it accepts.
+// the ten transactions, and the timed Data-Maintenance and Trade-Cleanup.
+// The tables that grow during a run (TRADE and those that grow with it)
+// grow as rows arrive: only the trade ids' key bits bound them
+// (tpce_schema.h). parse() turns drtmx-bench options into a Config; every
+// error names the option and what it accepts.
 #pragma once
 
 #include <array>
@@ -67,7 +68,6 @@ struct Config {
   std::array<uint32_t, kMixTypes> mix = {49, 130, 10, 180, 140, 80, 101, 100, 190, 20};
   uint32_t dm_interval_ms = 1000;  // Data-Maintenance period (spec: 60 000)
   uint32_t tc_interval_ms = 2000;  // Trade-Cleanup period of each node
-  uint32_t trade_room = 60000;     // trades each load unit may add during a run
   uint64_t seed = 1;               // the data's seed (identical on every copy)
 
   uint32_t units_per_node() const { return customers_per_node / kCustomersPerUnit; }
@@ -86,7 +86,8 @@ struct Config {
 };
 
 // Options: --customers, --initial-trade-days, --market-days, --mix,
-// --dm-interval-ms, --tc-interval-ms, --trade-room.
+// --dm-interval-ms, --tc-interval-ms. --trade-room (removed: the tables
+// grow) is refused with a message saying so.
 Result<Config> parse(const WorkloadOptions& o, const WorkloadEnv& env);
 
 }  // namespace drtmx::bench::tpce

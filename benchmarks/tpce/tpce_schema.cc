@@ -1,11 +1,19 @@
 // TPC-E table specs (tpce_schema.h).
 #include "tpce/tpce_schema.h"
 
+#include <algorithm>
+
 namespace drtmx::bench::tpce {
 
 std::vector<store::TableSpec> table_specs(const Config& c) {
   const uint32_t U = c.units();
-  const uint64_t trades = uint64_t{c.initial_trades()} + c.trade_room;  // per unit, at most
+  // Capacities are the loaded rows per partition (at most; the tables grow
+  // during the run): the initial trades of a unit, each with up to three
+  // TRADE_HISTORY and HOLDING_HISTORY rows, a HOLDING, SETTLEMENT and
+  // CASH_TRANSACTION row at most, and the pending ones of its incomplete
+  // tail in TRADE_REQUEST.
+  const uint64_t trades = c.initial_trades();
+  const uint64_t requests = std::max<uint64_t>(1, c.incomplete_tail());
   const uint64_t accounts = uint64_t{kCustomersPerUnit} * kMaxAccountsPerCustomer;
   std::vector<store::TableSpec> ts;
   using store::PartitionScheme;
@@ -66,14 +74,14 @@ std::vector<store::TableSpec> table_specs(const Config& c) {
   by_unit(kExchange, "exchange", H, sizeof(ExchangeRow), kExchanges);
   by_unit(kTradeByAccount, "trade_by_account", O, sizeof(IndexRow), trades);
   by_unit(kTradeBySecurity, "trade_by_security", O, sizeof(IndexRow), trades);
-  by_unit(kTradeRequestBySector, "trade_request_by_sector", O, sizeof(IndexRow), trades);
+  by_unit(kTradeRequestBySector, "trade_request_by_sector", O, sizeof(IndexRow), requests);
   by_range(kSecurity, "security", H, sizeof(SecurityRow), kSecuritiesPerUnit, kSecuritiesPerUnit,
            0);
   by_range(kLastTrade, "last_trade", H, sizeof(LastTradeRow), kSecuritiesPerUnit,
            kSecuritiesPerUnit, 0);
   by_range(kDailyMarket, "daily_market", O, sizeof(DailyMarketRow),
            uint64_t{kSecuritiesPerUnit} * c.market_days, kSecuritiesPerUnit, 16);
-  by_range(kTradeRequest, "trade_request", O, sizeof(TradeRequestRow), trades, kSecuritiesPerUnit,
+  by_range(kTradeRequest, "trade_request", O, sizeof(TradeRequestRow), requests, kSecuritiesPerUnit,
            46);
   by_range(kCompany, "company", H, sizeof(CompanyRow), kCompaniesPerUnit, kCompaniesPerUnit, 0);
   by_range(kFinancial, "financial", O, sizeof(FinancialRow), 20 * kCompaniesPerUnit,

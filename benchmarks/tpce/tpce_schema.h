@@ -365,16 +365,22 @@ static_assert(std::has_unique_object_representations_v<CompanyCompetitorRow>);
 // A trade number (t_num, 38 bits) is seq << 12 | slot: slot 0 is the
 // loader (seq 0 .. initial_trades - 1, in time order), slot i + 1 the
 // client of coroutine index i (seq from initial_trades on), so trade
-// numbers grow with time within a unit.
+// numbers grow with time within a unit. The trade tables grow as trades
+// arrive; these bits are their only bound: each client may add trades
+// with seq initial_trades .. 2^26 - 1 (its own slot, in any unit), the
+// loader's slot holds the initial trades (trade_quota, tpce_client.h).
 constexpr uint64_t unit_bits(uint32_t u) {
   return uint64_t{u} << 56;
 }
 constexpr uint32_t unit_of(uint64_t key) {
   return static_cast<uint32_t>(key >> 56);
 }
-constexpr uint64_t kTNumMask = (uint64_t{1} << 38) - 1;
+constexpr uint32_t kTradeSlotBits = 12;  // slot 0 = the loader, 1 .. 4094 = clients
+constexpr uint32_t kTradeSeqBits = 26;
+constexpr uint32_t kTradeSeqs = 1u << kTradeSeqBits;  // sequence numbers per slot
+constexpr uint64_t kTNumMask = (uint64_t{1} << (kTradeSeqBits + kTradeSlotBits)) - 1;
 constexpr uint64_t t_num(uint32_t seq, uint32_t slot) {
-  return uint64_t{seq} << 12 | slot;
+  return uint64_t{seq} << kTradeSlotBits | slot;
 }
 constexpr uint32_t customer_unit(uint64_t c) {
   return static_cast<uint32_t>(c / kCustomersPerUnit);

@@ -45,13 +45,13 @@ Outcome bench(const std::string& args, int limit_s = 180) {
 }
 
 // The small SmallBank and TPC-C of these runs (TPC-C scaled down as in
-// tpcc_bench_test, with ORDER room for a few cycles).
+// tpcc_bench_test).
 const std::string kSmallBank =
     "--bench=smallbank --nodes=3 --coroutines=4 --replicas=3 "
     "--accounts=200 --hot-pct=10 --audit-pct=10 ";
 const std::string kTpcc =
     "--bench=tpcc --nodes=3 --coroutines=4 --replicas=3 --items=2000 "
-    "--customers=60 --order-room=2000 ";
+    "--customers=60 ";
 
 // The JSON object after "key" (up to its closing brace; no nesting inside).
 std::string object_of(const std::string& json, const std::string& key) {

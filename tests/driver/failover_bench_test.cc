@@ -43,7 +43,7 @@ const std::string kSmallBank =
     "--seconds=3 --warmup=0.5 ";
 const std::string kTpcc =
     "--bench=tpcc --nodes=3 --coroutines=4 --replicas=3 --items=2000 --customers=60 "
-    "--order-room=8000 --seconds=3 --warmup=0.5 ";
+    "--seconds=3 --warmup=0.5 ";
 
 // The run went on after the failure and its check held.
 void expect_survived(const Outcome& r, const std::string& what) {

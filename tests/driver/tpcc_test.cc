@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <set>
 #include <thread>
 
@@ -82,7 +83,6 @@ TEST(TpccOptions, BadValuesNameTheOption) {
       {{{"stock-level-districts", "21"}}, "--stock-level-districts=21"},
       {{{"customers", "5"}}, "--customers=5"},
       {{{"items", "99"}}, "--items=99"},
-      {{{"order-room", "0"}}, "--order-room=0"},
       {{{"warehouses-per-node", "4096"}}, "65535"},
   };
   for (const auto& [opts, msg] : bad) {
@@ -90,6 +90,54 @@ TEST(TpccOptions, BadValuesNameTheOption) {
     ASSERT_FALSE(c.is_ok()) << msg;
     EXPECT_NE(c.status().message().find(msg), std::string::npos) << c.status().message();
   }
+}
+
+// --order-room sized the tables for the orders a run could take; the
+// tables grow now, and the option is refused with a message saying so (not
+// as an unknown option: drtmx-bench still lists it, so the run reaches
+// parse()).
+TEST(TpccOptions, OrderRoomIsRefusedAsNoLongerNeeded) {
+  for (const char* v : {"20000", "0", "x"}) {
+    auto c = parse({{"order-room", v}}, env(1, 1));
+    ASSERT_FALSE(c.is_ok()) << v;
+    EXPECT_EQ(c.status().message(),
+              "--order-room is no longer needed: TPC-C's tables grow as the run inserts rows; "
+              "drop the option");
+  }
+  bool listed = false;
+  for (const auto& [k, help] : info().options) listed |= k == "order-room";
+  EXPECT_TRUE(listed);
+  auto c = parse({}, env(1, 1));
+  ASSERT_TRUE(c.is_ok());
+  EXPECT_EQ(make(*c)->describe().find("order_room"), std::string::npos);
+}
+
+// The limits that remain are the key encodings' own, and the tables'
+// capacities are the loaded rows (a sizing hint: the tables grow).
+TEST(TpccSchema, LimitsAreTheKeyEncodings) {
+  EXPECT_EQ(kMaxOrderId, 16777215u);             // 24 bits of ORDER-BY-CUSTOMER
+  EXPECT_EQ(kHistoryRowsPerClient, 268435456u);  // 28 sequence bits of HISTORY
+  // The highest order id keeps every order key's fields apart and orders.
+  const uint32_t w = 65535, d = kDistricts;
+  EXPECT_EQ(order_id_of(order_key(w, d, kMaxOrderId)), kMaxOrderId);
+  EXPECT_LT(order_key(w, d, kMaxOrderId), order_key(w, d + 1, 0));
+  EXPECT_EQ(order_line_o_id(order_line_key(w, d, kMaxOrderId, 15)), kMaxOrderId);
+  EXPECT_LT(order_line_key(w, d, kMaxOrderId, 15), order_line_key(w, d + 1, 0, 0));
+  EXPECT_GT(order_customer_key(w, d, 7, 1), order_customer_key(w, d, 7, kMaxOrderId));
+  EXPECT_LT(order_customer_key(w, d, 7, 1), order_customer_key(w, d, 8, kMaxOrderId));
+  EXPECT_LT(history_key(w - 1, kMaxHistorySlot, kHistoryRowsPerClient - 1), history_key(w, 0, 0));
+  EXPECT_LT(history_key(w, 3, kHistoryRowsPerClient - 1), history_key(w, 4, 0));
+  auto c = parse({{"items", "1000"}, {"customers", "60"}}, env(1, 4));
+  ASSERT_TRUE(c.is_ok());
+  std::map<txn::TableId, uint64_t> cap;
+  for (const store::TableSpec& t : table_specs(*c)) cap[t.id] = t.capacity;
+  EXPECT_EQ(cap[kOrder], 600u);
+  EXPECT_EQ(cap[kOrderByCustomer], 600u);
+  EXPECT_EQ(cap[kNewOrder], 180u);
+  EXPECT_EQ(cap[kHistory], 600u);
+  EXPECT_EQ(cap[kOrderLine], 9000u);  // at most 15 lines an order
+  EXPECT_EQ(cap[kCustomer], 600u);
+  EXPECT_EQ(cap[kStock], 1000u);
 }
 
 TEST(TpccRandom, NURandLastNamesAndStrings) {
@@ -229,11 +277,9 @@ struct Db : testing::LocalNode {
 
 // `warehouses` on one node.
 Config scaled(uint16_t warehouses) {
-  auto c = parse({{"items", "1000"},
-                  {"customers", "60"},
-                  {"order-room", "10"},
-                  {"warehouses-per-node", std::to_string(warehouses)}},
-                 env(1, 1));
+  auto c = parse(
+      {{"items", "1000"}, {"customers", "60"}, {"warehouses-per-node", std::to_string(warehouses)}},
+      env(1, 1));
   EXPECT_TRUE(c.is_ok());
   return *c;
 }
@@ -287,6 +333,57 @@ void expect_cardinalities(Db& db, uint32_t w) {
   EXPECT_EQ(text(cu.c_last, sizeof cu.c_last), last_name(6));  // c_id - 1 for the first 1000
   EXPECT_EQ(cu.c_balance, -1000);
   EXPECT_EQ(std::string(cu.c_middle, 2), "OE");
+}
+
+// New-Order at the key-space limit: the district whose next order id is
+// kMaxOrderId still takes that order (it gets as far as its inserts, which
+// MapTxn does not support); one past it rolls back, reports the district
+// full and leaves D_NEXT_O_ID alone.
+TEST(TpccNewOrder, DistrictFullOnlyBeyondTheOrderKeys) {
+  Config c;
+  c.items = 1000;
+  c.customers = 60;
+  const uint32_t w = 1, d = 2;
+  NewOrderInput in;
+  in.w = w;
+  in.d = d;
+  in.c = 5;
+  in.ol_cnt = kMinOrderLines;
+  for (uint32_t i = 0; i < in.ol_cnt; ++i) {
+    in.item[i] = 10 + i;
+    in.supply_w[i] = w;
+    in.quantity[i] = 3;
+  }
+  auto db = [&](uint32_t next_o_id) {
+    auto tx = std::make_unique<testing::MapTxn>();
+    tx->set(kWarehouse, warehouse_key(w), WarehouseRow{});
+    tx->set(kDistrict, district_key(w, d), DistrictRow{});
+    tx->set(kCustomer, customer_key(w, d, in.c), CustomerRow{});
+    for (uint32_t i = 0; i < in.ol_cnt; ++i) {
+      ItemRow item{};
+      item.i_id = in.item[i];
+      item.i_price = 100;
+      tx->set(kItem, item_key(in.item[i]), item);
+      StockRow s{};
+      s.s_quantity = 50;
+      tx->set(kStock, stock_key(w, in.item[i]), s);
+    }
+    tx->set(kDistrictNext, district_key(w, d), DistrictNextRow{next_o_id});
+    return tx;
+  };
+  NewOrderOutput out;
+  auto last = db(kMaxOrderId);
+  EXPECT_EQ(new_order(*last, c, in, &out), txn::Abort::kNotSupported);  // the ORDER insert
+  EXPECT_FALSE(out.full);
+  DistrictNextRow next{};
+  ASSERT_EQ(last->get(kDistrictNext, district_key(w, d), &next), txn::Abort::kNone);
+  EXPECT_EQ(next.d_next_o_id, kMaxOrderId + 1);
+  auto full = db(kMaxOrderId + 1);
+  EXPECT_EQ(new_order(*full, c, in, &out), txn::Abort::kUserAbort);
+  EXPECT_TRUE(out.full);
+  EXPECT_FALSE(out.rolled_back);
+  ASSERT_EQ(full->get(kDistrictNext, district_key(w, d), &next), txn::Abort::kNone);
+  EXPECT_EQ(next.d_next_o_id, kMaxOrderId + 1);
 }
 
 // Stock-Level's count against a brute-force one, on a district whose
@@ -383,7 +480,7 @@ TEST(TpccLoader, CopiesAreIdentical) {
 }
 
 TEST(TpccLoader, FullSizeCardinalitiesOfOneWarehouse) {
-  auto c = parse({{"order-room", "10"}}, env(1, 1));
+  auto c = parse({}, env(1, 1));
   ASSERT_TRUE(c.is_ok());
   Db db(*c);
   expect_cardinalities(db, 1);
@@ -423,6 +520,19 @@ TEST(TpccCheck, CatchesEachCorruption) {
     db.put(kDistrictNext, district_key(1, 4), d);
     expect_violation(db, "3.3.2.2 ", "warehouse 1 district 4");
   }
+  {  // an order above D_NEXT_O_ID - 1
+    Db db(scaled(1));
+    auto d = db.get<DistrictNextRow>(kDistrictNext, district_key(1, 4));
+    d.d_next_o_id -= 1;
+    db.put(kDistrictNext, district_key(1, 4), d);
+    expect_violation(db, "3.3.2.2 ", "warehouse 1 district 4");
+  }
+  {  // D_NEXT_O_ID beyond what the order keys allow
+    Db db(scaled(1));
+    DistrictNextRow d{kMaxOrderId + 2};
+    db.put(kDistrictNext, district_key(1, 4), d);
+    expect_violation(db, "3.3.2.2 ", "warehouse 1 district 4");
+  }
   {  // a part of a vertically partitioned row missing (clause 1.5.2)
     Db db(scaled(1));
     ASSERT_TRUE(db.node->partition(kDistrictYtd, 0)->hash->remove(district_key(1, 6)).is_ok());
@@ -446,6 +556,9 @@ TEST(TpccCheck, CatchesEachCorruption) {
     Db db(scaled(1));
     auto o = db.get<OrderRow>(kOrder, order_key(1, 6, 1));
     o.o_carrier_id = 0;
+    // Replaced (ORDER is sized for the loaded orders: the old row's slot
+    // goes first).
+    ASSERT_TRUE(db.node->partition(kOrder, 0)->records->remove(order_key(1, 6, 1)).is_ok());
     db.put(kOrder, order_key(1, 6, 1), o);
     expect_violation(db, "3.3.2.5 ", "warehouse 1 district 6");
   }
@@ -518,10 +631,17 @@ TEST(TpccCheck, ClusterSums) {
   rep[3] += 1;
   s = check_sums(*c, rep, {0, 0, 0, 7});
   EXPECT_NE(s.message().find("replication"), std::string::npos) << s.message();
+  // The key encodings' limits, named with their numbers.
   s = check_sums(*c, ok, {2, 0, 0, 7});
-  EXPECT_NE(s.message().find("--order-room"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("2 New-Orders found their district's order ids used up"),
+            std::string::npos)
+      << s.message();
+  EXPECT_NE(s.message().find("16777215 orders per district (24-bit order ids)"), std::string::npos)
+      << s.message();
+  EXPECT_EQ(s.message().find("--order-room"), std::string::npos) << s.message();
   s = check_sums(*c, ok, {0, 1, 0, 7});
-  EXPECT_NE(s.message().find("HISTORY"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("HISTORY keys allow 268435456 rows per client"), std::string::npos)
+      << s.message();
 }
 
 }  // namespace

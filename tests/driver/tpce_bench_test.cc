@@ -32,7 +32,7 @@ const char* const kTypes[] = {"BrokerVolume", "CustomerPosition", "MarketFeed",
 std::string scaled(bool uniform_mix = true) {
   return std::string(
              "--bench=tpce --replicas=3 --coroutines=4 --initial-trade-days=0.02 "
-             "--market-days=20 --trade-room=20000 --dm-interval-ms=100 --tc-interval-ms=100 "
+             "--market-days=20 --dm-interval-ms=100 --tc-interval-ms=100 "
              "--warmup=0.5 ") +
          (uniform_mix ? "--mix=10,10,10,10,10,10,10,10,10,10 " : "");
 }

@@ -17,6 +17,7 @@
 #include "store/tables/plan.h"
 #include "support/local_node.h"
 #include "tpce/tpce_check.h"
+#include "tpce/tpce_client.h"
 #include "tpce/tpce_gen.h"
 #include "tpce/tpce_loader.h"
 #include "tpce/tpce_market.h"
@@ -40,8 +41,7 @@ WorkloadEnv env(uint16_t nodes) {
 
 // One node, one load unit, a small number of initial trades.
 Config small(const std::string& days = "0.02") {
-  auto c =
-      parse({{"initial-trade-days", days}, {"market-days", "10"}, {"trade-room", "2000"}}, env(1));
+  auto c = parse({{"initial-trade-days", days}, {"market-days", "10"}}, env(1));
   EXPECT_TRUE(c.is_ok()) << c.status().to_string();
   return *c;
 }
@@ -74,7 +74,6 @@ TEST(TpceOptions, BadValuesNameTheOption) {
       {{{"initial-trade-days", "0"}}, "--initial-trade-days=0"},
       {{{"initial-trade-days", "x"}}, "--initial-trade-days=x"},
       {{{"market-days", "2000"}}, "--market-days=2000"},
-      {{{"trade-room", "5"}}, "--trade-room=5"},
       {{{"customers", "100000"}}, "load units"},
   };
   for (const auto& [opts, msg] : bad) {
@@ -82,6 +81,79 @@ TEST(TpceOptions, BadValuesNameTheOption) {
     ASSERT_FALSE(c.is_ok()) << msg;
     EXPECT_NE(c.status().message().find(msg), std::string::npos) << c.status().message();
   }
+}
+
+// --trade-room sized the trade tables for the trades a run could add; the
+// tables grow now, and the option is refused with a message saying so (not
+// as an unknown option: drtmx-bench still lists it, so the run reaches
+// parse()).
+TEST(TpceOptions, TradeRoomIsRefusedAsNoLongerNeeded) {
+  for (const char* v : {"60000", "5", "x"}) {
+    auto c = parse({{"trade-room", v}}, env(1));
+    ASSERT_FALSE(c.is_ok()) << v;
+    EXPECT_EQ(c.status().message(),
+              "--trade-room is no longer needed: TPC-E's tables grow as the run inserts rows; "
+              "drop the option");
+  }
+  bool listed = false;
+  for (const auto& [k, help] : info().options) listed |= k == "trade-room";
+  EXPECT_TRUE(listed);
+  auto c = parse({}, env(1));
+  ASSERT_TRUE(c.is_ok());
+  EXPECT_EQ(make(*c)->describe().find("trade_room"), std::string::npos);
+}
+
+// The trade ids' key bits are the only limit: each client its own slot's
+// sequence numbers above the initial trades', in every unit; the highest
+// trade number keeps every key that holds one apart from its neighbours.
+TEST(TpceSchema, TradeLimitsAreTheKeyEncodings) {
+  auto c = parse({}, env(3));
+  ASSERT_TRUE(c.is_ok());
+  EXPECT_EQ(kTradeSeqs, 67108864u);               // 26 bits
+  EXPECT_EQ(trade_quota(*c), 67108864u - 14400);  // 0.25 initial trade days
+  auto full = parse({{"initial-trade-days", "300"}}, env(3));
+  ASSERT_TRUE(full.is_ok());
+  EXPECT_EQ(trade_quota(*full), 67108864u - 17280000);  // the specification's 300 days
+  const uint32_t u = kMaxUnits - 1, slot = 4094;
+  const uint64_t last = t_num(kTradeSeqs - 1, slot);
+  EXPECT_EQ(last, kTNumMask - 1);
+  const uint64_t trade = trade_key(u, last);
+  EXPECT_EQ(unit_of(trade), u);
+  EXPECT_EQ(trade_num(trade), last);
+  EXPECT_LT(trade, trade_key(u + 1, 0));
+  EXPECT_EQ(unit_of(trade_history_key(trade, 7)), u);
+  EXPECT_EQ(unit_of(holding_history_key(trade, 255)), u);
+  const uint64_t ca = account_of(uint64_t{u} * kCustomersPerUnit + 999, 15);
+  EXPECT_EQ(unit_of(trade_by_account_key(ca, 0)), u);
+  EXPECT_LT(trade_by_account_key(ca, 0), trade_key(u + 1, 0));
+  const uint32_t s = kMaxUnits * kSecuritiesPerUnit - 1;
+  EXPECT_EQ(unit_of(trade_by_security_key(u, s, last)), u);
+  EXPECT_EQ(trade_of_request_key(trade_request_key(s, trade)), trade);
+  EXPECT_EQ(unit_of(tr_by_sector_key(u, kSectors - 1, 9, last)), u);
+  // Capacities: the loaded rows per unit (the tables grow).
+  std::map<txn::TableId, uint64_t> cap;
+  for (const store::TableSpec& t : table_specs(*c)) cap[t.id] = t.capacity;
+  EXPECT_EQ(cap[kTrade], 14400u);
+  EXPECT_EQ(cap[kTradeByAccount], 14400u);
+  EXPECT_EQ(cap[kTradeRequest], c->incomplete_tail());
+}
+
+// A client that used up its slot's sequence numbers runs a Trade-Status
+// instead of a Trade-Order and counts it for the check, which names the
+// key-space limit.
+TEST(TpceClient, TradeOrdersStopAtTheLastSequenceNumber) {
+  auto c = parse({{"mix", "0,0,0,0,0,0,100,0,0,0"}}, env(1));
+  ASSERT_TRUE(c.is_ok()) << c.status().to_string();
+  Market market(c->seed, c->securities());
+  auto client = make_client(*c, 1, 7, &market, kTradeSeqs - 1);  // neither DM nor TC owner
+  EXPECT_EQ(client->next().type, kTradeOrder);
+  client->committed();
+  EXPECT_EQ(client->next().type, kTradeStatus);
+  std::vector<int64_t> sums;
+  client->sums(sums);
+  ASSERT_EQ(sums.size(), size_t{kClientSums});
+  EXPECT_EQ(sums[kOrdersCommitted], 1);
+  EXPECT_EQ(sums[kTradeIdsFull], 1);
 }
 
 // The generated rows of a database, by (table, key).
@@ -597,7 +669,14 @@ TEST(TpceCheck, LoadedDatabasePassesAndClusterSumsAgree) {
   Status s = check_sums(db.c, *sums, {1, 0, 0, 0, 0});
   EXPECT_NE(s.message().find("C9"), std::string::npos) << s.message();
   s = check_sums(db.c, *sums, {0, 0, 0, 3, 0});
-  EXPECT_NE(s.message().find("--trade-room"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("3 Trade-Orders found their client's trade ids used up"),
+            std::string::npos)
+      << s.message();
+  EXPECT_NE(s.message().find("the trade keys allow " + std::to_string(trade_quota(db.c)) +
+                             " trades per client (26-bit sequence numbers"),
+            std::string::npos)
+      << s.message();
+  EXPECT_EQ(s.message().find("--trade-room"), std::string::npos) << s.message();
 }
 
 void expect_violation(Db& db, const std::string& condition) {

@@ -19,9 +19,7 @@ echo "some progress line"
 echo "1000 1000 0.5 0 0"
 PEER
 chmod +x "$tmp/dbtest"
-# (--order-room: the script's own default, 20 000, costs seconds of mapping
-# pages per run; 10 000 holds a 1-s run's orders)
-out=$("$script" --silo="$tmp/dbtest" "${common[@]}" -- --seed=7 --order-room=10000 2>&1) ||
+out=$("$script" --silo="$tmp/dbtest" "${common[@]}" -- --seed=7 2>&1) ||
   fail "run with a peer: $out"
 # Round 1: Silo, then 1, 2; round 2 the other way round: 2, 1, then Silo.
 order=$(grep '^run ' <<<"$out" | sed 's/^run round=\([0-9]\) peer=\([a-z]*\)\( coroutines=\([0-9]\)\)\{0,1\}.*/\1:\2\4/' | tr '\n' ' ')
@@ -48,7 +46,7 @@ grep -q '^median scale coroutines=2 over=1 ratio=[0-9.]* rounds=2$' <<<"$out" ||
 if grep -q '^scale round=[12] coroutines=1 ' <<<"$out"; then fail "a scale of 1 over 1: $out"; fi
 
 # No peer: said, and drtmx runs alone.
-out=$("$script" --silo="$tmp/none" "${common[@]}" -- --order-room=10000 2>&1) ||
+out=$("$script" --silo="$tmp/none" "${common[@]}" 2>&1) ||
   fail "run without a peer: $out"
 grep -q "Silo's dbtest not found at '$tmp/none'" <<<"$out" || fail "no message: $out"
 grep -q '^run round=1 peer=drtmx coroutines=2 txn_per_s=[1-9]' <<<"$out" || fail "no run: $out"
