@@ -87,8 +87,9 @@
 //
 // Threading: Fabric::register_region/register_growable_region/
 // register_file_region/connect are called by one set-up thread;
-// commit()/committed_bytes() by any thread, any time after the region's
-// registration. An Endpoint is used by exactly one worker thread at a time.
+// commit()/committed_bytes() by any thread once the region is registered
+// (but not while the set-up thread is still registering regions). An
+// Endpoint is used by exactly one worker thread at a time.
 #pragma once
 
 #include <cstddef>

@@ -1,5 +1,6 @@
 #include "rdpma/pool.h"
 
+#include <fcntl.h>
 #include <libpmem.h>
 #include <linux/magic.h>
 #include <sys/stat.h>
@@ -21,11 +22,12 @@ constexpr char kMagic[8] = {'D', 'R', 'T', 'M', 'X', 'P', 'M', '1'};
 constexpr uint32_t kVersion = 2;
 constexpr uint64_t kWatermarkOffset = 256;  // its own XPLine of the header page
 constexpr uint64_t kSeed = 0x7064a1b2c3d4e5f6ull;
+constexpr uint32_t kFlagSparse = 1;
 
 struct Header {
   char magic[8];
   uint32_t version;
-  uint32_t pad;
+  uint32_t flags;  // kFlagSparse; 0 in pools of builds before sparse pools
   uint64_t cluster;
   uint32_t node, region;
   uint64_t layout;
@@ -81,8 +83,11 @@ Result<std::unique_ptr<PmemPool>> PmemPool::open(const PoolSpec& spec) {
     const uint64_t min = kHeaderBytes + kXPLine;
     const uint64_t want = spec.bytes < min ? min : spec.bytes;
     p->bytes_ = (want + 4095) / 4096 * 4096;
-    void* m = pmem_map_file(path.c_str(), p->bytes_, PMEM_FILE_CREATE | PMEM_FILE_EXCL, 0600,
-                            &p->mapped_, &is_pmem);
+    p->sparse_ = spec.sparse;
+    // Not sparse: libpmem allocates every block (posix_fallocate), so a
+    // full file system is refused here. Sparse: ftruncate only.
+    const int flags = PMEM_FILE_CREATE | PMEM_FILE_EXCL | (spec.sparse ? PMEM_FILE_SPARSE : 0);
+    void* m = pmem_map_file(path.c_str(), p->bytes_, flags, 0600, &p->mapped_, &is_pmem);
     if (m == nullptr) {
       return io_error("create pmem pool " + path + " of " + std::to_string(p->bytes_) +
                           " bytes (does the directory exist, is it writable, is there room?)",
@@ -90,6 +95,20 @@ Result<std::unique_ptr<PmemPool>> PmemPool::open(const PoolSpec& spec) {
     }
     p->base_ = static_cast<uint8_t*>(m);
     p->mode_ = mode_of(path, is_pmem != 0);
+    if (spec.sparse) {
+      // The header's blocks, before it is written through the mapping (a
+      // store into a hole of a full file system would be a SIGBUS).
+      const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+      const int rc = fd < 0 ? -1 : ::fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, kHeaderBytes);
+      const int e = errno;
+      if (fd >= 0) ::close(fd);
+      if (rc != 0) {
+        ::unlink(path.c_str());
+        return e == ENOSPC ? exhausted("no room for the header of pmem pool " + path +
+                                       ": free space there, or point --pmem-dir elsewhere")
+                           : io_error("allocating the header of pmem pool " + path, e);
+      }
+    }
     if (Status st = p->map_in_advance(); !st.is_ok()) {
       ::unlink(path.c_str());  // created above, nothing in it yet
       return st;
@@ -98,6 +117,7 @@ Result<std::unique_ptr<PmemPool>> PmemPool::open(const PoolSpec& spec) {
     // between leaves a file that is not a pool (refused, --format).
     Header h{};
     h.version = kVersion;
+    h.flags = spec.sparse ? kFlagSparse : 0;
     h.cluster = spec.id.cluster;
     h.node = spec.id.node;
     h.region = spec.id.region;
@@ -129,7 +149,8 @@ Result<std::unique_ptr<PmemPool>> PmemPool::open(const PoolSpec& spec) {
   if (m == nullptr) return io_error("map pmem pool " + path, errno);
   p->base_ = static_cast<uint8_t*>(m);
   p->mode_ = mode_of(path, is_pmem != 0);
-  DRTMX_RETURN_IF_ERROR(p->map_in_advance());
+  // The header first (reading it allocates nothing): whether the pool is
+  // sparse decides what is mapped in advance.
   Header h;
   std::memcpy(&h, p->base_, sizeof h);
   const std::string fix = "; restore it, or start over with --format";
@@ -144,6 +165,12 @@ Result<std::unique_ptr<PmemPool>> PmemPool::open(const PoolSpec& spec) {
   if (checksum_of(h) != h.checksum) {
     return invalid_argument("pmem pool " + path + ": corrupted header (checksum)" + fix);
   }
+  if ((h.flags & ~kFlagSparse) != 0) {
+    return invalid_argument("pmem pool " + path + " has unknown header flags " +
+                            std::to_string(h.flags) + " (a newer build's pool?)" + fix);
+  }
+  p->sparse_ = (h.flags & kFlagSparse) != 0;
+  DRTMX_RETURN_IF_ERROR(p->map_in_advance());
   if (h.bytes != p->mapped_) {
     return invalid_argument("pmem pool " + path + " is " + std::to_string(p->mapped_) +
                             " bytes but its header says " + std::to_string(h.bytes) +
@@ -192,7 +219,42 @@ Result<FatPtr> PmemPool::alloc(uint32_t size) {
 
 Status PmemPool::map_in_advance() {
   if (mode_ == r2::Persistence::kMsync) return Status::ok();
-  return make_resident(base_, mapped_, "pmem pool " + path_);
+  // Sparse: the data area is mapped as the fabric commits its ranges.
+  return make_resident(base_, sparse_ ? kHeaderBytes : mapped_, "pmem pool " + path_);
+}
+
+Result<std::vector<std::pair<uint64_t, uint64_t>>> PmemPool::data_ranges() const {
+  std::vector<std::pair<uint64_t, uint64_t>> out;
+  if (!sparse_) {
+    out.emplace_back(0, bytes_ - kHeaderBytes);
+    return out;
+  }
+  const int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return io_error("open of pmem pool " + path_ + " to find its data", errno);
+  off_t at = static_cast<off_t>(kHeaderBytes);
+  const off_t end = static_cast<off_t>(bytes_);
+  while (at < end) {
+    const off_t data = ::lseek(fd, at, SEEK_DATA);
+    if (data < 0) {
+      const int e = errno;
+      if (e == ENXIO) break;  // only holes from `at` to the end
+      ::close(fd);
+      return io_error("lseek(SEEK_DATA) in pmem pool " + path_, e);
+    }
+    if (data >= end) break;
+    off_t hole = ::lseek(fd, data, SEEK_HOLE);
+    if (hole < 0) {
+      const int e = errno;
+      ::close(fd);
+      return io_error("lseek(SEEK_HOLE) in pmem pool " + path_, e);
+    }
+    if (hole > end) hole = end;
+    out.emplace_back(static_cast<uint64_t>(data) - kHeaderBytes,
+                     static_cast<uint64_t>(hole - data));
+    at = hole;
+  }
+  ::close(fd);
+  return out;
 }
 
 Status PmemPool::check(const FatPtr& p, uint64_t at, uint64_t n, const char* what) const {

@@ -3,10 +3,15 @@
 // other file. One pool per node and registered region.
 //
 // File layout:
-//   [0, 4096)      header: magic, version, identity (cluster, node,
-//                  region, layout fingerprint), size, checksum; and, on its
-//                  own cache line, the allocator's watermark
+//   [0, 4096)      header: magic, version, flags (sparse), identity
+//                  (cluster, node, region, layout fingerprint), size,
+//                  checksum; and, on its own cache line, the allocator's
+//                  watermark
 //   [4096, size)   allocations (FatPtr), bump-allocated upwards
+//
+// A sparse pool (PoolSpec::sparse, for a growable fabric region) has the
+// same layout in a file whose data area has no blocks until the fabric's
+// commit() allocates them; data_ranges() lists those that hold data.
 //
 // Opening validates the file before anything is written: a missing,
 // truncated or corrupted file, or one of another cluster, node, region or
@@ -49,6 +54,8 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "base/status.h"
 #include "r2/fabric.h"
@@ -78,6 +85,13 @@ struct PoolSpec {
   PoolIdentity id;
   PoolOpen mode = PoolOpen::kCreate;
   bool format = false;  // kCreate: overwrite an existing file
+  // kCreate: a sparse pool, for a growable region (r2/fabric.h): the file
+  // has its full size but only the header's blocks (libpmem
+  // PMEM_FILE_SPARSE), nothing is mapped in advance but the header, and
+  // data_region() is growable — the fabric's commit() allocates and maps
+  // ranges as the owner fills them. The header remembers it: kRecover
+  // reopens a sparse pool sparse whatever this flag says.
+  bool sparse = false;
 };
 
 class PmemPool {
@@ -146,9 +160,22 @@ class PmemPool {
   // The data area [kHeaderBytes, bytes()) as a persistent fabric region:
   //   fabric.register_file_region(id, pool.data_region())
   // The pool must outlive the fabric.
+  // A sparse pool's region is growable (FileRegion::growable).
   r2::FileRegion data_region() const {
-    return {base_ + kHeaderBytes, bytes_ - kHeaderBytes, path_, kHeaderBytes, mode_};
+    return {base_ + kHeaderBytes, bytes_ - kHeaderBytes, path_, kHeaderBytes, mode_, sparse_};
   }
+  // Whether the pool is sparse (PoolSpec::sparse, or its header said so).
+  bool sparse() const { return sparse_; }
+  // The ranges of the data area that hold data, as (region offset, bytes)
+  // pairs in increasing order, page granular (lseek SEEK_DATA/SEEK_HOLE on
+  // the file): on a memory file system every page that was committed
+  // (allocated and populated) or written; on a disk file system the
+  // written ones (a committed range never written may read as a hole: it
+  // holds zeros). What recovery needs to scan of a sparse pool — the rest
+  // reads as zeros. A pool that is not sparse is one range, all of it.
+  // Offsets are those of data_region(), so a pair can be given to
+  // Fabric::commit as it is.
+  Result<std::vector<std::pair<uint64_t, uint64_t>>> data_ranges() const;
   // p's offset inside data_region().
   static uint64_t region_offset(const FatPtr& p) { return p.offset - kHeaderBytes; }
   // Checks that p is an allocation of this pool (as every access does);
@@ -163,7 +190,7 @@ class PmemPool {
   Status persist_range(const void* p, uint64_t n);
   // Maps every page of the pool now (base/resident.h) when it is in memory
   // (kPmem, kMemFs); a pool file on a block device (kMsync) is left to
-  // fault in as it is touched.
+  // fault in as it is touched. A sparse pool: its header page only.
   Status map_in_advance();
   // Copies n bytes to dst with non-temporal stores (kPmem/kMemFs; kMsync:
   // memcpy), not fenced. `whole_span` (dst is the start of an allocation
@@ -176,6 +203,7 @@ class PmemPool {
   size_t mapped_ = 0;
   r2::Persistence mode_ = r2::Persistence::kMsync;
   PoolIdentity id_;
+  bool sparse_ = false;
 };
 
 }  // namespace drtmx::rdpma

@@ -57,7 +57,8 @@ std::string NodePools::state_path(const std::string& dir, uint16_t node) {
 
 Result<std::unique_ptr<NodePools>> NodePools::open(
     const DurabilityConfig& cfg, uint16_t node,
-    const std::vector<std::pair<r2::RegionId, size_t>>& regions, uint64_t layout) {
+    const std::vector<std::pair<r2::RegionId, size_t>>& regions, uint64_t layout,
+    const std::vector<r2::RegionId>& growable) {
   if (cfg.dir.empty()) {
     return invalid_argument(
         "--durability=pmem needs --pmem-dir=DIR (a directory on persistent "
@@ -73,6 +74,7 @@ Result<std::unique_ptr<NodePools>> NodePools::open(
     s.id = {kPoolCluster, node, id, layout};
     s.mode = how;
     s.format = cfg.format;
+    s.sparse = std::find(growable.begin(), growable.end(), id) != growable.end();
     auto pool = rdpma::PmemPool::open(s);
     if (!pool.is_ok()) return pool.status();
     if (cfg.recover && (*pool)->bytes() < s.bytes) {
@@ -118,6 +120,13 @@ std::vector<std::pair<r2::RegionId, r2::FileRegion>> NodePools::file_regions() c
   std::vector<std::pair<r2::RegionId, r2::FileRegion>> out;
   for (const auto& [id, pool] : regions_) out.emplace_back(id, pool->data_region());
   return out;
+}
+
+const rdpma::PmemPool* NodePools::pool(r2::RegionId id) const {
+  for (const auto& [rid, pool] : regions_) {
+    if (rid == id) return pool.get();
+  }
+  return nullptr;
 }
 
 PersistOps NodePools::persist_ops() const {

@@ -67,12 +67,22 @@ class NodePools {
   // durable `regions` (id, bytes). `layout`: a fingerprint of everything
   // that decides what the pools hold (catalog, cluster shape, sizes): a
   // pool of another configuration is refused, naming the file.
+  // `growable`: the ids among `regions` that are growable (their bytes the
+  // virtual size): their pools are created sparse (PoolSpec::sparse) and
+  // their file regions growable — the fabric's commit() backs them range by
+  // range. At --recover the pool's header says whether it is sparse (a
+  // pool created whole stays whole: commit() is then a no-op on it).
   static Result<std::unique_ptr<NodePools>> open(
       const DurabilityConfig& cfg, uint16_t node,
-      const std::vector<std::pair<r2::RegionId, size_t>>& regions, uint64_t layout);
+      const std::vector<std::pair<r2::RegionId, size_t>>& regions, uint64_t layout,
+      const std::vector<r2::RegionId>& growable = {});
 
-  // (id, file region) of every durable region, for the fabric.
+  // (id, file region) of every durable region, for the fabric; a sparse
+  // pool's is growable (FileRegion::growable).
   std::vector<std::pair<r2::RegionId, r2::FileRegion>> file_regions() const;
+  // The pool of durable region `id`, or nullptr (e.g. for data_ranges()
+  // at recovery).
+  const rdpma::PmemPool* pool(r2::RegionId id) const;
   // How this node's own stores into its pools become persistent.
   r2::Persistence mode() const { return mode_; }
   PersistOps persist_ops() const;
@@ -81,7 +91,9 @@ class NodePools {
   // Writes the state and makes it persistent.
   Status save(const NodeState& s);
   const std::string& dir() const { return dir_; }
-  uint64_t pool_bytes() const;  // all pools' file sizes
+  // All pools' file sizes (a sparse pool's is its virtual size; what it
+  // holds is the fabric's committed_bytes).
+  uint64_t pool_bytes() const;
 
   static std::string region_path(const std::string& dir, uint16_t node, r2::RegionId region);
   static std::string state_path(const std::string& dir, uint16_t node);
