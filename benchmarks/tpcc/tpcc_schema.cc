@@ -24,7 +24,8 @@ std::vector<store::TableSpec> table_specs(const Config& c) {
     t.scheme = store::PartitionScheme::kFunction;
     t.partitions = static_cast<uint32_t>(W);
     t.partition_fn = [](uint64_t k) { return partition_of_key(k); };
-    t.deletes = id == kNewOrder;  // Delivery's; no other transaction deletes
+    t.partition_prefix_bits = 16;  // the warehouse, bits 48..63 (scans stay in one)
+    t.deletes = id == kNewOrder;   // Delivery's; no other transaction deletes
     ts.push_back(std::move(t));
   };
   using store::TableKind;

@@ -36,6 +36,7 @@ std::vector<store::TableSpec> table_specs(const Config& c) {
     t.scheme = PartitionScheme::kFunction;
     t.partitions = U;
     t.partition_fn = [](uint64_t k) { return unit_of(k); };
+    t.partition_prefix_bits = 8;  // the unit, bits 56..63 (scans stay in one)
   };
   // By security or company number: ranges of `per_unit` numbers << shift.
   auto by_range = [&](txn::TableId id, const char* name, TableKind kind, uint32_t value_size,

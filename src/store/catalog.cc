@@ -111,6 +111,10 @@ Status validate_one(const TableSpec& t) {
                "scheme kFunction without partition_fn; set partition_fn (pure, same on every "
                "node) or pick another scheme");
   }
+  if (t.partition_prefix_bits > 64) {
+    return bad(t, "partition_prefix_bits " + std::to_string(t.partition_prefix_bits) +
+                      "; must be 0 (not declared) .. 64");
+  }
   return Status::ok();
 }
 
@@ -243,6 +247,42 @@ uint64_t Catalog::range_start(const TableSpec& t, PartitionId p) const {
   assert(p < partitions(t));
   if (t.scheme != PartitionScheme::kRange || p == 0 || p > t.range_bounds.size()) return 0;
   return t.range_bounds[p - 1];
+}
+
+void Catalog::scan_partitions(const TableSpec& t, uint64_t from, uint64_t to,
+                              std::vector<PartitionId>* out_ptr) const {
+  std::vector<PartitionId>& out = *out_ptr;
+  out.clear();
+  const uint32_t parts = partition_count(t);
+  if (from > to) return;
+  switch (t.scheme) {
+    case PartitionScheme::kReplicated:
+      out.push_back(0);
+      return;
+    case PartitionScheme::kRange:
+      for (PartitionId p = partition_of(t, from); p <= partition_of(t, to); ++p) out.push_back(p);
+      return;
+    case PartitionScheme::kFunction:
+      if (t.partition_prefix_bits != 0) {
+        // The prefixes of the keys in [from, to] are exactly the integers
+        // from from's prefix to to's.
+        const unsigned shift = 64u - t.partition_prefix_bits;  // 0 .. 63
+        const uint64_t lo = from >> shift, hi = to >> shift;
+        if (hi - lo < parts) {
+          for (uint64_t x = lo;; ++x) {
+            out.push_back(partition_of(t, x << shift));
+            if (x == hi) break;
+          }
+          std::sort(out.begin(), out.end());
+          out.erase(std::unique(out.begin(), out.end()), out.end());
+          return;
+        }
+      }
+      break;
+    case PartitionScheme::kHashMod:
+      break;
+  }
+  for (PartitionId p = 0; p < parts; ++p) out.push_back(p);
 }
 
 PartitionReplicas Catalog::replicas_of(const TableSpec& t, PartitionId p, NodeId16 local) const {

@@ -76,6 +76,13 @@ struct TableSpec {
   uint32_t partitions = 1;                         // >= 1; ignored for kReplicated
   std::vector<uint64_t> range_bounds;              // kRange: partitions - 1 bounds
   std::function<uint32_t(uint64_t)> partition_fn;  // kFunction
+  // kFunction: partition_fn(key) depends on the key's top
+  // `partition_prefix_bits` bits only (1..64; 0 = not declared: any bit
+  // may matter). E.g. 16 when the partition is the warehouse in bits
+  // 48..63. What scans of ordered tables rely on to visit only the
+  // partitions a key range can reach (scan_partitions); without it a
+  // scan of a kFunction table visits every partition.
+  uint8_t partition_prefix_bits = 0;
   // Ordered tables: true = the value is stored in the index leaf (fixed
   // size, no record, no lock: for read-mostly tables and store-bench);
   // false = records in the heap, the leaf holds the record address (what
@@ -129,6 +136,15 @@ class Catalog {
   // The smallest key of partition p (kRange; 0 for other schemes): where a
   // scan that ran off the end of partition p - 1 continues.
   uint64_t range_start(const TableSpec& t, PartitionId p) const;
+  // The partitions that may hold keys in [from, to] (from <= to),
+  // ascending, without duplicates: kRange the partitions of from .. to;
+  // kReplicated {0}; kFunction with partition_prefix_bits the partitions of
+  // the prefixes from's .. to's (every partition when there are at least
+  // as many prefixes as partitions); kHashMod and kFunction without it,
+  // every partition.
+  // Into *out (cleared; its capacity reused).
+  void scan_partitions(const TableSpec& t, uint64_t from, uint64_t to,
+                       std::vector<PartitionId>* out) const;
 
   // Primary and backups of partition p < partitions(t); `local` is the
   // asking node (used by kReplicated).

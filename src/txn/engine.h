@@ -20,10 +20,15 @@
 // skips validation.
 //
 // Memory: `arena` is registered memory owned by this engine: its last
-// Replicator::image_bytes() bytes hold the log entry images, the rest the
-// record copies, lock states and commit images, bump-allocated per
-// transaction. With passive ACK on an RNIC, commit images must outlive
-// the unsignaled WRITEs; the shm fabric executes them at the doorbell.
+// Replicator::image_bytes() bytes hold the log entry images, the rest what
+// fabric ops read into or from (READ copies, lock states, commit images),
+// bump-allocated per transaction. Copies no fabric op touches (the rows of
+// scans, rebuilt from what the store returned) go to ordinary memory that
+// grows as a transaction needs (keep()), and the read checks of a read set
+// larger than the arena's free room run in windows that reuse it: how many
+// rows a transaction scans needs no setting. With passive ACK on an RNIC,
+// commit images must outlive the unsignaled WRITEs; the shm fabric
+// executes them at the doorbell.
 //
 // Threading: one Engine per coroutine; it must be used only from it.
 #pragma once
@@ -258,6 +263,15 @@ class Engine final : public Txn {
     return a.here;
   }
   uint8_t* alloc(size_t bytes);
+  // Ordinary (unregistered) memory for this transaction, 8-aligned, never
+  // null: copies that no fabric op reads into or writes from. Blocks are
+  // kept across transactions (reset by run_attempt()).
+  uint8_t* keep(size_t bytes);
+  // How many `bytes`-sized items one alloc() can still hand out (alloc
+  // rounds every request up to 64 bytes).
+  size_t arena_room(size_t bytes) const {
+    return used_ >= arena_bytes_ ? 0 : ((arena_bytes_ - used_) & ~size_t{63}) / bytes;
+  }
   ReadPath read_path() const {
     return kind_ == Kind::kReadOnly ? policy_.ro_read : policy_.execute;
   }
@@ -365,8 +379,14 @@ class Engine final : public Txn {
   Policy policy_;
   uint8_t* arena_;
   size_t arena_bytes_, used_ = 0;
-  uint64_t lock_word_;    // this transaction's (changes every run)
-  uint64_t txn_seq_ = 0;  // transactions run by this engine
+  struct KeptBlock {
+    std::unique_ptr<uint64_t[]> words;
+    size_t bytes;
+  };
+  std::vector<KeptBlock> kept_;            // keep()'s blocks
+  size_t kept_block_ = 0, kept_used_ = 0;  // the block in use and its bytes taken
+  uint64_t lock_word_;                     // this transaction's (changes every run)
+  uint64_t txn_seq_ = 0;                   // transactions run by this engine
   Kind kind_ = Kind::kReadWrite;
   std::vector<Access> set_;
   KeyIndex index_;        // set_'s keys -> positions

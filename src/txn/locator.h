@@ -83,12 +83,18 @@ class Locator {
   // ascending, at most `n`: keys, values (value_size each, back to back),
   // where each record is with the version read, and its incarnation. A row
   // whose version is 0 is another transaction's uncommitted insert
-  // (index_ops.h). Range-partitioned tables continue across partitions;
-  // other schemes scan the partition of `from` only. Returns kNone,
+  // (index_ops.h). Every partition the range may reach is scanned:
+  // range-partitioned tables continue across partitions; other schemes
+  // merge the partitions' rows in key order (scan_merges). Returns kNone,
   // kNotSupported (hash table, inline values, unknown table), kTornRead or
   // kNodeFailure. The default supports no scans.
   // Whether scan() supports table `t` (an ordered table with records).
   virtual bool scannable(TableId /*t*/) const { return false; }
+  // Whether a scan of [from, to] of `t` merges several partitions whose
+  // keys interleave (not kRange, and the catalog cannot tell that one
+  // partition holds the range). MVCC's snapshot scans and range claims
+  // walk partitions by key and do not support those yet.
+  virtual bool scan_merges(TableId, Key /*from*/, Key /*to*/) const { return false; }
   virtual Abort scan(r2::Co&, ReadPath, TableId, Key /*from*/, Key /*to*/, size_t /*n*/,
                      std::vector<Key>* keys, std::vector<uint8_t>* values,
                      std::vector<RecordRef>* refs, std::vector<uint32_t>* incarnations) {

@@ -241,8 +241,6 @@ Status Engine::mvcc_check_onesided(std::vector<MvccCheckResult>* out) {
   size_t n = 0;
   for (const Access& a : set_) n += !a.write;
   out->assign(n, {});
-  auto* words = reinterpret_cast<uint64_t*>(alloc(8 * kWordsPerCheck * n));
-  if (words == nullptr) return exhausted("transaction arena full");
   std::vector<size_t>& reads = check_items_;  // set_ indices of the reads
   reads.clear();
   std::vector<uint64_t>& expect = check_expect_;
@@ -258,72 +256,92 @@ Status Engine::mvcc_check_onesided(std::vector<MvccCheckResult>* out) {
     }
     expect.push_back(ts);
   }
-  std::vector<size_t>& pending = check_pending_;
-  pending.clear();
-  // This node's records: the owner's raise-then-check (dst/record_mvcc.h,
-  // what rpc_mvcc_check runs at the primary), here and now.
-  size_t direct = 0;
-  for (size_t k = 0; k < n; ++k) {
-    const Access& a = set_[reads[k]];
-    const store::SlotRef here = local_of(a);
-    if (here.rec == nullptr) {
-      pending.push_back(k);
-      continue;
-    }
-    MvccCheckResult& r = (*out)[k];
-    r.check = dst::raise_and_check(here, commit_ts_, a.ref.version, &r.wts);
-    ++direct;
-  }
-  stats_.mvcc_steps_direct += direct;
-  // Holder entries: with the first batch of checks; with none to run,
-  // only this node's (the others' readers wait for the unlock).
-  if (publish_holds_ && pending.empty()) add_holds(/*remote=*/false);
-  if (pending.empty() && direct != 0) co_.charge(1);  // local work for the yield streak
-  // Each round either settles a record or learns a larger ts for it; ts
-  // moves only up, so few rounds do (a record whose ts keeps moving under
-  // us is treated as changed: the transaction aborts and retries).
-  for (int round = 0; round < 8 && !pending.empty(); ++round) {
-    batch_.clear();
-    if (publish_holds_) add_holds(/*remote=*/true);
-    for (size_t j = 0; j < pending.size(); ++j) {
-      const size_t k = pending[j];
+  // The checks' words are CAS and READ destinations: registered, in the
+  // arena. A read set larger than its free room is checked in windows that
+  // reuse it (each check is its record's own raise-then-check; the order
+  // and grouping of the checks do not matter).
+  const size_t mark = used_;
+  for (size_t k0 = 0; k0 < n || (n == 0 && k0 == 0);) {
+    used_ = mark;
+    const size_t window = std::min(n - k0, arena_room(8 * kWordsPerCheck));
+    if (n != 0 && window == 0) return exhausted("transaction arena full");
+    uint64_t* words =
+        window == 0 ? nullptr : reinterpret_cast<uint64_t*>(alloc(8 * kWordsPerCheck * window));
+    if (window != 0 && words == nullptr) return exhausted("transaction arena full");
+    const size_t k1 = k0 + window;
+    std::vector<size_t>& pending = check_pending_;
+    pending.clear();
+    // This node's records: the owner's raise-then-check (dst/record_mvcc.h,
+    // what rpc_mvcc_check runs at the primary), here and now.
+    size_t direct = 0;
+    for (size_t k = k0; k < k1; ++k) {
       const Access& a = set_[reads[k]];
-      uint64_t* w = words + kWordsPerCheck * k;
-      const r2::RemoteAddr rec = a.ref.addr;
-      w[0] = expect[k];
-      if (expect[k] < commit_ts_) {
-        batch_.cas(ts_word_of(rec), expect[k], commit_ts_, &w[0], /*signaled=*/false);
-      }
-      batch_.read(lock_word_of(rec), &w[1], 8);  // the lock FIRST (record_ops.h, add_check)
-      batch_.read({rec.node, rec.region, rec.offset + store::kBodyOffset}, &w[2],
-                  store::kValueOffset - store::kBodyOffset);  // version .. wts
-    }
-    if (co_.run(batch_) != r2::OpStatus::kOk) return unavailable("one-sided MVCC check failed");
-    std::vector<size_t>& again = check_again_;
-    again.clear();
-    for (size_t j = 0; j < pending.size(); ++j) {
-      const size_t k = pending[j];
-      const Access& a = set_[reads[k]];
-      const uint64_t* w = words + kWordsPerCheck * k;
-      if (expect[k] < commit_ts_ && w[0] != expect[k] && w[0] < commit_ts_) {
-        expect[k] = w[0];  // ts moved, still below: raise from there
-        again.push_back(k);
+      const store::SlotRef here = local_of(a);
+      if (here.rec == nullptr) {
+        pending.push_back(k);
         continue;
       }
       MvccCheckResult& r = (*out)[k];
-      const uint64_t version = w[2], wts = w[2 + (kWtsWord - kVersionWord)];
-      if (w[1] != 0 || version != a.ref.version) {
-        r.check = dst::Check::kInvalid;
-      } else if (wts >= commit_ts_) {
-        r.check = dst::Check::kBehind;
-        r.wts = wts;
-      } else {
-        r.check = dst::Check::kValid;
-      }
+      r.check = dst::raise_and_check(here, commit_ts_, a.ref.version, &r.wts);
+      ++direct;
     }
-    pending.swap(again);
+    stats_.mvcc_steps_direct += direct;
+    // Holder entries: with the first batch of checks; with none to run,
+    // only this node's (the others' readers wait for the unlock).
+    if (publish_holds_ && pending.empty()) add_holds(/*remote=*/false);
+    if (pending.empty() && direct != 0) co_.charge(1);  // local work for the yield streak
+    // Each round either settles a record or learns a larger ts for it; ts
+    // moves only up, so few rounds do (a record whose ts keeps moving under
+    // us is treated as changed: the transaction aborts and retries).
+    for (int round = 0; round < 8 && !pending.empty(); ++round) {
+      batch_.clear();
+      if (publish_holds_) add_holds(/*remote=*/true);
+      for (size_t j = 0; j < pending.size(); ++j) {
+        const size_t k = pending[j];
+        const Access& a = set_[reads[k]];
+        uint64_t* w = words + kWordsPerCheck * (k - k0);
+        const r2::RemoteAddr rec = a.ref.addr;
+        w[0] = expect[k];
+        if (expect[k] < commit_ts_) {
+          batch_.cas(ts_word_of(rec), expect[k], commit_ts_, &w[0], /*signaled=*/false);
+        }
+        batch_.read(lock_word_of(rec), &w[1], 8);  // the lock FIRST (record_ops.h, add_check)
+        batch_.read({rec.node, rec.region, rec.offset + store::kBodyOffset}, &w[2],
+                    store::kValueOffset - store::kBodyOffset);  // version .. wts
+      }
+      if (co_.run(batch_) != r2::OpStatus::kOk) {
+        used_ = mark;
+        return unavailable("one-sided MVCC check failed");
+      }
+      std::vector<size_t>& again = check_again_;
+      again.clear();
+      for (size_t j = 0; j < pending.size(); ++j) {
+        const size_t k = pending[j];
+        const Access& a = set_[reads[k]];
+        const uint64_t* w = words + kWordsPerCheck * (k - k0);
+        if (expect[k] < commit_ts_ && w[0] != expect[k] && w[0] < commit_ts_) {
+          expect[k] = w[0];  // ts moved, still below: raise from there
+          again.push_back(k);
+          continue;
+        }
+        MvccCheckResult& r = (*out)[k];
+        const uint64_t version = w[2], wts = w[2 + (kWtsWord - kVersionWord)];
+        if (w[1] != 0 || version != a.ref.version) {
+          r.check = dst::Check::kInvalid;
+        } else if (wts >= commit_ts_) {
+          r.check = dst::Check::kBehind;
+          r.wts = wts;
+        } else {
+          r.check = dst::Check::kValid;
+        }
+      }
+      pending.swap(again);
+    }
+    for (size_t k : pending) (*out)[k].check = dst::Check::kInvalid;
+    k0 = k1;
+    if (n == 0) break;
   }
-  for (size_t k : pending) (*out)[k].check = dst::Check::kInvalid;
+  used_ = mark;
   return Status::ok();
 }
 

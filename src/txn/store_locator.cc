@@ -128,23 +128,68 @@ void StoreLocator::read_many(r2::Co& co, ReadPath path, std::span<const TableKey
 template <typename Fetch, typename Take>
 Abort StoreLocator::walk_chunks(const store::TableSpec& s, Key from, Key to, size_t n,
                                 std::vector<Key>* keys, Fetch fetch, Take take) {
-  const bool chunked = s.scheme == store::PartitionScheme::kRange;
-  Key cur = from;
-  while (keys->size() < n && cur <= to) {
-    // Other schemes: one call (the start key's partition only).
-    const size_t want =
-        chunked ? std::min(n - keys->size(), kScanChunk) : std::min<size_t>(n, s.capacity);
-    Status st = fetch(cur, want);
-    if (!st.is_ok()) {
-      return st.code() == Code::kUnavailable ? Abort::kTornRead : Abort::kNodeFailure;
+  auto failed = [](const Status& st) {
+    return st.code() == Code::kUnavailable ? Abort::kTornRead : Abort::kNodeFailure;
+  };
+  catalog_.scan_partitions(s, from, to, &parts_);
+  if (s.scheme == store::PartitionScheme::kRange || parts_.size() <= 1) {
+    // Key order is partition order (kRange), or one partition holds the
+    // whole range: one walk from `from`.
+    const bool chunked = s.scheme == store::PartitionScheme::kRange;
+    ScanChunk& c = one_;
+    c.part = kNoPartition;
+    Key cur = from;
+    while (keys->size() < n && cur <= to) {
+      // Other schemes: one call (the one partition).
+      const size_t want =
+          chunked ? std::min(n - keys->size(), kScanChunk) : std::min<size_t>(n, s.capacity);
+      if (Status st = fetch(c, cur, want); !st.is_ok()) return failed(st);
+      for (size_t i = 0; i < c.keys.size() && keys->size() < n; ++i) {
+        if (c.keys[i] > to) return Abort::kNone;
+        keys->push_back(c.keys[i]);
+        take(c, i);
+      }
+      if (!chunked || c.keys.size() < want || c.keys.back() == ~Key{0}) break;
+      cur = c.keys.back() + 1;
     }
-    for (size_t i = 0; i < chunk_keys_.size() && keys->size() < n; ++i) {
-      if (chunk_keys_[i] > to) return Abort::kNone;
-      keys->push_back(chunk_keys_[i]);
-      take(i);
+    return Abort::kNone;
+  }
+  // Several partitions whose keys interleave (kHashMod, kFunction): a
+  // cursor per partition, each read a chunk at a time when its rows run
+  // out, merged in key order until n rows or the range's end. At most one
+  // chunk per partition is read beyond the rows returned.
+  if (cursors_.size() < parts_.size()) cursors_.resize(parts_.size());
+  for (size_t i = 0; i < parts_.size(); ++i) {
+    ScanChunk& c = cursors_[i];
+    c.keys.clear();
+    c.at = 0;
+    c.next = from;
+    c.done = false;
+    c.part = parts_[i];
+  }
+  while (keys->size() < n) {
+    ScanChunk* best = nullptr;
+    for (size_t i = 0; i < parts_.size(); ++i) {
+      ScanChunk& c = cursors_[i];
+      if (c.at == c.keys.size() && !c.done) {
+        const size_t want = std::min(n - keys->size(), kMergeChunk);
+        if (Status st = fetch(c, c.next, want); !st.is_ok()) return failed(st);
+        c.at = 0;
+        if (c.keys.size() < want || c.keys.back() >= to) {
+          c.done = true;  // the partition, or the range, ends in these rows
+        } else {
+          c.next = c.keys.back() + 1;
+        }
+      }
+      if (c.at < c.keys.size() && c.keys[c.at] <= to &&
+          (best == nullptr || c.keys[c.at] < best->keys[best->at])) {
+        best = &c;
+      }
     }
-    if (!chunked || chunk_keys_.size() < want || chunk_keys_.back() == ~Key{0}) break;
-    cur = chunk_keys_.back() + 1;
+    if (best == nullptr) break;
+    keys->push_back(best->keys[best->at]);
+    take(*best, best->at);
+    ++best->at;
   }
   return Abort::kNone;
 }
@@ -161,13 +206,15 @@ Abort StoreLocator::scan(r2::Co& co, ReadPath path, TableId t, Key from, Key to,
   const size_t vs = s->value_size;
   return walk_chunks(
       *s, from, to, n, keys,
-      [&](Key cur, size_t want) {
-        return client(path).scan(co, *s, cur, want, chunk_keys_, chunk_values_, &chunk_refs_);
+      [&](ScanChunk& c, Key cur, size_t want) {
+        store::tables::TableClient& tc = client(path);
+        return c.part == kNoPartition
+                   ? tc.scan(co, *s, cur, want, c.keys, c.values, &c.refs)
+                   : tc.scan_in(co, *s, c.part, cur, want, c.keys, c.values, &c.refs);
       },
-      [&](size_t i) {
-        values->insert(values->end(), chunk_values_.begin() + i * vs,
-                       chunk_values_.begin() + (i + 1) * vs);
-        const store::tables::RecordRef& w = chunk_refs_[i];
+      [&](const ScanChunk& c, size_t i) {
+        values->insert(values->end(), c.values.begin() + i * vs, c.values.begin() + (i + 1) * vs);
+        const store::tables::RecordRef& w = c.refs[i];
         refs->push_back(RecordRef{w.addr, s->value_size, w.version});
         incarnations->push_back(w.incarnation);
       });
@@ -180,8 +227,12 @@ Abort StoreLocator::scan_keys(r2::Co& co, ReadPath path, TableId t, Key from, Ke
   const store::TableSpec* s = spec(t);
   return walk_chunks(
       *s, from, to, n, keys,
-      [&](Key cur, size_t want) { return client(path).scan_keys(co, *s, cur, want, chunk_keys_); },
-      [](size_t) {});
+      [&](ScanChunk& c, Key cur, size_t want) {
+        store::tables::TableClient& tc = client(path);
+        return c.part == kNoPartition ? tc.scan_keys(co, *s, cur, want, c.keys)
+                                      : tc.scan_keys_in(co, *s, c.part, cur, want, c.keys);
+      },
+      [](const ScanChunk&, size_t) {});
 }
 
 const store::hash::HashTable* StoreLocator::own_hash(const store::TableSpec& s, Key k) const {

@@ -54,11 +54,20 @@ class StoreLocator final : public Locator {
                  uint8_t* const* copies, Abort* results) override;
   // Through TableClient::scan (XStore learned cache: leaf READs then record
   // READs; or the owner's RPC with ReadPath::kRpc), in chunks of at most
-  // kScanChunk rows for range-partitioned tables.
+  // kScanChunk rows for range-partitioned tables. Other schemes visit every
+  // partition the range may reach (Catalog::scan_partitions): one, scanned
+  // as one call; several, each read in chunks of up to kMergeChunk rows and
+  // merged in key order, so the n smallest keys of the range come back.
   bool next_partition(TableId t, Key key, Key* start) const override;
   bool scannable(TableId t) const override {
     const store::TableSpec* s = spec(t);
     return s != nullptr && s->kind == store::TableKind::kOrdered && !s->inline_values;
+  }
+  bool scan_merges(TableId t, Key from, Key to) const override {
+    const store::TableSpec* s = spec(t);
+    if (s == nullptr || s->scheme == store::PartitionScheme::kRange) return false;
+    catalog_.scan_partitions(*s, from, to, &merge_parts_);
+    return merge_parts_.size() > 1;
   }
   Abort scan(r2::Co& co, ReadPath path, TableId t, Key from, Key to, size_t n,
              std::vector<Key>* keys, std::vector<uint8_t>* values, std::vector<RecordRef>* refs,
@@ -87,6 +96,7 @@ class StoreLocator final : public Locator {
   Status remove_held(r2::Co& co, std::span<const HeldRecord> items, uint64_t lock_word,
                      bool passive) override;
   static constexpr size_t kScanChunk = 32;
+  static constexpr size_t kMergeChunk = 512;
   // This node's own index (index_ops.h); must outlive the locator.
   // `direct` (r2::Co::direct of this node): a location-cache miss in
   // address_of() for a hash partition whose primary is this node asks its
@@ -105,6 +115,20 @@ class StoreLocator final : public Locator {
   // scan() and scan_keys(): fetch(cur, want) fills chunk_keys_ (and what
   // else the caller reads) chunk by chunk; each key kept is appended to
   // `keys` and take(i) copies the rest of row i.
+  // One partition's rows read so far (a cursor of the merge).
+  struct ScanChunk {
+    std::vector<uint64_t> keys;
+    std::vector<uint8_t> values;
+    std::vector<store::tables::RecordRef> refs;
+    size_t at = 0;                // the next row to take
+    Key next = 0;                 // where its next chunk starts
+    bool done = false;            // no rows after these
+    store::PartitionId part = 0;  // kNoPartition: the start key's, then on (kRange)
+  };
+  static constexpr store::PartitionId kNoPartition = ~store::PartitionId{0};
+  // fetch(chunk, cur, want) fills chunk's keys (and what else the caller
+  // reads) with up to `want` rows from `cur` in chunk.part; each key kept
+  // is appended to `keys` and take(chunk, i) copies the rest of row i.
   template <typename Fetch, typename Take>
   Abort walk_chunks(const store::TableSpec& s, Key from, Key to, size_t n, std::vector<Key>* keys,
                     Fetch fetch, Take take);
@@ -125,9 +149,10 @@ class StoreLocator final : public Locator {
   std::vector<uint8_t> many_values_;
   std::vector<uint8_t> many_found_;
   std::vector<store::tables::RecordRef> many_refs_;
-  std::vector<uint64_t> chunk_keys_;  // one TableClient::scan's rows
-  std::vector<uint8_t> chunk_values_;
-  std::vector<store::tables::RecordRef> chunk_refs_;
+  ScanChunk one_;                   // a scan of one partition (or kRange)
+  std::vector<ScanChunk> cursors_;  // a merge: one per partition
+  std::vector<store::PartitionId> parts_;
+  mutable std::vector<store::PartitionId> merge_parts_;  // scan_merges()
 };
 
 }  // namespace drtmx::txn

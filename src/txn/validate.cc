@@ -259,43 +259,64 @@ Abort Engine::validate() {
       if (round == 3) failure = blame(Abort::kVersionChanged, set_.front().table);
     }
   } else if (check == CheckPath::kRead) {
-    batch_.clear();
+    // The checks READ into lock states, which must be registered: in the
+    // arena. A read set larger than its free room (a scan of thousands of
+    // rows) is checked in windows that reuse the same room, one round
+    // trip each. Every check still runs after the locks are taken and the
+    // ranges re-scanned, so each read is current at that instant as before.
+    const size_t mark = used_;
     std::vector<LockState*>& states = states_;
-    states.clear();
-    size_t direct = 0;  // read checks of this node's records, loaded here
-    for (const Access& a : set_) {
-      if (a.write) continue;
-      auto* st = reinterpret_cast<LockState*>(alloc(sizeof(LockState)));
-      if (st == nullptr) {
+    size_t next = 0;  // the first access of the next window
+    while (failure == Abort::kNone && next < set_.size()) {
+      used_ = mark;
+      size_t want = 0;
+      for (size_t i = next; i < set_.size(); ++i) want += !set_[i].write;
+      if (want == 0) break;
+      const size_t window = std::min(want, arena_room(sizeof(LockState)));
+      auto* room =
+          window == 0 ? nullptr : reinterpret_cast<LockState*>(alloc(window * sizeof(LockState)));
+      if (room == nullptr) {
+        used_ = mark;
         release(policy_.passive_ack);
-        return Abort::kNotSupported;
+        return Abort::kNotSupported;  // not even one check fits
       }
-      states.push_back(st);
-      // This node's record: checked at once (check_here).
-      if (const store::SlotRef here = local_of(a); here.rec != nullptr) {
-        check_here(here, st);
-        ++direct;
-        continue;
+      batch_.clear();
+      states.clear();
+      const size_t first = next;
+      size_t direct = 0;  // read checks of this node's records, loaded here
+      for (; next < set_.size() && states.size() < window; ++next) {
+        const Access& a = set_[next];
+        if (a.write) continue;
+        LockState* st = room + states.size();
+        states.push_back(st);
+        // This node's record: checked at once (check_here).
+        if (const store::SlotRef here = local_of(a); here.rec != nullptr) {
+          check_here(here, st);
+          ++direct;
+          continue;
+        }
+        if (locks_ != nullptr) {
+          add_check(batch_, a.ref, locks_->lock_of(a.ref.addr), st);  // two READs, lock first
+        } else {
+          add_check(batch_, a.ref, st);
+        }
       }
-      if (locks_ != nullptr) {
-        add_check(batch_, a.ref, locks_->lock_of(a.ref.addr), st);  // two READs, lock first
-      } else {
-        add_check(batch_, a.ref, st);
+      // Done without suspending: a batch of local work for the yield streak.
+      if (batch_.empty() && direct != 0) co_.charge(1);
+      if (!batch_.empty() && co_.run(batch_) != r2::OpStatus::kOk) {
+        failure = Abort::kNodeFailure;
+        break;
       }
-    }
-    // Done without suspending: a batch of local work for the yield streak.
-    if (batch_.empty() && direct != 0) co_.charge(1);
-    if (!batch_.empty() && co_.run(batch_) != r2::OpStatus::kOk) {
-      failure = Abort::kNodeFailure;
-    } else {
       size_t i = 0;
-      for (const Access& a : set_) {
+      for (size_t x = first; x < next; ++x) {
+        const Access& a = set_[x];
         if (a.write) continue;
         if (!unchanged(*states[i++], a.ref, /*my_lock=*/0)) {
           failure = blame(Abort::kVersionChanged, a.table);
         }
       }
     }
+    used_ = mark;
   } else {
     refs_.clear();
     for (const Access& a : set_) {

@@ -303,6 +303,41 @@ TEST(CatalogFunction, HighBitsAndClamping) {
   EXPECT_NE(st.message().find("partitions 4"), std::string::npos) << st.message();
 }
 
+// The partitions a scan of [from, to] must visit.
+TEST(CatalogScanPartitions, PerScheme) {
+  using P = std::vector<PartitionId>;
+  TableSpec hm = hash_table(1, "hm", 4);
+  TableSpec fn = hash_table(2, "fn", 4);
+  fn.scheme = PartitionScheme::kFunction;
+  fn.partition_fn = [](uint64_t k) { return static_cast<uint32_t>((k >> 56) % 4); };
+  TableSpec pre = fn;
+  pre.id = 3;
+  pre.name = "pre";
+  pre.partition_prefix_bits = 8;  // declared: only the top byte matters
+  TableSpec rg = hash_table(4, "rg", 3);
+  rg.scheme = PartitionScheme::kRange;
+  rg.range_bounds = {100, 200};
+  TableSpec rep = hash_table(5, "rep", 1);
+  rep.scheme = PartitionScheme::kReplicated;
+  Catalog c = make({hm, fn, pre, rg, rep}, 2, 1);
+  P out;
+  auto parts = [&](TableId t, uint64_t from, uint64_t to) {
+    c.scan_partitions(*c.find(t), from, to, &out);
+    return out;
+  };
+  const uint64_t u1 = uint64_t{1} << 56;
+  EXPECT_EQ(parts(1, 5, 5), (P{0, 1, 2, 3}));          // kHashMod: every partition
+  EXPECT_EQ(parts(2, u1, u1 + 9), (P{0, 1, 2, 3}));    // no prefix declared: every one
+  EXPECT_EQ(parts(3, u1, u1 + 9), (P{1}));             // inside one prefix
+  EXPECT_EQ(parts(3, u1 - 1, u1), (P{0, 1}));          // two prefixes
+  EXPECT_EQ(parts(3, 6 * u1, 7 * u1 + 5), (P{2, 3}));  // prefixes 6, 7 -> partitions 2, 3
+  EXPECT_EQ(parts(3, 0, kMaxKey), (P{0, 1, 2, 3}));    // as many prefixes as partitions
+  EXPECT_EQ(parts(4, 50, 150), (P{0, 1}));             // kRange: from's .. to's
+  EXPECT_EQ(parts(4, 150, kMaxKey), (P{1, 2}));
+  EXPECT_EQ(parts(5, 0, kMaxKey), (P{0}));  // kReplicated
+  EXPECT_EQ(parts(4, 9, 8), P{});           // empty range
+}
+
 TEST(CatalogFunction, CheckIsOkForOtherSchemes) {
   Catalog c = make({hash_table(1, "h", 4)}, 1, 1);
   EXPECT_TRUE(c.check_partition_fn(*c.find(1), {0, 1, kMaxKey}).is_ok());
@@ -498,6 +533,14 @@ TEST(CatalogValidation, ReplicasAboveMax) {
 
 TEST(CatalogValidation, ReplicasAboveNodes) {
   expect_invalid({hash_table(1, "t", 1)}, 2, 3, {"--replicas=3 needs at least 3 nodes (have 2)"});
+}
+
+TEST(CatalogScanPartitions, PrefixBitsAreChecked) {
+  TableSpec t = hash_table(1, "t", 2);
+  t.scheme = PartitionScheme::kFunction;
+  t.partition_fn = [](uint64_t) { return 0u; };
+  t.partition_prefix_bits = 65;
+  expect_invalid({t}, 1, 1, {"table 't'", "partition_prefix_bits 65"});
 }
 
 }  // namespace

@@ -506,13 +506,16 @@ void TableClient::take_record(const Ordered& o, size_t i, const RecordAddr& wher
 
 template <typename Take>
 Status TableClient::walk_partitions(r2::Co& co, const TableSpec& t, uint64_t start, size_t n,
-                                    std::vector<uint64_t>& keys, Take take) {
+                                    std::vector<uint64_t>& keys, Take take, PartitionId only) {
   if (t.kind != TableKind::kOrdered) {
     return invalid_argument("table '" + t.name + "' is a hash table; scans need an ordered table");
   }
   ++stats_.scans;
-  PartitionId p = catalog_.partition_of(t, start);
   const uint32_t parts = catalog_.partitions(t);
+  if (only != kNoPartition && only >= parts) {
+    return invalid_argument("table '" + t.name + "' has no partition " + std::to_string(only));
+  }
+  PartitionId p = only != kNoPartition ? only : catalog_.partition_of(t, start);
   while (keys.size() < n) {
     Result<Ordered*> o = ordered(co, t, p);
     if (!o.is_ok()) return o.status();
@@ -527,7 +530,7 @@ Status TableClient::walk_partitions(r2::Co& co, const TableSpec& t, uint64_t sta
       start = part_keys_.back() + 1;
       continue;
     }
-    if (t.scheme != PartitionScheme::kRange || p + 1 >= parts) break;
+    if (only != kNoPartition || t.scheme != PartitionScheme::kRange || p + 1 >= parts) break;
     ++p;
     start = catalog_.range_start(t, p);
   }
@@ -555,6 +558,35 @@ Status TableClient::scan_keys(r2::Co& co, const TableSpec& t, uint64_t start, si
     keys.insert(keys.end(), part_keys_.begin(), part_keys_.end());
     return Status::ok();
   });
+}
+
+Status TableClient::scan_in(r2::Co& co, const TableSpec& t, PartitionId p, uint64_t start, size_t n,
+                            std::vector<uint64_t>& keys, std::vector<uint8_t>& values,
+                            std::vector<RecordRef>* refs) {
+  keys.clear();
+  values.clear();
+  if (refs != nullptr) refs->clear();
+  return walk_partitions(
+      co, t, start, n, keys,
+      [&](Ordered& o) {
+        if (!t.inline_values) return scan_records(co, o, keys, values, refs);
+        keys.insert(keys.end(), part_keys_.begin(), part_keys_.end());
+        values.insert(values.end(), part_values_.begin(), part_values_.end());
+        return Status::ok();
+      },
+      p);
+}
+
+Status TableClient::scan_keys_in(r2::Co& co, const TableSpec& t, PartitionId p, uint64_t start,
+                                 size_t n, std::vector<uint64_t>& keys) {
+  keys.clear();
+  return walk_partitions(
+      co, t, start, n, keys,
+      [&](Ordered&) {
+        keys.insert(keys.end(), part_keys_.begin(), part_keys_.end());
+        return Status::ok();
+      },
+      p);
 }
 
 Status TableClient::insert(r2::Co& co, const TableSpec& t, uint64_t key,

@@ -184,6 +184,16 @@ class TableClient {
   // out of the index are listed too.
   Status scan_keys(r2::Co& co, const TableSpec& t, uint64_t start, size_t n,
                    std::vector<uint64_t>& keys);
+  // scan() and scan_keys() of partition `p` alone (p < partitions): its
+  // keys >= start, whatever partition `start` itself maps to. How a scan of
+  // a table whose key order is not its partition order (kHashMod,
+  // kFunction) visits each partition a range may reach
+  // (Catalog::scan_partitions). Fewer than n only when p has no more keys.
+  Status scan_in(r2::Co& co, const TableSpec& t, PartitionId p, uint64_t start, size_t n,
+                 std::vector<uint64_t>& keys, std::vector<uint8_t>& values,
+                 std::vector<RecordRef>* refs = nullptr);
+  Status scan_keys_in(r2::Co& co, const TableSpec& t, PartitionId p, uint64_t start, size_t n,
+                      std::vector<uint64_t>& keys);
   // Owner-side writes by RPC. kAlreadyExists / kNotFound / kResourceExhausted
   // / kOutOfRange as the table reports them.
   Status insert(r2::Co& co, const TableSpec& t, uint64_t key, std::span<const uint8_t> value);
@@ -241,10 +251,12 @@ class TableClient {
   Status scan_partition(r2::Co& co, Ordered& o, uint64_t start, size_t n, bool* end);
   // scan() and scan_keys(): scan_partition() from `start` partition by
   // partition until `keys` holds n; take(o) moves each partition's result
-  // (part_keys_, part_values_) into the caller's vectors.
+  // (part_keys_, part_values_) into the caller's vectors. `only`: that
+  // partition alone (kNoPartition: start's, then on for kRange).
+  static constexpr PartitionId kNoPartition = ~PartitionId{0};
   template <typename Take>
   Status walk_partitions(r2::Co& co, const TableSpec& t, uint64_t start, size_t n,
-                         std::vector<uint64_t>& keys, Take take);
+                         std::vector<uint64_t>& keys, Take take, PartitionId only = kNoPartition);
   // The records of part_keys_ (addresses in part_values_), read in batches;
   // rows deleted since the index read are skipped.
   Status scan_records(r2::Co& co, Ordered& o, std::vector<uint64_t>& keys,
