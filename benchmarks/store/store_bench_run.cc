@@ -252,6 +252,7 @@ NodeOutcome run_node(const StoreBenchOptions& o, uint16_t node, const std::strin
   cfg.control.fingerprint = {{"table", o.table}, {"keys", std::to_string(o.keys)}};
   cfg.worker.coroutines = static_cast<uint16_t>(cos + 1);
   cfg.regions = store::tables::regions_of(*cat, node, scratch);
+  cfg.growable_regions = store::tables::growable_regions_of(*cat, node);
   auto rt = r2::NodeRuntime::start(cfg);
   if (!rt.is_ok()) return fail(rt.status());
   Result<std::unique_ptr<store::tables::StoreNode>> sn =

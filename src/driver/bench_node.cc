@@ -23,6 +23,7 @@
 #include "failover_report.h"
 #include "journal.h"
 #include "json_writer.h"
+#include "memory_report.h"
 #include "r2/common/clock.h"
 #include "recovery_check.h"
 #include "txn/txn_node.h"
@@ -400,6 +401,7 @@ Status run_bench_node(const BenchOptions& o) {
     mine.versions.snapshot_reads_direct = st.snapshot_reads_direct;
     mine.versions.snapshot_field_reads = st.snapshot_field_reads;
   }
+  mine.memory = memory_fields(node_memory(n));
   auto audit = (*wl)->node_audit(n.store(), *cat);
   if (!audit.is_ok()) return fail(audit.status().with_context("audit"));
   mine.node_audit = *audit;

@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "json_writer.h"
+#include "memory_report.h"
 #include "r2/shm/segment.h"
 #include "txn/engine.h"
 
@@ -372,6 +373,12 @@ Status report(const BenchOptions& o, const Workload& wl, const store::Catalog& c
               << ")\n";
   }
   print_durability(o, dur, run);
+  std::vector<NodeMemory> memory;
+  for (const NodeResult& r : rs) {
+    NodeMemory m;
+    if (!r.memory.empty() && memory_from_fields(r.memory, &m)) memory.push_back(std::move(m));
+  }
+  print_memory(cat, memory, o.bench == "tpcc" ? "warehouse" : o.bench == "tpce" ? "load unit" : "");
   print_failover(fo, timeline);
   std::cout << "  check: " << (check.is_ok() ? "ok" : check.message()) << "\n";
   if (!o.json.empty()) {
@@ -447,6 +454,7 @@ Status report(const BenchOptions& o, const Workload& wl, const store::Catalog& c
     }
     j.end_object();
     json_durability(j, o, dur, run);
+    json_memory(j, cat, memory);
     // Committed/s of each interval of the measured window (interval i ends
     // (i + 1) * interval_ms after the window began).
     j.key("timeline").begin_object().key("interval_ms").value(unsigned{o.timeline_ms});

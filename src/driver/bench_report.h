@@ -120,6 +120,8 @@ struct NodeResult {
   // Commits of each --timeline-ms interval of the measured window, in order
   // (whole intervals only).
   std::vector<uint64_t> timeline;
+  // memory_report.h: memory_fields (empty: not known).
+  std::vector<uint64_t> memory;
 
   std::string encode() const {
     std::ostringstream os;
@@ -136,7 +138,7 @@ struct NodeResult {
     os << ' ' << hist.encode();
     const std::vector<uint64_t> vf = versions.fields();
     for (const auto* v : {&type_aborts, &ro_blocked, &ro_wait_ns, &read_only, &vf, &durability,
-                          &timeline, &sib_waits, &sib_wait_ns, &traffic}) {
+                          &timeline, &sib_waits, &sib_wait_ns, &traffic, &memory}) {
       os << ' ' << v->size();
       for (uint64_t x : *v) os << ' ' << x;
     }
@@ -168,7 +170,7 @@ struct NodeResult {
            r->hist.decode(h) && vec(r->type_aborts) && vec(r->ro_blocked) && vec(r->ro_wait_ns) &&
            vec(r->read_only) && vec(vf) && VersionTotals::from(vf, &r->versions) &&
            vec(r->durability) && vec(r->timeline, kMaxTimeline) && vec(r->sib_waits) &&
-           vec(r->sib_wait_ns) && vec(r->traffic);
+           vec(r->sib_wait_ns) && vec(r->traffic) && vec(r->memory, 7 * 4096 + 4);
   }
   // A day at the finest --timeline-ms.
   static constexpr size_t kMaxTimeline = 86400u * 100;

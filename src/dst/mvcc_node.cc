@@ -157,6 +157,17 @@ Result<std::unique_ptr<MvccNode>> MvccNode::create(const store::Catalog& c,
       if (const store::tables::LocalPartition* lp = store.partition(t.id, l.partition)) {
         cp.words = lp->words;
       }
+      if (l.vs.lanes > 0) {
+        // The ring and the lanes now; the chain heads and holders as the
+        // copy's heap grows (set_heap_growth below); the range word.
+        DRTMX_RETURN_IF_ERROR(
+            fabric.commit(kVersionRegion, l.vs_offset, VersionStore::chain_head_offset(l.vs, 0)));
+        DRTMX_RETURN_IF_ERROR(
+            fabric.commit(kVersionRegion, l.vs_offset + VersionStore::range_word_offset(l.vs), 64));
+      } else {
+        DRTMX_RETURN_IF_ERROR(
+            fabric.commit(kVersionRegion, l.vs_offset, VersionStore::area_bytes(l.vs)));
+      }
       auto vs =
           VersionStore::create({vr->base + l.vs_offset, VersionStore::area_bytes(l.vs)}, l.vs);
       if (!vs.is_ok()) return vs.status();
@@ -169,6 +180,21 @@ Result<std::unique_ptr<MvccNode>> MvccNode::create(const store::Catalog& c,
       n->copies_[t.id].push_back(std::move(cp));
     }
   }
+  // Chain heads and holders of the slots a heap backs (lanes: in the
+  // region, where remote coordinators READ and CAS them).
+  MvccNode* self_node = n.get();
+  r2::Fabric* fab = &fabric;
+  DRTMX_RETURN_IF_ERROR(store.set_heap_growth([self_node, fab](store::TableId t,
+                                                               store::PartitionId p, uint64_t from,
+                                                               uint64_t to) -> Status {
+    const Copy* c = self_node->find(t, p);
+    if (c == nullptr || c->layout->vs.lanes == 0) return Status::ok();
+    const VersionStoreOptions& o = c->layout->vs;
+    const uint64_t at = c->layout->vs_offset;
+    DRTMX_RETURN_IF_ERROR(fab->commit(kVersionRegion, at + VersionStore::chain_head_offset(o, from),
+                                      (to - from) * 8));
+    return fab->commit(kVersionRegion, at + VersionStore::holder_offset(o, from), (to - from) * 16);
+  }));
   return n;
 }
 

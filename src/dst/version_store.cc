@@ -1,5 +1,7 @@
 #include "dst/version_store.h"
 
+#include <sys/mman.h>
+
 #include <cstdlib>
 #include <cstring>
 
@@ -112,21 +114,26 @@ VersionStore::VersionStore(std::span<uint8_t> area, const VersionStoreOptions& o
     holders_ = reinterpret_cast<Holder*>(area.data() + holder_offset(o, 0));
     range_word_ = reinterpret_cast<std::atomic<uint64_t>*>(area.data() + range_word_offset(o));
   } else {
+    // A word per slot of the heap's address space: reserved, and a page
+    // becomes memory when its first slot's chain starts (the heap's slots
+    // are handed out in order).
     heads_owned_ = true;
-    heads_ = static_cast<std::atomic<uint64_t>*>(
-        std::calloc(o.record_slots == 0 ? 1 : o.record_slots, sizeof(std::atomic<uint64_t>)));
-    holders_ =
-        static_cast<Holder*>(std::calloc(o.record_slots == 0 ? 1 : o.record_slots, sizeof(Holder)));
+    const uint64_t n = o.record_slots == 0 ? 1 : o.record_slots;
+    owned_bytes_ = n * (sizeof(std::atomic<uint64_t>) + sizeof(Holder));
+    void* m = mmap(nullptr, owned_bytes_, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m != MAP_FAILED) {
+      heads_ = static_cast<std::atomic<uint64_t>*>(m);
+      holders_ =
+          reinterpret_cast<Holder*>(static_cast<uint8_t*>(m) + n * sizeof(std::atomic<uint64_t>));
+    }
   }
   st_.capacity = o.capacity;
   st_.bytes = area_bytes(o);
 }
 
 VersionStore::~VersionStore() {
-  if (heads_owned_) {
-    std::free(heads_);
-    std::free(holders_);
-  }
+  if (heads_owned_ && heads_ != nullptr) munmap(heads_, owned_bytes_);
 }
 
 Result<std::unique_ptr<VersionStore>> VersionStore::create(std::span<uint8_t> area,

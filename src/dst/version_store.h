@@ -18,8 +18,9 @@
 // up to clock skew, so the tail advances steadily; a slot whose
 // superseded_at is still above the lwm holds back the ones behind it (the
 // bound is then the capacity). Chain heads live beside the ring, one word
-// per record slot of the partition's heap (calloc: untouched pages cost
-// nothing).
+// per record slot of the partition's heap's address space (reserved: a
+// page is memory once a slot on it has a chain; with lanes, in the
+// growable version region, backed as the heap grows: MvccNode).
 //
 // Bounded: pushes never exceed `capacity`. A primary reserves room when a
 // transaction locks a record it will write (reserve(); an abort gives it
@@ -293,7 +294,8 @@ class VersionStore {
   VersionStoreOptions o_;
   uint64_t slot_bytes_;
   std::atomic<uint64_t>* heads_;  // per record slot: link of the newest old version, 0 none
-  bool heads_owned_ = false;      // heads_ and holders_ calloc'ed (no lanes) or in the area
+  bool heads_owned_ = false;      // heads_ and holders_ mapped here (no lanes) or in the area
+  uint64_t owned_bytes_ = 0;      // heads_owned_: the mapping of heads_ and holders_
   struct Holder {
     std::atomic<uint64_t> word, ts;
   };

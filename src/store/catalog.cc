@@ -207,6 +207,11 @@ Result<Catalog> Catalog::create(std::vector<TableSpec> tables, uint16_t nodes, u
   }
 
   c.tables_ = std::move(tables);
+  for (NodeId16 n = 0; n < nodes; ++n) {
+    uint64_t copies = 0;
+    for (const TableSpec& t : c.tables_) copies += c.hosted(n, t).size();
+    c.max_copies_per_node_ = std::max(c.max_copies_per_node_, copies);
+  }
   return c;
 }
 

@@ -71,7 +71,10 @@ struct TableSpec {
   std::string name;  // unique, non-empty, for reports and errors
   TableKind kind = TableKind::kHash;
   uint32_t value_size = 0;  // fixed value bytes, 1 .. kMaxValueSize
-  uint64_t capacity = 0;    // most records one partition holds (> 0)
+  // Records one partition is sized for at start (> 0): a hash table's head
+  // buckets, the rows a loader puts in. Not a limit: a partition grows
+  // past it as rows are inserted (tables/plan.h, "Growth").
+  uint64_t capacity = 0;
   PartitionScheme scheme = PartitionScheme::kHashMod;
   uint32_t partitions = 1;                         // >= 1; ignored for kReplicated
   std::vector<uint64_t> range_bounds;              // kRange: partitions - 1 bounds
@@ -130,6 +133,10 @@ class Catalog {
   }
   const TableSpec* find(const std::string& name) const;
 
+  // The most partition copies (of all tables together) one node hosts:
+  // what the address space of a node's tables is shared by (tables/plan.h).
+  uint64_t max_copies_per_node() const { return max_copies_per_node_; }
+
   // Partitions of the table (1 for kReplicated).
   uint32_t partitions(const TableSpec& t) const;
   PartitionId partition_of(const TableSpec& t, uint64_t key) const;
@@ -174,6 +181,7 @@ class Catalog {
   std::vector<int32_t> by_id_;  // id -> index in tables_, -1 when absent
   uint16_t nodes_ = 0;
   uint16_t replicas_ = 0;
+  uint64_t max_copies_per_node_ = 0;
 };
 
 }  // namespace drtmx::store

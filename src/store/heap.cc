@@ -60,9 +60,11 @@ Result<std::unique_ptr<RecordHeap>> RecordHeap::recover(std::span<uint8_t> regio
   RecordHeap& h = **made;
   *out = HeapRecovery{};
   std::unordered_map<uint64_t, size_t> by_key;  // key -> index in out->live
-  std::vector<uint8_t> in_use(h.capacity_, 0);
+  // Only what was ever backed: reading a hole of a sparse pool would back it.
+  const uint64_t scan = std::min(h.capacity_, options.recover_bytes / h.slot_bytes_);
+  std::vector<uint8_t> in_use(scan, 0);
   uint64_t written = 0;  // slots up to the last one that holds anything
-  for (uint64_t i = 0; i < h.capacity_; ++i) {
+  for (uint64_t i = 0; i < scan; ++i) {
     uint8_t* rec = region.data() + options.range_offset + i * h.slot_bytes_;
     const RecordCheck c = verify(rec, options.value_size);
     if (c == RecordCheck::kEmpty) {
@@ -110,6 +112,15 @@ Result<std::unique_ptr<RecordHeap>> RecordHeap::recover(std::span<uint8_t> regio
     }
   }
   h.next_fresh_ = written;
+  h.released_.assign(written, 0);
+  if (written > 0 && options.grow) {
+    // The slots up to the last one written are backed again (the pool's
+    // blocks are there; grow() only maps them and what goes with them).
+    const uint64_t bytes = written * h.slot_bytes_;
+    DRTMX_RETURN_IF_ERROR(options.grow(options.range_offset, bytes));
+    h.committed_end_.store(bytes, std::memory_order_release);
+    h.committed_slots_ = written;
+  }
   for (uint64_t i = written; i-- > 0;) {
     if (in_use[i]) {
       ++h.in_use_;
@@ -123,11 +134,36 @@ Result<std::unique_ptr<RecordHeap>> RecordHeap::recover(std::span<uint8_t> regio
 
 RecordHeap::RecordHeap(std::span<uint8_t> region, const HeapOptions& o, uint64_t slot_bytes,
                        uint64_t capacity)
-    : region_(region),
-      options_(o),
-      slot_bytes_(slot_bytes),
-      capacity_(capacity),
-      released_(capacity, 0) {}
+    : region_(region), options_(o), slot_bytes_(slot_bytes), capacity_(capacity) {
+  if (!options_.grow) {
+    committed_slots_ = capacity_;
+    committed_end_.store(capacity_ * slot_bytes_, std::memory_order_relaxed);
+  }
+}
+
+Status RecordHeap::grow_locked() {
+  const uint64_t range = capacity_ * slot_bytes_;
+  const uint64_t committed = committed_end_.load(std::memory_order_relaxed);
+  if (committed >= range) {
+    return exhausted(heap_label(options_) + " is full: its " + std::to_string(capacity_) +
+                     " slots of " + std::to_string(slot_bytes_) +
+                     " B use up the address space its table was planned with (" +
+                     std::to_string(range >> 20) +
+                     " MiB per partition copy); give the table fewer partitions per node or "
+                     "fewer tables per node");
+  }
+  uint64_t extent = std::max<uint64_t>(options_.min_extent_bytes, committed / 8);
+  extent = std::max<uint64_t>(extent, slot_bytes_);
+  // Whole pages at the end (the next extent starts on a page of its own
+  // when the slots allow it; grow() rounds out to pages either way).
+  uint64_t end = std::min(range, committed + extent);
+  const uint64_t page_end = (options_.range_offset + end + 4095) / 4096 * 4096;
+  end = std::min(range, page_end - options_.range_offset);
+  DRTMX_RETURN_IF_ERROR(options_.grow(options_.range_offset + committed, end - committed));
+  committed_end_.store(end, std::memory_order_release);
+  committed_slots_ = end / slot_bytes_;
+  return Status::ok();
+}
 
 Result<SlotGrant> RecordHeap::allocate() {
   std::lock_guard<SpinLock> g(mu_);
@@ -145,13 +181,11 @@ Result<SlotGrant> RecordHeap::allocate() {
     ++reused_;
     return SlotGrant{offset, incarnation};
   }
-  if (next_fresh_ < capacity_) {
-    const uint64_t index = next_fresh_++;
-    ++in_use_;
-    return SlotGrant{options_.range_offset + index * slot_bytes_, 1};
-  }
-  return exhausted(heap_label(options_) + " is full (" + std::to_string(capacity_) + " slots of " +
-                   std::to_string(slot_bytes_) + " B); raise the table's capacity");
+  while (next_fresh_ >= committed_slots_) DRTMX_RETURN_IF_ERROR(grow_locked());
+  const uint64_t index = next_fresh_++;
+  released_.push_back(0);
+  ++in_use_;
+  return SlotGrant{options_.range_offset + index * slot_bytes_, 1};
 }
 
 void RecordHeap::release(uint64_t offset) {
@@ -177,6 +211,7 @@ HeapStats RecordHeap::stats() const {
   std::lock_guard<SpinLock> g(mu_);
   HeapStats s;
   s.capacity = capacity_;
+  s.committed = committed_slots_;
   s.in_use = in_use_;
   s.never_used = capacity_ - next_fresh_;
   s.reused = reused_;

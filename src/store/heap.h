@@ -10,6 +10,14 @@
 // (which must be 64-byte aligned). Offsets handed out are relative to the
 // region start, like every address a remote node uses.
 //
+// Growth: the range is the heap's room in address space, not memory. Only
+// slots inside the committed prefix of the range are handed out; when the
+// bump pointer reaches its end, allocate() asks HeapOptions::grow to back
+// the next extent (an eighth of what is committed, at least
+// min_extent_bytes) before it hands out a slot there. So memory follows
+// the rows inserted, and the addresses handed out never move. Without a
+// `grow` the whole range is taken as backed (tests, fixed areas).
+//
 // Allocation: a slot never used before comes from a bump pointer and gets
 // incarnation 1; a released slot goes to a LIFO free list and, when handed
 // out again, gets (incarnation in its record header) + 1, skipping 0 on
@@ -25,7 +33,9 @@
 // (a consistent snapshot).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -43,10 +53,21 @@ struct HeapOptions {
   uint32_t value_size = 0;    // value bytes per record (> 0)
   uint64_t range_offset = 0;  // first byte of the heap in the region (64-byte aligned)
   uint64_t range_bytes = 0;   // bytes of the region the heap may use
+  // Backs [offset, offset + bytes) of the region (region-relative) and
+  // whatever the caller keeps per slot there (lock entries, MVCC chain
+  // heads), before a slot in it is handed out. Called under the heap's
+  // lock, with extents in ascending order. An error (the host has no
+  // memory) fails that allocate() with it; the heap stays usable.
+  std::function<Status(uint64_t offset, uint64_t bytes)> grow;
+  uint64_t min_extent_bytes = 64 * 1024;  // the smallest extent grow() is asked for
+  // recover(): how many bytes of the range were ever backed (the rest is
+  // never read: a hole of a sparse pool holds nothing). Default: all.
+  uint64_t recover_bytes = UINT64_MAX;
 };
 
 struct HeapStats {
-  uint64_t capacity = 0;    // slots in the range
+  uint64_t capacity = 0;    // slots in the range (its address space)
+  uint64_t committed = 0;   // slots backed by memory so far
   uint64_t in_use = 0;      // allocated and not released
   uint64_t never_used = 0;  // slots the bump pointer has not reached
   uint64_t reused = 0;      // allocations served from the free list
@@ -93,8 +114,8 @@ class RecordHeap final : public RecordSlots {
   static Result<std::unique_ptr<RecordHeap>> recover(std::span<uint8_t> region,
                                                      const HeapOptions& options, HeapRecovery* out);
 
-  // kResourceExhausted "record heap <name> is full (<capacity> slots of
-  // <slot_bytes> B); raise the table's capacity" when no slot is free.
+  // kResourceExhausted naming the heap when no slot is free and the range
+  // is used up (its address space), or grow() failed (with its message).
   Result<SlotGrant> allocate() override;
   // `offset` must be one this heap handed out and not yet released; a bad
   // offset (outside the range, not on a slot boundary, double release) is a
@@ -105,20 +126,27 @@ class RecordHeap final : public RecordSlots {
   HeapStats stats() const;
   uint64_t bad_releases() const;
   uint64_t slot_bytes() const { return slot_bytes_; }
+  // Bytes of the range backed so far (from range_offset; what grow() was
+  // asked for). Lock-free: a slot below it is backed memory.
+  uint64_t committed_bytes() const { return committed_end_.load(std::memory_order_acquire); }
   const HeapOptions& options() const { return options_; }
 
  private:
   RecordHeap(std::span<uint8_t> region, const HeapOptions& o, uint64_t slot_bytes,
              uint64_t capacity);
+  // Backs the next extent (caller holds mu_); ok when it added a slot.
+  Status grow_locked();
 
   std::span<uint8_t> region_;
   HeapOptions options_;
   uint64_t slot_bytes_;
   uint64_t capacity_;
-  mutable SpinLock mu_;            // guards the fields below (short sections)
-  uint64_t next_fresh_ = 0;        // index of the next never-used slot
-  std::vector<uint64_t> free_;     // released slot indexes (LIFO)
-  std::vector<uint8_t> released_;  // per slot: 1 while on the free list (double-release guard)
+  mutable SpinLock mu_;                     // guards the fields below (short sections)
+  uint64_t next_fresh_ = 0;                 // index of the next never-used slot
+  uint64_t committed_slots_ = 0;            // slots [0, committed_slots_) are backed
+  std::atomic<uint64_t> committed_end_{0};  // bytes of the range backed (written under mu_)
+  std::vector<uint64_t> free_;              // released slot indexes (LIFO)
+  std::vector<uint8_t> released_;           // per slot handed out: 1 while on the free list
   uint64_t in_use_ = 0;
   uint64_t reused_ = 0;
   uint64_t bad_releases_ = 0;

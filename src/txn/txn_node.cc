@@ -85,17 +85,23 @@ size_t TxnNode::per_coroutine_arena() const {
 std::vector<std::pair<r2::RegionId, size_t>> TxnNode::regions(const store::Catalog& catalog,
                                                               const TxnNodeConfig& cfg) {
   TxnNode probe(catalog, cfg);
-  auto out = store::tables::regions_of(catalog, cfg.fabric.node, scratch_plan(catalog, cfg),
-                                       /*lock_regions=*/locks_apart(cfg));
+  auto out = store::tables::regions_of(catalog, cfg.fabric.node, scratch_plan(catalog, cfg));
   out.emplace_back(kLogRegion, probe.replication().layout.region_bytes());
   out.emplace_back(kArenaRegion,
                    size_t{cfg.fabric.threads} * cfg.coroutines * probe.per_coroutine_arena());
+  if (cfg.policy.mvcc == Mvcc::kGts && cfg.fabric.node == dst::GtsOracle::kNode) {
+    out.emplace_back(dst::GtsOracle::kRegion, dst::GtsOracle::kRegionBytes);
+  }
+  return out;
+}
+
+std::vector<std::pair<r2::RegionId, size_t>> TxnNode::growable_regions(
+    const store::Catalog& catalog, const TxnNodeConfig& cfg) {
+  auto out = store::tables::growable_regions_of(catalog, cfg.fabric.node,
+                                                /*lock_regions=*/locks_apart(cfg));
   if (cfg.policy.mvcc != Mvcc::kOff) {
     const uint64_t v = dst::MvccNode::region_bytes(catalog, cfg.fabric.node, mvcc_config(cfg));
     if (v != 0) out.emplace_back(dst::MvccNode::kVersionRegion, v);
-  }
-  if (cfg.policy.mvcc == Mvcc::kGts && cfg.fabric.node == dst::GtsOracle::kNode) {
-    out.emplace_back(dst::GtsOracle::kRegion, dst::GtsOracle::kRegionBytes);
   }
   return out;
 }
@@ -118,6 +124,7 @@ Result<std::unique_ptr<TxnNode>> TxnNode::start(const store::Catalog& catalog,
   rc.worker.direct_local_ops = cfg.local_shortcuts;
   rc.worker.inline_self_calls = cfg.local_shortcuts;
   rc.regions = regions(catalog, cfg);
+  rc.growable_regions = growable_regions(catalog, cfg);
   rc.control.fingerprint["durability"] = cfg.durability.enabled ? "pmem" : "off";
   if (cfg.fabric.survive_failures) {
     // The reconfigurer looks at the view when the control client learns a
@@ -137,13 +144,23 @@ Result<std::unique_ptr<TxnNode>> TxnNode::start(const store::Catalog& catalog,
     rc.control.fingerprint["lock-words"] = cfg.durability.locks_apart ? "dram" : "slots";
   }
   if (cfg.durability.enabled) {
-    std::vector<std::pair<r2::RegionId, size_t>> durable, rest;
+    std::vector<std::pair<r2::RegionId, size_t>> durable, rest, rest_growable;
+    std::vector<r2::RegionId> sparse;  // the durable ones that grow: sparse pools
     for (const auto& r : rc.regions) (durable_region(r.first) ? durable : rest).push_back(r);
+    for (const auto& r : rc.growable_regions) {
+      if (durable_region(r.first)) {
+        durable.push_back(r);
+        sparse.push_back(r.first);
+      } else {
+        rest_growable.push_back(r);
+      }
+    }
     auto pools = NodePools::open(cfg.durability, cfg.fabric.node, durable,
-                                 layout_fingerprint(catalog, durable));
+                                 layout_fingerprint(catalog, durable), sparse);
     if (!pools.is_ok()) return pools.status();
     n->pools_ = std::move(*pools);
     rc.regions = rest;
+    rc.growable_regions = rest_growable;
     rc.file_regions = n->pools_->file_regions();
     n->durable_ = true;
     n->persist_ = n->pools_->persist_ops();
@@ -166,10 +183,10 @@ Result<std::unique_ptr<TxnNode>> TxnNode::start(const store::Catalog& catalog,
   if (apart) {
     n->locks_ = std::make_unique<store::tables::LockPlan>(store::tables::LockPlan::of(catalog));
   }
-  auto sn =
-      cfg.durability.recover
-          ? store::tables::StoreNode::recover(catalog, n->rt_->fabric(), &n->store_recovery_, apart)
-          : store::tables::StoreNode::create(catalog, n->rt_->fabric(), apart);
+  auto sn = cfg.durability.recover
+                ? store::tables::StoreNode::recover(catalog, n->rt_->fabric(), &n->store_recovery_,
+                                                    apart, n->backed_end())
+                : store::tables::StoreNode::create(catalog, n->rt_->fabric(), apart);
   if (!sn.is_ok()) return sn.status();
   n->store_ = std::move(sn.value());
   n->rebuild_ns_ = r2::now_ns() - t0;
@@ -248,6 +265,21 @@ Status TxnNode::agree_on_database() {
     DRTMX_RETURN_IF_ERROR(pools_->save(st));
   }
   return Status::ok();
+}
+
+store::tables::StoreNode::BackedEnd TxnNode::backed_end() const {
+  const NodePools* pools = pools_.get();
+  return [pools](r2::RegionId region, uint64_t begin, uint64_t end) -> uint64_t {
+    const rdpma::PmemPool* pool = pools != nullptr ? pools->pool(region) : nullptr;
+    if (pool == nullptr) return end;
+    auto ranges = pool->data_ranges();
+    if (!ranges.is_ok()) return end;  // scan it all: slower, never wrong
+    uint64_t last = begin;
+    for (const auto& [off, bytes] : *ranges) {
+      if (off < end && off + bytes > begin) last = std::max(last, std::min(end, off + bytes));
+    }
+    return last;
+  };
 }
 
 Status TxnNode::persist_loaded() {

@@ -91,6 +91,10 @@ class TxnNode {
   // client scratch, log rings, engine arenas).
   static std::vector<std::pair<r2::RegionId, size_t>> regions(const store::Catalog& catalog,
                                                               const TxnNodeConfig& cfg);
+  // The regions it registers growable (tables, lock words, MVCC versions:
+  // address space backed as rows arrive; store/tables/plan.h "Growth").
+  static std::vector<std::pair<r2::RegionId, size_t>> growable_regions(
+      const store::Catalog& catalog, const TxnNodeConfig& cfg);
   // Starts the runtime (joins the cluster) and builds the tables. The
   // catalog must outlive the node.
   static Result<std::unique_ptr<TxnNode>> start(const store::Catalog& catalog,
@@ -100,6 +104,7 @@ class TxnNode {
   store::tables::StoreNode& store() { return *store_; }
   r2::NodeRuntime& runtime() { return *rt_; }
   const TxnNodeConfig& config() const { return cfg_; }
+  const store::Catalog& catalog() const { return catalog_; }
 
   // Launches the workers: handlers, replication, and `body` on every
   // transaction coroutine. Returns at once.
@@ -145,6 +150,9 @@ class TxnNode {
   uint64_t rebuild_ns() const { return rebuild_ns_; }
 
  private:
+  // Recovery: where each durable table region's pool holds data (so heaps
+  // scan what was backed, not their address space).
+  store::tables::StoreNode::BackedEnd backed_end() const;
   // The first stopped applier's reason ("" while none stopped).
   std::string corrupt_reason() const;
   TxnNode(const store::Catalog& c, const TxnNodeConfig& cfg) : catalog_(c), cfg_(cfg) {}

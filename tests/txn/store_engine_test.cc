@@ -87,7 +87,8 @@ void run_bank(const std::string& preset) {
   for (uint16_t n = 1; n < kNodes; ++n) ASSERT_EQ(regions, st::regions_of(cat, n, scratch));
   regions.push_back({kLog, rc.layout.region_bytes()});
   regions.push_back({kArenaRegion, kThreads * kCos * per_co});
-  auto c = r2::testing::InProcCluster::make(kNodes, kThreads, regions);
+  auto c = r2::testing::InProcCluster::make(kNodes, kThreads, regions, nullptr, nullptr,
+                                            st::growable_regions_of(cat, 0));
   ASSERT_TRUE(c->error.is_ok()) << c->error.to_string();
   std::vector<std::unique_ptr<st::StoreNode>> nodes;
   std::vector<std::unique_ptr<st::NodeCaches>> caches;

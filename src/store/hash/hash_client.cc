@@ -155,7 +155,7 @@ Result<HashGet> HashClient::get(r2::Co& co, const HashRemote& r, uint64_t key,
       ++stats_.not_found;
       return HashGet{};
     }
-    const r2::RemoteAddr a{r.node, l.record_region, ref_offset(ref)};
+    const r2::RemoteAddr a{r.node, l.record_region, l.offset_of(ref)};
     RecordCheck c;
     Result<bool> ok = read_record(a, key, ref_incarnation(ref), &c);
     if (!ok) return ok.status();
@@ -194,7 +194,7 @@ Result<uint64_t> HashClient::warm(r2::Co& co, const HashRemote& r) {
       }
       for (const BucketSlot& slot : bucket->slots) {
         if (slot.ref == 0) continue;
-        const CachedLocation loc{{r.node, l.record_region, ref_offset(slot.ref)},
+        const CachedLocation loc{{r.node, l.record_region, l.offset_of(slot.ref)},
                                  ref_incarnation(slot.ref)};
         if (cache_->fill(r.table, slot.key, loc)) ++added;
       }

@@ -54,7 +54,7 @@ void store_bucket(uint8_t* p, Bucket b) {
 Result<std::unique_ptr<HashTable>> HashTable::create(std::span<uint8_t> bucket_region,
                                                      std::span<uint8_t> record_region,
                                                      const HashLayout& layout, RecordSlots& slots,
-                                                     const SlotWords& words) {
+                                                     const SlotWords& words, Grow grow) {
   DRTMX_RETURN_IF_ERROR(layout.validate());
   if (layout.bucket_offset + layout.area_bytes() > bucket_region.size()) {
     return out_of_range("hash table: bucket area [" + std::to_string(layout.bucket_offset) + ", " +
@@ -67,21 +67,43 @@ Result<std::unique_ptr<HashTable>> HashTable::create(std::span<uint8_t> bucket_r
       reinterpret_cast<uintptr_t>(record_region.data()) % 64 != 0) {
     return invalid_argument("hash table: region bases must be 64-byte aligned");
   }
-  if (record_region.size() > kMaxRecordOffset) {
-    return invalid_argument("hash table: record region of " + std::to_string(record_region.size()) +
-                            " bytes exceeds the 256 GiB a bucket slot can address");
+  if (layout.record_base >= record_region.size()) {
+    return invalid_argument("hash table: record_base " + std::to_string(layout.record_base) +
+                            " is outside the record region of " +
+                            std::to_string(record_region.size()) + " bytes");
   }
   if (record_region.size() < layout.slot_bytes()) {
     return invalid_argument("hash table: record region smaller than one record slot");
   }
   uint8_t* area = bucket_region.data() + layout.bucket_offset;
+  const uint64_t formatted = grow ? layout.buckets : uint64_t{layout.buckets} + layout.overflow;
+  if (grow) DRTMX_RETURN_IF_ERROR(grow(layout.bucket_offset, formatted * kBucketBytes));
   Bucket empty{};
   empty.seal = bucket_seal(empty);
-  for (uint64_t i = 0; i < uint64_t{layout.buckets} + layout.overflow; ++i) {
+  for (uint64_t i = 0; i < formatted; ++i) {
     store_words(area + i * kBucketBytes, &empty, kBucketBytes);
   }
   std::atomic_thread_fence(std::memory_order_release);
-  return std::unique_ptr<HashTable>(new HashTable(area, record_region, layout, slots, words));
+  std::unique_ptr<HashTable> t(
+      new HashTable(area, record_region, layout, slots, words, std::move(grow)));
+  if (!t->grow_) t->backed_overflow_.store(layout.overflow, std::memory_order_relaxed);
+  return t;
+}
+
+Status HashTable::back_overflow(uint32_t idx) {
+  if (idx < backed_overflow_.load(std::memory_order_acquire)) return Status::ok();
+  std::lock_guard<std::mutex> g(grow_mu_);
+  const uint32_t backed = backed_overflow_.load(std::memory_order_relaxed);
+  if (idx < backed) return Status::ok();
+  // An eighth of the buckets backed so far (heads included), at least 64 KiB.
+  const uint64_t total = uint64_t{layout_.buckets} + backed;
+  const uint64_t step = std::max<uint64_t>(65536 / kBucketBytes, total / 8);
+  const uint64_t want = std::max<uint64_t>(uint64_t{idx} + 1, backed + step);
+  const uint32_t end = static_cast<uint32_t>(std::min<uint64_t>(want, layout_.overflow));
+  DRTMX_RETURN_IF_ERROR(
+      grow_(layout_.bucket_addr(layout_.buckets + backed), uint64_t{end - backed} * kBucketBytes));
+  backed_overflow_.store(end, std::memory_order_release);
+  return Status::ok();
 }
 
 void HashTable::lock_chain(uint32_t head) const {
@@ -127,7 +149,7 @@ bool HashTable::prefetch_record(uint64_t key, uint64_t* offset) const {
   const Bucket img = load_bucket(bucket_ptr(bucket_index(key, layout_.buckets)));
   for (uint32_t s = 0; s < kSlotsPerBucket; ++s) {
     if (img.slots[s].ref == 0 || img.slots[s].key != key) continue;
-    const uint64_t off = ref_offset(img.slots[s].ref);
+    const uint64_t off = layout_.offset_of(img.slots[s].ref);
     if (off + layout_.slot_bytes() > records_.size()) return false;  // torn: no hint
     __builtin_prefetch(record_ptr(off), 1);
     if (words_.apart() && words_.holds(off)) __builtin_prefetch(words_.lock(nullptr, off), 1);
@@ -174,7 +196,7 @@ Result<RecordLoc> HashTable::insert_version(uint64_t key, std::span<const uint8_
         const bool reserved =
             lock_word != 0 &&
             std::atomic_ref<uint64_t>(
-                *reinterpret_cast<uint64_t*>(record_ptr(ref_offset(img.slots[s].ref)) +
+                *reinterpret_cast<uint64_t*>(record_ptr(layout_.offset_of(img.slots[s].ref)) +
                                              offsetof(RecordHeader, version)))
                     .load(std::memory_order_acquire) == 0;
         unlock_chain(head);
@@ -200,7 +222,9 @@ Result<RecordLoc> HashTable::insert_version(uint64_t key, std::span<const uint8_
   auto give_back = [&] {
     if (!adopted) slots_.release(grant->offset);
   };
-  if (grant->offset % 64 != 0 || grant->offset + layout_.slot_bytes() > records_.size()) {
+  if (grant->offset % 64 != 0 || grant->offset + layout_.slot_bytes() > records_.size() ||
+      grant->offset < layout_.record_base ||
+      grant->offset - layout_.record_base >= kMaxRecordOffset) {
     give_back();
     unlock_chain(head);
     return internal_error("hash table: the record allocator returned offset " +
@@ -215,6 +239,11 @@ Result<RecordLoc> HashTable::insert_version(uint64_t key, std::span<const uint8_
       unlock_chain(head);
       return exhausted("hash table: out of overflow buckets (" + std::to_string(layout_.overflow) +
                        " used); create the table with a larger capacity");
+    }
+    if (Status st = back_overflow(idx); !st.is_ok()) {
+      give_back();
+      unlock_chain(head);
+      return st.with_context("hash table: a new overflow bucket");
     }
     new_overflow = idx + 1;
     free_pos = {layout_.buckets + idx, 0, 0};
@@ -245,8 +274,10 @@ Result<RecordLoc> HashTable::insert_version(uint64_t key, std::span<const uint8_
   std::atomic_thread_fence(std::memory_order_release);
 
   // 2. Publish: the slot, then (new overflow bucket) the link to it.
-  Bucket target = load_bucket(bucket_ptr(free_pos.bucket));
-  target.slots[free_pos.slot] = {key, make_ref(grant->offset, grant->incarnation)};
+  // A new overflow bucket starts empty whatever its memory holds (a
+  // recovered pool's old buckets): nothing links to it yet.
+  Bucket target = new_overflow != 0 ? Bucket{} : load_bucket(bucket_ptr(free_pos.bucket));
+  target.slots[free_pos.slot] = {key, layout_.ref_of(grant->offset, grant->incarnation)};
   store_bucket(bucket_ptr(free_pos.bucket), target);
   if (new_overflow != 0) {
     std::atomic_thread_fence(std::memory_order_release);
@@ -287,7 +318,7 @@ Status HashTable::remove_held(uint64_t key, uint64_t offset, uint32_t incarnatio
   const uint32_t head = bucket_index(key, layout_.buckets);
   lock_chain(head);
   SlotPos pos;
-  if (!find_locked(head, key, &pos) || ref_offset(pos.ref) != offset ||
+  if (!find_locked(head, key, &pos) || layout_.offset_of(pos.ref) != offset ||
       ref_incarnation(pos.ref) != incarnation ||
       lock_at(offset).load(std::memory_order_acquire) != lock_word) {
     unlock_chain(head);
@@ -312,7 +343,7 @@ void HashTable::store_live(RecordImage& img, uint8_t* rec, uint64_t version,
 }
 
 void HashTable::unlink_locked(uint32_t head, const SlotPos& pos, uint64_t version) {
-  const uint64_t offset = ref_offset(pos.ref);
+  const uint64_t offset = layout_.offset_of(pos.ref);
   uint8_t* rec = record_ptr(offset);
   // 1. Mark the record deleted (readers holding its address learn it); by
   //    default one version up, a reservation (version 0) above every
@@ -358,7 +389,7 @@ Result<bool> HashTable::apply_in_order(uint64_t key, Change c, uint64_t version,
   if (c == Change::kInsert) {
     if (found) {
       RecordHeader fh;
-      load_words(&fh, record_ptr(ref_offset(pos.ref)), sizeof fh);
+      load_words(&fh, record_ptr(layout_.offset_of(pos.ref)), sizeof fh);
       unlock_chain(head);
       // A newer incarnation replaced this one, or the earlier record's
       // delete has not arrived (skipped_incarnations.h).
@@ -380,7 +411,7 @@ Result<bool> HashTable::apply_in_order(uint64_t key, Change c, uint64_t version,
   }
   // Every owner writer of this chain holds the chain latch, and backups
   // are never locked by transactions: the record lock is free here.
-  const uint64_t off = ref_offset(pos.ref);
+  const uint64_t off = layout_.offset_of(pos.ref);
   uint8_t* rec = record_ptr(off);
   if (mvcc != nullptr && mvcc->will_keep) mvcc->will_keep(off);
   uint64_t free_word = 0;
@@ -428,7 +459,7 @@ Result<RecordLoc> HashTable::update(uint64_t key, std::span<const uint8_t> value
     unlock_chain(head);
     return not_found("hash table: key " + std::to_string(key) + " not found; use insert");
   }
-  const uint64_t off = ref_offset(pos.ref);
+  const uint64_t off = layout_.offset_of(pos.ref);
   uint8_t* rec = record_ptr(off);
   uint64_t free_word = 0;
   if (!lock_at(off).compare_exchange_strong(free_word, kOwnerLockWord, std::memory_order_acquire)) {
@@ -465,7 +496,7 @@ Result<bool> HashTable::install(uint64_t key, uint64_t version, std::span<const 
       if (ins.status().code() != Code::kAlreadyExists) return ins.status();
       continue;  // another applier inserted it meanwhile: compare versions
     }
-    const uint64_t off = ref_offset(pos.ref);
+    const uint64_t off = layout_.offset_of(pos.ref);
     uint8_t* rec = record_ptr(off);
     uint64_t free_word = 0;
     if (!lock_at(off).compare_exchange_strong(free_word, kOwnerLockWord,
@@ -495,7 +526,7 @@ Status HashTable::remove(uint64_t key) {
     unlock_chain(head);
     return not_found("hash table: key " + std::to_string(key) + " not found; nothing to delete");
   }
-  const uint64_t off = ref_offset(pos.ref);
+  const uint64_t off = layout_.offset_of(pos.ref);
   uint64_t free_word = 0;
   if (!lock_at(off).compare_exchange_strong(free_word, kOwnerLockWord, std::memory_order_acquire)) {
     unlock_chain(head);
@@ -533,7 +564,7 @@ HashTable::Locate HashTable::find_ref(uint64_t key, uint64_t* ref) const {
 bool HashTable::locate(uint64_t key, uint64_t* offset, uint32_t* incarnation) const {
   uint64_t ref = 0;
   if (find_ref(key, &ref) != Locate::kFound) return false;
-  *offset = ref_offset(ref);
+  *offset = layout_.offset_of(ref);
   *incarnation = ref_incarnation(ref);
   return true;
 }
@@ -554,13 +585,13 @@ Result<RecordLoc> HashTable::get(uint64_t key, std::span<uint8_t> value_out) con
       return not_found("hash table: key " + std::to_string(key) + " not found");
     }
     // Pairs with the writer's release fence between record and bucket.
-    const uint8_t* rec = record_ptr(ref_offset(ref));
+    const uint8_t* rec = record_ptr(layout_.offset_of(ref));
     for (int tries = 0; tries < kLocalReadTries; ++tries) {
       img.load(rec);
       RecordCheck c = verify(img.data(), layout_.value_size, key, ref_incarnation(ref));
       if (c == RecordCheck::kOk) {
         std::memcpy(value_out.data(), img.value(), layout_.value_size);
-        return RecordLoc{ref_offset(ref), ref_incarnation(ref), img.header()->version};
+        return RecordLoc{layout_.offset_of(ref), ref_incarnation(ref), img.header()->version};
       }
       if (c != RecordCheck::kTorn) break;  // deleted or reused since the bucket copy: restart
       read_pause(tries);

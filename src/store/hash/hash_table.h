@@ -42,7 +42,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <span>
 
 #include "base/status.h"
@@ -75,14 +77,20 @@ class HashTable {
  public:
   // `bucket_region` / `record_region`: the owner's local memory of the
   // layout's regions (the whole region: offsets in the layout and in grants
-  // are relative to its start). Formats every bucket of the area. `slots`
+  // are relative to its start). Formats every head bucket. `slots`
   // must outlive the table. Errors name the bad parameter.
   // `words`: where the records' lock words are (default: in the slots;
   // durable nodes keep them apart, record.h).
+  // `grow` (optional): backs [offset, offset + bytes) of the bucket region
+  // (store/heap.h, HeapOptions::grow): called for the head buckets here,
+  // and for overflow buckets in extents as chains need them (an overflow
+  // bucket is formatted when it is linked, so the area beyond the ones in
+  // use is never touched). Null: the whole area is backed already.
+  using Grow = std::function<Status(uint64_t offset, uint64_t bytes)>;
   static Result<std::unique_ptr<HashTable>> create(std::span<uint8_t> bucket_region,
                                                    std::span<uint8_t> record_region,
                                                    const HashLayout& layout, RecordSlots& slots,
-                                                   const SlotWords& words = {});
+                                                   const SlotWords& words = {}, Grow grow = {});
 
   // Adds `key` with `value` (value.size() <= value_size; the rest is zero).
   // kAlreadyExists if present, kResourceExhausted when out of record slots
@@ -173,6 +181,11 @@ class HashTable {
   void raise_deleted_high_to(uint64_t v);
 
   const HashLayout& layout() const { return layout_; }
+  // Bytes of buckets backed: the heads and the overflow extents.
+  uint64_t backed_bytes() const {
+    return (uint64_t{layout_.buckets} + backed_overflow_.load(std::memory_order_relaxed)) *
+           kBucketBytes;
+  }
   HashTableStats stats() const {
     return {keys_.load(std::memory_order_relaxed),
             std::min(next_overflow_.load(std::memory_order_relaxed), layout_.overflow)};
@@ -180,8 +193,15 @@ class HashTable {
 
  private:
   HashTable(uint8_t* buckets, std::span<uint8_t> records, const HashLayout& l, RecordSlots& s,
-            const SlotWords& w)
-      : area_(buckets), records_(records), layout_(l), slots_(s), words_(w) {}
+            const SlotWords& w, Grow grow)
+      : area_(buckets),
+        records_(records),
+        layout_(l),
+        slots_(s),
+        words_(w),
+        grow_(std::move(grow)) {}
+  // Overflow bucket `idx` is backed (growing the backed extent if needed).
+  Status back_overflow(uint32_t idx);
 
   uint8_t* bucket_ptr(uint32_t index) const { return area_ + size_t{index} * kBucketBytes; }
   uint8_t* record_ptr(uint64_t offset) const { return records_.data() + offset; }
@@ -227,7 +247,10 @@ class HashTable {
   HashLayout layout_;
   RecordSlots& slots_;
   SlotWords words_;
+  Grow grow_;
   std::atomic<uint32_t> next_overflow_{0};
+  std::atomic<uint32_t> backed_overflow_{0};  // overflow buckets [0, n) are backed
+  std::mutex grow_mu_;                        // serialises back_overflow's growth
   std::atomic<uint64_t> keys_{0};
   std::atomic<uint64_t> deleted_high_{0};  // see reserve()
   SkippedIncarnations skipped_;            // apply_in_order (backups)

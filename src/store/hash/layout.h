@@ -20,13 +20,25 @@ struct HashLayout {
   uint32_t overflow = 0;           // overflow buckets after the heads
   r2::RegionId record_region = 0;  // where record slots (record.h) live
   uint32_t value_size = 0;         // fixed value bytes of every record
+  // Bucket slots name records relative to this offset of the record region
+  // (the partition's area start), so a ref's 32 bits of offset / 64 reach
+  // 256 GiB past it wherever the area sits in its region.
+  uint64_t record_base = 0;
 
   size_t area_bytes() const { return (size_t{buckets} + overflow) * kBucketBytes; }
   size_t slot_bytes() const { return record_slot_size(value_size); }
   uint64_t bucket_addr(uint32_t index) const { return bucket_offset + index * kBucketBytes; }
+  // A bucket slot's ref for the record at region offset `offset` (at or
+  // above record_base, below record_base + kMaxRecordOffset), and back.
+  uint64_t ref_of(uint64_t offset, uint32_t incarnation) const {
+    return make_ref(offset - record_base, incarnation);
+  }
+  uint64_t offset_of(uint64_t ref) const { return record_base + ref_offset(ref); }
 
   // Geometry for `capacity` keys: heads for a load of at most 75 % of the
   // head slots, plus overflow buckets for a quarter of the heads (at least 1).
+  // Tables that grow (store/tables/plan.h) get more overflow room: it is
+  // address space, backed as chains need it.
   static HashLayout for_capacity(uint64_t capacity, uint32_t value_size) {
     HashLayout l;
     const uint64_t per_bucket = kSlotsPerBucket * 3 / 4;  // 4 of 6

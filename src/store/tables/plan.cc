@@ -24,33 +24,60 @@ uint32_t leaves_for(uint64_t capacity) {
 
 }  // namespace
 
-PartitionPlan plan_partition(const TableSpec& t, uint64_t offset) {
+uint64_t area_space(const Catalog& c) {
+  const uint64_t per_node = std::min<uint64_t>(
+      kTableSpacePerNode, kTableSpaceAllNodes / std::max<uint16_t>(c.nodes(), 1));
+  const uint64_t copies = std::max<uint64_t>(c.max_copies_per_node(), 1);
+  return std::max<uint64_t>(per_node / copies / kSpaceAlign * kSpaceAlign, kSpaceAlign);
+}
+
+PartitionPlan plan_partition(const TableSpec& t, uint64_t offset, uint64_t space) {
   PartitionPlan p;
   p.region = table_region(t.id);
   p.offset = offset;
   p.heap.value_size = t.value_size;
-  uint64_t index_bytes = 0;
+  const bool has_heap = t.kind == TableKind::kHash || !t.inline_values;
+  const uint64_t slot = has_heap ? record_slot_size(t.value_size) : 0;
+  uint64_t index_bytes = 0, rows = 0;
   if (t.kind == TableKind::kHash) {
     p.hash = hash::HashLayout::for_capacity(t.capacity, t.value_size);
     p.hash.bucket_region = p.region;
     p.hash.record_region = p.region;
     p.hash.bucket_offset = offset;
+    p.hash.record_base = offset;
+    // Bucket slots address records within kMaxHashArea of the area start.
+    space = std::min(space, kMaxHashArea);
+    // Past the heads, each row takes its slot and a quarter of an overflow
+    // bucket (chains of rows beyond the table's capacity fill 4 of 6 slots).
+    const uint64_t heads = uint64_t{p.hash.buckets} * hash::kBucketBytes;
+    const uint64_t per_row = slot + hash::kBucketBytes / 4;
+    rows = std::max<uint64_t>(space > heads ? (space - heads) / per_row : 0, t.capacity);
+    const uint64_t max_overflow = UINT32_MAX - 2 - uint64_t{p.hash.buckets};
+    p.hash.overflow = static_cast<uint32_t>(
+        std::min<uint64_t>(std::max<uint64_t>(rows / 4 + 1, p.hash.overflow), max_overflow));
     index_bytes = p.hash.area_bytes();
   } else {
     p.leaves.region = p.region;
     p.leaves.leaf_offset = offset;
     p.leaves.fanout = kOrderedFanout;
     p.leaves.value_bytes = t.inline_values ? t.value_size : sizeof(RecordAddr);
-    p.leaves.leaf_capacity = leaves_for(t.capacity);
+    const uint64_t leaf = p.leaves.leaf_size();
+    // Each row: its slot and its share of a half-full leaf.
+    const uint64_t per_row = slot + (leaf + kOrderedFanout / 2 - 1) / (kOrderedFanout / 2);
+    rows = std::max<uint64_t>(space / per_row, t.capacity);
+    p.leaves.leaf_capacity = leaves_for(rows);
     index_bytes = p.leaves.bytes();
   }
-  const bool has_heap = t.kind == TableKind::kHash || !t.inline_values;
   p.heap.range_offset = offset + align_up(index_bytes, 64);
-  p.heap.range_bytes = has_heap ? RecordHeap::bytes_for(t.capacity, t.value_size) : 0;
+  p.heap.range_bytes = has_heap ? RecordHeap::bytes_for(rows, t.value_size) : 0;
   p.area_bytes = align_up(p.heap.range_offset - offset + p.heap.range_bytes, kAreaAlign);
-  p.lock_area_bytes = align_up(p.heap_slots() * kLockEntryBytes, 64);
+  p.lock_area_bytes = align_up(p.heap_slots() * kLockEntryBytes, kAreaAlign);
   p.lock_offset = offset / p.area_bytes * p.lock_area_bytes;
   return p;
+}
+
+PartitionPlan plan_partition(const Catalog& c, const TableSpec& t, uint64_t offset) {
+  return plan_partition(t, offset, area_space(c));
 }
 
 uint64_t PartitionPlan::heap_slots() const {
@@ -64,8 +91,9 @@ Result<PartitionPlan> locate(const Catalog& c, const TableSpec& t, PartitionId p
     return not_found("table '" + t.name + "' partition " + std::to_string(p) +
                      " has no copy on node " + std::to_string(node));
   }
-  const uint64_t area = plan_partition(t, 0).area_bytes;
-  PartitionPlan plan = plan_partition(t, area * static_cast<uint64_t>(it - hosted.begin()));
+  const uint64_t space = area_space(c);
+  const uint64_t area = plan_partition(t, 0, space).area_bytes;
+  PartitionPlan plan = plan_partition(t, area * static_cast<uint64_t>(it - hosted.begin()), space);
   plan.heap.name = t.name + "/p" + std::to_string(p);
   return plan;
 }
@@ -73,7 +101,7 @@ Result<PartitionPlan> locate(const Catalog& c, const TableSpec& t, PartitionId p
 ScratchLayout scratch_layout(const Catalog& c) {
   uint64_t hash_part = 0, ordered_part = 0, record_part = 0;
   for (const TableSpec& t : c.tables()) {
-    const PartitionPlan p = plan_partition(t, 0);
+    const PartitionPlan p = plan_partition(c, t, 0);
     if (t.kind == TableKind::kHash) {
       hash_part = std::max<uint64_t>(hash_part, hash::HashClient::scratch_bytes(p.hash));
     } else {
@@ -89,26 +117,32 @@ ScratchLayout scratch_layout(const Catalog& c) {
 }
 
 std::vector<std::pair<r2::RegionId, size_t>> regions_of(const Catalog& c, NodeId16 node,
-                                                        const ScratchPlan& scratch,
-                                                        bool lock_regions) {
+                                                        const ScratchPlan& scratch) {
+  (void)c;
+  (void)node;
+  return {{kScratchRegion, std::max<uint64_t>(scratch.bytes(), 64)}};
+}
+
+std::vector<std::pair<r2::RegionId, size_t>> growable_regions_of(const Catalog& c, NodeId16 node,
+                                                                 bool lock_regions) {
   std::vector<std::pair<r2::RegionId, size_t>> out;
+  const uint64_t space = area_space(c);
   for (const TableSpec& t : c.tables()) {
     const size_t copies = c.hosted(node, t).size();
     if (copies == 0) continue;
-    const PartitionPlan p = plan_partition(t, 0);
+    const PartitionPlan p = plan_partition(t, 0, space);
     out.emplace_back(table_region(t.id), p.area_bytes * copies);
     if (lock_regions && p.lock_area_bytes != 0) {
       out.emplace_back(lock_region(t.id), p.lock_area_bytes * copies);
     }
   }
-  out.emplace_back(kScratchRegion, std::max<uint64_t>(scratch.bytes(), 64));
   return out;
 }
 
 LockPlan LockPlan::of(const Catalog& c) {
   LockPlan lp;
   for (const TableSpec& t : c.tables()) {
-    const PartitionPlan p = plan_partition(t, 0);
+    const PartitionPlan p = plan_partition(c, t, 0);
     if (p.lock_area_bytes == 0) continue;
     lp.set(table_region(t.id), {lock_region(t.id), p.area_bytes, p.heap.range_offset,
                                 record_slot_size(t.value_size), p.lock_area_bytes});

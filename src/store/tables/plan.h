@@ -27,12 +27,27 @@
 // — computed by every client from the record's address (LockPlan) and by
 // the owner (SlotWords). Nodes without durability register no lock region.
 //
-// Sizing: a hash partition gets HashLayout::for_capacity(capacity) buckets;
-// an ordered one enough leaves for `capacity` keys with every leaf only
-// half full (XTree splits leave both halves at least half full and deletes
-// never free leaves), plus kSpareLeaves; a heap holds exactly `capacity`
-// records. Memory is reserved, not touched: shm segments and the kernel
-// commit pages on first write.
+// Growth. An area is address space, not memory: table and lock regions
+// are registered growable (r2::Fabric::register_growable_region), and the
+// owner backs (Fabric::commit) the parts of an area it uses as it uses
+// them — head buckets at start; the heap, overflow buckets and leaves in
+// extents of an eighth of what they hold (at least 64 KiB) as rows are
+// inserted (store/heap.h, hash/hash_table.h, xstore/server/xtree.h). So
+// memory follows the rows, and no table has a capacity to configure.
+// Every node computes the same areas (addresses stay computed, not
+// exchanged): a node's tables share kTableSpacePerNode of address space
+// (kTableSpaceAllNodes over the cluster: on shm every process maps every
+// node's regions), split evenly among the partition copies the busiest
+// node hosts (area_space). Inside an area, a partition holds as many rows
+// as fit at one slot and one index share each — with 3 nodes and 45
+// copies a node (TPC-C, 3 warehouses) about 90 GiB a copy, tens of times
+// the memory of a machine; a partition that uses up its area fails its
+// next insert naming the table (RecordHeap, XTree).
+// Sizing: a hash partition gets HashLayout::for_capacity(capacity) head
+// buckets (backed and formatted at start) and overflow room for the rest
+// of its area; an ordered one leaves for its area's rows with every leaf
+// only half full (XTree splits leave both halves at least half full and
+// deletes never free leaves), plus kSpareLeaves.
 #pragma once
 
 #include <cstdint>
@@ -54,6 +69,13 @@ constexpr r2::RegionId kLockRegionBase = kTableRegionBase + kMaxTables;
 constexpr r2::RegionId kScratchRegion = 1000;
 constexpr uint32_t kSpareLeaves = 64;
 constexpr uint32_t kOrderedFanout = 16;
+// Address space of a node's table areas, and of all nodes' (see Growth).
+constexpr uint64_t kTableSpacePerNode = uint64_t{4} << 40;
+constexpr uint64_t kTableSpaceAllNodes = uint64_t{32} << 40;
+constexpr uint64_t kSpaceAlign = uint64_t{2} << 20;
+// A hash area's records lie within 256 GiB of its start (bucket slots
+// name them by a 32-bit offset / 64 from it: hash/bucket.h).
+constexpr uint64_t kMaxHashArea = (uint64_t{255} << 30);
 
 // The value an ordered table with records keeps in its leaves: where the
 // record is, in the same region as the leaves, and the incarnation of the
@@ -95,8 +117,13 @@ struct PartitionPlan {
   uint64_t heap_slots() const;
 };
 
-// Bytes of one partition area of `t` and its plan at area offset `offset`.
-PartitionPlan plan_partition(const TableSpec& t, uint64_t offset);
+// Address space of one partition area (the same for every table of `c`).
+uint64_t area_space(const Catalog& c);
+// The plan of a partition of `t` at area offset `offset`, in an area of
+// `space` bytes of address space (area_bytes comes out at most that, or
+// what t.capacity rows need when that is more).
+PartitionPlan plan_partition(const TableSpec& t, uint64_t offset, uint64_t space);
+PartitionPlan plan_partition(const Catalog& c, const TableSpec& t, uint64_t offset);
 
 // The copy of partition p of `t` on `node`; kNotFound when `node` does not
 // host it (the message names the table, partition and node).
@@ -130,12 +157,16 @@ inline uint64_t scratch_per_coroutine(const Catalog& c) {
   return scratch_layout(c).total();
 }
 
-// The regions `node` registers: every table region it hosts, and the
-// scratch region; with `lock_regions` (durable nodes) also the lock region
-// of every table with records it hosts. For NodeRuntimeConfig::regions.
+// The regions `node` registers whole: the scratch region. For
+// NodeRuntimeConfig::regions.
 std::vector<std::pair<r2::RegionId, size_t>> regions_of(const Catalog& c, NodeId16 node,
-                                                        const ScratchPlan& scratch,
-                                                        bool lock_regions = false);
+                                                        const ScratchPlan& scratch);
+// The regions `node` registers growable (their sizes are address space):
+// every table region it hosts; with `lock_regions` (durable nodes) also the
+// lock region of every table with records it hosts. For
+// NodeRuntimeConfig::growable_regions.
+std::vector<std::pair<r2::RegionId, size_t>> growable_regions_of(const Catalog& c, NodeId16 node,
+                                                                 bool lock_regions = false);
 
 // Clients of durable nodes: the lock word of a record, from the record's
 // address (see "Lock regions" above). Immutable once built; shared by the

@@ -25,7 +25,8 @@ Status from_xstatus(xstore::XStatus s, const TableSpec& t, uint64_t key) {
     case xstore::XStatus::kAlreadyExists:
       return already_exists("table '" + t.name + "': key " + std::to_string(key) + " exists");
     case xstore::XStatus::kOutOfLeaves:
-      return exhausted("table '" + t.name + "': out of index leaves; raise the table's capacity");
+      return exhausted("table '" + t.name + "': no index leaf for key " + std::to_string(key) +
+                       " (see the table's memory in the report)");
   }
   return internal_error("unknown xstore status");
 }
@@ -59,9 +60,11 @@ Result<std::unique_ptr<StoreNode>> StoreNode::create(const Catalog& catalog, r2:
 }
 
 Result<std::unique_ptr<StoreNode>> StoreNode::recover(const Catalog& catalog, r2::Fabric& fabric,
-                                                      StoreRecovery* out, bool locks_apart) {
+                                                      StoreRecovery* out, bool locks_apart,
+                                                      BackedEnd backed_end) {
   *out = StoreRecovery{};
   std::unique_ptr<StoreNode> n(new StoreNode(catalog, fabric.info().node, locks_apart));
+  n->backed_end_ = std::move(backed_end);
   for (const TableSpec& t : catalog.tables()) {
     for (PartitionId p : catalog.hosted(n->node_, t)) {
       DRTMX_RETURN_IF_ERROR(n->build(t, p, fabric, out));
@@ -140,6 +143,13 @@ Status StoreNode::build(const TableSpec& t, PartitionId p, r2::Fabric& fabric,
   part->table = &t;
   part->partition = p;
   part->plan = *plan;
+  const r2::RegionId rid = plan->region;
+  r2::Fabric* fab = &fabric;
+  // Backing the table region's parts as they fill (plan.h "Growth").
+  auto back = [fab, rid, &t, p](uint64_t offset, uint64_t bytes) -> Status {
+    Status st = fab->commit(rid, offset, bytes);
+    return st.is_ok() ? st : st.with_context(where(t, p) + " grows");
+  };
   HeapRecovery found;
   if (recovering != nullptr && plan->heap.range_bytes == 0) {
     return invalid_argument(
@@ -148,36 +158,60 @@ Status StoreNode::build(const TableSpec& t, PartitionId p, r2::Fabric& fabric,
         "recovered from it (it has no records); use records for durable tables");
   }
   if (plan->heap.range_bytes > 0) {
-    Result<std::unique_ptr<RecordHeap>> heap = recovering
-                                                   ? RecordHeap::recover(mem, plan->heap, &found)
-                                                   : RecordHeap::create(mem, plan->heap);
-    if (!heap.is_ok()) return heap.status();
-    part->heap = std::move(*heap);
+    const r2::Region* locks = nullptr;
     if (locks_apart_) {
       // The lock region is fresh volatile memory: every lock is free, every
       // tuple timestamp 0 (no transaction and no snapshot survives).
-      const r2::Region* locks = fabric.region(lock_region(t.id));
+      locks = fabric.region(lock_region(t.id));
       if (locks == nullptr || locks->size < plan->lock_offset + plan->lock_area_bytes) {
         return invalid_argument(
             where(t, p) + ": lock region " + std::to_string(lock_region(t.id)) +
             (locks == nullptr ? " is not registered" : " is smaller than its plan") +
-            "; register the regions of store::tables::regions_of(..., lock_regions = true)");
+            "; register the regions of store::tables::growable_regions_of(..., lock_regions = "
+            "true)");
       }
       part->words =
           SlotWords(reinterpret_cast<uint64_t*>(locks->base + plan->lock_offset),
                     plan->heap.range_offset, record_slot_size(t.value_size), plan->heap_slots());
     }
+    HeapOptions ho = plan->heap;
+    const uint64_t first = plan->heap.range_offset;
+    const uint64_t slot = record_slot_size(t.value_size);
+    const uint64_t lock_at = plan->lock_offset;
+    const TableId tid = t.id;
+    // The heap's extent, the lock entries of its slots, and what else
+    // keeps a word per slot (MVCC chain heads: on_heap_growth).
+    ho.grow = [this, back, fab, locks, first, slot, lock_at, tid, p](uint64_t offset,
+                                                                     uint64_t bytes) -> Status {
+      DRTMX_RETURN_IF_ERROR(back(offset, bytes));
+      const uint64_t from = (offset - first) / slot;
+      const uint64_t to = (offset + bytes - first + slot - 1) / slot;
+      if (locks != nullptr) {
+        DRTMX_RETURN_IF_ERROR(fab->commit(lock_region(tid), lock_at + from * kLockEntryBytes,
+                                          (to - from) * kLockEntryBytes));
+      }
+      if (heap_growth_) DRTMX_RETURN_IF_ERROR(heap_growth_(tid, p, from, to));
+      return Status::ok();
+    };
+    if (recovering != nullptr && backed_end_) {
+      ho.recover_bytes = backed_end_(rid, first, first + plan->heap.range_bytes) - first;
+    }
+    Result<std::unique_ptr<RecordHeap>> heap =
+        recovering ? RecordHeap::recover(mem, ho, &found) : RecordHeap::create(mem, ho);
+    if (!heap.is_ok()) return heap.status();
+    part->heap = std::move(*heap);
   }
   const uint32_t id = service_id(t.id, p);
   if (t.kind == TableKind::kHash) {
     Result<std::unique_ptr<hash::HashTable>> h =
-        hash::HashTable::create(mem, mem, plan->hash, *part->heap, part->words);
+        hash::HashTable::create(mem, mem, plan->hash, *part->heap, part->words, back);
     if (!h.is_ok()) return h.status();
     part->hash = std::move(*h);
     DRTMX_RETURN_IF_ERROR(hash_service_.add(id, part->hash.get()));
   } else {
     xstore::XTreeOptions o;
     o.area = plan->leaves;
+    o.grow = back;
     Result<std::unique_ptr<xstore::XTree>> tree =
         xstore::XTree::create(region->base, region->size, o);
     if (!tree.is_ok()) return tree.status();
@@ -235,7 +269,7 @@ SlotRef StoreNode::slot_at(r2::RegionId region, uint64_t offset, uint32_t value_
   uint64_t slot = 0;
   if (!part->words.holds(offset) || offset < part->plan.heap.range_offset ||
       !part->slot_div.exact(rel, &slot) ||
-      rel + part->slot_div.divisor() > part->plan.heap.range_bytes) {
+      rel + part->slot_div.divisor() > part->heap->committed_bytes()) {
     return {};
   }
   return part->words.at(region_base_[t] + offset, offset);
@@ -439,7 +473,7 @@ void StoreNode::clear_lock(TableId table, uint64_t offset, uint64_t lock) {
     const uint64_t first = part->heap->options().range_offset;
     const uint64_t slot = part->heap->slot_bytes();
     const HeapStats hs = part->heap->stats();
-    if (offset < first || offset >= first + hs.capacity * slot || (offset - first) % slot != 0) {
+    if (offset < first || offset >= first + hs.committed * slot || (offset - first) % slot != 0) {
       continue;
     }
     uint8_t* rec = region_base_[table] + offset;
@@ -448,6 +482,55 @@ void StoreNode::clear_lock(TableId table, uint64_t offset, uint64_t lock) {
         .compare_exchange_strong(expected, 0, std::memory_order_acq_rel);
     return;
   }
+}
+
+}  // namespace drtmx::store::tables
+
+namespace drtmx::store::tables {
+
+Status StoreNode::set_heap_growth(HeapGrowth fn) {
+  heap_growth_ = std::move(fn);
+  if (!heap_growth_) return Status::ok();
+  for (const auto& [k, part] : parts_) {
+    if (!part->heap) continue;
+    const uint64_t slots = part->heap->committed_bytes() / part->heap->slot_bytes();
+    if (slots == 0) continue;
+    DRTMX_RETURN_IF_ERROR(heap_growth_(part->table->id, part->partition, 0, slots));
+  }
+  return Status::ok();
+}
+
+std::vector<TableMemory> StoreNode::memory() const {
+  std::vector<TableMemory> out;
+  for (const TableSpec& t : catalog_.tables()) {
+    if (t.id >= areas_.size() || areas_[t.id].empty()) continue;
+    TableMemory m;
+    m.table = t.id;
+    for (const LocalPartition* part : areas_[t.id]) {
+      ++m.copies;
+      m.reserved += part->plan.area_bytes;
+      if (part->heap) {
+        const HeapStats hs = part->heap->stats();
+        m.rows += hs.in_use;
+        m.row_bytes += hs.in_use * part->heap->slot_bytes();
+        m.backed += part->heap->committed_bytes();
+        if (locks_apart_) m.backed += hs.committed * kLockEntryBytes;
+      }
+      if (part->hash) {
+        m.index_bytes += part->hash->backed_bytes();
+        m.backed += part->hash->backed_bytes();
+      } else if (part->tree) {
+        const uint64_t leaves = part->tree->stats().leaves_used * part->plan.leaves.leaf_size();
+        m.index_bytes += leaves;
+        m.backed += part->tree->backed_bytes();
+        if (!part->heap) {
+          m.rows += part->tree->stats().leaves_used;  // inline values: counted by leaves
+        }
+      }
+    }
+    out.push_back(m);
+  }
+  return out;
 }
 
 }  // namespace drtmx::store::tables

@@ -67,6 +67,17 @@ struct LocalPartition {
 // A committed change of a record (log appliers, recovery replay).
 enum class Change : uint8_t { kInsert, kUpdate, kDelete };
 
+// Memory of one table's copies on this node (StoreNode::memory()).
+struct TableMemory {
+  TableId table = 0;
+  uint32_t copies = 0;       // partition copies hosted
+  uint64_t rows = 0;         // records in use (inline tables: leaves in use)
+  uint64_t row_bytes = 0;    // their slots' bytes
+  uint64_t index_bytes = 0;  // buckets / leaves in use
+  uint64_t backed = 0;       // memory backed (heaps, indexes, lock entries)
+  uint64_t reserved = 0;     // address space of the copies' areas
+};
+
 // What StoreNode::recover() found in the hosted copies' slots (sums).
 struct StoreRecovery {
   uint64_t partitions = 0;
@@ -90,8 +101,24 @@ class StoreNode {
   // built anew from the live records — indexes are never trusted after a
   // crash, the records are (their seals prove them whole). Tables with
   // inline values are refused (they keep no records to rebuild from).
+  // `backed_end(region, begin, end)`: the end of the last byte in [begin,
+  // end) of this node's `region` that was ever backed (a pool's data
+  // ranges: rdpma), so a heap scans what its slots were, not its address
+  // space; null: the whole heap range (small test areas).
+  using BackedEnd = std::function<uint64_t(r2::RegionId region, uint64_t begin, uint64_t end)>;
   static Result<std::unique_ptr<StoreNode>> recover(const Catalog& catalog, r2::Fabric& fabric,
-                                                    StoreRecovery* out, bool locks_apart = false);
+                                                    StoreRecovery* out, bool locks_apart = false,
+                                                    BackedEnd backed_end = {});
+  // Something that keeps a word per record slot elsewhere (MVCC chain
+  // heads) backs it for slots [from, to) of (table, partition) when a heap
+  // grows: called at once for the slots backed so far, then from the
+  // growing heap (under its lock; an error fails that insert). Set before
+  // transactions run.
+  using HeapGrowth =
+      std::function<Status(TableId table, PartitionId p, uint64_t from_slot, uint64_t to_slot)>;
+  Status set_heap_growth(HeapGrowth fn);
+  // Per table with a copy here: rows, backed memory, address space.
+  std::vector<TableMemory> memory() const;
   // Restart: installs a committed change found in a log (recovery replay):
   // an update or insert of `key` at `version` unless this copy holds the
   // key at a version >= it (then nothing); a delete of the key if this
@@ -213,6 +240,8 @@ class StoreNode {
   std::vector<std::vector<LocalPartition*>> areas_;
   std::vector<Divider> area_div_;      // by table id: its copies' area size (slot_at)
   std::vector<uint8_t*> region_base_;  // by table id: its table region's base
+  HeapGrowth heap_growth_;
+  BackedEnd backed_end_;
   hash::HashService hash_service_;
   xstore::XStoreService xstore_service_;
 };

@@ -50,11 +50,13 @@ inline std::string unique_cluster(const std::string& tag) {
 struct InProcCluster {
   // Builds `nodes` fabrics with `threads` endpoints each and the given
   // regions (id, bytes) on every node; `tweak` may change each config;
-  // `more` may register more regions (e.g. file regions) on each node.
+  // `more` may register more regions (e.g. file regions) on each node;
+  // `growable`: regions registered growable (id, virtual bytes).
   static std::unique_ptr<InProcCluster> make(
       uint16_t nodes, uint16_t threads, std::vector<std::pair<RegionId, size_t>> regions,
       const std::function<void(FabricConfig&)>& tweak = nullptr,
-      const std::function<Status(NodeId, Fabric&)>& more = nullptr) {
+      const std::function<Status(NodeId, Fabric&)>& more = nullptr,
+      const std::vector<std::pair<RegionId, size_t>>& growable = {}) {
     auto c = std::make_unique<InProcCluster>();
     c->cluster = unique_cluster("c");
     auto hub = std::make_shared<LocalControlHub>(nodes);
@@ -73,6 +75,13 @@ struct InProcCluster {
       }
       for (auto& [id, bytes] : regions) {
         auto r = (*f)->register_region(id, bytes);
+        if (!r) {
+          c->error = r.status();
+          return c;
+        }
+      }
+      for (auto& [id, bytes] : growable) {
+        auto r = (*f)->register_growable_region(id, bytes);
         if (!r) {
           c->error = r.status();
           return c;

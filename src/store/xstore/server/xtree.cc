@@ -55,6 +55,12 @@ struct XTree::LeafCtl {
   uint64_t last_insert = 0;
 };
 
+inline XTree::LeafCtl& XTree::ctl(uint32_t aln) const {
+  const uint64_t q = aln / kCtlBase + 1;
+  const int k = 63 - __builtin_clzll(q);
+  return ctl_chunks_[k].load(std::memory_order_acquire)[aln - kCtlBase * ((uint64_t{1} << k) - 1)];
+}
+
 // Where a descent ended: the leaf covering the key and its parent, with the
 // versions they had.
 struct XTree::Path {
@@ -102,22 +108,45 @@ Result<std::unique_ptr<XTree>> XTree::create(uint8_t* region_base, size_t region
                                              const XTreeOptions& options) {
   if (region_base == nullptr) return invalid_argument("XTree::create: region_base is null");
   DRTMX_RETURN_IF_ERROR(options.validate(region_bytes));
-  return std::unique_ptr<XTree>(new XTree(region_base, options));
+  std::unique_ptr<XTree> t(new XTree(region_base, options));
+  if (!t->opt_.grow) t->backed_leaves_ = t->opt_.area.leaf_capacity;
+  DRTMX_RETURN_IF_ERROR(t->back_leaf(0));
+  t->ctl_chunks_[0].store(new LeafCtl[kCtlBase], std::memory_order_release);
+  std::memset(t->leaf_ptr(0), 0, t->opt_.area.leaf_size());
+  t->reseal(0, LeafMeta{0, 0, 0});  // leaf 0: empty, covers [0, 2^64)
+  return t;
 }
 
 XTree::XTree(uint8_t* region_base, const XTreeOptions& options)
     : base_(region_base), opt_(options) {
-  leaves_ = std::make_unique<LeafCtl[]>(opt_.area.leaf_capacity);
   log_.resize(opt_.split_log_capacity);
-  std::memset(base_ + opt_.area.leaf_offset, 0, opt_.area.bytes());
-  reseal(0, LeafMeta{0, 0, 0});  // leaf 0: empty, covers [0, 2^64)
   Inner* root = new_inner();
   root->leaf_children = true;
   root->child[0].store(0, std::memory_order_relaxed);
   root_.store(root, std::memory_order_release);
 }
 
-XTree::~XTree() = default;
+XTree::~XTree() {
+  for (auto& c : ctl_chunks_) delete[] c.load(std::memory_order_relaxed);
+}
+
+Status XTree::back_leaf(uint32_t aln) {
+  if (aln < backed_leaves_) return Status::ok();
+  // An eighth of the leaves backed so far, at least 64 KiB of them.
+  const uint64_t leaf = opt_.area.leaf_size();
+  const uint64_t step = std::max<uint64_t>((65536 + leaf - 1) / leaf, backed_leaves_ / 8);
+  const uint64_t end = std::min<uint64_t>(
+      std::max<uint64_t>(uint64_t{aln} + 1, backed_leaves_ + step), opt_.area.leaf_capacity);
+  DRTMX_RETURN_IF_ERROR(
+      opt_.grow(opt_.area.leaf_addr(backed_leaves_), (end - backed_leaves_) * leaf));
+  backed_leaves_ = static_cast<uint32_t>(end);
+  return Status::ok();
+}
+
+std::string XTree::grow_error() const {
+  std::lock_guard<std::mutex> g(leaf_mu_);
+  return grow_error_;
+}
 
 XTree::Inner* XTree::new_inner() {
   auto n = std::make_unique<Inner>();
@@ -175,8 +204,9 @@ bool XTree::find_leaf(uint64_t key, Path& p) const {
     const uint64_t c = node->child[node->route(key)].load(std::memory_order_acquire);
     if (node->leaf_children) {
       const auto aln = static_cast<uint32_t>(c);
-      if (aln >= opt_.area.leaf_capacity) return false;  // torn read of a moving node
-      const uint64_t lv = leaves_[aln].lock.read_begin();
+      if (aln >= next_leaf_.load(std::memory_order_acquire))
+        return false;  // torn read of a moving node
+      const uint64_t lv = ctl(aln).lock.read_begin();
       if (!node->lock.validate(v)) return false;
       p = Path{node, v, aln, lv};
       return true;
@@ -217,7 +247,7 @@ XStatus XTree::get(uint64_t key, void* out, uint32_t* aln, uint32_t* incarnation
     LeafImage img = read_leaf_words(p.aln);
     const int i = find_slot(img, key);
     if (i >= 0) std::memcpy(out, base_ + opt_.area.value_addr(p.aln, i) + 16, vb);
-    if (!leaves_[p.aln].lock.validate(p.leaf_v)) {
+    if (!ctl(p.aln).lock.validate(p.leaf_v)) {
       restarts_.fetch_add(1, std::memory_order_relaxed);
       continue;
     }
@@ -232,7 +262,7 @@ void XTree::locate(uint64_t key, uint32_t* aln, uint32_t* incarnation) const {
     Path p;
     if (!find_leaf(key, p)) continue;
     const LeafMeta m = unpack_meta(load_word(leaf_ptr(p.aln)));
-    if (!leaves_[p.aln].lock.validate(p.leaf_v)) continue;
+    if (!ctl(p.aln).lock.validate(p.leaf_v)) continue;
     *aln = p.aln;
     *incarnation = m.incarnation;
     return;
@@ -242,7 +272,7 @@ void XTree::locate(uint64_t key, uint32_t* aln, uint32_t* incarnation) const {
 bool XTree::snapshot_leaf(uint32_t aln, uint64_t from, LeafSnap& s) const {
   const size_t vb = opt_.area.value_bytes;
   for (int attempt = 0;; ++attempt) {
-    const uint64_t v = leaves_[aln].lock.read_begin();
+    const uint64_t v = ctl(aln).lock.read_begin();
     LeafImage img = read_leaf_words(aln);
     s.order.clear();
     for (uint32_t i = 0; i < img.count; ++i) {
@@ -252,7 +282,7 @@ bool XTree::snapshot_leaf(uint32_t aln, uint64_t from, LeafSnap& s) const {
     for (size_t j = 0; j < s.order.size(); ++j) {
       std::memcpy(s.values.data() + j * vb, base_ + opt_.area.value_addr(aln, s.order[j]) + 16, vb);
     }
-    if (leaves_[aln].lock.validate(v)) {
+    if (ctl(aln).lock.validate(v)) {
       s.img = img;
       return true;
     }
@@ -313,18 +343,18 @@ std::vector<LeafRun> XTree::export_range(uint64_t lo, uint64_t hi, size_t max_le
   for (;;) {
     LeafImage img;
     for (;;) {
-      const uint64_t v = leaves_[aln].lock.read_begin();
+      const uint64_t v = ctl(aln).lock.read_begin();
       img = read_leaf_words(aln);
-      if (leaves_[aln].lock.validate(v)) break;
+      if (ctl(aln).lock.validate(v)) break;
       restarts_.fetch_add(1, std::memory_order_relaxed);
     }
     LeafRun r;
     r.aln = aln;
     r.incarnation = img.meta.incarnation;
     r.count = img.count;
-    r.low = leaves_[aln].low.load(std::memory_order_acquire);
+    r.low = ctl(aln).low.load(std::memory_order_acquire);
     r.last_leaf = img.meta.next == 0;
-    r.high = r.last_leaf ? 0 : leaves_[img.meta.next - 1].low.load(std::memory_order_acquire);
+    r.high = r.last_leaf ? 0 : ctl(img.meta.next - 1).low.load(std::memory_order_acquire);
     r.keys.assign(img.keys.begin(), img.keys.begin() + img.count);
     std::sort(r.keys.begin(), r.keys.end());
     const bool done = r.last_leaf || r.high > hi;
@@ -388,8 +418,8 @@ XTree::Attempt XTree::try_insert(uint64_t key, const void* value, bool upsert) {
       continue;
     }
     const auto aln = static_cast<uint32_t>(c);
-    if (aln >= opt_.area.leaf_capacity) return retry;
-    LeafCtl& leaf = leaves_[aln];
+    if (aln >= next_leaf_.load(std::memory_order_acquire)) return retry;
+    LeafCtl& leaf = ctl(aln);
     const uint64_t lv = leaf.lock.read_begin();
     if (!node->lock.validate(v)) return retry;
     if (!leaf.lock.try_upgrade(lv)) return retry;
@@ -425,7 +455,7 @@ XTree::Attempt XTree::insert_into_locked_leaf(uint32_t aln, const LeafImage& img
   LeafMeta m = img.meta;
   m.count = k + 1;
   reseal(aln, m);
-  leaves_[aln].last_insert = key;
+  ctl(aln).last_insert = key;
   finger_.store(aln, std::memory_order_relaxed);
   return {true, XStatus::kOk};
 }
@@ -434,7 +464,7 @@ XTree::Attempt XTree::try_insert_at_finger(uint64_t key, const void* value, bool
   const Attempt no{false, XStatus::kOk};
   // finger_ names only leaves that took an insert: published ones.
   const uint32_t aln = finger_.load(std::memory_order_relaxed);
-  LeafCtl& leaf = leaves_[aln];
+  LeafCtl& leaf = ctl(aln);
   // Not waiting: a leaf locked by another writer (maybe splitting) is left
   // to the descent.
   if (!leaf.lock.try_lock()) return no;
@@ -446,7 +476,7 @@ XTree::Attempt XTree::try_insert_at_finger(uint64_t key, const void* value, bool
   // are read only then.
   const uint32_t next = unpack_meta(load_word(leaf_ptr(aln))).next;
   const bool covers = key >= leaf.low.load(std::memory_order_acquire) &&
-                      (next == 0 || key < leaves_[next - 1].low.load(std::memory_order_acquire));
+                      (next == 0 || key < ctl(next - 1).low.load(std::memory_order_acquire));
   const Attempt a =
       covers ? insert_into_locked_leaf(aln, read_leaf_words(aln), key, value, upsert) : no;
   leaf.lock.unlock();
@@ -496,10 +526,27 @@ void XTree::insert_separator(Inner* parent, uint64_t sep, uint64_t right_child) 
 }
 
 bool XTree::alloc_leaf(uint32_t* aln) {
-  uint32_t n = next_leaf_.load(std::memory_order_relaxed);
-  do {
-    if (n >= opt_.area.leaf_capacity) return false;
-  } while (!next_leaf_.compare_exchange_weak(n, n + 1, std::memory_order_relaxed));
+  std::lock_guard<std::mutex> g(leaf_mu_);
+  const uint32_t n = next_leaf_.load(std::memory_order_relaxed);
+  if (n >= opt_.area.leaf_capacity) {
+    grow_error_ = "all " + std::to_string(opt_.area.leaf_capacity) +
+                  " leaves of its address space are in use";
+    return false;
+  }
+  if (Status st = back_leaf(n); !st.is_ok()) {
+    grow_error_ = st.message();
+    return false;
+  }
+  // Its control block exists before the leaf number can be seen (readers
+  // check aln < next_leaf_ with acquire before they touch ctl(aln)).
+  const uint64_t q = n / kCtlBase + 1;
+  const int k = 63 - __builtin_clzll(q);
+  if (ctl_chunks_[k].load(std::memory_order_relaxed) == nullptr) {
+    ctl_chunks_[k].store(new LeafCtl[kCtlBase << k], std::memory_order_release);
+  }
+  // Its memory may hold a leaf of a run before a restart (a recovered pool).
+  std::memset(leaf_ptr(n), 0, opt_.area.leaf_size());
+  next_leaf_.store(n + 1, std::memory_order_release);
   *aln = n;
   return true;
 }
@@ -542,7 +589,7 @@ XStatus XTree::split_leaf(Inner* parent, uint32_t aln, const LeafImage& img, uin
   // fanout / 2 inserts and leave half-empty leaves behind for good.
   const auto at = static_cast<uint32_t>(std::find(order.begin(), order.end(), img.count) -
                                         order.begin());  // the key's rank
-  const bool run = at > 0 && ks[order[at - 1]] == leaves_[aln].last_insert;
+  const bool run = at > 0 && ks[order[at - 1]] == ctl(aln).last_insert;
   const uint32_t left_n = run ? at + 1 : total / 2;  // append (at == total - 1) returned above
   const uint32_t right_n = total - left_n;
   const uint64_t sep = ks[order[left_n]];
@@ -550,7 +597,7 @@ XStatus XTree::split_leaf(Inner* parent, uint32_t aln, const LeafImage& img, uin
   // 1. The new right sibling, complete before anything points at it. Its
   // lock is held while it is written: nothing reaches it through the tree
   // yet, but update_hinted accepts any allocated ALN.
-  leaves_[right].lock.lock();
+  ctl(right).lock.lock();
   uint8_t* rl = leaf_ptr(right);
   for (uint32_t j = 0; j < right_n; ++j) {
     const uint32_t o = order[left_n + j];
@@ -558,12 +605,12 @@ XStatus XTree::split_leaf(Inner* parent, uint32_t aln, const LeafImage& img, uin
     store_word(rl + 16 + 8 * j, ks[o]);
   }
   const LeafMeta rold = unpack_meta(load_word(rl));
-  leaves_[right].low.store(sep, std::memory_order_release);
+  ctl(right).low.store(sep, std::memory_order_release);
   const bool key_left = at < left_n;
-  if (!key_left) leaves_[right].last_insert = key;
+  if (!key_left) ctl(right).last_insert = key;
   reseal(right, LeafMeta{rold.incarnation, right_n, img.meta.next});
-  leaves_[right].lock.unlock();
-  if (key_left) leaves_[aln].last_insert = key;
+  ctl(right).lock.unlock();
+  if (key_left) ctl(aln).last_insert = key;
 
   // 2. The old leaf keeps the lower part, in key order, with a new
   // incarnation and NXT = right. Its seal is broken first so that the old
@@ -590,15 +637,15 @@ XStatus XTree::split_leaf_append(Inner* parent, uint32_t aln, const LeafImage& i
                                  const void* value, uint32_t right) {
   // 1. The right sibling holds the new key, complete before anything
   // points at it (as in split_leaf).
-  leaves_[right].lock.lock();
+  ctl(right).lock.lock();
   uint8_t* rl = leaf_ptr(right);
   write_value_slot(right, 0, key, value);
   store_word(rl + 16, key);
   const LeafMeta rold = unpack_meta(load_word(rl));
-  leaves_[right].low.store(key, std::memory_order_release);
-  leaves_[right].last_insert = key;
+  ctl(right).low.store(key, std::memory_order_release);
+  ctl(right).last_insert = key;
   reseal(right, LeafMeta{rold.incarnation, 1, img.meta.next});
-  leaves_[right].lock.unlock();
+  ctl(right).lock.unlock();
 
   // 2. The old leaf keeps its slots; its range ends below `key`, so it
   // takes a new incarnation (a client's translation of `key` to it goes
@@ -615,24 +662,24 @@ void XTree::publish_split(Inner* parent, uint32_t aln, const LeafImage& img, uin
                           uint32_t right) {
   insert_separator(parent, sep, right);
   splits_.fetch_add(1, std::memory_order_relaxed);
-  const uint64_t lo = leaves_[aln].low.load(std::memory_order_relaxed);
+  const uint64_t lo = ctl(aln).low.load(std::memory_order_relaxed);
   const uint64_t hi = img.meta.next == 0
                           ? UINT64_MAX
-                          : leaves_[img.meta.next - 1].low.load(std::memory_order_relaxed) - 1;
+                          : ctl(img.meta.next - 1).low.load(std::memory_order_relaxed) - 1;
   log_split(lo, hi, aln, right);
 }
 
 XStatus XTree::update(uint64_t key, const void* value) {
   for (;;) {
     Path p;
-    if (!find_leaf(key, p) || !leaves_[p.aln].lock.try_upgrade(p.leaf_v)) {
+    if (!find_leaf(key, p) || !ctl(p.aln).lock.try_upgrade(p.leaf_v)) {
       restarts_.fetch_add(1, std::memory_order_relaxed);
       continue;
     }
     LeafImage img = read_leaf_words(p.aln);
     const int i = find_slot(img, key);
     if (i >= 0) write_value_slot(p.aln, i, key, value);
-    leaves_[p.aln].lock.unlock();
+    ctl(p.aln).lock.unlock();
     return i >= 0 ? XStatus::kOk : XStatus::kNotFound;
   }
 }
@@ -641,7 +688,7 @@ XStatus XTree::update_hinted(uint64_t key, const void* value, uint32_t aln, uint
                              bool* hint_used) {
   *hint_used = false;
   if (aln < next_leaf_.load(std::memory_order_acquire)) {
-    LeafCtl& leaf = leaves_[aln];
+    LeafCtl& leaf = ctl(aln);
     leaf.lock.lock();
     // Under the leaf's lock, a key found in the leaf is the key's only copy
     // (a key lives in exactly one leaf), whatever the path would say.
@@ -660,7 +707,7 @@ XStatus XTree::update_hinted(uint64_t key, const void* value, uint32_t aln, uint
 XStatus XTree::remove(uint64_t key) {
   for (;;) {
     Path p;
-    if (!find_leaf(key, p) || !leaves_[p.aln].lock.try_upgrade(p.leaf_v)) {
+    if (!find_leaf(key, p) || !ctl(p.aln).lock.try_upgrade(p.leaf_v)) {
       restarts_.fetch_add(1, std::memory_order_relaxed);
       continue;
     }
@@ -668,7 +715,7 @@ XStatus XTree::remove(uint64_t key) {
     LeafImage img = read_leaf_words(aln);
     const int i = find_slot(img, key);
     if (i < 0) {
-      leaves_[aln].lock.unlock();
+      ctl(aln).lock.unlock();
       return XStatus::kNotFound;
     }
     const uint32_t last = img.count - 1;
@@ -685,7 +732,7 @@ XStatus XTree::remove(uint64_t key) {
     LeafMeta m = img.meta;
     m.count = last;
     reseal(aln, m);
-    leaves_[aln].lock.unlock();
+    ctl(aln).lock.unlock();
     return XStatus::kOk;
   }
 }

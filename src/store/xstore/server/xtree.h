@@ -62,6 +62,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -129,6 +130,12 @@ struct XTreeOptions {
   uint32_t inner_keys = kMaxInnerKeys;
   // Split events kept for splits_since(); older ones are reported as lost.
   uint32_t split_log_capacity = 4096;
+  // Backs [offset, offset + bytes) of the region before leaves there are
+  // used (store/heap.h, HeapOptions::grow): leaves are backed in extents
+  // (an eighth of those backed, at least 64 KiB) as splits need them, so
+  // the area is address space and memory follows the leaves in use. Null:
+  // the whole area is backed already.
+  std::function<Status(uint64_t offset, uint64_t bytes)> grow;
 
   Status validate(size_t region_bytes) const;
 };
@@ -143,8 +150,9 @@ struct XTreeStats {
 class XTree {
  public:
   // `region_base` is this node's local mapping of options.area.region (of
-  // `region_bytes` bytes). Formats the leaf area: leaf 0 empty, every other
-  // slot zero. Fails with kInvalidArgument naming the bad option.
+  // `region_bytes` bytes). Formats leaf 0 (empty); every other leaf is
+  // zeroed when it is first allocated. Fails with kInvalidArgument naming
+  // the bad option, or with what options.grow returned for leaf 0.
   static Result<std::unique_ptr<XTree>> create(uint8_t* region_base, size_t region_bytes,
                                                const XTreeOptions& options);
   ~XTree();
@@ -209,6 +217,14 @@ class XTree {
   uint64_t split_seq() const;
 
   XTreeStats stats() const;
+  // Why the last split found no leaf (XStatus::kOutOfLeaves): the address
+  // space is used up, or the host could not back more leaves.
+  std::string grow_error() const;
+  // Bytes of leaves backed so far.
+  uint64_t backed_bytes() const {
+    std::lock_guard<std::mutex> g(leaf_mu_);
+    return uint64_t{backed_leaves_} * opt_.area.leaf_size();
+  }
 
  private:
   struct Inner;
@@ -253,6 +269,13 @@ class XTree {
   void split_inner(Inner* parent, Inner* node);
   void insert_separator(Inner* parent, uint64_t sep, uint64_t right_child);
   bool alloc_leaf(uint32_t* aln);
+  // Leaf `aln` is backed (growing the backed extent); caller holds leaf_mu_.
+  Status back_leaf(uint32_t aln);
+  // The control block of an allocated leaf (aln < next_leaf_). Chunk k
+  // holds kCtlBase << k blocks, for leaves [kCtlBase * (2^k - 1), ...): a
+  // small tree allocates little, and a block never moves.
+  LeafCtl& ctl(uint32_t aln) const;
+  static constexpr uint32_t kCtlBase = 64;
   // Caller holds the leaf's and the parent's locks.
   XStatus split_leaf(Inner* parent, uint32_t aln, const LeafImage& img, uint64_t key,
                      const void* value);
@@ -274,8 +297,15 @@ class XTree {
 
   uint8_t* base_;
   XTreeOptions opt_;
-  std::unique_ptr<LeafCtl[]> leaves_;  // per ALN: version lock, low fence
+  // Per ALN: version lock, low fence (see ctl()); 26 chunks reach 2^31.
+  std::array<std::atomic<LeafCtl*>, 27> ctl_chunks_{};
+  // Leaves [0, next_leaf_) are allocated; alloc_leaf (under leaf_mu_)
+  // backs, zeroes and gives a control block to a leaf before it stores
+  // next_leaf_ (release).
   std::atomic<uint32_t> next_leaf_{1};
+  mutable std::mutex leaf_mu_;
+  uint32_t backed_leaves_ = 0;  // guarded by leaf_mu_
+  std::string grow_error_;      // guarded by leaf_mu_
   std::atomic<Inner*> root_{nullptr};
   // The leaf the last insert went into (a hint, read and written relaxed:
   // try_insert_at_finger checks it under the leaf's lock). Inserts of
