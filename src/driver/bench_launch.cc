@@ -19,11 +19,13 @@
 #include "bench_series.h"
 #include "json_writer.h"
 #include "local_cluster.h"
+#include "memory_watch.h"
 #include "process_group.h"
 #include "r2/common/clock.h"
 #include "r2/shm/segment.h"
 #include "r2/shm/shm_fabric.h"
 #include "rdpma/dir_probe.h"
+#include "workload.h"
 
 namespace drtmx::bench {
 namespace {
@@ -123,6 +125,21 @@ Status run_once(const BenchOptions& o) {
     if (!probe.is_ok()) return probe.status();
     std::cout << "drtmx-bench: " << probe->line() << std::endl;
   }
+  if (!remote && !o.recover) {
+    // Know before you run: what loading takes against what this host has.
+    auto wl = make_workload(o);
+    if (!wl.is_ok()) return wl.status();
+    const uint16_t replicas =
+        o.replicas != 0 ? o.replicas : static_cast<uint16_t>(std::min<int>(3, o.fabric.num_nodes));
+    auto cat = store::Catalog::create((*wl)->tables(), o.fabric.num_nodes, replicas);
+    if (!cat.is_ok()) return cat.status();
+    std::vector<LoadEstimate> need;
+    for (uint16_t n = 0; n < o.fabric.num_nodes; ++n) {
+      need.push_back(estimate_node(o, *cat, n, (*wl)->arena_bytes()));
+    }
+    DRTMX_RETURN_IF_ERROR(
+        check_fits(need, host_memory(), shm && o.fabric.num_nodes > 1 && !o.durable, o.bench));
+  }
   // --crash-at: when the nodes began measuring (the first "measuring"
   // publication), by the steady clock.
   auto measuring = std::make_shared<std::atomic<int64_t>>(0);
@@ -189,6 +206,8 @@ Status run_once(const BenchOptions& o) {
     InterruptScope interrupts;
     bool interrupted = false;
     ProcessGroup group;
+    MemoryWatch watch(o.fabric.cluster, nodes);
+    std::vector<pid_t> pids(nodes, -1);
     // A crash is a crash: the others go down at once, not by SIGTERM.
     if (o.crash_requested() && !o.failover_run()) group.set_stop_signal(SIGKILL);
     for (int n = 0; n < nodes && result.is_ok(); ++n) {
@@ -205,6 +224,10 @@ Status run_once(const BenchOptions& o) {
       if (f.kind == BenchOptions::Fault::kCrashPoint) group.expect_end(static_cast<size_t>(f.node));
     }
     std::function<void()> poll = [&] {
+      if (!remote) {
+        for (uint16_t i = 0; i < nodes; ++i) pids[i] = group.pid(i);
+        watch.sample(pids);
+      }
       if (!interrupted && g_interrupted.load(std::memory_order_relaxed) != 0) {
         interrupted = true;
         group.kill_all();
@@ -254,6 +277,7 @@ Status run_once(const BenchOptions& o) {
       }
     };
     if (result.is_ok()) result = group.wait_all(limit, poll);
+    if (!remote) result = watch.explain(result);
     if (remote) {
       // Whatever ended the run, nothing of it stays on the hosts.
       for (const HostLine& h : o.hosts) {

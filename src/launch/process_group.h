@@ -63,6 +63,11 @@ class ProcessGroup {
     int exit_code = -1;  // when it exited; -1 when unknown (killed or not reaped)
   };
   std::vector<Ended> ended() const;
+  // The process id of child `index` while it runs; -1 when it ended or
+  // there is no such child.
+  pid_t pid(size_t index) const {
+    return index < children_.size() && !children_[index].done ? children_[index].pid : -1;
+  }
 
  private:
   struct Child {

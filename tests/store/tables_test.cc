@@ -840,7 +840,7 @@ TEST(Tables, InstallKeepsTheNewestVersion) {
 SlotRef slot_of(const Fixture& f, uint16_t n, const TableSpec& t, uint64_t key) {
   const LocalPartition* lp = f.nodes[n]->partition(t.id, f.cat.partition_of(t, key));
   const size_t slot = record_slot_size(t.value_size);
-  for (uint64_t i = 0; lp != nullptr && i < lp->plan.heap_slots(); ++i) {
+  for (uint64_t i = 0; lp != nullptr && i < lp->heap->committed_bytes() / slot; ++i) {
     const SlotRef r = f.nodes[n]->slot_at(table_region(t.id), lp->plan.heap.range_offset + i * slot,
                                           t.value_size);
     if (r.rec == nullptr || verify(r.rec, t.value_size) != RecordCheck::kOk) continue;

@@ -185,7 +185,7 @@ store::SlotRef record_of(TxnNode& n, const store::Catalog& cat, Key k) {
   const store::tables::LocalPartition* lp = n.store().partition(kAcc, cat.partition_of(t, k));
   if (lp == nullptr) return {};
   const size_t slot = store::record_slot_size(t.value_size);
-  for (uint64_t i = 0; i < lp->plan.heap_slots(); ++i) {
+  for (uint64_t i = 0; i < lp->heap->committed_bytes() / slot; ++i) {
     const store::SlotRef r = n.store().slot_at(store::tables::table_region(kAcc),
                                                lp->plan.heap.range_offset + i * slot, t.value_size);
     if (r.rec == nullptr || store::verify(r.rec, t.value_size) != store::RecordCheck::kOk) continue;
@@ -208,7 +208,7 @@ Words inspect(TxnNode& n, const store::Catalog& cat, uint16_t node) {
   Words w;
   for (store::PartitionId p : cat.hosted(node, t)) {
     const store::tables::LocalPartition* lp = n.store().partition(kAcc, p);
-    for (uint64_t i = 0; lp != nullptr && i < lp->plan.heap_slots(); ++i) {
+    for (uint64_t i = 0; lp != nullptr && i < lp->heap->committed_bytes() / slot; ++i) {
       const store::SlotRef r = n.store().slot_at(
           store::tables::table_region(kAcc), lp->plan.heap.range_offset + i * slot, t.value_size);
       if (r.rec == nullptr) {

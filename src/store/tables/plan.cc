@@ -11,6 +11,8 @@ namespace drtmx::store::tables {
 namespace {
 
 constexpr uint64_t kAreaAlign = 4096;
+// XTree numbers leaves with 31 bits.
+constexpr uint64_t kMaxLeaves = (uint64_t{1} << 31) - 1;
 
 uint64_t align_up(uint64_t v, uint64_t a) {
   return (v + a - 1) / a * a;
@@ -19,7 +21,7 @@ uint64_t align_up(uint64_t v, uint64_t a) {
 uint32_t leaves_for(uint64_t capacity) {
   const uint64_t half = kOrderedFanout / 2;
   const uint64_t n = (capacity + half - 1) / half + kSpareLeaves;
-  return static_cast<uint32_t>(std::min<uint64_t>(n, UINT32_MAX - 1));
+  return static_cast<uint32_t>(std::min<uint64_t>(n, kMaxLeaves));
 }
 
 }  // namespace
@@ -65,6 +67,8 @@ PartitionPlan plan_partition(const TableSpec& t, uint64_t offset, uint64_t space
     // Each row: its slot and its share of a half-full leaf.
     const uint64_t per_row = slot + (leaf + kOrderedFanout / 2 - 1) / (kOrderedFanout / 2);
     rows = std::max<uint64_t>(space / per_row, t.capacity);
+    // No more rows than 31-bit leaf numbers index at half-full leaves.
+    rows = std::min<uint64_t>(rows, (kMaxLeaves - kSpareLeaves) * (kOrderedFanout / 2));
     p.leaves.leaf_capacity = leaves_for(rows);
     index_bytes = p.leaves.bytes();
   }
@@ -137,6 +141,31 @@ std::vector<std::pair<r2::RegionId, size_t>> growable_regions_of(const Catalog& 
     }
   }
   return out;
+}
+
+uint64_t load_bytes(const Catalog& c, NodeId16 node, bool lock_regions) {
+  const uint64_t space = area_space(c);
+  uint64_t total = 0;
+  for (const TableSpec& t : c.tables()) {
+    const uint64_t copies = c.hosted(node, t).size();
+    if (copies == 0) continue;
+    const PartitionPlan p = plan_partition(t, 0, space);
+    const bool has_heap = p.heap.range_bytes != 0;
+    uint64_t bytes = 0;
+    if (has_heap) {
+      bytes += t.capacity * record_slot_size(t.value_size);
+      if (lock_regions) bytes += t.capacity * kLockEntryBytes;
+    }
+    if (t.kind == TableKind::kHash) {
+      bytes += uint64_t{p.hash.buckets} * hash::kBucketBytes;
+    } else {
+      bytes += leaves_for(t.capacity) * p.leaves.leaf_size();
+    }
+    // Extents: an eighth ahead of what is used, at least 64 KiB per part.
+    bytes += bytes / 8 + 2 * 65536;
+    total += copies * bytes;
+  }
+  return total;
 }
 
 LockPlan LockPlan::of(const Catalog& c) {

@@ -168,6 +168,12 @@ std::vector<std::pair<r2::RegionId, size_t>> regions_of(const Catalog& c, NodeId
 std::vector<std::pair<r2::RegionId, size_t>> growable_regions_of(const Catalog& c, NodeId16 node,
                                                                  bool lock_regions = false);
 
+// What `node`'s copies take in memory once loaded with t.capacity rows
+// each (the heaps' slots, head buckets, leaves half full, lock entries
+// with `lock_regions`, and the growth extents' slack): the launcher's
+// estimate before a run (it grows from there as rows arrive).
+uint64_t load_bytes(const Catalog& c, NodeId16 node, bool lock_regions);
+
 // Clients of durable nodes: the lock word of a record, from the record's
 // address (see "Lock regions" above). Immutable once built; shared by the
 // node's coroutines.
