@@ -129,8 +129,9 @@ class Engine final : public Txn {
   // Runs `proc` until it commits, a user abort, or `p.max_attempts`; between
   // attempts it backs off a random number of idle yields, growing
   // exponentially, so conflicting transactions can finish. kRecordMissing,
-  // kDuplicateInsert and kNotSupported are final too (a retry would see the
-  // same, unless another transaction changes the key meanwhile).
+  // kDuplicateInsert, kNotSupported and kOutOfMemory are final too (a retry
+  // would see the same, unless another transaction changes the key or frees
+  // memory meanwhile).
   Abort run_with_retry(const Procedure& proc, const RetryPolicy& p = {},
                        Kind kind = Kind::kReadWrite);
   // The wait between attempts that run_with_retry() uses (for callers with

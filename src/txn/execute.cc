@@ -35,6 +35,8 @@ const char* abort_name(Abort a) {
       return "not supported";
     case Abort::kVersionStoreFull:
       return "version store full";
+    case Abort::kOutOfMemory:
+      return "out of memory";
   }
   return "?";
 }
@@ -523,7 +525,7 @@ Abort Engine::run_with_retry(const Procedure& proc, const RetryPolicy& p, Kind k
   for (uint32_t attempt = 1; attempt <= p.max_attempts; ++attempt) {
     r = run(proc, kind);
     if (r == Abort::kNone || r == Abort::kUserAbort || r == Abort::kRecordMissing ||
-        r == Abort::kDuplicateInsert || r == Abort::kNotSupported) {
+        r == Abort::kDuplicateInsert || r == Abort::kNotSupported || r == Abort::kOutOfMemory) {
       return r;  // final: retrying cannot change them
     }
     if (attempt < p.max_attempts) backoff(attempt, p);

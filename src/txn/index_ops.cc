@@ -71,6 +71,7 @@ Abort abort_of(uint8_t c) {
     case kReserved:
       return Abort::kLockHeld;
     case kNoSpace:
+      return Abort::kOutOfMemory;
     case kBadTable:
       return Abort::kNotSupported;
     default:

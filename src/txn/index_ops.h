@@ -14,8 +14,9 @@
 //                record_ops.h), one-sided or by RPC. So versions per slot
 //                and per key only grow (no ABA for validators; backups
 //                apply a key's changes in version order). Results: kNone, kDuplicateInsert (a
-//                committed record), kLockHeld (another transaction's reservation), kNotSupported
-//                (inline table, out of record slots or leaves), kNodeFailure.
+//                committed record), kLockHeld (another transaction's reservation),
+//                kOutOfMemory (the table found no memory to grow into),
+//                kNotSupported (inline table), kNodeFailure.
 //   remove_held  Commit of a delete (the record was locked at Validate)
 //                and abort after a reserve: the primary marks the record
 //                kDeleted with version + 1 (so readers and validators that

@@ -48,8 +48,10 @@ enum class Abort : uint8_t {
   kTornRead,          // a record kept changing under repeated reads
   kNotSupported,      // an operation this table or build does not offer
   kVersionStoreFull,  // MVCC: no room for the old version of a record to write
+  kOutOfMemory,       // an insert found no memory for its table to grow into (the
+                      // host, its memory cgroup or /dev/shm is full)
 };
-constexpr int kAbortKinds = 11;
+constexpr int kAbortKinds = 12;
 const char* abort_name(Abort a);
 
 // One field of a table's rows: `size` bytes at `offset` in a value of

@@ -1,6 +1,8 @@
 #include "r2/common/growable.h"
 
 #include <fcntl.h>
+#include <linux/magic.h>
+#include <sys/statfs.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
@@ -44,7 +46,13 @@ std::string human_bytes(uint64_t b) {
   return buf;
 }
 
-Growable::Growable(GrowableSpec spec) : spec_(std::move(spec)) {}
+Growable::Growable(GrowableSpec spec) : spec_(std::move(spec)) {
+  // A file in memory (tmpfs: a shm segment, a pool in /dev/shm) takes the
+  // machine's memory as it is backed, like private memory does.
+  struct statfs fs {};
+  in_memory_ = spec_.fd < 0 || (::fstatfs(spec_.fd, &fs) == 0 &&
+                                (fs.f_type == TMPFS_MAGIC || fs.f_type == RAMFS_MAGIC));
+}
 
 Growable::~Growable() {
   if (spec_.fd >= 0) ::close(spec_.fd);
@@ -59,6 +67,15 @@ Status Growable::no_room(uint64_t want, uint64_t free_bytes, const std::string& 
 
 Status Growable::back(uint64_t begin, uint64_t end) {
   const uint64_t n = end - begin;
+  if (in_memory_ && !has_room_for(n)) {
+    // Backing memory past what the machine has would not fail here (a
+    // tmpfs may be larger than the memory left; private memory reserves
+    // nothing) but wake the OOM killer later, at some process's next page.
+    return no_room(n, mem_available(),
+                   "free memory, or give this node less data (e.g. fewer warehouses per node, or "
+                   "a shorter run: tables grow as rows arrive); an eighth of the machine's memory "
+                   "is kept available");
+  }
   if (spec_.fd >= 0) {
     // Blocks first: a full file system answers ENOSPC here (tmpfs gives back
     // what it allocated for a call that fails), not a SIGBUS at a later
@@ -87,12 +104,6 @@ Status Growable::back(uint64_t begin, uint64_t end) {
                       e);
     }
     if (!spec_.populate) return Status::ok();
-  } else if (!has_room_for(n)) {
-    // Nothing reserves private memory: populating past what the machine has
-    // would not fail here but wake the OOM killer later.
-    return no_room(n, mem_available(),
-                   "free memory, or give this node less data (e.g. fewer warehouses per node); "
-                   "an eighth of the machine's memory is kept available");
   }
   const std::string what = "region " + std::to_string(spec_.id) + " (" + spec_.where + ")";
   DRTMX_RETURN_IF_ERROR(make_resident(spec_.base + begin, n, what));

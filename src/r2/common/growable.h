@@ -9,8 +9,11 @@
 //     file system is ENOSPC here and never a SIGBUS later) and then maps the
 //     pages (make_resident), except for an msync-mode file on a disk;
 //   * private anonymous memory reserved with MAP_NORESERVE (a one-node shm
-//     cluster, verbs): commit() maps the pages while the machine keeps an
-//     eighth of its memory available (has_room_for), else refuses.
+//     cluster, verbs): commit() maps the pages.
+// Memory (private, or a file on tmpfs/ramfs) is backed only while the
+// machine keeps an eighth of its memory available (has_room_for), else
+// commit() refuses: a tmpfs larger than the memory left would otherwise let
+// the pages be taken and the OOM killer end some process later.
 // Thread-safe: commits of any ranges from any threads; a range backed before
 // costs one lock and one lookup.
 #pragma once
@@ -64,6 +67,7 @@ class Growable {
   Status no_room(uint64_t want, uint64_t free_bytes, const std::string& fix) const;
 
   GrowableSpec spec_;
+  bool in_memory_ = true;  // private memory, or a file on tmpfs/ramfs
   mutable std::mutex mu_;
   std::map<uint64_t, uint64_t> backed_;  // begin -> end, disjoint, not adjacent
   std::atomic<uint64_t> committed_{0};
