@@ -331,6 +331,12 @@ Status report(const BenchOptions& o, const Workload& wl, const store::Catalog& c
               << fmt(100.0 * double(aborts[i]) / double(total_commits + total_aborts), 3) << "%  "
               << blamed_tables(cat, by_table, i, aborts[i]) << "\n";
   }
+  if (const uint64_t oom = aborts[static_cast<int>(txn::Abort::kOutOfMemory)]; oom != 0) {
+    std::cout << "  out of memory: " << oom
+              << " transactions found no memory for their inserts (the host keeps an eighth of "
+                 "its memory available); the memory lines below say what each node held: run "
+                 "fewer warehouses or rows per node, more nodes, or a shorter run\n";
+  }
   if (traffic[kTrCommitted] != 0) {
     const double c = double(traffic[kTrCommitted]);
     std::cout << "  per transaction: " << fmt(double(traffic[kTrOpsPosted]) / c, 2)
