@@ -65,6 +65,10 @@ long mapped_pages(const void* p, size_t bytes) {
 }
 
 bool has_room_for(size_t bytes, const std::string& meminfo) {
+  return has_room_for(bytes, meminfo, 2);
+}
+
+bool has_room_for(size_t bytes, const std::string& meminfo, uint32_t keep_sixteenths) {
   uint64_t total_kb = 0, available_kb = 0;
   bool have_total = false, have_available = false;
   std::istringstream in(meminfo);
@@ -78,15 +82,19 @@ bool has_room_for(size_t bytes, const std::string& meminfo) {
   }
   if (!have_total || !have_available) return true;  // cannot tell: as before the check
   const uint64_t want_kb = (bytes + 1023) / 1024;
-  return available_kb >= want_kb && available_kb - want_kb >= total_kb / 8;
+  return available_kb >= want_kb && available_kb - want_kb >= total_kb / 16 * keep_sixteenths;
 }
 
 bool has_room_for(size_t bytes) {
+  return has_room_for_keeping(bytes, 2);
+}
+
+bool has_room_for_keeping(size_t bytes, uint32_t keep_sixteenths) {
   std::ifstream f("/proc/meminfo");
   if (!f) return true;
   std::stringstream text;
   text << f.rdbuf();
-  return has_room_for(bytes, text.str());
+  return has_room_for(bytes, text.str(), keep_sixteenths);
 }
 
 }  // namespace drtmx

@@ -49,6 +49,10 @@ bool resident_supported();
 bool has_room_for(size_t bytes);
 // `text`: a /proc/meminfo image (the parser behind has_room_for).
 bool has_room_for(size_t bytes, const std::string& meminfo);
+// The same keeping `keep_sixteenths` sixteenths of the machine's memory
+// available instead of two (an eighth).
+bool has_room_for(size_t bytes, const std::string& meminfo, uint32_t keep_sixteenths);
+bool has_room_for_keeping(size_t bytes, uint32_t keep_sixteenths);
 
 // How many of the 4 KiB pages of [p, p + bytes) are in this process's page
 // tables now (/proc/self/pagemap's "present" bit); -1 when pagemap cannot

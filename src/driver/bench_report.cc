@@ -333,9 +333,10 @@ Status report(const BenchOptions& o, const Workload& wl, const store::Catalog& c
   }
   if (const uint64_t oom = aborts[static_cast<int>(txn::Abort::kOutOfMemory)]; oom != 0) {
     std::cout << "  out of memory: " << oom
-              << " transactions found no memory for their inserts (the host keeps an eighth of "
-                 "its memory available); the memory lines below say what each node held: run "
-                 "fewer warehouses or rows per node, more nodes, or a shorter run\n";
+              << " transactions found no memory for their inserts (primaries take no new row "
+                 "while less than 3/16 of the machine's memory is available, backups grow down to "
+                 "an eighth); the memory lines below say what each node held: run fewer "
+                 "warehouses or rows per node, more nodes, or a shorter run\n";
   }
   if (traffic[kTrCommitted] != 0) {
     const double c = double(traffic[kTrCommitted]);

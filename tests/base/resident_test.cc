@@ -71,6 +71,11 @@ TEST(Resident, RoomIsWhatMemAvailableLeavesAboveAnEighth) {
   EXPECT_FALSE(has_room_for(size_t{2000001} * 1024, mi));         // under 1 000 000 kB left
   EXPECT_FALSE(has_room_for(size_t{4000000} * 1024, mi));         // more than available
   EXPECT_TRUE(has_room_for(size_t{1} << 40, "Nothing: 1 kB\n"));  // cannot tell: as before
+  // Primaries' inserts keep 3/16 (1 500 000 kB here): the backups' share
+  // between 2/16 and 3/16 stays for what the primaries committed.
+  EXPECT_TRUE(has_room_for(size_t{1499999} * 1024, mi, 3));   // 1 500 001 kB left
+  EXPECT_FALSE(has_room_for(size_t{1500001} * 1024, mi, 3));  // under 1 500 000 kB left
+  EXPECT_TRUE(has_room_for(size_t{1500001} * 1024, mi, 2));   // an eighth: still room
 }
 
 }  // namespace

@@ -1,10 +1,12 @@
 #include "store/tables/store_node.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "base/resident.h"
 #include "store/record_io.h"
 #include "store/tables/ordered_rpc.h"
 #include "store/word_copy.h"
@@ -45,6 +47,21 @@ bool quiet_copies_on(const Catalog& catalog, NodeId16 node, r2::Fabric& fabric, 
   return true;
 }
 
+// Whether any table region `node` hosts takes the machine's memory:
+// volatile, or a pool on a memory file system.
+bool tables_in_memory(const Catalog& catalog, NodeId16 node, r2::Fabric& fabric) {
+  for (const TableSpec& t : catalog.tables()) {
+    if (catalog.hosted(node, t).empty()) continue;
+    const r2::Region* region = fabric.region(table_region(t.id));
+    if (region == nullptr) continue;
+    if (region->persistence == r2::Persistence::kNone ||
+        region->persistence == r2::Persistence::kMemFs) {
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<StoreNode>> StoreNode::create(const Catalog& catalog, r2::Fabric& fabric,
@@ -56,6 +73,7 @@ Result<std::unique_ptr<StoreNode>> StoreNode::create(const Catalog& catalog, r2:
     }
   }
   n->quiet_copies_ = quiet_copies_on(catalog, n->node_, fabric, locks_apart);
+  n->tables_in_memory_ = tables_in_memory(catalog, n->node_, fabric);
   return n;
 }
 
@@ -71,6 +89,7 @@ Result<std::unique_ptr<StoreNode>> StoreNode::recover(const Catalog& catalog, r2
     }
   }
   n->quiet_copies_ = quiet_copies_on(catalog, n->node_, fabric, locks_apart);
+  n->tables_in_memory_ = tables_in_memory(catalog, n->node_, fabric);
   return n;
 }
 
@@ -358,12 +377,30 @@ LocalPartition* primary_here(StoreNode& sn, const TableSpec& t, uint64_t key) {
 }
 }  // namespace
 
+bool StoreNode::primary_may_grow() const {
+  if (!tables_in_memory_) return true;
+  const uint64_t now = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch() /
+                                             std::chrono::nanoseconds(1));
+  const uint64_t last = room_checked_ns_.load(std::memory_order_relaxed);
+  if (now - last < 20'000'000 && last != 0) return room_ok_.load(std::memory_order_relaxed);
+  room_checked_ns_.store(now, std::memory_order_relaxed);
+  const bool ok = has_room_for_keeping(0, 3);
+  room_ok_.store(ok, std::memory_order_relaxed);
+  return ok;
+}
+
 Result<RecordAddr> StoreNode::reserve(const TableSpec& t, uint64_t key, uint64_t lock_word,
                                       uint64_t* base) {
   LocalPartition* part = primary_here(*this, t, key);
   if (part == nullptr) {
     return not_found(where(t, catalog_.partition_of(t, key)) + " has no primary on node " +
                      std::to_string(node_));
+  }
+  if (!primary_may_grow()) {
+    return exhausted("table '" + t.name + "': node " + std::to_string(node_) +
+                     " takes no new row while less than 3/16 of the machine's memory is "
+                     "available (what is left is for its backups to apply what was committed): "
+                     "free memory, or run fewer rows per node or a shorter run");
   }
   if (part->hash) {
     Result<hash::RecordLoc> r = part->hash->reserve(key, lock_word);

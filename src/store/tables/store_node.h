@@ -20,6 +20,7 @@
 // transaction layer's commit and backup appliers).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -240,8 +241,19 @@ class StoreNode {
   std::vector<std::vector<LocalPartition*>> areas_;
   std::vector<Divider> area_div_;      // by table id: its copies' area size (slot_at)
   std::vector<uint8_t*> region_base_;  // by table id: its table region's base
+  // Whether a primary may take a new row now (primary_may_grow).
+  bool primary_may_grow() const;
+
   HeapGrowth heap_growth_;
   BackedEnd backed_end_;
+  // Tables in the machine's memory (volatile, or pools on tmpfs): inserts
+  // into primaries stop while less than 3/16 of it is available, so that
+  // the backups' growth (which stops at 2/16, r2/common/growable.h) always
+  // finds room for what the primaries committed. Checked at most every
+  // 20 ms (a read of /proc/meminfo).
+  bool tables_in_memory_ = false;
+  mutable std::atomic<uint64_t> room_checked_ns_{0};
+  mutable std::atomic<bool> room_ok_{true};
   hash::HashService hash_service_;
   xstore::XStoreService xstore_service_;
 };
