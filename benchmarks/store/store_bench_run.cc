@@ -251,7 +251,7 @@ NodeOutcome run_node(const StoreBenchOptions& o, uint16_t node, const std::strin
   cfg.control.join_timeout = std::chrono::milliseconds(o.join_timeout_ms);
   cfg.control.fingerprint = {{"table", o.table}, {"keys", std::to_string(o.keys)}};
   cfg.worker.coroutines = static_cast<uint16_t>(cos + 1);
-  cfg.regions = store::tables::regions_of(*cat, node, scratch);
+  cfg.regions = store::tables::regions_of(scratch);
   cfg.growable_regions = store::tables::growable_regions_of(*cat, node);
   auto rt = r2::NodeRuntime::start(cfg);
   if (!rt.is_ok()) return fail(rt.status());

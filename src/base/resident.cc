@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstdint>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -90,11 +91,30 @@ bool has_room_for(size_t bytes) {
 }
 
 bool has_room_for_keeping(size_t bytes, uint32_t keep_sixteenths) {
-  std::ifstream f("/proc/meminfo");
-  if (!f) return true;
+  const std::string text = read_small_file("/proc/meminfo");
+  if (text.empty()) return true;
+  return has_room_for(bytes, text, keep_sixteenths);
+}
+
+std::string read_small_file(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) return "";
   std::stringstream text;
   text << f.rdbuf();
-  return has_room_for(bytes, text.str(), keep_sixteenths);
+  return text.str();
+}
+
+uint64_t kib_field(const std::string& text, const std::string& key) {
+  // At the start of a line: "MemAvailable:" must not match "xMemAvailable:".
+  const std::string want = key + ":";
+  size_t at = text.rfind(want, 0) == 0 ? 0 : text.find("\n" + want);
+  if (at == std::string::npos) return 0;
+  if (at != 0) ++at;
+  return std::strtoull(text.c_str() + at + want.size(), nullptr, 10) * 1024;
+}
+
+uint64_t mem_available() {
+  return kib_field(read_small_file("/proc/meminfo"), "MemAvailable");
 }
 
 }  // namespace drtmx

@@ -54,6 +54,14 @@ bool has_room_for(size_t bytes, const std::string& meminfo);
 bool has_room_for(size_t bytes, const std::string& meminfo, uint32_t keep_sixteenths);
 bool has_room_for_keeping(size_t bytes, uint32_t keep_sixteenths);
 
+// The text of a small file such as /proc/meminfo ("" when it cannot be read).
+std::string read_small_file(const std::string& path);
+// The bytes of a "Key:   N kB" line of such a text (/proc/meminfo,
+// /proc/PID/status); 0 when absent.
+uint64_t kib_field(const std::string& text, const std::string& key);
+// /proc/meminfo's MemAvailable in bytes (0 when unknown).
+uint64_t mem_available();
+
 // How many of the 4 KiB pages of [p, p + bytes) are in this process's page
 // tables now (/proc/self/pagemap's "present" bit); -1 when pagemap cannot
 // be read. For tests and diagnostics: one read per page.

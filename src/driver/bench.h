@@ -14,6 +14,7 @@
 #include "hosts.h"
 #include "r2/control/control.h"
 #include "r2/fabric_config.h"
+#include "txn/txn_node.h"
 #include "workload.h"
 
 namespace drtmx::bench {
@@ -131,6 +132,11 @@ int node_main(const BenchOptions& o, const char* program);
 int program_main(int argc, char** argv, const char* program, std::vector<WorkloadInfo> extra);
 // Builds the workload named by o.bench from o.workload (errors name the option).
 Result<std::unique_ptr<Workload>> make_workload(const BenchOptions& o);
+// The engine's configuration of node `node` under `o` for workload `wl`:
+// everything but the control plane's (coordinator, fingerprint, callbacks)
+// and durability's, which the node adds (bench_node.cc); also what the
+// launcher sizes a node by (memory_watch.h).
+Result<txn::TxnNodeConfig> engine_config(const BenchOptions& o, const Workload& wl, uint16_t node);
 // --sweep=KEY=V1,V2,...: the option swept and its values. Refused: an
 // unknown shape, an empty value, a key that names files, nodes or the
 // sweep itself (json, config, node, coordinator, pmem-dir, ...).

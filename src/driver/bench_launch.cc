@@ -135,7 +135,9 @@ Status run_once(const BenchOptions& o) {
     if (!cat.is_ok()) return cat.status();
     std::vector<LoadEstimate> need;
     for (uint16_t n = 0; n < o.fabric.num_nodes; ++n) {
-      need.push_back(estimate_node(o, *cat, n, (*wl)->arena_bytes()));
+      auto e = estimate_node(o, **wl, *cat, n);
+      if (!e.is_ok()) return e.status();
+      need.push_back(*e);
     }
     DRTMX_RETURN_IF_ERROR(
         check_fits(need, host_memory(), shm && o.fabric.num_nodes > 1 && !o.durable, o.bench));

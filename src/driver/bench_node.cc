@@ -68,27 +68,12 @@ struct Shared {
 
 }  // namespace
 
-Status run_bench_node(const BenchOptions& o) {
-  auto wl = make_workload(o);
-  if (!wl.is_ok()) return wl.status();
-  const uint16_t nodes = o.fabric.num_nodes;
-  const uint16_t replicas =
-      o.replicas != 0 ? o.replicas : static_cast<uint16_t>(std::min<int>(3, nodes));
-  auto cat = store::Catalog::create((*wl)->tables(), nodes, replicas);
-  if (!cat.is_ok()) return cat.status();
+Result<txn::TxnNodeConfig> engine_config(const BenchOptions& o, const Workload& wl, uint16_t node) {
   auto policy = txn::make_policy(o.policy, o.overrides, o.fabric.backend == "shm");
   if (!policy.is_ok()) return policy.status();
   txn::TxnNodeConfig cfg;
   cfg.fabric = o.fabric;
-  cfg.fabric.node = static_cast<uint16_t>(o.node);
-  cfg.control.coordinator = o.coordinator;
-  if (!o.node_program.empty()) {
-    cfg.control.on_lost = r2::exit_when_orphaned(o.node_program, cfg.fabric);
-  }
-  cfg.control.fingerprint = {{"bench", o.bench},
-                             {"policy", o.policy},
-                             {"replicas", std::to_string(replicas)},
-                             {"coroutines", std::to_string(o.coroutines)}};
+  cfg.fabric.node = node;
   cfg.coroutines = o.coroutines;
   cfg.local_shortcuts = o.local_shortcuts;
   cfg.sibling_wait = o.sibling_wait;
@@ -97,7 +82,29 @@ Status run_bench_node(const BenchOptions& o) {
   cfg.caches.xcache.refresh_keys_per_miss = o.xstore_refresh_keys;
   cfg.mvcc.versions_pct = o.versions_pct;
   cfg.mvcc.min_versions = o.min_versions;
-  cfg.arena_bytes = std::max(cfg.arena_bytes, (*wl)->arena_bytes());
+  cfg.arena_bytes = std::max(cfg.arena_bytes, wl.arena_bytes());
+  return cfg;
+}
+
+Status run_bench_node(const BenchOptions& o) {
+  auto wl = make_workload(o);
+  if (!wl.is_ok()) return wl.status();
+  const uint16_t nodes = o.fabric.num_nodes;
+  const uint16_t replicas =
+      o.replicas != 0 ? o.replicas : static_cast<uint16_t>(std::min<int>(3, nodes));
+  auto cat = store::Catalog::create((*wl)->tables(), nodes, replicas);
+  if (!cat.is_ok()) return cat.status();
+  auto engine = engine_config(o, **wl, static_cast<uint16_t>(o.node));
+  if (!engine.is_ok()) return engine.status();
+  txn::TxnNodeConfig cfg = std::move(*engine);
+  cfg.control.coordinator = o.coordinator;
+  if (!o.node_program.empty()) {
+    cfg.control.on_lost = r2::exit_when_orphaned(o.node_program, cfg.fabric);
+  }
+  cfg.control.fingerprint = {{"bench", o.bench},
+                             {"policy", o.policy},
+                             {"replicas", std::to_string(replicas)},
+                             {"coroutines", std::to_string(o.coroutines)}};
   const size_t cos = size_t{o.fabric.threads} * o.coroutines;
   const uint32_t first_index = uint32_t(o.node) * uint32_t(cos);
   // Durability: the engine's pools and this node's acknowledgement journal.
@@ -495,7 +502,7 @@ Status run_bench_node(const BenchOptions& o) {
         fo.check_workload = std::move(*w2);
       }
     }
-    result = report(o, **wl, *cat, *policy, replicas, rs, durable, fo);
+    result = report(o, **wl, *cat, cfg.policy, replicas, rs, durable, fo);
   }
   Status left = n.runtime().control().leave();
   return result.is_ok() ? left : result;

@@ -6,6 +6,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "base/resident.h"
 #include "r2/common/growable.h"
 #include "store/tables/plan.h"
 
@@ -13,18 +14,19 @@ namespace drtmx::bench {
 namespace {
 
 constexpr size_t kHead = 4;   // tables_backed, tables_reserved, other_regions, anon_rss
-constexpr size_t kTable = 7;  // TableMemoryTotals, field by field
+constexpr size_t kTable = 7;  // store::tables::TableMemory, field by field
 
 std::string gib(uint64_t b) {
   return r2::human_bytes(b);
 }
 
-std::vector<TableMemoryTotals> sum_tables(const std::vector<NodeMemory>& nodes) {
-  std::vector<TableMemoryTotals> out;
+std::vector<store::tables::TableMemory> sum_tables(const std::vector<NodeMemory>& nodes) {
+  std::vector<store::tables::TableMemory> out;
   for (const NodeMemory& n : nodes) {
-    for (const TableMemoryTotals& t : n.tables) {
-      auto it = std::find_if(out.begin(), out.end(),
-                             [&](const TableMemoryTotals& x) { return x.table == t.table; });
+    for (const store::tables::TableMemory& t : n.tables) {
+      auto it = std::find_if(out.begin(), out.end(), [&](const store::tables::TableMemory& x) {
+        return x.table == t.table;
+      });
       if (it == out.end()) {
         out.push_back(t);
         continue;
@@ -33,9 +35,10 @@ std::vector<TableMemoryTotals> sum_tables(const std::vector<NodeMemory>& nodes) 
       it->index_bytes += t.index_bytes, it->backed += t.backed, it->reserved += t.reserved;
     }
   }
-  std::sort(out.begin(), out.end(), [](const TableMemoryTotals& a, const TableMemoryTotals& b) {
-    return a.backed > b.backed;
-  });
+  std::sort(out.begin(), out.end(),
+            [](const store::tables::TableMemory& a, const store::tables::TableMemory& b) {
+              return a.backed > b.backed;
+            });
   return out;
 }
 
@@ -47,25 +50,14 @@ std::string name_of(const store::Catalog& cat, uint64_t id) {
 }  // namespace
 
 uint64_t anon_rss_bytes() {
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("RssAnon:", 0) == 0) {
-      std::istringstream is(line.substr(8));
-      uint64_t kb = 0;
-      is >> kb;
-      return kb * 1024;
-    }
-  }
-  return 0;
+  return kib_field(read_small_file("/proc/self/status"), "RssAnon");
 }
 
 NodeMemory node_memory(txn::TxnNode& n) {
   NodeMemory m;
   r2::Fabric& f = n.runtime().fabric();
-  for (const store::tables::TableMemory& t : n.store().memory()) {
-    m.tables.push_back(
-        {t.table, t.copies, t.rows, t.row_bytes, t.index_bytes, t.backed, t.reserved});
+  m.tables = n.store().memory();
+  for (const store::tables::TableMemory& t : m.tables) {
     m.tables_backed += t.backed;
     m.tables_reserved += t.reserved;
   }
@@ -84,7 +76,7 @@ NodeMemory node_memory(txn::TxnNode& n) {
 
 std::vector<uint64_t> memory_fields(const NodeMemory& m) {
   std::vector<uint64_t> f = {m.tables_backed, m.tables_reserved, m.other_regions, m.anon_rss};
-  for (const TableMemoryTotals& t : m.tables) {
+  for (const store::tables::TableMemory& t : m.tables) {
     f.insert(f.end(),
              {t.table, t.copies, t.rows, t.row_bytes, t.index_bytes, t.backed, t.reserved});
   }
@@ -97,7 +89,8 @@ bool memory_from_fields(const std::vector<uint64_t>& f, NodeMemory* m) {
   if (f.size() < kHead || (f.size() - kHead) % kTable != 0) return false;
   m->tables_backed = f[0], m->tables_reserved = f[1], m->other_regions = f[2], m->anon_rss = f[3];
   for (size_t i = kHead; i < f.size(); i += kTable) {
-    m->tables.push_back({f[i], f[i + 1], f[i + 2], f[i + 3], f[i + 4], f[i + 5], f[i + 6]});
+    m->tables.push_back({static_cast<store::TableId>(f[i]), static_cast<uint32_t>(f[i + 1]),
+                         f[i + 2], f[i + 3], f[i + 4], f[i + 5], f[i + 6]});
   }
   return true;
 }
@@ -107,10 +100,10 @@ namespace {
 // the copies of the most partitioned one.
 uint64_t per_copy(const store::Catalog& cat, const std::vector<NodeMemory>& nodes, bool data) {
   uint64_t copies = 0, bytes = 0;
-  for (const TableMemoryTotals& t : sum_tables(nodes)) {
+  for (const store::tables::TableMemory& t : sum_tables(nodes)) {
     const store::TableSpec* s = cat.find(static_cast<store::TableId>(t.table));
     if (s == nullptr || s->scheme == store::PartitionScheme::kReplicated) continue;
-    copies = std::max(copies, t.copies);
+    copies = std::max<uint64_t>(copies, t.copies);
     bytes += data ? t.row_bytes + t.index_bytes : t.backed;
   }
   return copies == 0 ? 0 : bytes / copies;
@@ -132,10 +125,10 @@ void print_memory(const store::Catalog& cat, const std::vector<NodeMemory>& node
               << gib(n.other_regions) << ", heap " << gib(n.anon_rss);
   }
   std::cout << "\n";
-  const std::vector<TableMemoryTotals> ts = sum_tables(nodes);
+  const std::vector<store::tables::TableMemory> ts = sum_tables(nodes);
   std::cout << "  memory by table (all copies):";
   for (size_t i = 0; i < ts.size() && i < 5; ++i) {
-    const TableMemoryTotals& t = ts[i];
+    const store::tables::TableMemory& t = ts[i];
     std::cout << (i == 0 ? " " : "; ") << name_of(cat, t.table) << " " << t.rows << " rows "
               << gib(t.row_bytes) << " + index " << gib(t.index_bytes) << " in " << gib(t.backed);
   }
@@ -169,7 +162,7 @@ void json_memory(JsonWriter& j, const store::Catalog& cat, const std::vector<Nod
   }
   j.end_array();
   j.key("tables").begin_array();
-  for (const TableMemoryTotals& t : sum_tables(nodes)) {
+  for (const store::tables::TableMemory& t : sum_tables(nodes)) {
     j.begin_object()
         .key("name")
         .value(name_of(cat, t.table))

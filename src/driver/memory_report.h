@@ -16,22 +16,17 @@
 
 #include "json_writer.h"
 #include "store/catalog.h"
+#include "store/tables/store_node.h"
 #include "txn/txn_node.h"
 
 namespace drtmx::bench {
 
-// One table's line, summed over nodes.
-struct TableMemoryTotals {
-  uint64_t table = 0, copies = 0, rows = 0, row_bytes = 0, index_bytes = 0, backed = 0,
-           reserved = 0;
-};
-
 struct NodeMemory {
-  uint64_t tables_backed = 0;    // the table areas' backed bytes
-  uint64_t tables_reserved = 0;  // their address space
-  uint64_t other_regions = 0;    // every other region's backed bytes
-  uint64_t anon_rss = 0;         // the process's RssAnon (0 when unknown)
-  std::vector<TableMemoryTotals> tables;
+  uint64_t tables_backed = 0;                      // the table areas' backed bytes
+  uint64_t tables_reserved = 0;                    // their address space
+  uint64_t other_regions = 0;                      // every other region's backed bytes
+  uint64_t anon_rss = 0;                           // the process's RssAnon (0 when unknown)
+  std::vector<store::tables::TableMemory> tables;  // summed over nodes by the report
 };
 
 // This node's, now (after the run).

@@ -8,9 +8,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "base/resident.h"
 #include "r2/common/growable.h"
 #include "store/tables/plan.h"
-#include "txn/policy.h"
 #include "txn/txn_node.h"
 
 namespace drtmx::bench {
@@ -21,58 +21,35 @@ namespace {
 // TPC-C node at the default scale after a run, docs/benchmarks.md).
 constexpr uint64_t kProcessAllowance = uint64_t{96} << 20;
 
-uint64_t kib_field(const std::string& text, const std::string& key) {
-  const size_t at = text.find(key + ":");
-  if (at == std::string::npos) return 0;
-  std::istringstream is(text.substr(at + key.size() + 1));
-  uint64_t kb = 0;
-  is >> kb;
-  return kb * 1024;
-}
-
-std::string proc_text(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 }  // namespace
 
 uint64_t oom_kill_count() {
-  const std::string v = proc_text("/proc/vmstat");
+  const std::string v = read_small_file("/proc/vmstat");
   const size_t at = v.find("\noom_kill ");
   if (at == std::string::npos) return 0;
   return std::strtoull(v.c_str() + at + 10, nullptr, 10);
 }
 
-LoadEstimate estimate_node(const BenchOptions& o, const store::Catalog& cat, uint16_t node,
-                           size_t workload_arena_bytes) {
+Result<LoadEstimate> estimate_node(const BenchOptions& o, const Workload& wl,
+                                   const store::Catalog& cat, uint16_t node) {
+  auto cfg = engine_config(o, wl, node);
+  if (!cfg.is_ok()) return cfg.status();
   LoadEstimate e;
   e.tables = store::tables::load_bytes(cat, node, o.durable && o.locks_apart);
-  txn::TxnNodeConfig cfg;
-  cfg.fabric = o.fabric;
-  cfg.fabric.node = node;
-  cfg.coroutines = o.coroutines;
-  cfg.log_ring_bytes = o.log_ring_kb * 1024;
-  cfg.arena_bytes = std::max(cfg.arena_bytes, workload_arena_bytes);
-  if (auto p = txn::make_policy(o.policy, o.overrides, o.fabric.backend == "shm"); p.is_ok()) {
-    cfg.policy = *p;
-  }
-  for (const auto& [id, bytes] : txn::TxnNode::regions(cat, cfg)) e.regions += bytes;
+  for (const auto& [id, bytes] : txn::TxnNode::regions(cat, *cfg)) e.regions += bytes;
   e.process = kProcessAllowance;
   return e;
 }
 
 HostMemory host_memory() {
   HostMemory h;
-  const std::string mi = proc_text("/proc/meminfo");
+  const std::string mi = read_small_file("/proc/meminfo");
   h.available = kib_field(mi, "MemAvailable");
   h.total = kib_field(mi, "MemTotal");
   struct statvfs sv {};
   if (statvfs("/dev/shm", &sv) == 0) h.shm_free = uint64_t{sv.f_bavail} * sv.f_frsize;
   // This process's memory cgroup: "N:memory:/path" (v1) or "0::/path" (v2).
-  std::istringstream cg(proc_text("/proc/self/cgroup"));
+  std::istringstream cg(read_small_file("/proc/self/cgroup"));
   std::string line;
   while (std::getline(cg, line)) {
     const size_t a = line.find(':'), b = line.find(':', a + 1);
@@ -80,11 +57,11 @@ HostMemory host_memory() {
     const std::string ctl = line.substr(a + 1, b - a - 1), path = line.substr(b + 1);
     std::string limit, usage;
     if (ctl == "memory") {
-      limit = proc_text("/sys/fs/cgroup/memory" + path + "/memory.limit_in_bytes");
-      usage = proc_text("/sys/fs/cgroup/memory" + path + "/memory.usage_in_bytes");
+      limit = read_small_file("/sys/fs/cgroup/memory" + path + "/memory.limit_in_bytes");
+      usage = read_small_file("/sys/fs/cgroup/memory" + path + "/memory.usage_in_bytes");
     } else if (ctl.empty()) {
-      limit = proc_text("/sys/fs/cgroup" + path + "/memory.max");
-      usage = proc_text("/sys/fs/cgroup" + path + "/memory.current");
+      limit = read_small_file("/sys/fs/cgroup" + path + "/memory.max");
+      usage = read_small_file("/sys/fs/cgroup" + path + "/memory.current");
     }
     const uint64_t l = std::strtoull(limit.c_str(), nullptr, 10);
     if (l != 0 && (h.cgroup_limit == 0 || l < h.cgroup_limit)) {
@@ -163,7 +140,7 @@ void MemoryWatch::sample(const std::vector<pid_t>& pids) {
   }
   for (size_t i = 0; i < held_.size() && i < pids.size(); ++i) {
     if (pids[i] <= 0) continue;  // ended: keep its last sample
-    const std::string status = proc_text("/proc/" + std::to_string(pids[i]) + "/status");
+    const std::string status = read_small_file("/proc/" + std::to_string(pids[i]) + "/status");
     held_[i] = kib_field(status, "RssAnon") + shm[i];
   }
 }

@@ -27,8 +27,8 @@ struct LoadEstimate {
   uint64_t tables = 0, regions = 0, process = 0;
   uint64_t total() const { return tables + regions + process; }
 };
-LoadEstimate estimate_node(const BenchOptions& o, const store::Catalog& cat, uint16_t node,
-                           size_t workload_arena_bytes);
+Result<LoadEstimate> estimate_node(const BenchOptions& o, const Workload& wl,
+                                   const store::Catalog& cat, uint16_t node);
 
 // /proc/meminfo MemAvailable and MemTotal, /dev/shm's free bytes, and the
 // limit of this process's memory cgroup (v1 or v2) with its usage — what

@@ -119,7 +119,6 @@ Result<std::unique_ptr<RecordHeap>> RecordHeap::recover(std::span<uint8_t> regio
     const uint64_t bytes = written * h.slot_bytes_;
     DRTMX_RETURN_IF_ERROR(options.grow(options.range_offset, bytes));
     h.committed_end_.store(bytes, std::memory_order_release);
-    h.committed_slots_ = written;
   }
   for (uint64_t i = written; i-- > 0;) {
     if (in_use[i]) {
@@ -135,10 +134,7 @@ Result<std::unique_ptr<RecordHeap>> RecordHeap::recover(std::span<uint8_t> regio
 RecordHeap::RecordHeap(std::span<uint8_t> region, const HeapOptions& o, uint64_t slot_bytes,
                        uint64_t capacity)
     : region_(region), options_(o), slot_bytes_(slot_bytes), capacity_(capacity) {
-  if (!options_.grow) {
-    committed_slots_ = capacity_;
-    committed_end_.store(capacity_ * slot_bytes_, std::memory_order_relaxed);
-  }
+  if (!options_.grow) committed_end_.store(capacity_ * slot_bytes_, std::memory_order_relaxed);
 }
 
 Status RecordHeap::grow_locked() {
@@ -152,8 +148,8 @@ Status RecordHeap::grow_locked() {
                      " MiB per partition copy); give the table fewer partitions per node or "
                      "fewer tables per node");
   }
-  uint64_t extent = std::max<uint64_t>(options_.min_extent_bytes, committed / 8);
-  extent = std::max<uint64_t>(extent, slot_bytes_);
+  const uint64_t extent =
+      std::max(next_extent_bytes(committed, options_.min_extent_bytes), slot_bytes_);
   // Whole pages at the end (the next extent starts on a page of its own
   // when the slots allow it; grow() rounds out to pages either way).
   uint64_t end = std::min(range, committed + extent);
@@ -161,7 +157,6 @@ Status RecordHeap::grow_locked() {
   end = std::min(range, page_end - options_.range_offset);
   DRTMX_RETURN_IF_ERROR(options_.grow(options_.range_offset + committed, end - committed));
   committed_end_.store(end, std::memory_order_release);
-  committed_slots_ = end / slot_bytes_;
   return Status::ok();
 }
 
@@ -181,7 +176,10 @@ Result<SlotGrant> RecordHeap::allocate() {
     ++reused_;
     return SlotGrant{offset, incarnation};
   }
-  while (next_fresh_ >= committed_slots_) DRTMX_RETURN_IF_ERROR(grow_locked());
+  // The next fresh slot must lie wholly in the backed part of the range.
+  while ((next_fresh_ + 1) * slot_bytes_ > committed_end_.load(std::memory_order_relaxed)) {
+    DRTMX_RETURN_IF_ERROR(grow_locked());
+  }
   const uint64_t index = next_fresh_++;
   released_.push_back(0);
   ++in_use_;
@@ -211,7 +209,7 @@ HeapStats RecordHeap::stats() const {
   std::lock_guard<SpinLock> g(mu_);
   HeapStats s;
   s.capacity = capacity_;
-  s.committed = committed_slots_;
+  s.committed = committed_end_.load(std::memory_order_relaxed) / slot_bytes_;
   s.in_use = in_use_;
   s.never_used = capacity_ - next_fresh_;
   s.reused = reused_;

@@ -44,6 +44,7 @@
 
 #include "base/spin_lock.h"
 #include "base/status.h"
+#include "store/extent.h"
 #include "store/slots.h"
 
 namespace drtmx::store {
@@ -59,7 +60,7 @@ struct HeapOptions {
   // lock, with extents in ascending order. An error (the host has no
   // memory) fails that allocate() with it; the heap stays usable.
   std::function<Status(uint64_t offset, uint64_t bytes)> grow;
-  uint64_t min_extent_bytes = 64 * 1024;  // the smallest extent grow() is asked for
+  uint64_t min_extent_bytes = kMinExtentBytes;  // the smallest extent grow() is asked for
   // recover(): how many bytes of the range were ever backed (the rest is
   // never read: a hole of a sparse pool holds nothing). Default: all.
   uint64_t recover_bytes = UINT64_MAX;
@@ -141,12 +142,12 @@ class RecordHeap final : public RecordSlots {
   HeapOptions options_;
   uint64_t slot_bytes_;
   uint64_t capacity_;
-  mutable SpinLock mu_;                     // guards the fields below (short sections)
-  uint64_t next_fresh_ = 0;                 // index of the next never-used slot
-  uint64_t committed_slots_ = 0;            // slots [0, committed_slots_) are backed
-  std::atomic<uint64_t> committed_end_{0};  // bytes of the range backed (written under mu_)
-  std::vector<uint64_t> free_;              // released slot indexes (LIFO)
-  std::vector<uint8_t> released_;           // per slot handed out: 1 while on the free list
+  mutable SpinLock mu_;      // guards the fields below (short sections)
+  uint64_t next_fresh_ = 0;  // index of the next never-used slot
+  // Bytes of the range backed (written under mu_): slots wholly below it.
+  std::atomic<uint64_t> committed_end_{0};
+  std::vector<uint64_t> free_;     // released slot indexes (LIFO)
+  std::vector<uint8_t> released_;  // per slot handed out: 1 while on the free list
   uint64_t in_use_ = 0;
   uint64_t reused_ = 0;
   uint64_t bad_releases_ = 0;

@@ -2,7 +2,10 @@
 
 #include <unistd.h>
 
+#include <map>
+#include <memory>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -85,7 +88,7 @@ size_t TxnNode::per_coroutine_arena() const {
 std::vector<std::pair<r2::RegionId, size_t>> TxnNode::regions(const store::Catalog& catalog,
                                                               const TxnNodeConfig& cfg) {
   TxnNode probe(catalog, cfg);
-  auto out = store::tables::regions_of(catalog, cfg.fabric.node, scratch_plan(catalog, cfg));
+  auto out = store::tables::regions_of(scratch_plan(catalog, cfg));
   out.emplace_back(kLogRegion, probe.replication().layout.region_bytes());
   out.emplace_back(kArenaRegion,
                    size_t{cfg.fabric.threads} * cfg.coroutines * probe.per_coroutine_arena());
@@ -269,13 +272,21 @@ Status TxnNode::agree_on_database() {
 
 store::tables::StoreNode::BackedEnd TxnNode::backed_end() const {
   const NodePools* pools = pools_.get();
-  return [pools](r2::RegionId region, uint64_t begin, uint64_t end) -> uint64_t {
+  // A pool's data ranges, read once per region (a walk of the file's
+  // extents) for all the copies in it.
+  using Ranges = std::vector<std::pair<uint64_t, uint64_t>>;
+  auto cache = std::make_shared<std::map<r2::RegionId, std::optional<Ranges>>>();
+  return [pools, cache](r2::RegionId region, uint64_t begin, uint64_t end) -> uint64_t {
     const rdpma::PmemPool* pool = pools != nullptr ? pools->pool(region) : nullptr;
     if (pool == nullptr) return end;
-    auto ranges = pool->data_ranges();
-    if (!ranges.is_ok()) return end;  // scan it all: slower, never wrong
+    auto [it, fresh] = cache->try_emplace(region);
+    if (fresh) {
+      auto ranges = pool->data_ranges();
+      if (ranges.is_ok()) it->second = std::move(*ranges);
+    }
+    if (!it->second) return end;  // unreadable: scan it all, slower, never wrong
     uint64_t last = begin;
-    for (const auto& [off, bytes] : *ranges) {
+    for (const auto& [off, bytes] : *it->second) {
       if (off < end && off + bytes > begin) last = std::max(last, std::min(end, off + bytes));
     }
     return last;

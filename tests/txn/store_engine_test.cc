@@ -83,12 +83,13 @@ void run_bank(const std::string& preset) {
   const size_t img = Replicator::image_bytes(rc);
   const size_t per_co = kArena + img;
   const st::ScratchPlan scratch{kThreads, kCos, st::scratch_per_coroutine(cat)};
-  auto regions = st::regions_of(cat, 0, scratch);
-  for (uint16_t n = 1; n < kNodes; ++n) ASSERT_EQ(regions, st::regions_of(cat, n, scratch));
+  auto regions = st::regions_of(scratch);
+  // Every node plans the same table regions (addresses are computed, not exchanged).
+  const auto growable = st::growable_regions_of(cat, 0);
+  for (uint16_t n = 1; n < kNodes; ++n) ASSERT_EQ(growable, st::growable_regions_of(cat, n));
   regions.push_back({kLog, rc.layout.region_bytes()});
   regions.push_back({kArenaRegion, kThreads * kCos * per_co});
-  auto c = r2::testing::InProcCluster::make(kNodes, kThreads, regions, nullptr, nullptr,
-                                            st::growable_regions_of(cat, 0));
+  auto c = r2::testing::InProcCluster::make(kNodes, kThreads, regions, nullptr, nullptr, growable);
   ASSERT_TRUE(c->error.is_ok()) << c->error.to_string();
   std::vector<std::unique_ptr<st::StoreNode>> nodes;
   std::vector<std::unique_ptr<st::NodeCaches>> caches;

@@ -19,17 +19,6 @@ namespace {
 constexpr uint64_t kPage = 4096;
 
 // MemAvailable of /proc/meminfo in bytes (0 when unknown).
-uint64_t mem_available() {
-  std::ifstream in("/proc/meminfo");
-  std::string key, unit;
-  uint64_t kb = 0;
-  while (in >> key >> kb) {
-    std::getline(in, unit);
-    if (key == "MemAvailable:") return kb * 1024;
-  }
-  return 0;
-}
-
 }  // namespace
 
 std::string human_bytes(uint64_t b) {
@@ -173,6 +162,26 @@ Growable* GrowableSet::find(RegionId id) const {
     if (g->id() == id) return g.get();
   }
   return nullptr;
+}
+
+Status GrowableSet::commit(RegionId id, const Region* whole, NodeId node, uint64_t offset,
+                           uint64_t bytes) const {
+  if (Growable* g = find(id)) return g->commit(offset, bytes);
+  if (whole == nullptr) {
+    return invalid_argument("commit of region " + std::to_string(id) + ", which node " +
+                            std::to_string(node) + " never registered");
+  }
+  if (offset > whole->size || bytes > whole->size - offset) {
+    return invalid_argument("commit of [" + std::to_string(offset) + ", +" + std::to_string(bytes) +
+                            ") is outside region " + std::to_string(id) + " of " +
+                            std::to_string(whole->size) + " bytes");
+  }
+  return Status::ok();  // registered whole: backed (pinned) from the start
+}
+
+uint64_t GrowableSet::committed_bytes(RegionId id, const Region* whole) const {
+  if (const Growable* g = find(id)) return g->committed();
+  return whole != nullptr ? whole->size : 0;
 }
 
 }  // namespace drtmx::r2

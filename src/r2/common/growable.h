@@ -80,6 +80,12 @@ class GrowableSet {
  public:
   Growable* add(GrowableSpec spec);
   Growable* find(RegionId id) const;
+  // Fabric::commit and Fabric::committed_bytes of node `node`'s region
+  // `id`: a growable one's, or for `whole` (the region registered whole;
+  // null when there is none) the range checks and its whole size.
+  Status commit(RegionId id, const Region* whole, NodeId node, uint64_t offset,
+                uint64_t bytes) const;
+  uint64_t committed_bytes(RegionId id, const Region* whole) const;
 
  private:
   std::vector<std::unique_ptr<Growable>> all_;

@@ -113,6 +113,24 @@ Result<Segment> Segment::create_private(size_t size) {
   return s;
 }
 
+namespace {
+
+// Maps all `size` bytes of the file `fd` shared, reserving nothing (a
+// growable region's segment); ENOMEM means no address space is left.
+Result<uint8_t*> map_noreserve(int fd, size_t size, const std::string& what) {
+  void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
+  if (p != MAP_FAILED) return static_cast<uint8_t*>(p);
+  const int e = errno;
+  if (e == ENOMEM) {
+    return exhausted("no address space to map " + std::to_string(size >> 30) + " GiB of " + what +
+                     " (a process maps every node's growable regions: 128 TiB in all on "
+                     "x86-64); register smaller growable regions");
+  }
+  return io_error("mmap(" + what + ")", e);
+}
+
+}  // namespace
+
 Result<Segment> Segment::create_sparse(const std::string& name, size_t size, int* fd_out) {
   shm_unlink(name.c_str());  // a stale segment of a crashed run with this name
   int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
@@ -124,22 +142,15 @@ Result<Segment> Segment::create_sparse(const std::string& name, size_t size, int
     shm_unlink(name.c_str());
     return io_error("ftruncate(" + name + ") to " + std::to_string(size) + " bytes", e);
   }
-  void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
-  if (p == MAP_FAILED) {
-    const int e = errno;
+  Result<uint8_t*> p = map_noreserve(fd, size, "growable segment " + name);
+  if (!p.is_ok()) {
     close(fd);
     shm_unlink(name.c_str());
-    if (e == ENOMEM) {
-      return exhausted("no address space for the " + std::to_string(size >> 30) +
-                       " GiB of growable segment " + name +
-                       " (a process maps every node's growable regions: 128 TiB in all on "
-                       "x86-64); register smaller growable regions");
-    }
-    return io_error("mmap(" + name + ")", e);
+    return p.status();
   }
   Segment s;
   s.name_ = name;
-  s.data_ = static_cast<uint8_t*>(p);
+  s.data_ = *p;
   s.size_ = size;
   s.owner_ = true;
   *fd_out = fd;
@@ -180,21 +191,12 @@ Result<Segment> Segment::open(const std::string& name, size_t size) {
   }
   // NORESERVE: a growable region's segment is terabytes of address space
   // of which only committed ranges have pages.
-  void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
-  int map_errno = errno;
+  Result<uint8_t*> p = map_noreserve(fd, size, "peer segment " + name);
   close(fd);
-  if (p == MAP_FAILED) {
-    if (map_errno == ENOMEM) {
-      return exhausted("no address space to map peer segment " + name + " of " +
-                       std::to_string(size >> 30) +
-                       " GiB (a process maps every node's growable regions: 128 TiB in all on "
-                       "x86-64); register smaller growable regions");
-    }
-    return io_error("mmap(" + name + ")", map_errno);
-  }
+  if (!p.is_ok()) return p.status();
   Segment s;
   s.name_ = name;
-  s.data_ = static_cast<uint8_t*>(p);
+  s.data_ = *p;
   s.size_ = size;
   s.owner_ = false;
   return s;

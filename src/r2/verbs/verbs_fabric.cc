@@ -142,24 +142,11 @@ class VerbsFabric final : public Fabric {
   }
 
   Status commit(RegionId id, uint64_t offset, uint64_t bytes) override {
-    if (Growable* g = growable_.find(id)) return g->commit(offset, bytes);
-    const Region* r = region(id);
-    if (r == nullptr) {
-      return invalid_argument("commit of region " + std::to_string(id) + ", which node " +
-                              std::to_string(cfg_.node) + " never registered");
-    }
-    if (offset > r->size || bytes > r->size - offset) {
-      return invalid_argument("commit of [" + std::to_string(offset) + ", +" +
-                              std::to_string(bytes) + ") is outside region " + std::to_string(id) +
-                              " of " + std::to_string(r->size) + " bytes");
-    }
-    return Status::ok();  // registered whole: pinned from the start
+    return growable_.commit(id, region(id), cfg_.node, offset, bytes);
   }
 
   uint64_t committed_bytes(RegionId id) const override {
-    if (const Growable* g = growable_.find(id)) return g->committed();
-    const Region* r = region(id);
-    return r ? r->size : 0;
+    return growable_.committed_bytes(id, region(id));
   }
 
   Status connect(ControlClient& control) override {

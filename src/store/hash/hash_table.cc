@@ -5,6 +5,7 @@
 #include <thread>
 #include <vector>
 
+#include "store/extent.h"
 #include "store/record_io.h"
 #include "store/word_copy.h"
 
@@ -95,9 +96,9 @@ Status HashTable::back_overflow(uint32_t idx) {
   std::lock_guard<std::mutex> g(grow_mu_);
   const uint32_t backed = backed_overflow_.load(std::memory_order_relaxed);
   if (idx < backed) return Status::ok();
-  // An eighth of the buckets backed so far (heads included), at least 64 KiB.
-  const uint64_t total = uint64_t{layout_.buckets} + backed;
-  const uint64_t step = std::max<uint64_t>(65536 / kBucketBytes, total / 8);
+  // Heads included in what is backed.
+  const uint64_t step =
+      next_extent_bytes((uint64_t{layout_.buckets} + backed) * kBucketBytes) / kBucketBytes;
   const uint64_t want = std::max<uint64_t>(uint64_t{idx} + 1, backed + step);
   const uint32_t end = static_cast<uint32_t>(std::min<uint64_t>(want, layout_.overflow));
   DRTMX_RETURN_IF_ERROR(

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "store/extent.h"
 #include "store/hash/hash_client.h"
 #include "store/record.h"
 #include "store/xstore/client/xstore_client.h"
@@ -120,10 +121,7 @@ ScratchLayout scratch_layout(const Catalog& c) {
   return {align_up(hash_part, 64), align_up(ordered_part, 64), align_up(record_part, 64)};
 }
 
-std::vector<std::pair<r2::RegionId, size_t>> regions_of(const Catalog& c, NodeId16 node,
-                                                        const ScratchPlan& scratch) {
-  (void)c;
-  (void)node;
+std::vector<std::pair<r2::RegionId, size_t>> regions_of(const ScratchPlan& scratch) {
   return {{kScratchRegion, std::max<uint64_t>(scratch.bytes(), 64)}};
 }
 
@@ -161,8 +159,8 @@ uint64_t load_bytes(const Catalog& c, NodeId16 node, bool lock_regions) {
     } else {
       bytes += leaves_for(t.capacity) * p.leaves.leaf_size();
     }
-    // Extents: an eighth ahead of what is used, at least 64 KiB per part.
-    bytes += bytes / 8 + 2 * 65536;
+    // Extents ahead of what is used: the heap's and the index's.
+    bytes += bytes / 8 + 2 * kMinExtentBytes;
     total += copies * bytes;
   }
   return total;

@@ -159,8 +159,7 @@ inline uint64_t scratch_per_coroutine(const Catalog& c) {
 
 // The regions `node` registers whole: the scratch region. For
 // NodeRuntimeConfig::regions.
-std::vector<std::pair<r2::RegionId, size_t>> regions_of(const Catalog& c, NodeId16 node,
-                                                        const ScratchPlan& scratch);
+std::vector<std::pair<r2::RegionId, size_t>> regions_of(const ScratchPlan& scratch);
 // The regions `node` registers growable (their sizes are address space):
 // every table region it hosts; with `lock_regions` (durable nodes) also the
 // lock region of every table with records it hosts. For

@@ -155,7 +155,7 @@ Status StoreNode::build(const TableSpec& t, PartitionId p, r2::Fabric& fabric,
     return invalid_argument(
         where(t, p) + ": region " + std::to_string(plan->region) +
         (region == nullptr ? " is not registered" : " is smaller than its plan") +
-        "; register the regions of store::tables::regions_of()");
+        "; register the regions of store::tables::growable_regions_of()");
   }
   std::span<uint8_t> mem(region->base, region->size);
   auto part = std::make_unique<LocalPartition>();
@@ -521,10 +521,6 @@ void StoreNode::clear_lock(TableId table, uint64_t offset, uint64_t lock) {
   }
 }
 
-}  // namespace drtmx::store::tables
-
-namespace drtmx::store::tables {
-
 Status StoreNode::set_heap_growth(HeapGrowth fn) {
   heap_growth_ = std::move(fn);
   if (!heap_growth_) return Status::ok();
@@ -560,9 +556,6 @@ std::vector<TableMemory> StoreNode::memory() const {
         const uint64_t leaves = part->tree->stats().leaves_used * part->plan.leaves.leaf_size();
         m.index_bytes += leaves;
         m.backed += part->tree->backed_bytes();
-        if (!part->heap) {
-          m.rows += part->tree->stats().leaves_used;  // inline values: counted by leaves
-        }
       }
     }
     out.push_back(m);

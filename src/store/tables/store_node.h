@@ -1,6 +1,6 @@
 // StoreNode: the owner side of the storage layer on one node — every
 // partition copy (primary or backup) the catalog places here, built in the
-// regions regions_of() planned, and the RPC services that let other nodes
+// regions growable_regions_of() planned, and the RPC services that let other nodes
 // change them and look them up (docs/architecture.md).
 //
 // What it builds per hosted partition copy of a table:
@@ -72,7 +72,7 @@ enum class Change : uint8_t { kInsert, kUpdate, kDelete };
 struct TableMemory {
   TableId table = 0;
   uint32_t copies = 0;       // partition copies hosted
-  uint64_t rows = 0;         // records in use (inline tables: leaves in use)
+  uint64_t rows = 0;         // records in use (0 for inline values: no records)
   uint64_t row_bytes = 0;    // their slots' bytes
   uint64_t index_bytes = 0;  // buckets / leaves in use
   uint64_t backed = 0;       // memory backed (heaps, indexes, lock entries)
@@ -89,8 +89,9 @@ struct StoreRecovery {
 class StoreNode {
  public:
   using Change = tables::Change;
-  // `fabric` must have registered every region of regions_of(catalog, node,
-  // scratch, locks_apart) (and outlive this object, as must the catalog).
+  // `fabric` must have registered every region of growable_regions_of(
+  // catalog, node, locks_apart) (and outlive this object, as must the
+  // catalog).
   // `locks_apart` (durable nodes, H8): the records' lock and ts words live
   // in the tables' lock regions, not in the slots. Errors name the table
   // and partition whose region is missing or too small.

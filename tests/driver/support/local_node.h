@@ -24,9 +24,9 @@ struct LocalNode {
     EXPECT_TRUE(cat.is_ok()) << cat.status().to_string();
     catalog = std::move(cat.value());
     const store::tables::ScratchPlan scratch{1, 1, store::tables::scratch_per_coroutine(catalog)};
-    cluster = r2::testing::InProcCluster::make(1, 1, store::tables::regions_of(catalog, 0, scratch),
-                                               nullptr, nullptr,
-                                               store::tables::growable_regions_of(catalog, 0));
+    cluster =
+        r2::testing::InProcCluster::make(1, 1, store::tables::regions_of(scratch), nullptr, nullptr,
+                                         store::tables::growable_regions_of(catalog, 0));
     EXPECT_TRUE(cluster->error.is_ok()) << cluster->error.to_string();
     auto s = store::tables::StoreNode::create(catalog, cluster->f(0));
     EXPECT_TRUE(s.is_ok()) << s.status().to_string();

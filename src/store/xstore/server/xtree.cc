@@ -4,6 +4,7 @@
 #include <numeric>
 #include <thread>
 
+#include "store/extent.h"
 #include "store/xstore/server/version_lock.h"
 
 namespace drtmx::store::xstore {
@@ -132,9 +133,8 @@ XTree::~XTree() {
 
 Status XTree::back_leaf(uint32_t aln) {
   if (aln < backed_leaves_) return Status::ok();
-  // An eighth of the leaves backed so far, at least 64 KiB of them.
   const uint64_t leaf = opt_.area.leaf_size();
-  const uint64_t step = std::max<uint64_t>((65536 + leaf - 1) / leaf, backed_leaves_ / 8);
+  const uint64_t step = (next_extent_bytes(uint64_t{backed_leaves_} * leaf) + leaf - 1) / leaf;
   const uint64_t end = std::min<uint64_t>(
       std::max<uint64_t>(uint64_t{aln} + 1, backed_leaves_ + step), opt_.area.leaf_capacity);
   DRTMX_RETURN_IF_ERROR(
