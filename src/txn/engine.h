@@ -317,9 +317,9 @@ class Engine final : public Txn {
   // DST: the holder entries of lane_items_ — this node's stored here, the
   // others' WRITEs queued into batch_ when `remote`.
   void add_holds(bool remote);
-  // Raises the range timestamps of `parts` (primary, table and key) to
-  // commit_ts_ by CAS (claim_scans on fabrics with coherent atomics).
-  Abort claim_onesided(const std::vector<std::pair<r2::NodeId, TableKey>>& parts);
+  // Raises the range timestamps of `parts` to commit_ts_ by CAS
+  // (claim_scans on fabrics with coherent atomics).
+  Abort claim_onesided(const std::vector<PartitionClaim>& parts);
   // Snapshot reads of the rows (*rows)[i] for i in `todo`: the ones this
   // node is primary of, read in place by DEP_READ's read_at
   // (snapshot_direct.cc); the others, the version in place by one-sided
@@ -332,7 +332,14 @@ class Engine final : public Txn {
   // kRecordMissing in *errors (or returned at once when errors is null).
   Abort snapshot_fetch(std::span<const TableKey> keys,
                        std::vector<std::pair<TableKey, Abort>>* errors);
+  // A snapshot scan: range-partitioned tables walk their partitions in key
+  // order until `limit`; partitions whose keys interleave are each read up
+  // to `limit` rows and merged in key order.
   Abort snapshot_scan(TableId t, Key from, Key to, size_t limit, Rows* out);
+  // Up to `limit` rows of [from, to] in one partition, appended to *out,
+  // in chunks; *exhausted when the partition has no further row <= to.
+  Abort snapshot_scan_part(TableId t, const Locator::ScanPart& p, Key from, Key to, size_t limit,
+                           Rows* out, bool* exhausted);
   // get_fields() of a snapshot (fields.cc): the rows of this node that the
   // transaction has not read, in place, header and field only; the others
   // by snapshot_fetch (kept in the transaction).
@@ -340,7 +347,7 @@ class Engine final : public Txn {
   // One partition's part of a snapshot scan run in place, when `primary`
   // is this node and the worker runs local work directly: false (and
   // nothing appended) otherwise, or when a row is locked (the RPC waits).
-  bool scan_here(r2::NodeId primary, TableId t, Key from, Key to, uint32_t limit, Rows* out,
+  bool scan_here(const Locator::ScanPart& p, TableId t, Key from, Key to, uint32_t limit, Rows* out,
                  bool* exhausted);
   // Rows read in place count toward the worker's yield streak (Co::charge)
   // as a quarter of a local operation batch each: what one costs, roughly.
@@ -486,7 +493,9 @@ class Engine final : public Txn {
     const dst::CopyLayout* copy;
     uint64_t* old;  // the CAS's result
   };
-  std::vector<RangeClaim> claims_;  // claim_onesided
+  std::vector<RangeClaim> claims_;             // claim_onesided
+  std::vector<Locator::ScanPart> scan_parts_;  // snapshot_scan, claim_scans
+  std::vector<PartitionClaim> part_claims_;    // claim_scans
   std::vector<dst::LaneCursor*> lane_reserved_;
   std::vector<std::pair<dst::LaneCursor*, uint64_t*>> lane_refresh_;
   std::vector<size_t> check_items_, check_pending_, check_again_;

@@ -464,10 +464,6 @@ Abort Engine::scan(TableId t, Key from, Key to, size_t limit, Rows* out) {
   out->values.clear();
   await_ahead();
   if (from > to || limit == 0) return Abort::kNone;
-  // MVCC claims scanned ranges (and snapshot scans read them) partition by
-  // partition in key order: a range spread over interleaved partitions is
-  // not supported there yet.
-  if (mvcc_on() && loc_.scan_merges(t, from, to)) return blame(Abort::kNotSupported, t);
   // A snapshot scan: the rows at the read timestamp, nothing to validate.
   if (snapshot()) return snapshot_scan(t, from, to, limit, out);
   const uint32_t vs = loc_.value_size(t);

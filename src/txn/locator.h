@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "r2/sched/co.h"
+#include "store/catalog.h"
 #include "store/record_io.h"
 #include "txn/index_ops.h"
 #include "txn/policy.h"
@@ -92,8 +93,7 @@ class Locator {
   virtual bool scannable(TableId /*t*/) const { return false; }
   // Whether a scan of [from, to] of `t` merges several partitions whose
   // keys interleave (not kRange, and the catalog cannot tell that one
-  // partition holds the range). MVCC's snapshot scans and range claims
-  // walk partitions by key and do not support those yet.
+  // partition holds the range): scan() merges their rows in key order.
   virtual bool scan_merges(TableId, Key /*from*/, Key /*to*/) const { return false; }
   virtual Abort scan(r2::Co&, ReadPath, TableId, Key /*from*/, Key /*to*/, size_t /*n*/,
                      std::vector<Key>* keys, std::vector<uint8_t>* values,
@@ -117,11 +117,18 @@ class Locator {
     std::vector<uint32_t> incs;
     return scan(co, path, t, from, to, n, keys, &values, &refs, &incs);
   }
-  // Range-partitioned tables: the first key of the partition after the
-  // one holding `key` (*start), false when there is none or the table is
-  // not range-partitioned. Snapshot scans and range claims (MVCC) walk
-  // partitions with it.
-  virtual bool next_partition(TableId, Key /*key*/, Key* /*start*/) const { return false; }
+  // The partitions a scan of [from, to] of `t` may reach, with their
+  // primaries: in key order for range-partitioned tables (each holds a run
+  // of the range), by id otherwise (scan_merges: their keys interleave).
+  // Snapshot scans and range claims (MVCC) name partitions by these ids.
+  // The default: none (no scans).
+  struct ScanPart {
+    store::PartitionId part = 0;
+    r2::NodeId primary = 0;
+  };
+  virtual void scan_parts(TableId, Key /*from*/, Key /*to*/, std::vector<ScanPart>* out) const {
+    out->clear();
+  }
   // Validate of inserts and Commit of deletes: the index steps at the
   // primaries (index_ops.h; the store's owner RPCs). The defaults support
   // neither (every reservation kNotSupported).

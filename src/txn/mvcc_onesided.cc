@@ -345,19 +345,16 @@ Status Engine::mvcc_check_onesided(std::vector<MvccCheckResult>* out) {
   return Status::ok();
 }
 
-Abort Engine::claim_onesided(const std::vector<std::pair<r2::NodeId, TableKey>>& parts) {
+Abort Engine::claim_onesided(const std::vector<PartitionClaim>& parts) {
   // Each part's word: CAS from what this thread last saw it hold up to
   // commit_ts_; a CAS that finds another value below commit_ts_ is retried
   // from it (the word only grows, so few rounds do).
   std::vector<RangeClaim>& claims = claims_;
   claims.clear();
-  for (const auto& [node, tk] : parts) {
-    const store::TableSpec* t = mvcc_->catalog().find(tk.table);
-    const dst::CopyLayout* l = t == nullptr
-                                   ? nullptr
-                                   : mvcc_->copy_of(static_cast<store::NodeId16>(node), tk.table,
-                                                    mvcc_->catalog().partition_of(*t, tk.key));
-    if (l == nullptr) return blame(Abort::kNodeFailure, tk.table);  // no such copy there
+  for (const PartitionClaim& pc : parts) {
+    const dst::CopyLayout* l =
+        mvcc_->copy_of(static_cast<store::NodeId16>(pc.primary), pc.table, pc.part);
+    if (l == nullptr) return blame(Abort::kNodeFailure, pc.table);  // no such copy there
     bool dup = false;
     for (const RangeClaim& c : claims) dup |= c.copy == l;
     if (dup) continue;
@@ -376,7 +373,7 @@ Abort Engine::claim_onesided(const std::vector<std::pair<r2::NodeId, TableKey>>&
                  commit_ts_, c.old, /*signaled=*/false);
     }
     if (!batch_.empty() && co_.run(batch_) != r2::OpStatus::kOk) {
-      return blame(Abort::kNodeFailure, parts.front().second.table);
+      return blame(Abort::kNodeFailure, parts.front().table);
     }
     size_t keep = 0;
     for (const RangeClaim& c : claims) {
@@ -393,7 +390,7 @@ Abort Engine::claim_onesided(const std::vector<std::pair<r2::NodeId, TableKey>>&
     }
     claims.resize(keep);
   }
-  return claims.empty() ? Abort::kNone : blame(Abort::kVersionChanged, parts.front().second.table);
+  return claims.empty() ? Abort::kNone : blame(Abort::kVersionChanged, parts.front().table);
 }
 
 void Engine::add_holds(bool remote) {

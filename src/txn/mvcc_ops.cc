@@ -28,11 +28,11 @@ struct MvccItem {  // a record by address (record_ops.h's)
   uint64_t offset;
   uint64_t version;
 };
-struct KeyItem {  // a record by key (snapshot get, remove, claim)
+struct KeyItem {  // a record by key (snapshot get, remove), a partition (claim)
   uint16_t table;
   uint16_t pad;
   uint32_t incarnation;
-  uint64_t key;
+  uint64_t key;     // claim: the partition's id
   uint64_t offset;  // remove: the held record's offset
 };
 struct LockReply {
@@ -57,6 +57,8 @@ struct ScanRequest {
   uint16_t table;
   uint16_t flags;
   uint32_t limit;
+  uint32_t partition;
+  uint32_t pad;
 };
 struct WaitTrailer {
   uint64_t blocked_reads;
@@ -65,7 +67,7 @@ struct WaitTrailer {
   uint64_t exhausted;
 };
 static_assert(sizeof(MvccHeader) == 24 && sizeof(MvccItem) == 24 && sizeof(KeyItem) == 24);
-static_assert(sizeof(RowHeader) == 48 && sizeof(ScanRequest) == 32);
+static_assert(sizeof(RowHeader) == 48 && sizeof(ScanRequest) == 40);
 
 constexpr uint32_t kImages = 1;
 // A snapshot request's mode travels in its flags (a value the primary
@@ -363,7 +365,10 @@ void Service::claim(r2::RpcRequest& req) {
   for (const KeyItem& it : items) {
     const store::TableSpec* t = m_.catalog().find(it.table);
     if (t == nullptr) return fail(req, "mvcc claim: unknown table " + std::to_string(it.table));
-    if (auto* rt = m_.range_ts(it.table, m_.catalog().partition_of(*t, it.key))) {
+    if (it.key >= m_.catalog().partitions(*t)) {
+      return fail(req, "mvcc claim: " + t->name + " has no partition " + std::to_string(it.key));
+    }
+    if (auto* rt = m_.range_ts(it.table, static_cast<store::PartitionId>(it.key))) {
       store::atomic_max_ts(reinterpret_cast<uint64_t*>(rt), h.ts);
     }
   }
@@ -464,7 +469,8 @@ bool Service::snapshot_scan(std::span<const uint8_t> p, std::vector<uint8_t>* re
   sink.reply = reply;
   sink.value_size = t != nullptr ? t->value_size : 0;
   bool exhausted = true;
-  if (!server_.scan(r.table, r.from, r.to, r.limit, r.ts, mode, &sink, &exhausted, blocked, err)) {
+  if (!server_.scan(r.table, r.partition, r.from, r.to, r.limit, r.ts, mode, &sink, &exhausted,
+                    blocked, err)) {
     return false;
   }
   put(reply, WaitTrailer{0, 0, sink.rows, exhausted ? 1u : 0u});
@@ -699,11 +705,11 @@ Status rpc_snapshot_get(r2::Co& co, std::span<SnapshotRow> rows, uint64_t ts,
   return Status::ok();
 }
 
-Status rpc_snapshot_scan(r2::Co& co, r2::NodeId primary, TableId table, Key from, Key to,
-                         uint32_t limit, uint32_t value_size, uint64_t ts, dst::SnapshotMode mode,
-                         std::vector<Key>* keys, std::vector<uint8_t>* values, bool* exhausted,
-                         ReadWait* wait) {
-  ScanRequest r{ts, from, to, table, static_cast<uint16_t>(mode_flags(mode)), limit};
+Status rpc_snapshot_scan(r2::Co& co, r2::NodeId primary, TableId table, store::PartitionId part,
+                         Key from, Key to, uint32_t limit, uint32_t value_size, uint64_t ts,
+                         dst::SnapshotMode mode, std::vector<Key>* keys,
+                         std::vector<uint8_t>* values, bool* exhausted, ReadWait* wait) {
+  ScanRequest r{ts, from, to, table, static_cast<uint16_t>(mode_flags(mode)), limit, part, 0};
   r2::RpcBuffer b;
   DRTMX_RETURN_IF_ERROR(co.call({primary, co.thread()}, kRpcSnapshotScan, &r, sizeof r, b));
   WaitTrailer t;
@@ -727,16 +733,14 @@ Status rpc_snapshot_scan(r2::Co& co, r2::NodeId primary, TableId table, Key from
   return Status::ok();
 }
 
-Status rpc_range_claim(r2::Co& co, std::span<const std::pair<r2::NodeId, TableKey>> ranges,
-                       uint64_t ts) {
-  auto groups = group(ranges.size(), [&](size_t i) { return ranges[i].first; });
+Status rpc_range_claim(r2::Co& co, std::span<const PartitionClaim> ranges, uint64_t ts) {
+  auto groups = group(ranges.size(), [&](size_t i) { return ranges[i].primary; });
   std::vector<r2::RpcBuffer> replies;
   return call_groups(
       co, kRpcRangeClaim, groups,
       [&](const std::vector<size_t>& idx, std::vector<uint8_t>* req) {
         put(req, MvccHeader{0, ts, static_cast<uint32_t>(idx.size()), 0});
-        for (size_t i : idx)
-          put(req, KeyItem{ranges[i].second.table, 0, 0, ranges[i].second.key, 0});
+        for (size_t i : idx) put(req, KeyItem{ranges[i].table, 0, 0, ranges[i].part, 0});
       },
       &replies);
 }

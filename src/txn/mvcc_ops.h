@@ -83,13 +83,13 @@ Status rpc_mvcc_remove(r2::Co& co, std::span<const HeldRecord> items, uint64_t l
 // claim nothing).
 Status rpc_snapshot_get(r2::Co& co, std::span<SnapshotRow> rows, uint64_t ts,
                         dst::SnapshotMode mode, ReadWait* wait);
-// Rows of partition-local range [from, to] of `table` at `ts` from
-// `primary`: at most `limit`, ascending; *exhausted when the partition has
+// Rows of range [from, to] of `table` in partition `part` at `ts` from its
+// primary: at most `limit`, ascending; *exhausted when the partition has
 // no further row <= to.
-Status rpc_snapshot_scan(r2::Co& co, r2::NodeId primary, TableId table, Key from, Key to,
-                         uint32_t limit, uint32_t value_size, uint64_t ts, dst::SnapshotMode mode,
-                         std::vector<Key>* keys, std::vector<uint8_t>* values, bool* exhausted,
-                         ReadWait* wait);
+Status rpc_snapshot_scan(r2::Co& co, r2::NodeId primary, TableId table, store::PartitionId part,
+                         Key from, Key to, uint32_t limit, uint32_t value_size, uint64_t ts,
+                         dst::SnapshotMode mode, std::vector<Key>* keys,
+                         std::vector<uint8_t>* values, bool* exhausted, ReadWait* wait);
 // GTS (dst/oracle.h): the next commit timestamp (one-sided FAA on node
 // 0's GlobalTS; `scratch`: 8 bytes of registered memory), StableTS (one
 // READ), and INSTALL of a finished transaction's timestamp (one-way).
@@ -97,9 +97,14 @@ Result<uint64_t> gts_next(r2::Co& co, uint64_t* scratch);
 Result<uint64_t> gts_stable(r2::Co& co, uint64_t* scratch);
 Status gts_install(r2::Co& co, uint64_t ts);
 
-// Raises the range timestamp of (table, partition of key) at each listed
-// primary to `ts`.
-Status rpc_range_claim(r2::Co& co, std::span<const std::pair<r2::NodeId, TableKey>> ranges,
-                       uint64_t ts);
+// A partition's range timestamp to raise, at its primary.
+struct PartitionClaim {
+  r2::NodeId primary = 0;
+  TableId table = 0;
+  store::PartitionId part = 0;
+};
+// Raises the range timestamp of each listed partition at its primary to
+// `ts`.
+Status rpc_range_claim(r2::Co& co, std::span<const PartitionClaim> ranges, uint64_t ts);
 
 }  // namespace drtmx::txn

@@ -111,31 +111,75 @@ Abort Engine::snapshot_fetch(std::span<const TableKey> keys,
 
 Abort Engine::snapshot_scan(TableId t, Key from, Key to, size_t limit, Rows* out) {
   if (!loc_.scannable(t)) return blame(Abort::kNotSupported, t);
-  const uint32_t vs = loc_.value_size(t);
-  Key cur = from;
-  for (size_t parts = 0; out->keys.size() < limit && parts < 1u << 20; ++parts) {
-    bool exhausted = false;
-    ReadWait w;
-    const uint32_t want =
-        static_cast<uint32_t>(std::min<size_t>(limit - out->keys.size(), 1u << 16));
-    const r2::NodeId primary = loc_.primary(t, cur);
-    if (!scan_here(primary, t, cur, to, want, out, &exhausted)) {
-      Status s = rpc_snapshot_scan(co_, primary, t, cur, to, want, vs, read_ts_, snapshot_mode(),
-                                   &out->keys, &out->values, &exhausted, &w);
-      read_wait_.blocked_reads += w.blocked_reads;
-      read_wait_.wait_ns += w.wait_ns;
-      if (!s.is_ok()) return blame(Abort::kNodeFailure, t);
+  loc_.scan_parts(t, from, to, &scan_parts_);
+  if (!loc_.scan_merges(t, from, to)) {
+    // Key order is partition order: until the limit.
+    for (const Locator::ScanPart& p : scan_parts_) {
+      bool exhausted = false;
+      const Abort r = snapshot_scan_part(t, p, from, to, limit - out->keys.size(), out, &exhausted);
+      if (r != Abort::kNone) return r;
+      if (!exhausted || out->keys.size() >= limit) break;
     }
-    if (!exhausted) break;  // the limit was reached in this partition
-    Key next;
-    if (!loc_.next_partition(t, cur, &next) || next > to || next <= cur) break;
-    cur = next;
+    return Abort::kNone;
+  }
+  // The partitions' keys interleave: the `limit` smallest keys of each,
+  // merged. A key lives in one partition, so no key comes twice.
+  const uint32_t vs = loc_.value_size(t);
+  Rows all;
+  const std::vector<Locator::ScanPart> parts = scan_parts_;
+  for (const Locator::ScanPart& p : parts) {
+    bool exhausted = false;
+    if (Abort r = snapshot_scan_part(t, p, from, to, limit, &all, &exhausted); r != Abort::kNone) {
+      return r;
+    }
+  }
+  std::vector<uint32_t> order(all.keys.size());
+  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  const size_t n = std::min(limit, order.size());
+  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(n), order.end(),
+                    [&](uint32_t x, uint32_t y) { return all.keys[x] < all.keys[y]; });
+  for (size_t i = 0; i < n; ++i) {
+    out->keys.push_back(all.keys[order[i]]);
+    const uint8_t* v = all.values.data() + size_t{order[i]} * vs;
+    out->values.insert(out->values.end(), v, v + vs);
   }
   return Abort::kNone;
 }
 
-bool Engine::scan_here(r2::NodeId primary, TableId t, Key from, Key to, uint32_t limit, Rows* out,
-                       bool* exhausted) {
+Abort Engine::snapshot_scan_part(TableId t, const Locator::ScanPart& p, Key from, Key to,
+                                 size_t limit, Rows* out, bool* exhausted) {
+  const uint32_t vs = loc_.value_size(t);
+  const size_t first = out->keys.size();
+  Key cur = from;
+  *exhausted = false;
+  for (size_t chunks = 0; chunks < size_t{1} << 24; ++chunks) {
+    const size_t got = out->keys.size() - first;
+    if (got >= limit) return Abort::kNone;
+    const uint32_t want = static_cast<uint32_t>(std::min<size_t>(limit - got, 1u << 16));
+    const size_t had = out->keys.size();
+    bool done = false;
+    if (!scan_here(p, t, cur, to, want, out, &done)) {
+      ReadWait w;
+      Status s = rpc_snapshot_scan(co_, p.primary, t, p.part, cur, to, want, vs, read_ts_,
+                                   snapshot_mode(), &out->keys, &out->values, &done, &w);
+      read_wait_.blocked_reads += w.blocked_reads;
+      read_wait_.wait_ns += w.wait_ns;
+      if (!s.is_ok()) return blame(Abort::kNodeFailure, t);
+    }
+    if (done) {
+      *exhausted = true;
+      return Abort::kNone;
+    }
+    // The chunk's limit was reached: on from its last key.
+    if (out->keys.size() == had || out->keys.back() >= to) return Abort::kNone;
+    cur = out->keys.back() + 1;
+  }
+  return Abort::kNone;
+}
+
+bool Engine::scan_here(const Locator::ScanPart& p, TableId t, Key from, Key to, uint32_t limit,
+                       Rows* out, bool* exhausted) {
+  const r2::NodeId primary = p.primary;
   if (here_ == nullptr || primary != co_.node() || !co_.direct(primary)) return false;
   struct ToRows : SnapshotSink {
     Rows* out;
@@ -150,8 +194,8 @@ bool Engine::scan_here(r2::NodeId primary, TableId t, Key from, Key to, uint32_t
   const size_t keys = out->keys.size(), bytes = out->values.size();
   uint64_t blocked = 0;
   std::string err;
-  const bool ok =
-      here_->scan(t, from, to, limit, read_ts_, snapshot_mode(), &sink, exhausted, &blocked, &err);
+  const bool ok = here_->scan(t, p.part, from, to, limit, read_ts_, snapshot_mode(), &sink,
+                              exhausted, &blocked, &err);
   if (!ok || blocked != 0) {
     // The RPC waits for the lock holders (or reports the error).
     out->keys.resize(keys);
@@ -181,21 +225,18 @@ void Engine::compute_commit_ts(uint64_t collected) {
 Abort Engine::claim_scans() {
   // A scanned range is claimed at the commit timestamp before its phantom
   // check, like a read record (raise, then check): an insert into it
-  // either shows in the re-scan or commits above us.
-  std::vector<std::pair<r2::NodeId, TableKey>> parts;
+  // either shows in the re-scan or commits above us. Every partition the
+  // range may reach is claimed (an insert lands in one of them).
+  std::vector<PartitionClaim>& parts = part_claims_;
+  parts.clear();
   for (const ScanSet& sc : scans_) {
-    Key cur = sc.from;
-    for (int guard = 0; guard < 1 << 16; ++guard) {
-      parts.push_back({loc_.primary(sc.table, cur), TableKey{sc.table, cur}});
-      Key next;
-      if (!loc_.next_partition(sc.table, cur, &next) || next > sc.to || next <= cur) break;
-      cur = next;
-    }
+    loc_.scan_parts(sc.table, sc.from, sc.to, &scan_parts_);
+    for (const Locator::ScanPart& p : scan_parts_) parts.push_back({p.primary, sc.table, p.part});
   }
   if (parts.empty()) return Abort::kNone;
   if (mvcc_onesided_on()) return claim_onesided(parts);
   Status s = rpc_range_claim(co_, parts, commit_ts_);
-  return s.is_ok() ? Abort::kNone : blame(Abort::kNodeFailure, parts.front().second.table);
+  return s.is_ok() ? Abort::kNone : blame(Abort::kNodeFailure, parts.front().table);
 }
 
 Abort Engine::take_gts() {

@@ -94,15 +94,18 @@ bool SnapshotServer::read_key_image(const store::TableSpec& t, uint64_t key, uin
   return true;  // moved eight times in a row: not found at ts
 }
 
-bool SnapshotServer::scan(uint16_t table, uint64_t from, uint64_t to, uint32_t limit, uint64_t ts,
-                          dst::SnapshotMode mode, SnapshotSink* sink, bool* exhausted,
-                          uint64_t* blocked, std::string* err) {
+bool SnapshotServer::scan(uint16_t table, store::PartitionId part, uint64_t from, uint64_t to,
+                          uint32_t limit, uint64_t ts, dst::SnapshotMode mode, SnapshotSink* sink,
+                          bool* exhausted, uint64_t* blocked, std::string* err) {
   const store::TableSpec* t = m_.catalog().find(table);
   if (t == nullptr || t->kind != store::TableKind::kOrdered || t->inline_values) {
     *err = "snapshot scan: table " + std::to_string(table) + " is not ordered with records";
     return false;
   }
-  const store::PartitionId part = m_.catalog().partition_of(*t, from);
+  if (part >= m_.catalog().partitions(*t)) {
+    *err = "snapshot scan: " + t->name + " has no partition " + std::to_string(part);
+    return false;
+  }
   store::tables::LocalPartition* lp = s_.partition(t->id, part);
   if (lp == nullptr || !lp->tree) {
     *err = "snapshot scan: node has no copy of " + t->name + " partition " + std::to_string(part);

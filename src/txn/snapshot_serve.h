@@ -50,15 +50,15 @@ class SnapshotServer {
                 SnapshotHit* hit, uint8_t* value, bool* locked, std::string* err,
                 const store::tables::RecordAddr* hint = nullptr);
 
-  // The rows of `table` with from <= key <= to in the partition of `from`
-  // (at most `limit`) at `ts`, in order, to `sink`: the keys in the index
+  // The rows of `table` with from <= key <= to in partition `part` (at
+  // most `limit`) at `ts`, in order, to `sink`: the keys in the index
   // merged with deleted keys that lived at ts. Claims the partition's key
   // set first (DST). *exhausted: the range's end or the partition's was
   // reached (not the limit). Locked rows: *blocked counts them, the sink
   // does not get them. False with *err on a bad table or partition.
-  bool scan(uint16_t table, uint64_t from, uint64_t to, uint32_t limit, uint64_t ts,
-            dst::SnapshotMode mode, SnapshotSink* sink, bool* exhausted, uint64_t* blocked,
-            std::string* err);
+  bool scan(uint16_t table, store::PartitionId part, uint64_t from, uint64_t to, uint32_t limit,
+            uint64_t ts, dst::SnapshotMode mode, SnapshotSink* sink, bool* exhausted,
+            uint64_t* blocked, std::string* err);
 
  private:
   // read_key into `image` (record_slot_size of the table's value size,

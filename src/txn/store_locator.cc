@@ -133,23 +133,23 @@ Abort StoreLocator::walk_chunks(const store::TableSpec& s, Key from, Key to, siz
   };
   catalog_.scan_partitions(s, from, to, &parts_);
   if (s.scheme == store::PartitionScheme::kRange || parts_.size() <= 1) {
-    // Key order is partition order (kRange), or one partition holds the
-    // whole range: one walk from `from`.
-    const bool chunked = s.scheme == store::PartitionScheme::kRange;
+    // Key order is partition order (kRange: one walk from `from` across
+    // partitions), or one partition holds the whole range (a walk inside
+    // it: its keys are not contiguous in the key space).
+    const bool ranged = s.scheme == store::PartitionScheme::kRange;
+    const size_t chunk = ranged ? kScanChunk : kMergeChunk;
     ScanChunk& c = one_;
-    c.part = kNoPartition;
+    c.part = ranged || parts_.empty() ? kNoPartition : parts_[0];
     Key cur = from;
     while (keys->size() < n && cur <= to) {
-      // Other schemes: one call (the one partition).
-      const size_t want =
-          chunked ? std::min(n - keys->size(), kScanChunk) : std::min<size_t>(n, s.capacity);
+      const size_t want = std::min(n - keys->size(), chunk);
       if (Status st = fetch(c, cur, want); !st.is_ok()) return failed(st);
       for (size_t i = 0; i < c.keys.size() && keys->size() < n; ++i) {
         if (c.keys[i] > to) return Abort::kNone;
         keys->push_back(c.keys[i]);
         take(c, i);
       }
-      if (!chunked || c.keys.size() < want || c.keys.back() == ~Key{0}) break;
+      if (c.keys.size() < want || c.keys.back() == ~Key{0}) break;
       cur = c.keys.back() + 1;
     }
     return Abort::kNone;
@@ -298,13 +298,14 @@ Status StoreLocator::remove_held(r2::Co& co, std::span<const HeldRecord> items, 
   return rpc_remove_held(co, items, lock_word, passive, local_);
 }
 
-bool StoreLocator::next_partition(TableId t, Key key, Key* start) const {
+void StoreLocator::scan_parts(TableId t, Key from, Key to, std::vector<ScanPart>* out) const {
+  out->clear();
   const store::TableSpec* s = spec(t);
-  if (s == nullptr || s->scheme != store::PartitionScheme::kRange) return false;
-  const store::PartitionId p = catalog_.partition_of(*s, key);
-  if (p + 1 >= catalog_.partitions(*s)) return false;
-  *start = catalog_.range_start(*s, p + 1);
-  return true;
+  if (s == nullptr) return;
+  catalog_.scan_partitions(*s, from, to, &merge_parts_);
+  for (store::PartitionId p : merge_parts_) {
+    out->push_back({p, caches_.placement().primary(*s, p, self_)});
+  }
 }
 
 }  // namespace drtmx::txn

@@ -55,10 +55,10 @@ class StoreLocator final : public Locator {
   // Through TableClient::scan (XStore learned cache: leaf READs then record
   // READs; or the owner's RPC with ReadPath::kRpc), in chunks of at most
   // kScanChunk rows for range-partitioned tables. Other schemes visit every
-  // partition the range may reach (Catalog::scan_partitions): one, scanned
-  // as one call; several, each read in chunks of up to kMergeChunk rows and
-  // merged in key order, so the n smallest keys of the range come back.
-  bool next_partition(TableId t, Key key, Key* start) const override;
+  // partition the range may reach (Catalog::scan_partitions): one, read in
+  // chunks of up to kMergeChunk rows; several, each read so and merged in
+  // key order, so the n smallest keys of the range come back.
+  void scan_parts(TableId t, Key from, Key to, std::vector<ScanPart>* out) const override;
   bool scannable(TableId t) const override {
     const store::TableSpec* s = spec(t);
     return s != nullptr && s->kind == store::TableKind::kOrdered && !s->inline_values;

@@ -604,9 +604,21 @@ void abort_script(const store::Catalog& cat, TxnContext& c) {
       std::vector<uint8_t> values;
       bool exhausted = false;
       ReadWait w;
-      EXPECT_FALSE(rpc_snapshot_scan(co, loc.primary(kKv, 8), kKv, 0, 100, 10, sizeof(Val), 1,
+      EXPECT_FALSE(rpc_snapshot_scan(co, loc.primary(kKv, 8), kKv, 0, 0, 100, 10, sizeof(Val), 1,
                                      dst::SnapshotMode::kDst, &keys, &values, &exhausted, &w)
                        .is_ok());
+      // A scan or a claim of a partition the table does not have.
+      auto no_part =
+          rpc_snapshot_scan(co, loc.primary(kQueue, 0), kQueue, 1000, 0, 100, 10, sizeof(Val), 1,
+                            dst::SnapshotMode::kDst, &keys, &values, &exhausted, &w);
+      ASSERT_FALSE(no_part.is_ok());
+      EXPECT_NE(no_part.message().find("no partition 1000"), std::string::npos)
+          << no_part.message();
+      const PartitionClaim bad_claim{loc.primary(kQueue, 0), kQueue, 1000};
+      auto claimed = rpc_range_claim(co, {&bad_claim, 1}, 1);
+      ASSERT_FALSE(claimed.is_ok());
+      EXPECT_NE(claimed.message().find("no partition 1000"), std::string::npos)
+          << claimed.message();
       // A snapshot read whose mode flags name no mode.
       uint64_t no_mode[3] = {0, 1, 0};  // word, ts 1, 0 items, flags 0
       auto bad = co.call({1, co.thread()}, kRpcSnapshotGet, no_mode, sizeof no_mode, reply);
