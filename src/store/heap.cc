@@ -137,9 +137,23 @@ RecordHeap::RecordHeap(std::span<uint8_t> region, const HeapOptions& o, uint64_t
   if (!options_.grow) committed_end_.store(capacity_ * slot_bytes_, std::memory_order_relaxed);
 }
 
-Status RecordHeap::grow_locked() {
+Status RecordHeap::back_next(bool ahead) {
+  std::lock_guard<std::mutex> grow(grow_mu_);
   const uint64_t range = capacity_ * slot_bytes_;
-  const uint64_t committed = committed_end_.load(std::memory_order_relaxed);
+  const uint64_t committed = committed_end_.load(std::memory_order_acquire);
+  const uint64_t extent =
+      std::max(next_extent_bytes(committed, options_.min_extent_bytes), slot_bytes_);
+  {
+    std::lock_guard<SpinLock> g(mu_);
+    const uint64_t used = next_fresh_ * slot_bytes_;
+    // Inline: another thread backed the next fresh slot meanwhile. Ahead:
+    // more than half an extent of backed slots left (the inline path got
+    // there first), or nothing left to back.
+    if (!ahead && used + slot_bytes_ <= committed) return Status::ok();
+    if (ahead && (committed >= range || committed - std::min(used, committed) >= extent / 2)) {
+      return Status::ok();
+    }
+  }
   if (committed >= range) {
     return exhausted(heap_label(options_) + " is full: its " + std::to_string(capacity_) +
                      " slots of " + std::to_string(slot_bytes_) +
@@ -148,42 +162,66 @@ Status RecordHeap::grow_locked() {
                      " MiB per partition copy); give the table fewer partitions per node or "
                      "fewer tables per node");
   }
-  const uint64_t extent =
-      std::max(next_extent_bytes(committed, options_.min_extent_bytes), slot_bytes_);
   // Whole pages at the end (the next extent starts on a page of its own
   // when the slots allow it; grow() rounds out to pages either way).
   uint64_t end = std::min(range, committed + extent);
   const uint64_t page_end = (options_.range_offset + end + 4095) / 4096 * 4096;
   end = std::min(range, page_end - options_.range_offset);
   DRTMX_RETURN_IF_ERROR(options_.grow(options_.range_offset + committed, end - committed));
+  std::lock_guard<SpinLock> g(mu_);
   committed_end_.store(end, std::memory_order_release);
+  ++(ahead ? grown_ahead_ : grown_inline_);
   return Status::ok();
 }
 
+void RecordHeap::maybe_post_ahead(uint64_t end) {
+  if (options_.ahead == nullptr || !options_.grow || ahead_posted_) return;
+  const uint64_t used = next_fresh_ * slot_bytes_;
+  const uint64_t extent = std::max(next_extent_bytes(end, options_.min_extent_bytes), slot_bytes_);
+  if (end >= capacity_ * slot_bytes_ || end - std::min(used, end) >= extent / 2) return;
+  ahead_posted_ = true;
+  options_.ahead->post([this] {
+    (void)back_next(true);  // a failure shows at the allocate() that needs the slot
+    std::lock_guard<SpinLock> g(mu_);
+    ahead_posted_ = false;
+  });
+}
+
 Result<SlotGrant> RecordHeap::allocate() {
-  std::lock_guard<SpinLock> g(mu_);
-  if (!free_.empty()) {
-    const uint64_t index = free_.back();
-    free_.pop_back();
-    released_[index] = 0;
-    const uint64_t offset = options_.range_offset + index * slot_bytes_;
-    uint32_t previous;
-    std::memcpy(&previous, region_.data() + offset + offsetof(RecordHeader, incarnation),
-                sizeof previous);
-    uint32_t incarnation = previous + 1;
-    if (incarnation == 0) incarnation = 1;
-    ++in_use_;
-    ++reused_;
-    return SlotGrant{offset, incarnation};
+  // Each pass either hands out a slot or backs an extent (at least a slot)
+  // first; only other threads taking the new slots can make it go round
+  // again, so a few passes do.
+  for (int pass = 0; pass < 1024; ++pass) {
+    {
+      std::lock_guard<SpinLock> g(mu_);
+      if (!free_.empty()) {
+        const uint64_t index = free_.back();
+        free_.pop_back();
+        released_[index] = 0;
+        const uint64_t offset = options_.range_offset + index * slot_bytes_;
+        uint32_t previous;
+        std::memcpy(&previous, region_.data() + offset + offsetof(RecordHeader, incarnation),
+                    sizeof previous);
+        uint32_t incarnation = previous + 1;
+        if (incarnation == 0) incarnation = 1;
+        ++in_use_;
+        ++reused_;
+        return SlotGrant{offset, incarnation};
+      }
+      // The next fresh slot must lie wholly in the backed part of the range.
+      const uint64_t end = committed_end_.load(std::memory_order_acquire);
+      if ((next_fresh_ + 1) * slot_bytes_ <= end) {
+        const uint64_t index = next_fresh_++;
+        released_.push_back(0);
+        ++in_use_;
+        maybe_post_ahead(end);
+        return SlotGrant{options_.range_offset + index * slot_bytes_, 1};
+      }
+    }
+    DRTMX_RETURN_IF_ERROR(back_next(false));
   }
-  // The next fresh slot must lie wholly in the backed part of the range.
-  while ((next_fresh_ + 1) * slot_bytes_ > committed_end_.load(std::memory_order_relaxed)) {
-    DRTMX_RETURN_IF_ERROR(grow_locked());
-  }
-  const uint64_t index = next_fresh_++;
-  released_.push_back(0);
-  ++in_use_;
-  return SlotGrant{options_.range_offset + index * slot_bytes_, 1};
+  return exhausted(heap_label(options_) +
+                   ": other inserters took every slot backed for this one 1024 times in a row");
 }
 
 void RecordHeap::release(uint64_t offset) {
@@ -213,6 +251,8 @@ HeapStats RecordHeap::stats() const {
   s.in_use = in_use_;
   s.never_used = capacity_ - next_fresh_;
   s.reused = reused_;
+  s.grown_inline = grown_inline_;
+  s.grown_ahead = grown_ahead_;
   return s;
 }
 

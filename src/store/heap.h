@@ -16,7 +16,13 @@
 // the next extent (an eighth of what is committed, at least
 // min_extent_bytes) before it hands out a slot there. So memory follows
 // the rows inserted, and the addresses handed out never move. Without a
-// `grow` the whole range is taken as backed (tests, fixed areas).
+// `grow` the whole range is taken as backed (tests, fixed areas). With
+// HeapOptions::ahead, allocate() posts the next extent to that thread once
+// less than half an extent of backed slots is left (at most 1.5 extents,
+// 19 % of what is backed, sit unused), and backs an extent inline only
+// when the thread is behind. grow() is called by one thread at a time
+// (grow_mu_), never under the allocation lock: a thread backing an extent
+// stalls no allocate() that finds a slot.
 //
 // Allocation: a slot never used before comes from a bump pointer and gets
 // incarnation 1; a released slot goes to a LIFO free list and, when handed
@@ -27,9 +33,9 @@
 // and the record was written kDeleted, so the release/acquire of the lock
 // orders them). The heap itself never writes slot memory.
 //
-// Thread safety: allocate()/release() from any thread; one mutex guards the
-// free list and bump pointer (owner-side inserts/deletes are not the
-// one-sided hot path). stats() and bad_releases() read under the same mutex
+// Thread safety: allocate()/release() from any thread; one spin lock guards
+// the free list and bump pointer (owner-side inserts/deletes are not the
+// one-sided hot path); grow_mu_ orders the calls of grow(). stats() and bad_releases() read under the same mutex
 // (a consistent snapshot).
 #pragma once
 
@@ -45,6 +51,7 @@
 #include "base/spin_lock.h"
 #include "base/status.h"
 #include "store/extent.h"
+#include "store/grow_ahead.h"
 #include "store/slots.h"
 
 namespace drtmx::store {
@@ -56,10 +63,14 @@ struct HeapOptions {
   uint64_t range_bytes = 0;   // bytes of the region the heap may use
   // Backs [offset, offset + bytes) of the region (region-relative) and
   // whatever the caller keeps per slot there (lock entries, MVCC chain
-  // heads), before a slot in it is handed out. Called under the heap's
-  // lock, with extents in ascending order. An error (the host has no
-  // memory) fails that allocate() with it; the heap stays usable.
+  // heads), before a slot in it is handed out. Called by one thread at a
+  // time (an inserter, or `ahead`'s), with extents in ascending order. An
+  // error (the host has no memory) fails that allocate() with it; the
+  // heap stays usable.
   std::function<Status(uint64_t offset, uint64_t bytes)> grow;
+  // Backs extents ahead of the inserters (optional; must outlive the heap
+  // or be drained before the heap goes).
+  GrowAhead* ahead = nullptr;
   uint64_t min_extent_bytes = kMinExtentBytes;  // the smallest extent grow() is asked for
   // recover(): how many bytes of the range were ever backed (the rest is
   // never read: a hole of a sparse pool holds nothing). Default: all.
@@ -72,6 +83,8 @@ struct HeapStats {
   uint64_t in_use = 0;      // allocated and not released
   uint64_t never_used = 0;  // slots the bump pointer has not reached
   uint64_t reused = 0;      // allocations served from the free list
+  uint64_t grown_inline = 0;  // extents an allocate() backed itself
+  uint64_t grown_ahead = 0;   // extents HeapOptions::ahead backed
 };
 
 // A committed record recover() found in a slot.
@@ -135,17 +148,27 @@ class RecordHeap final : public RecordSlots {
  private:
   RecordHeap(std::span<uint8_t> region, const HeapOptions& o, uint64_t slot_bytes,
              uint64_t capacity);
-  // Backs the next extent (caller holds mu_); ok when it added a slot.
-  Status grow_locked();
+  // Backs the next extent, under grow_mu_ (not mu_). Inline (`ahead`
+  // false): unless another thread has backed the next fresh slot
+  // meanwhile. Ahead: unless less than half an extent is used up of the
+  // backed slots left.
+  Status back_next(bool ahead);
+  // Posts back_next(true) when it is due and none is queued (caller
+  // holds mu_; `end`: the backed bytes it saw).
+  void maybe_post_ahead(uint64_t end);
 
   std::span<uint8_t> region_;
   HeapOptions options_;
   uint64_t slot_bytes_;
   uint64_t capacity_;
+  std::mutex grow_mu_;       // held while grow() runs; orders the extents
   mutable SpinLock mu_;      // guards the fields below (short sections)
   uint64_t next_fresh_ = 0;  // index of the next never-used slot
-  // Bytes of the range backed (written under mu_): slots wholly below it.
+  // Bytes of the range backed (written under grow_mu_, after grow()
+  // returned; read under mu_): slots wholly below it.
   std::atomic<uint64_t> committed_end_{0};
+  bool ahead_posted_ = false;  // a back_next(true) is queued or running
+  uint64_t grown_inline_ = 0, grown_ahead_ = 0;
   std::vector<uint64_t> free_;     // released slot indexes (LIFO)
   std::vector<uint8_t> released_;  // per slot handed out: 1 while on the free list
   uint64_t in_use_ = 0;

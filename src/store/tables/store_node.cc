@@ -194,6 +194,7 @@ Status StoreNode::build(const TableSpec& t, PartitionId p, r2::Fabric& fabric,
                     plan->heap.range_offset, record_slot_size(t.value_size), plan->heap_slots());
     }
     HeapOptions ho = plan->heap;
+    ho.ahead = &ahead_;
     const uint64_t first = plan->heap.range_offset;
     const uint64_t slot = record_slot_size(t.value_size);
     const uint64_t lock_at = plan->lock_offset;
@@ -522,6 +523,7 @@ void StoreNode::clear_lock(TableId table, uint64_t offset, uint64_t lock) {
 }
 
 Status StoreNode::set_heap_growth(HeapGrowth fn) {
+  ahead_.drain();  // no extent is being backed while the function changes
   heap_growth_ = std::move(fn);
   if (!heap_growth_) return Status::ok();
   for (const auto& [k, part] : parts_) {

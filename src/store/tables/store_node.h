@@ -35,6 +35,7 @@
 #include "store/catalog.h"
 #include "store/hash/hash_service.h"
 #include "store/hash/hash_table.h"
+#include "store/grow_ahead.h"
 #include "store/heap.h"
 #include "store/placement.h"
 #include "store/tables/plan.h"
@@ -257,6 +258,9 @@ class StoreNode {
   mutable std::atomic<bool> room_ok_{true};
   hash::HashService hash_service_;
   xstore::XStoreService xstore_service_;
+  // Backs the record heaps' next extents off the inserting threads. Last:
+  // destroyed (its thread joined) before anything a task touches.
+  GrowAhead ahead_;
 };
 
 }  // namespace drtmx::store::tables
