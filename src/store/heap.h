@@ -35,8 +35,8 @@
 //
 // Thread safety: allocate()/release() from any thread; one spin lock guards
 // the free list and bump pointer (owner-side inserts/deletes are not the
-// one-sided hot path); grow_mu_ orders the calls of grow(). stats() and bad_releases() read under the same mutex
-// (a consistent snapshot).
+// one-sided hot path); grow_mu_ orders the calls of grow(). stats() and bad_releases() read under
+// the same mutex (a consistent snapshot).
 #pragma once
 
 #include <atomic>
@@ -78,11 +78,11 @@ struct HeapOptions {
 };
 
 struct HeapStats {
-  uint64_t capacity = 0;    // slots in the range (its address space)
-  uint64_t committed = 0;   // slots backed by memory so far
-  uint64_t in_use = 0;      // allocated and not released
-  uint64_t never_used = 0;  // slots the bump pointer has not reached
-  uint64_t reused = 0;      // allocations served from the free list
+  uint64_t capacity = 0;      // slots in the range (its address space)
+  uint64_t committed = 0;     // slots backed by memory so far
+  uint64_t in_use = 0;        // allocated and not released
+  uint64_t never_used = 0;    // slots the bump pointer has not reached
+  uint64_t reused = 0;        // allocations served from the free list
   uint64_t grown_inline = 0;  // extents an allocate() backed itself
   uint64_t grown_ahead = 0;   // extents HeapOptions::ahead backed
 };

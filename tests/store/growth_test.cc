@@ -18,8 +18,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
-#include <thread>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
