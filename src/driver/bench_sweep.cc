@@ -32,7 +32,8 @@ constexpr const char* kNotSweepable[] = {"sweep",        "json",
                                          "crash-point",  "inprocess",
                                          "local",        "journal-kb",
                                          "hosts",        "remote-exe",
-                                         "remote-shell", "coordinator-host"};
+                                         "remote-shell", "coordinator-host",
+                                         "coordinator-bind", "cluster-key-file"};
 
 // argv[1..] without any --KEY / --sweep (in either the --K=V or the --K V
 // form), then --KEY=value.

@@ -36,7 +36,7 @@ struct NodeRuntimeConfig {
   // lease and mode.
   FabricConfig fabric;
   // node, num_nodes, cluster, fingerprint, lease and mode are filled from
-  // fabric; control.on_change, if set, is called after the runtime applied
+  // fabric, and the key from fabric.cluster_key when control.key is empty; control.on_change, if set, is called after the runtime applied
   // the change to the fabric.
   ControlClientConfig control;
   WorkerConfig worker;

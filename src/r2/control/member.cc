@@ -2,6 +2,8 @@
 // This file: the join and the calls made by the node's threads.
 #include "r2/control/member.h"
 
+#include "r2/control/cluster_key.h"
+
 #include <netdb.h>
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -71,15 +73,15 @@ Status MemberClient::join() {
                             gai_strerror(e));
   }
   const auto deadline = Clock::now() + cfg_.join_timeout;
-  Envelope e;
-  auto* j = e.mutable_join();
-  j->set_cluster(cfg_.cluster);
-  j->set_node(cfg_.node);
-  j->set_num_nodes(cfg_.num_nodes);
-  j->set_host(cfg_.host);
-  j->set_lease_ms(static_cast<uint32_t>(cfg_.lease.count()));
-  j->set_survive_failures(cfg_.survive_failures);
-  for (auto& [k, v] : cfg_.fingerprint) (*j->mutable_fingerprint())[k] = v;
+  Join j;
+  j.set_cluster(cfg_.cluster);
+  j.set_node(cfg_.node);
+  j.set_num_nodes(cfg_.num_nodes);
+  j.set_host(cfg_.host);
+  j.set_lease_ms(static_cast<uint32_t>(cfg_.lease.count()));
+  j.set_survive_failures(cfg_.survive_failures);
+  for (auto& [k, v] : cfg_.fingerprint) (*j.mutable_fingerprint())[k] = v;
+  const std::string join_bytes = j.SerializeAsString();
   Envelope r;
   std::string refused;  // the last refusal of a cluster still forming
   for (;;) {
@@ -98,12 +100,10 @@ Status MemberClient::join() {
                          std::to_string(cfg_.join_timeout.count()) +
                          " ms (is it started, and is --coordinator right?)");
     }
-    if (Status s = send(e, deadline); !s.is_ok()) {
-      freeaddrinfo(res);
-      return s;
-    }
-    // The coordinator itself gives up at its own join timeout and tells us
-    // why; allow it a margin to do so.
+    // The coordinator speaks first: its challenge, or why not. Until it
+    // proved the key, nothing large is read from it. It gives up at its own
+    // join timeout and tells us why; allow it a margin to do so.
+    reader_.set_limit(kMaxHandshakeFrameBytes);
     Status s = receive_join_reply(&r, deadline + std::chrono::seconds(3));
     if (s.is_ok() || r.body_case() != Envelope::kFailure || !r.failure().retry()) {
       freeaddrinfo(res);
@@ -111,13 +111,16 @@ Status MemberClient::join() {
       break;
     }
     // Every node's place is held by a connection that has not joined (a
-    // stranger's, dropped soon): connect again.
+    // coordinator of an older version): connect again.
     refused = r.failure().reason();
     close(fd_);
     fd_ = -1;
     reader_ = FrameReader();
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
+  DRTMX_RETURN_IF_ERROR(handshake(r, join_bytes, deadline + std::chrono::seconds(3)));
+  reader_.set_limit(kMaxFrameBytes);
+  DRTMX_RETURN_IF_ERROR(receive_join_reply(&r, deadline + std::chrono::seconds(3)));
   if (r.body_case() != Envelope::kJoinOk) {
     return fail_locally(internal_error("the coordinator answered the join with something else"));
   }
@@ -128,6 +131,57 @@ Status MemberClient::join() {
   if (wake_fd_ < 0) return fail_locally(io_error("eventfd for the control client", errno));
   thread_ = std::thread([this] { run(); });
   return Status::ok();
+}
+
+Status MemberClient::handshake(const Envelope& challenge, const std::string& join_bytes,
+                               Clock::time_point deadline) {
+  const std::string me = "node " + std::to_string(cfg_.node);
+  if (challenge.body_case() != Envelope::kChallenge ||
+      challenge.challenge().nonce().size() != kNonceBytes) {
+    return fail_locally(unavailable(
+        "the coordinator at " + cfg_.coordinator + " did not begin the cluster-key handshake (" +
+        me + " did not join: a drtmx coordinator of an older version, or not a coordinator?)"));
+  }
+  auto mine = random_nonce();
+  if (!mine) return fail_locally(mine.status());
+  const std::string& theirs = challenge.challenge().nonce();
+  Envelope e;
+  auto* sj = e.mutable_signed_join();
+  sj->set_join(join_bytes);
+  sj->set_nonce(*mine);
+  sj->set_answers(theirs);
+  if (!cfg_.key.empty()) {
+    sj->set_mac(handshake_mac(cfg_.key, Prover::kMember, theirs, *mine, join_bytes));
+  }
+  DRTMX_RETURN_IF_ERROR(send(e, deadline));
+  Envelope a;
+  Status s = receive_join_reply(&a, deadline);
+  if (!s.is_ok()) {
+    if (cfg_.key.empty()) {
+      return fail_locally(
+          unavailable(me + " has no cluster key (give --cluster-key-file=FILE): " + s.message()));
+    }
+    return s;
+  }
+  const bool proven =
+      a.body_case() == Envelope::kAdmitted && !cfg_.key.empty() &&
+      mac_equal(a.admitted().mac(),
+                handshake_mac(cfg_.key, Prover::kCoordinator, theirs, *mine, join_bytes));
+  if (proven) return Status::ok();
+  const std::string why =
+      cfg_.key.empty()
+          ? me + " has no cluster key (give --cluster-key-file=FILE), so it cannot tell the "
+                 "coordinator at " + cfg_.coordinator + " from an impostor; it did not join"
+          : "the coordinator at " + cfg_.coordinator +
+                " did not prove the cluster key: it is not this cluster's coordinator (an "
+                "impostor, or a coordinator given another key); " + me + " did not join";
+  Envelope f;
+  f.mutable_failure()->set_reason(me + " refused the coordinator: it did not prove the key");
+  {
+    std::lock_guard<std::mutex> lk(send_mu_);
+    (void)send_frame(fd_, f, Clock::now() + std::chrono::milliseconds(200));
+  }
+  return fail_locally(unavailable(why));
 }
 
 Status MemberClient::receive_join_reply(Envelope* out, Clock::time_point deadline) {
@@ -260,6 +314,7 @@ Status MemberClient::leave() {
 
 Result<std::unique_ptr<ControlClient>> ControlClient::join(const ControlClientConfig& cfg) {
   if (cfg.lease.count() < 0) return invalid_argument("the lease must not be negative");
+  if (!cfg.key.empty()) DRTMX_RETURN_IF_ERROR(check_cluster_key(cfg.key, "the node's cluster key"));
   auto m = std::make_unique<control::MemberClient>(cfg);
   DRTMX_RETURN_IF_ERROR(m->join());
   return std::unique_ptr<ControlClient>(std::move(m));
