@@ -10,6 +10,7 @@
 #include <random>
 
 #include "support/thread_cluster.h"
+#include "support/test_cluster_key.h"
 
 namespace drtmx::txn {
 namespace {
@@ -56,6 +57,7 @@ NodeOutcome run_node(const store::Catalog& cat, uint16_t node, const std::string
   NodeOutcome out;
   TxnNodeConfig cfg;
   cfg.fabric.cluster = cluster;
+  cfg.fabric.cluster_key = drtmx::testing::kTestClusterKey;
   cfg.fabric.node = node;
   cfg.fabric.num_nodes = kNodes;
   cfg.fabric.threads = kThreads;

@@ -99,8 +99,10 @@ void Coordinator::send_to(Conn& c, const Envelope& e) {
 }
 
 void Coordinator::broadcast(const Envelope& e) {
+  // The nodes (and one whose join is being refused): a connection still in
+  // the key handshake is none of them.
   for (auto& c : conns_) {
-    if (c.fd >= 0 && !c.left && !c.removed) send_to(c, e);
+    if (c.fd >= 0 && c.proven && !c.left && !c.removed) send_to(c, e);
   }
 }
 

@@ -29,8 +29,9 @@ struct Conn {
   int node = -1;  // after a valid SignedJoin and Join
   std::string peer;
   // The nonce of the Challenge this connection was sent (the key
-  // handshake; cluster_key.h).
+  // handshake; cluster_key.h), and whether the peer proved the key.
   std::string nonce;
+  bool proven = false;
   bool left = false;
   // Survive mode: this node was removed (or refused as removed). It was
   // sent Removed; its frames are ignored and it gets nothing more. The

@@ -106,6 +106,7 @@ void Coordinator::on_signed_join(Conn& c, const SignedJoin& sj) {
   a.mutable_admitted()->set_mac(
       handshake_mac(cfg_.key, Prover::kCoordinator, c.nonce, sj.nonce(), sj.join()));
   send_to(c, a);
+  c.proven = true;
   c.reader.set_limit(kMaxFrameBytes);
   on_join(c, j);
 }

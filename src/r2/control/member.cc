@@ -157,9 +157,10 @@ Status MemberClient::handshake(const Envelope& challenge, const std::string& joi
   Envelope a;
   Status s = receive_join_reply(&a, deadline);
   if (!s.is_ok()) {
+    // (The client is failed already; the caller learns why first.)
     if (cfg_.key.empty()) {
-      return fail_locally(
-          unavailable(me + " has no cluster key (give --cluster-key-file=FILE): " + s.message()));
+      return unavailable(me + " has no cluster key (give --cluster-key-file=FILE): " +
+                         s.message());
     }
     return s;
   }
