@@ -148,8 +148,7 @@ Status run_local_cluster(const R2BenchOptions& o) {
                                                o.join_timeout_ms + 60000);
   Status result;
   if (o.processes) {
-    result =
-        run_node_processes(o.fabric, limit, [&](int n) { return o.node_args(n, coord); });
+    result = run_node_processes(o.fabric, limit, [&](int n) { return o.node_args(n, coord); });
   } else {
     result = run_node_threads(o.fabric.num_nodes,
                               [&](uint16_t n) { return run_r2_bench_node(as_node(o, n, coord)); });

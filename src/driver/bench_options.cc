@@ -326,8 +326,9 @@ Result<BenchOptions> parse_bench(int argc, char** argv, const std::vector<Worklo
   if (o.node >= 0 && o.coordinator.empty()) return bad("--node needs --coordinator=HOST:PORT");
   if (o.host_coordinator && o.node != 0) return bad("--host-coordinator needs --node=0");
   if (vm.count("coordinator-bind") && o.node >= 0 && !o.host_coordinator)
-    return bad("--coordinator-bind is for the process that serves the coordinator (drtmx-bench, "
-               "or drtmx-node with --host-coordinator)");
+    return bad(
+        "--coordinator-bind is for the process that serves the coordinator (drtmx-bench, "
+        "or drtmx-node with --host-coordinator)");
   if (vm.count("coordinator-bind") &&
       (o.coordinator_bind.empty() || o.coordinator_bind.find(':') != std::string::npos))
     return bad("--coordinator-bind='" + o.coordinator_bind +
@@ -510,15 +511,8 @@ Result<BenchOptions> parse_bench(int argc, char** argv, const std::vector<Worklo
     }
   }
   DRTMX_RETURN_IF_ERROR(o.fabric.validate());
-  // The key itself is read when the run starts (node_main, run_once): a
-  // node's may come on standard input, once.
-  if (o.node >= 0 && o.cluster_key_file.empty()) {
-    return invalid_argument(
-        "--node=" + std::to_string(o.node) +
-        " needs --cluster-key-file=FILE: the cluster's key, the same on every node and the "
-        "coordinator (drtmx-bench hands its nodes one; by hand: openssl rand -hex 32 > FILE; "
-        "chmod 600 FILE)");
-  }
+  // The key is read when the run starts (node_main, run_once: a node's may
+  // come on standard input, once); a node without one is refused there.
   // Fail early on a bad policy or workload option, before any node starts.
   for (const std::string& p : o.policies) {
     auto pol = txn::make_policy(p, o.overrides, o.fabric.backend == "shm");

@@ -23,17 +23,28 @@ namespace {
 
 // Options a sweep may not vary: they name files, nodes or the launcher's
 // own plumbing, or are switches without a value.
-constexpr const char* kNotSweepable[] = {"sweep",        "json",
-                                         "config",       "node",
-                                         "coordinator",  "host-coordinator",
-                                         "help",         "cluster",
-                                         "pmem-dir",     "crash-at",
-                                         "format",       "recover",
-                                         "crash-point",  "inprocess",
-                                         "local",        "journal-kb",
-                                         "hosts",        "remote-exe",
-                                         "remote-shell", "coordinator-host",
-                                         "coordinator-bind", "cluster-key-file"};
+constexpr const char* kNotSweepable[] = {"sweep",
+                                         "json",
+                                         "config",
+                                         "node",
+                                         "coordinator",
+                                         "host-coordinator",
+                                         "help",
+                                         "cluster",
+                                         "pmem-dir",
+                                         "crash-at",
+                                         "format",
+                                         "recover",
+                                         "crash-point",
+                                         "inprocess",
+                                         "local",
+                                         "journal-kb",
+                                         "hosts",
+                                         "remote-exe",
+                                         "remote-shell",
+                                         "coordinator-host",
+                                         "coordinator-bind",
+                                         "cluster-key-file"};
 
 // argv[1..] without any --KEY / --sweep (in either the --K=V or the --K V
 // form), then --KEY=value.

@@ -47,7 +47,8 @@ Status ProcessGroup::spawn(const std::string& name, const std::string& exe,
   if (!input.empty()) {
     if (input.size() > kMaxInput || pipe2(pipe_fds, O_CLOEXEC) != 0) {
       posix_spawn_file_actions_destroy(&actions);
-      return io_error("starting " + name + ": a pipe for its input", input.size() > kMaxInput ? E2BIG : errno);
+      return io_error("starting " + name + ": a pipe for its input",
+                      input.size() > kMaxInput ? E2BIG : errno);
     }
     // The whole input fits the pipe's buffer: written before the child runs.
     const bool written =

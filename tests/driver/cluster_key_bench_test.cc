@@ -41,7 +41,8 @@ TEST(ClusterKeyLaunch, TheKeyIsOnNoCommandLineAndTheCoordinatorListensOnLoopback
       << " --seconds=3 --warmup=0.2 --accounts=1000 > " << tmp("out") << " 2>&1 & b=$!\n"
       << "for i in $(seq 1 300); do [ \"$(pgrep -f -c " << nodes
       << ")\" = 3 ] && break; sleep 0.05; done\n"
-      << "echo \"nodes: $(pgrep -f -c " << nodes << ")\"\n"
+      << "echo \"nodes: $(pgrep -f -c " << nodes
+      << ")\"\n"
       // The processes whose command line holds the key (none may): matched
       // in bash, so that no matcher's own command line holds it.
       << "for p in /proc/[0-9]*; do c=$(tr '\\0' ' ' < $p/cmdline 2>/dev/null); "
@@ -81,10 +82,11 @@ TEST(ClusterKeyLaunch, ThroughARemoteShellTheKeyArrivesOnStandardInput) {
   chmod(shell.c_str(), 0700);
   const std::string hosts = tmp("hosts");
   std::ofstream(hosts) << "127.0.0.1\nlocalhost\n";
-  const Outcome o = run(DRTMX_BENCH_PATH,
-                        "--hosts=" + hosts + " --remote-shell=" + shell + " --nodes=2 --cluster=" +
-                            cluster + " --seconds=0.5 --warmup=0.1 --accounts=500",
-                        120);
+  const Outcome o =
+      run(DRTMX_BENCH_PATH,
+          "--hosts=" + hosts + " --remote-shell=" + shell + " --nodes=2 --cluster=" + cluster +
+              " --seconds=0.5 --warmup=0.1 --accounts=500",
+          120);
   std::remove(shell.c_str());
   std::remove(hosts.c_str());
   EXPECT_EQ(o.exit_code, 0) << o.output;

@@ -215,8 +215,7 @@ TEST(ControlAuth, AJoinForAnotherClusterIsTurnedAwayWithoutFailingThisOne) {
   auto cs = join_rest(s->port(), 0, 2);
   const std::string log = ::testing::internal::GetCapturedStderr();
   ASSERT_FALSE(o.is_ok());
-  EXPECT_NE(o.status().message().find("belongs to cluster 'other', not 'auth'"),
-            std::string::npos)
+  EXPECT_NE(o.status().message().find("belongs to cluster 'other', not 'auth'"), std::string::npos)
       << o.status().to_string();
   EXPECT_EQ(lines_with(log, "belongs to cluster 'other'"), 1) << log;
   cluster_works(*s, cs, 0);
@@ -353,10 +352,9 @@ struct Impostor {
     if (j.body_case() != Envelope::kSignedJoin) return "not a signed join";
     if (send_admitted) {
       Envelope a;  // a MAC under a key the impostor guessed
-      a.mutable_admitted()->set_mac(
-          control::handshake_mac(std::string(40, 'g'), control::Prover::kCoordinator,
-                                 c.challenge().nonce(), j.signed_join().nonce(),
-                                 j.signed_join().join()));
+      a.mutable_admitted()->set_mac(control::handshake_mac(
+          std::string(40, 'g'), control::Prover::kCoordinator, c.challenge().nonce(),
+          j.signed_join().nonce(), j.signed_join().join()));
       (void)control::send_frame(fd, a, until);
     }
     Envelope ok;

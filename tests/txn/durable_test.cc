@@ -37,10 +37,10 @@
 
 #include "r2/control/control.h"
 #include "r2/shm/shm_fabric.h"
+#include "support/test_cluster_key.h"
 #include "txn/mvcc_ops.h"
 #include "txn/record_ops.h"
 #include "txn/txn_node.h"
-#include "support/test_cluster_key.h"
 
 namespace drtmx::txn {
 namespace {

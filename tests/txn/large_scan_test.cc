@@ -12,9 +12,9 @@
 #include <cstring>
 
 #include "store/record.h"
+#include "support/test_cluster_key.h"
 #include "support/thread_cluster.h"
 #include "txn/txn_node.h"
-#include "support/test_cluster_key.h"
 
 namespace drtmx::txn {
 namespace {

@@ -6,9 +6,9 @@
 // every increment is counted exactly, at the primary and the backup.
 #include <gtest/gtest.h>
 
+#include "support/test_cluster_key.h"
 #include "support/thread_cluster.h"
 #include "txn/txn_node.h"
-#include "support/test_cluster_key.h"
 
 namespace drtmx::txn {
 namespace {

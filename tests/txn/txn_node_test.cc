@@ -9,8 +9,8 @@
 
 #include <random>
 
-#include "support/thread_cluster.h"
 #include "support/test_cluster_key.h"
+#include "support/thread_cluster.h"
 
 namespace drtmx::txn {
 namespace {

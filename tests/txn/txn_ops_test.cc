@@ -20,10 +20,10 @@
 #include <set>
 
 #include "store/record.h"
+#include "support/test_cluster_key.h"
 #include "support/thread_cluster.h"
 #include "txn/mvcc_ops.h"
 #include "txn/txn_node.h"
-#include "support/test_cluster_key.h"
 
 namespace drtmx::txn {
 namespace {

@@ -106,8 +106,9 @@ Result<std::string> read_cluster_key_file(const std::string& path) {
                              path + ")");
     }
   } else if (S_ISCHR(st.st_mode) && isatty(fd)) {
-    bad = invalid_argument(what + ": standard input is a terminal; pipe the key in (or give a "
-                                  "key file)");
+    bad = invalid_argument(what +
+                           ": standard input is a terminal; pipe the key in (or give a "
+                           "key file)");
   } else if (!S_ISFIFO(st.st_mode) && !S_ISSOCK(st.st_mode)) {
     bad = invalid_argument(what + ": not a regular file or a pipe");
   }
@@ -145,8 +146,9 @@ Result<std::string> random_nonce() {
 std::string handshake_mac(const std::string& key, Prover prover,
                           const std::string& coordinator_nonce, const std::string& node_nonce,
                           const std::string& join) {
-  std::string msg = prover == Prover::kMember ? "drtmx-control-v1 member" : "drtmx-control-v1 "
-                                                                            "coordinator";
+  std::string msg = prover == Prover::kMember ? "drtmx-control-v1 member"
+                                              : "drtmx-control-v1 "
+                                                "coordinator";
   msg += '\0';
   msg += coordinator_nonce;
   msg += node_nonce;

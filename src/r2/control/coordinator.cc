@@ -2,8 +2,6 @@
 // sockets, the join, the collectives and the poll() loop.
 #include "r2/control/coordinator.h"
 
-#include "r2/control/cluster_key.h"
-
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -15,6 +13,8 @@
 #include <cerrno>
 #include <cstring>
 #include <iostream>
+
+#include "r2/control/cluster_key.h"
 
 namespace drtmx::r2 {
 namespace control {
@@ -305,8 +305,7 @@ void Coordinator::on_readable(Conn& c) {
                   "node " + std::to_string(c.node) + " disconnected without leaving (" +
                       err.message() + "; did its process die?)");
     } else if (c.node < 0) {
-      std::cerr << "coordinator: " << name_of(c)
-                << " closed before completing the key handshake\n";
+      std::cerr << "coordinator: " << name_of(c) << " closed before completing the key handshake\n";
     }
     drop(c);
   }
@@ -327,10 +326,9 @@ std::string Coordinator::refusal() const {
          "given this coordinator's address?)";
 }
 
-void Coordinator::refuse(int fd, const std::string& reason, bool retry) {
+void Coordinator::refuse(int fd, const std::string& reason) {
   Envelope e;
   e.mutable_failure()->set_refused(true);
-  e.mutable_failure()->set_retry(retry);
   e.mutable_failure()->set_reason(reason);
   // A fresh socket's buffer holds the small frame: no wait.
   (void)send_frame(fd, e, Clock::now());
@@ -378,7 +376,7 @@ void Coordinator::accept_all() {
       continue;
     }
     if (const std::string why = refusal(); !why.empty()) {
-      refuse(fd, why, false);
+      refuse(fd, why);
       continue;
     }
     Conn c;

@@ -105,7 +105,7 @@ class Coordinator final : public ControlServer {
   // The reason a new connection is refused at once, or "" when it may
   // begin the handshake.
   std::string refusal() const;
-  void refuse(int fd, const std::string& reason, bool retry);
+  void refuse(int fd, const std::string& reason);
   void serve_refused();
   // Turns away connections that did not complete the handshake within
   // handshake_grace() of connecting.

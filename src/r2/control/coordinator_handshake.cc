@@ -12,13 +12,12 @@
 namespace drtmx::r2::control {
 
 void Coordinator::turn_away(Conn& c, const std::string& reason) {
-  std::cerr << "coordinator of cluster '" << cfg_.cluster << "': turned away "
-            << name_of(c) << ": " << reason << "\n";
+  std::cerr << "coordinator of cluster '" << cfg_.cluster << "': turned away " << name_of(c) << ": "
+            << reason << "\n";
   // refuse() lingers on the socket, so that the reason is not lost to a
   // reset by what the peer still sends.
-  refuse(c.fd, "the coordinator of cluster '" + cfg_.cluster + "' turned this connection away: " +
-                   reason,
-         false);
+  refuse(c.fd, "the coordinator of cluster '" + cfg_.cluster +
+                   "' turned this connection away: " + reason);
   c.fd = -1;
 }
 
@@ -60,16 +59,18 @@ void Coordinator::on_unjoined_frame(Conn& c, const Envelope& e) {
     case Envelope::kSignedJoin:
       return on_signed_join(c, e.signed_join());
     case Envelope::kJoin:
-      return turn_away(c, "it sent a join without the cluster-key handshake (a drtmx node of an "
-                          "older version? every node must run this version)");
+      return turn_away(c,
+                       "it sent a join without the cluster-key handshake (a drtmx node of an "
+                       "older version? every node must run this version)");
     case Envelope::kFailure:
       // A node that did not accept this coordinator's proof says so.
       std::cerr << "coordinator of cluster '" << cfg_.cluster << "': " << name_of(c)
                 << " left the handshake: " << e.failure().reason() << "\n";
       return drop(c);
     default:
-      return turn_away(c, "its first message was not a join (something else talking to the "
-                          "coordinator's port?)");
+      return turn_away(c,
+                       "its first message was not a join (something else talking to the "
+                       "coordinator's port?)");
   }
 }
 

@@ -105,7 +105,8 @@ bool FrameReader::next(Envelope* out, Status* err) {
     n |= static_cast<uint32_t>(static_cast<uint8_t>(buf_[pos_ + i])) << (8 * i);
   if (n > limit_) {
     *err = invalid_argument("malformed control frame: length " + std::to_string(n) + " exceeds " +
-                            std::to_string(limit_) + (limit_ < kMaxFrameBytes ? " before the key handshake" : "") +
+                            std::to_string(limit_) +
+                            (limit_ < kMaxFrameBytes ? " before the key handshake" : "") +
                             " (is something else talking to the coordinator port?)");
     return false;
   }

@@ -2,8 +2,6 @@
 // This file: the join and the calls made by the node's threads.
 #include "r2/control/member.h"
 
-#include "r2/control/cluster_key.h"
-
 #include <netdb.h>
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -13,6 +11,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+
+#include "r2/control/cluster_key.h"
 
 namespace drtmx::r2 {
 namespace control {
@@ -82,42 +82,22 @@ Status MemberClient::join() {
   j.set_survive_failures(cfg_.survive_failures);
   for (auto& [k, v] : cfg_.fingerprint) (*j.mutable_fingerprint())[k] = v;
   const std::string join_bytes = j.SerializeAsString();
-  Envelope r;
-  std::string refused;  // the last refusal of a cluster still forming
-  for (;;) {
-    while (fd_ < 0 && Clock::now() < deadline) {
-      fd_ = try_connect(res, deadline);
-      if (fd_ < 0) std::this_thread::sleep_for(std::chrono::milliseconds(25));
-    }
-    if (fd_ < 0) {
-      freeaddrinfo(res);
-      if (!refused.empty()) {
-        return unavailable("the coordinator at " + cfg_.coordinator + " kept refusing node " +
-                           std::to_string(cfg_.node) + " for " +
-                           std::to_string(cfg_.join_timeout.count()) + " ms: " + refused);
-      }
-      return unavailable("cannot reach the coordinator at " + cfg_.coordinator + " within " +
-                         std::to_string(cfg_.join_timeout.count()) +
-                         " ms (is it started, and is --coordinator right?)");
-    }
-    // The coordinator speaks first: its challenge, or why not. Until it
-    // proved the key, nothing large is read from it. It gives up at its own
-    // join timeout and tells us why; allow it a margin to do so.
-    reader_.set_limit(kMaxHandshakeFrameBytes);
-    Status s = receive_join_reply(&r, deadline + std::chrono::seconds(3));
-    if (s.is_ok() || r.body_case() != Envelope::kFailure || !r.failure().retry()) {
-      freeaddrinfo(res);
-      if (!s.is_ok()) return s;
-      break;
-    }
-    // Every node's place is held by a connection that has not joined (a
-    // coordinator of an older version): connect again.
-    refused = r.failure().reason();
-    close(fd_);
-    fd_ = -1;
-    reader_ = FrameReader();
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  while (fd_ < 0 && Clock::now() < deadline) {
+    fd_ = try_connect(res, deadline);
+    if (fd_ < 0) std::this_thread::sleep_for(std::chrono::milliseconds(25));
   }
+  freeaddrinfo(res);
+  if (fd_ < 0) {
+    return unavailable("cannot reach the coordinator at " + cfg_.coordinator + " within " +
+                       std::to_string(cfg_.join_timeout.count()) +
+                       " ms (is it started, and is --coordinator right?)");
+  }
+  // The coordinator speaks first: its challenge, or why not. Until it
+  // proved the key, nothing large is read from it. It gives up at its own
+  // join timeout and tells us why; allow it a margin to do so.
+  reader_.set_limit(kMaxHandshakeFrameBytes);
+  Envelope r;
+  DRTMX_RETURN_IF_ERROR(receive_join_reply(&r, deadline + std::chrono::seconds(3)));
   DRTMX_RETURN_IF_ERROR(handshake(r, join_bytes, deadline + std::chrono::seconds(3)));
   reader_.set_limit(kMaxFrameBytes);
   DRTMX_RETURN_IF_ERROR(receive_join_reply(&r, deadline + std::chrono::seconds(3)));
@@ -159,23 +139,24 @@ Status MemberClient::handshake(const Envelope& challenge, const std::string& joi
   if (!s.is_ok()) {
     // (The client is failed already; the caller learns why first.)
     if (cfg_.key.empty()) {
-      return unavailable(me + " has no cluster key (give --cluster-key-file=FILE): " +
-                         s.message());
+      return unavailable(me + " has no cluster key (give --cluster-key-file=FILE): " + s.message());
     }
     return s;
   }
-  const bool proven =
-      a.body_case() == Envelope::kAdmitted && !cfg_.key.empty() &&
-      mac_equal(a.admitted().mac(),
-                handshake_mac(cfg_.key, Prover::kCoordinator, theirs, *mine, join_bytes));
+  const bool proven = a.body_case() == Envelope::kAdmitted && !cfg_.key.empty() &&
+                      mac_equal(a.admitted().mac(), handshake_mac(cfg_.key, Prover::kCoordinator,
+                                                                  theirs, *mine, join_bytes));
   if (proven) return Status::ok();
   const std::string why =
       cfg_.key.empty()
-          ? me + " has no cluster key (give --cluster-key-file=FILE), so it cannot tell the "
-                 "coordinator at " + cfg_.coordinator + " from an impostor; it did not join"
+          ? me +
+                " has no cluster key (give --cluster-key-file=FILE), so it cannot tell the "
+                "coordinator at " +
+                cfg_.coordinator + " from an impostor; it did not join"
           : "the coordinator at " + cfg_.coordinator +
                 " did not prove the cluster key: it is not this cluster's coordinator (an "
-                "impostor, or a coordinator given another key); " + me + " did not join";
+                "impostor, or a coordinator given another key); " +
+                me + " did not join";
   Envelope f;
   f.mutable_failure()->set_reason(me + " refused the coordinator: it did not prove the key");
   {
@@ -197,10 +178,6 @@ Status MemberClient::receive_join_reply(Envelope* out, Clock::time_point deadlin
     return fail_locally(unavailable("lost the coordinator while joining: " + s.message()));
   }
   if (out->body_case() == Envelope::kFailure) {
-    if (out->failure().refused() && out->failure().retry()) {
-      // Not terminal: join() connects again (the client is not failed).
-      return unavailable(out->failure().reason());
-    }
     if (out->failure().refused()) {
       return fail_locally(unavailable("the coordinator at " + cfg_.coordinator + " refused node " +
                                       std::to_string(cfg_.node) + ": " + out->failure().reason()));

@@ -81,8 +81,8 @@ struct RawNode {
               std::chrono::milliseconds limit = std::chrono::milliseconds(5000)) {
     const auto until = control::Clock::now() + limit;
     for (;;) {
-      Status s = recv_any(e, std::chrono::duration_cast<std::chrono::milliseconds>(
-                                 until - control::Clock::now()));
+      Status s = recv_any(
+          e, std::chrono::duration_cast<std::chrono::milliseconds>(until - control::Clock::now()));
       if (!s.is_ok()) return s;
       const auto b = e->body_case();
       if (b != control::Envelope::kHeartbeat && b != control::Envelope::kChallenge &&
