@@ -109,6 +109,11 @@ TEST(ClusterKeyLaunch, ANodeByHandNeedsAPrivateKeyFileAndTheOptionsAreChecked) {
   const Outcome too_short = run(DRTMX_NODE_PATH, common + " --cluster-key-file=" + shorty, 30);
   std::remove(shorty.c_str());
   EXPECT_NE(too_short.output.find("fewer than 32"), std::string::npos) << too_short.output;
+  const Outcome bind = run(DRTMX_NODE_PATH, common + " --coordinator-bind=127.0.0.1", 30);
+  EXPECT_EQ(bind.exit_code, 2) << bind.output;
+  EXPECT_NE(bind.output.find("--coordinator-bind is for the process that serves the coordinator"),
+            std::string::npos)
+      << bind.output;
   const Outcome port = run(DRTMX_BENCH_PATH, "--coordinator-bind=127.0.0.1:7000", 30);
   EXPECT_EQ(port.exit_code, 2) << port.output;
   EXPECT_NE(port.output.find("without a port"), std::string::npos) << port.output;
