@@ -51,7 +51,11 @@ Status Coordinator::listen_on(const std::string& addr) {
   if (rc != 0) {
     return unavailable(
         "cannot listen on " + addr + ": " + std::strerror(err) +
-        (err == EADDRINUSE ? " (another cluster uses that port? pick another)" : ""));
+        (err == EADDRINUSE ? " (another cluster uses that port? pick another)" : "") +
+        (err == EADDRNOTAVAIL
+             ? " (not an address of this machine: give the coordinator one of its own, e.g. "
+               "--coordinator-bind=ADDR)"
+             : ""));
   }
   // The kernel's largest backlog (net.core.somaxconn caps it): a burst of
   // connections waits in the accept queue for the loop, which answers each
