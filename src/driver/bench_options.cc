@@ -11,6 +11,7 @@
 #include "command_line.h"
 #include "exit_code.h"
 #include "node_options.h"
+#include "r2/control/cluster_key.h"
 #include "txn/crash_point.h"
 #include "txn/policy.h"
 
@@ -512,7 +513,12 @@ Result<BenchOptions> parse_bench(int argc, char** argv, const std::vector<Worklo
   }
   DRTMX_RETURN_IF_ERROR(o.fabric.validate());
   // The key is read when the run starts (node_main, run_once: a node's may
-  // come on standard input, once); a node without one is refused there.
+  // come on standard input, once); a node without one is refused there. A
+  // launcher's key file is checked now, before anything starts.
+  if (o.node < 0 && !o.cluster_key_file.empty() && o.cluster_key_file != "-") {
+    auto key = r2::read_cluster_key_file(o.cluster_key_file);
+    if (!key.is_ok()) return key.status();
+  }
   // Fail early on a bad policy or workload option, before any node starts.
   for (const std::string& p : o.policies) {
     auto pol = txn::make_policy(p, o.overrides, o.fabric.backend == "shm");

@@ -101,6 +101,10 @@ TEST(ClusterKeyLaunch, ANodeByHandNeedsAPrivateKeyFileAndTheOptionsAreChecked) {
       << none.output;
   const std::string open = key_file("open", std::string(64, 'o'), 0644);
   const Outcome readable = run(DRTMX_NODE_PATH, common + " --cluster-key-file=" + open, 30);
+  // The launcher refuses it too, before anything starts.
+  const Outcome launcher = run(DRTMX_BENCH_PATH, "--seconds=0.5 --cluster-key-file=" + open, 30);
+  EXPECT_EQ(launcher.exit_code, 2) << launcher.output;
+  EXPECT_NE(launcher.output.find("chmod 600"), std::string::npos) << launcher.output;
   std::remove(open.c_str());
   EXPECT_EQ(readable.exit_code, 2) << readable.output;
   EXPECT_NE(readable.output.find("mode 0644"), std::string::npos) << readable.output;
