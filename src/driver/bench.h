@@ -161,6 +161,10 @@ Result<std::vector<BenchOptions>> sweep_points(int argc, char** argv, const Benc
 // One run_local_cluster per point, a table of the points, and with --json
 // one file {"sweep": {"key", "values"}, "points": [{"value", "report"}]}.
 Status run_sweep(const BenchOptions& o, std::vector<BenchOptions> points);
+// Launcher, before its runs: a --cluster-key-file=- is read now, once, for
+// every run (a key file is read by each run; without one, each run makes
+// its own key).
+Status read_launcher_key(BenchOptions& o);
 // Launcher: a coordinator here, the nodes as drtmx-node processes (default)
 // or threads; with several policies, one run each, then a summary table.
 Status run_local_cluster(const BenchOptions& o);

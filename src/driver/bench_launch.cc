@@ -126,10 +126,13 @@ Result<CoordinatorPlace> coordinator_place(const BenchOptions& o) {
 }
 
 // One run of one preset: the nodes, the coordinator, cleanup. A run has a
-// cluster key of its own (or --cluster-key-file's).
+// cluster key of its own (or --cluster-key-file's; one read from standard
+// input is read once, by read_launcher_key).
 Status run_once(const BenchOptions& given) {
   BenchOptions keyed = given;
-  DRTMX_RETURN_IF_ERROR(resolve_cluster_key(given.cluster_key_file, -1, keyed.fabric));
+  if (keyed.fabric.cluster_key.empty()) {
+    DRTMX_RETURN_IF_ERROR(resolve_cluster_key(given.cluster_key_file, -1, keyed.fabric));
+  }
   const BenchOptions& o = keyed;
   const bool shm = o.fabric.backend == "shm";
   if (shm) {

@@ -541,6 +541,11 @@ Result<BenchOptions> parse_bench(int argc, char** argv, const std::vector<Worklo
   return o;
 }
 
+Status read_launcher_key(BenchOptions& o) {
+  if (o.node >= 0 || o.cluster_key_file != "-") return Status::ok();
+  return resolve_cluster_key(o.cluster_key_file, -1, o.fabric);
+}
+
 std::unique_ptr<BenchOptions> parse_for_main(int argc, char** argv, const char* program,
                                              int* exit_code,
                                              const std::vector<WorkloadInfo>& known) {

@@ -134,6 +134,7 @@ Result<std::vector<BenchOptions>> sweep_points(int argc, char** argv, const Benc
     p->sweep.clear();
     p->rounds = 1;  // the sweep runs its rounds itself
     p->node_exe = o.node_exe;
+    p->fabric.cluster_key = o.fabric.cluster_key;  // read once (standard input)
     points.push_back(std::move(*p));
   }
   return points;

@@ -62,6 +62,7 @@ int program_main(int argc, char** argv, const char* program, std::vector<Workloa
   if (o->node >= 0) return node_main(*o, program);
   // The launcher: the nodes are copies of this program.
   o->node_exe = self_exe();
+  if (Status k = read_launcher_key(*o); !k.is_ok()) return options_exit_code(program, k, 2);
   if (!o->sweep.empty()) {
     auto points = sweep_points(argc, argv, *o);
     if (!points.is_ok()) return options_exit_code(program, points.status(), 2);

@@ -93,6 +93,24 @@ TEST(ClusterKeyLaunch, ThroughARemoteShellTheKeyArrivesOnStandardInput) {
   EXPECT_NE(o.output.find("check: ok"), std::string::npos) << o.output;
 }
 
+TEST(ClusterKeyLaunch, AKeyOnStandardInputServesEveryRunOfTheLauncher) {
+  // Two presets: two runs, one key read once.
+  const std::string cluster = "cks" + std::to_string(getpid());
+  const Outcome o =
+      run("bash",
+          "-c 'printf 0123456789abcdef0123456789abcdef | " + std::string(DRTMX_BENCH_PATH) +
+              " --cluster-key-file=- --policy=drtmh,farm --cluster=" + cluster +
+              " --seconds=0.3 --warmup=0.1 --accounts=500'",
+          120);
+  EXPECT_EQ(o.exit_code, 0) << o.output;
+  size_t checks = 0;
+  for (size_t at = o.output.find("check: ok"); at != std::string::npos;
+       at = o.output.find("check: ok", at + 1)) {
+    ++checks;
+  }
+  EXPECT_EQ(checks, 2u) << o.output;
+}
+
 TEST(ClusterKeyLaunch, ANodeByHandNeedsAPrivateKeyFileAndTheOptionsAreChecked) {
   const std::string common = "--node=1 --nodes=2 --coordinator=127.0.0.1:1 --join-timeout-ms=300";
   const Outcome none = run(DRTMX_NODE_PATH, common, 30);
