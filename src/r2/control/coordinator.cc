@@ -14,6 +14,7 @@
 #include <cstring>
 #include <iostream>
 
+#include "base/thread_priority.h"
 #include "r2/control/cluster_key.h"
 
 namespace drtmx::r2 {
@@ -453,6 +454,9 @@ int Coordinator::poll_timeout_ms() const {
 }
 
 void Coordinator::loop() {
+  // Ahead of the nodes' busy workers on a shared machine
+  // (base/thread_priority.h); the loop blocks in poll() between bursts.
+  (void)raise_lease_thread();
   std::vector<pollfd> fds;
   while (!stop_.load()) {
     fds.clear();

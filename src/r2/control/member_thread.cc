@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "base/thread_priority.h"
 #include "r2/control/member.h"
 
 namespace drtmx::r2::control {
@@ -23,6 +24,10 @@ void MemberClient::lost(Status why) {
 }
 
 void MemberClient::run() {
+  // Ahead of the node's busy workers (base/thread_priority.h): a lease
+  // thread left waiting longer than the lease makes a healthy node look
+  // lost. It blocks in poll() between short bursts.
+  (void)raise_lease_thread();
   const auto period = cfg_.lease / 4;
   auto next_heartbeat = Clock::now() + period;
   // The coordinator's lease: any bytes from it renew it (it sends a
