@@ -1,8 +1,11 @@
 // The fabric: the one narrow interface between drtmx and the network.
 //
 // A Fabric is one node's view of the cluster. It owns the node's registered
-// memory regions and one Endpoint per worker thread. Two backends implement it
+// memory regions and one Endpoint per worker thread. Three backends implement it
 // (selected at run time, see make_fabric in fabric_factory.h):
+//   ucx   — UCX (UCP): one-sided PUT/GET/atomics and active messages over
+//           whatever transport UCX picks (tcp, shared memory, RDMA NICs);
+//           see r2/ucx/README.md.
 //   shm   — regions are shared-memory segments mapped by every node on the
 //           host; the issuing thread executes one-sided ops directly on the
 //           target's memory, so the target's CPU is never involved.
@@ -96,6 +99,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 #include "r2/control/membership.h"
@@ -280,7 +284,7 @@ class Endpoint {
 };
 
 struct FabricInfo {
-  std::string backend;  // "shm" or "verbs"
+  std::string backend;  // "shm", "verbs" or "ucx"
   NodeId node = 0;
   uint16_t num_nodes = 0;
   uint16_t threads = 0;
@@ -290,6 +294,10 @@ struct FabricInfo {
   // the CPU's memory order (store/record_io.h, quiet copies). False where a
   // NIC's DMA writes it (verbs).
   bool writes_are_cpu_stores = false;
+  // ucx, after connect(): per node (this one included), the transports UCX
+  // chose toward it, e.g. "tcp/lo[am,rma_bw]" or
+  // "posix/memory[am] + cma/memory[rma_bw]" (empty for shm and verbs).
+  std::vector<std::string> peer_transports;
 };
 
 class Fabric {
