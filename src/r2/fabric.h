@@ -300,6 +300,11 @@ struct FabricInfo {
   std::vector<std::string> peer_transports;
 };
 
+// For reports: the transports UCX chose toward the other nodes, one line
+// ("tcp/lo.0[am,am_bw] to every peer", or "node 1: ...; node 2: ..." when
+// they differ); "" when the fabric is not ucx (or not connected).
+std::string describe_transports(const FabricInfo& info);
+
 class Fabric {
  public:
   virtual ~Fabric() = default;
