@@ -373,7 +373,26 @@ bool UcxEndpoint::issue_one(Channel& ch, Op& op) {
   }
   track(s, req);
   ch.last_read = read;
-  if (wr.verb == Verb::kWrite) ch.unflushed = true;
+  if (wr.verb == Verb::kWrite) {
+    ch.unflushed = true;
+    // A signaled WRITE completes when it completed at the target, as an RC
+    // WRITE's completion does (a PUT's own is local): its completion is
+    // reported by a flush issued right behind it (pipelined, no wait).
+    if (s->report && !(s->done && s->status != OpStatus::kOk)) {
+      s->report = false;
+      s->paired = true;
+      Slot* f = push_slot(ch, Kind::kFlush);
+      f->verb = Verb::kWrite;
+      f->wr_id = wr.wr_id;
+      f->report = true;
+      ucp_request_param_t fp{};
+      fp.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+      fp.cb.send = &UcxEndpoint::on_done;
+      fp.user_data = f;
+      track(f, ucp_ep_flush_nbx(e, &fp));
+      ch.unflushed = false;
+    }
+  }
   return true;
 }
 
@@ -422,6 +441,11 @@ int UcxEndpoint::retire(Channel& ch, Completion* out, int max) {
       // READ after a failed persist fails.
       if (st == OpStatus::kOk && s.flushing && ch.persist_failed) st = OpStatus::kTransportError;
       if (s.report || st != OpStatus::kOk) out[n++] = {s.wr_id, st, s.verb, ch.peer};
+      // A failed WRITE's error was its completion: not its flush's too.
+      ch.skip_flush_report = s.paired && st != OpStatus::kOk;
+    } else if (s.report) {  // the flush that completes a signaled WRITE
+      if (!ch.skip_flush_report) out[n++] = {s.wr_id, s.status, s.verb, ch.peer};
+      ch.skip_flush_report = false;
     }
     ch.head = (ch.head + 1) % ch.slots.size();
     --ch.count;

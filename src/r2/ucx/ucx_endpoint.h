@@ -19,6 +19,8 @@
 //     completion. Measured: UCX 1.13 over tcp let GETs overtake PUTs and
 //     atomics issued after them (tests/r2/ucx_fabric_test.cc,
 //     OpsOfAChannelTakeEffectInPostOrder, caught it);
+//   * a signaled WRITE completes when it completed at the target (a flush
+//     issued right behind it reports it), as an RC WRITE's completion;
 //   * WRITEs up to kStageBytes are copied at post() into the channel's
 //     staging ring, so the caller's buffer is free at once (the
 //     passive-ACK buffer-reuse hazard cannot arise); longer ones use the
@@ -131,6 +133,7 @@ class UcxEndpoint final : public Endpoint {
     Kind kind = Kind::kUser;
     bool report = false;
     bool flushing = false;  // a READ that must fail if the channel's persist failed
+    bool paired = false;    // a signaled WRITE whose completion its flush reports
     bool done = false;
     OpStatus status = OpStatus::kOk;
   };
@@ -151,6 +154,7 @@ class UcxEndpoint final : public Endpoint {
     uint32_t busy_writes = 0;  // of which not READs
     bool last_read = true;     // the last op issued was a READ
     bool unflushed = false;    // WRITEs issued since the last flush
+    bool skip_flush_report = false;  // the WRITE before the next flush failed
     std::vector<PersistRange> dirty;
     bool persist_failed = false;
     uint32_t next_persist = 0;
