@@ -546,6 +546,60 @@ TEST_P(UcxFabric, TheTransportsUcxChoseAreReported) {
   std::printf("{\"ucx_transports\":\"%s\",\"tls\":\"%s\"}\n", t[1].c_str(), GetParam().tls.c_str());
 }
 
+// Own memory with the CPU (execute_local): where UCX emulates atomics with
+// the target's worker (tcp), a node's CPU FAAs on its own word and a peer's
+// UCX FAAs on the same word, concurrently, add up.
+TEST_P(UcxFabric, OwnMemoryOpsAreAtomicWithPeersUcxAtomics) {
+  auto c = make(2, 1, {{kData, 4096}, {kScratch, 4096}});
+  ASSERT_TRUE(c->error.is_ok()) << c->error.to_string();
+  Endpoint* e0 = c->f(0).endpoint(0);
+  Endpoint* e1 = c->f(1).endpoint(0);
+  if (!e0->executes_local()) GTEST_SKIP() << "UCX uses NIC atomics here: own ops are posted";
+  constexpr int kEach = 2000;
+  std::thread peer([&] {
+    uint8_t* l1 = c->base(1, kScratch);
+    for (int i = 0; i < kEach; ++i) {
+      auto faa = wr(Verb::kFaa, {0, kData, 64}, l1, 8, i);
+      faa.operand = 1;
+      ASSERT_EQ(e1->post(faa), PostResult::kOk);
+      e1->doorbell(0);
+      ASSERT_EQ(poll_n(e1, 1).size(), 1u);
+    }
+  });
+  uint8_t* l0 = c->base(0, kScratch);
+  Completion buf[4];
+  int done = 0;
+  for (int i = 0; i < kEach; ++i) {
+    auto faa = wr(Verb::kFaa, {0, kData, 64}, l0, 8, i);
+    faa.operand = 1000;
+    OpStatus st = OpStatus::kTransportError;
+    ASSERT_TRUE(e0->execute_local(faa, &st));
+    ASSERT_EQ(st, OpStatus::kOk);
+    done += e0->poll(buf, 4);  // node 0's worker executes node 1's FAAs
+  }
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  std::atomic<bool> joined{false};
+  std::thread waiter([&] {
+    peer.join();
+    joined = true;
+  });
+  while (!joined && std::chrono::steady_clock::now() < until) e0->poll(buf, 4);
+  waiter.join();
+  EXPECT_EQ(done, 0);
+  uint64_t v = 0;
+  std::memcpy(&v, c->base(0, kData) + 64, 8);
+  EXPECT_EQ(v, uint64_t{kEach} * 1001);
+  // A READ of its own memory sees the word; a bad one is refused as posted.
+  auto rd = wr(Verb::kRead, {0, kData, 64}, l0 + 8, 8, 1);
+  OpStatus st = OpStatus::kTransportError;
+  ASSERT_TRUE(e0->execute_local(rd, &st));
+  EXPECT_EQ(st, OpStatus::kOk);
+  EXPECT_EQ(std::memcmp(l0 + 8, c->base(0, kData) + 64, 8), 0);
+  rd.remote.offset = 4090;
+  ASSERT_TRUE(e0->execute_local(rd, &st));
+  EXPECT_EQ(st, OpStatus::kOutOfBounds);
+}
+
 INSTANTIATE_TEST_SUITE_P(Transports, UcxFabric,
                          ::testing::Values(Mode{"", false}, Mode{"tcp", false}, Mode{"tcp", true}),
                          [](const auto& info) {

@@ -4,6 +4,7 @@
 #include <stdio.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 
 #include "r2/common/clock.h"
@@ -132,7 +133,61 @@ Status UcxEndpoint::connect(const std::vector<NodeDesc>& nodes, uint32_t max_op_
     lanes_[n] = parse_ep_info(ep_info_text(mine));
     channels_[n].strict = force_strict_ || !lanes_[n].single_lane;
   }
+  // Own-memory ops with the CPU only where no atomic is a NIC's: every
+  // node's atomics on this node's memory are then this node's workers' CPU
+  // atomics (UCX's software emulation), atomic with the CPU's.
+  local_ops_ = true;
+  for (const LaneInfo& l : lanes_) {
+    for (const Lane& lane : l.lanes) local_ops_ = local_ops_ && !lane.has("amo");
+  }
   return Status::ok();
+}
+
+bool UcxEndpoint::execute_local(const WorkRequest& wr, OpStatus* st) {
+  if (!local_ops_ || wr.remote.node != self_) return false;
+  Channel& ch = channels_[self_];
+  // Behind the channel's ops in UCX, in order: post those.
+  if (!ch.queued.empty() || !ch.ready.empty() || ch.count != 0) return false;
+  *st = table_->check(wr, max_op_bytes_, &local_hint_);
+  if (*st != OpStatus::kOk) return true;
+  if (ch.closed || !fence_.allowed(self_)) {
+    *st = OpStatus::kFenced;
+    return true;
+  }
+  const RegionEntry* r = table_->find(self_, wr.remote.region);
+  auto* at = reinterpret_cast<uint8_t*>(r->base + wr.remote.offset);
+  std::atomic_thread_fence(std::memory_order_acquire);
+  switch (wr.verb) {
+    case Verb::kRead:
+      std::memcpy(wr.local, at, wr.len);
+      break;
+    case Verb::kWrite:
+      std::memcpy(at, wr.local, wr.len);
+      // Durable at once (the contract asks it by the next READ).
+      if (r->persistence == Persistence::kMsync) {
+        const uintptr_t b = reinterpret_cast<uintptr_t>(at) & ~(kPage - 1);
+        const uintptr_t e = (reinterpret_cast<uintptr_t>(at) + wr.len + kPage - 1) & ~(kPage - 1);
+        if (pmem_msync(reinterpret_cast<void*>(b), e - b) != 0) *st = OpStatus::kTransportError;
+      } else if (r->persistence != Persistence::kNone) {
+        pmem_persist(at, wr.len);
+      }
+      break;
+    case Verb::kCas: {
+      uint64_t expected = wr.compare;
+      __atomic_compare_exchange_n(reinterpret_cast<uint64_t*>(at), &expected, wr.operand, false,
+                                  __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+      std::memcpy(wr.local, &expected, 8);
+      break;
+    }
+    case Verb::kFaa: {
+      const uint64_t old =
+          __atomic_fetch_add(reinterpret_cast<uint64_t*>(at), wr.operand, __ATOMIC_SEQ_CST);
+      std::memcpy(wr.local, &old, 8);
+      break;
+    }
+  }
+  std::atomic_thread_fence(std::memory_order_release);
+  return true;
 }
 
 // A peer's worker went away or its connection failed: the ops on the

@@ -104,6 +104,12 @@ class UcxEndpoint final : public Endpoint {
   void flush_sends() override;
   int poll_messages(Message* out, int max) override;
   bool is_registered(const void* p, size_t len) const override { return table_->is_local(p, len); }
+  // Ops on this node's own memory with the thread's CPU (see README.md,
+  // "Own memory"): only where UCX's atomics toward every node are emulated
+  // by the target's worker with CPU atomics (no amo lane), so the CPU's
+  // atomics here are atomic with them.
+  bool execute_local(const WorkRequest& wr, OpStatus* st) override;
+  bool executes_local() const override { return local_ops_; }
 
   // What the channel machinery did (tests, benchmarks).
   struct Stats {
@@ -149,11 +155,11 @@ class UcxEndpoint final : public Endpoint {
     std::deque<Op> ready;    // doorbelled, not issued
     std::vector<Slot> slots;
     size_t head = 0, count = 0;
-    uint32_t user_slots = 0;   // user ops among the slots
-    uint32_t busy = 0;         // issued slots not done
-    uint32_t busy_writes = 0;  // of which not READs
-    bool last_read = true;     // the last op issued was a READ
-    bool unflushed = false;    // WRITEs issued since the last flush
+    uint32_t user_slots = 0;         // user ops among the slots
+    uint32_t busy = 0;               // issued slots not done
+    uint32_t busy_writes = 0;        // of which not READs
+    bool last_read = true;           // the last op issued was a READ
+    bool unflushed = false;          // WRITEs issued since the last flush
     bool skip_flush_report = false;  // the WRITE before the next flush failed
     std::vector<PersistRange> dirty;
     bool persist_failed = false;
@@ -220,6 +226,7 @@ class UcxEndpoint final : public Endpoint {
   uint16_t nodes_, threads_;
   uint32_t depth_, mtu_, max_op_bytes_ = 1u << 30;
   bool force_strict_;
+  bool local_ops_ = false;  // execute_local runs ops (set at connect)
   ucp_worker_h worker_ = nullptr;
   std::string address_;
   std::vector<ucp_ep_h> eps_;                   // [node * threads + thread]
