@@ -97,6 +97,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <ctime>
 #include <memory>
 #include <string>
 #include <vector>
@@ -281,6 +282,19 @@ class Endpoint {
   // True when execute_local() runs ops (it may still refuse one that must
   // queue behind others); false when it never does.
   virtual bool executes_local() const { return false; }
+
+  // --- waiting while idle ------------------------------------------------------
+  // An idle worker (nothing to poll, no coroutine waiting) waits up to `ns`
+  // nanoseconds for this endpoint to have something to poll; returns false
+  // when something already was there (nothing waited). The default sleeps
+  // `ns` (shm and verbs: peers' one-sided ops need nothing from this
+  // thread); ucx blocks on its worker's event descriptor, since on tcp the
+  // target's worker executes the peers' ops (see r2/ucx/README.md).
+  virtual bool wait_idle(long ns) {
+    timespec ts{0, ns};
+    nanosleep(&ts, nullptr);
+    return true;
+  }
 };
 
 struct FabricInfo {

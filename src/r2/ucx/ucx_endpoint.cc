@@ -1,6 +1,7 @@
 #include "r2/ucx/ucx_endpoint.h"
 
 #include <libpmem.h>
+#include <poll.h>
 #include <stdio.h>
 
 #include <algorithm>
@@ -73,6 +74,7 @@ Result<std::unique_ptr<UcxEndpoint>> UcxEndpoint::open(ucp_context_h ctx, const 
   }
   e->address_.assign(reinterpret_cast<const char*>(addr), len);
   ucp_worker_release_address(e->worker_, addr);
+  if (ucp_worker_get_efd(e->worker_, &e->event_fd_) != UCS_OK) e->event_fd_ = -1;
   struct Handler {
     unsigned id;
     ucp_am_recv_callback_t cb;
@@ -535,6 +537,26 @@ int UcxEndpoint::poll(Completion* out, int max) {
 
 uint32_t UcxEndpoint::outstanding(NodeId peer) const {
   return peer < nodes_ ? channels_[peer].used() : 0;
+}
+
+bool UcxEndpoint::wait_idle(long ns) {
+  if (!inbox_.empty()) return false;  // messages to hand out
+  timespec ts{0, ns};
+  if (event_fd_ < 0 || worker_ == nullptr) {
+    nanosleep(&ts, nullptr);
+    return true;
+  }
+  // Arming fails (BUSY) while UCX still has events to progress.
+  const ucs_status_t s = ucp_worker_arm(worker_);
+  if (s == UCS_ERR_BUSY) return false;
+  if (s != UCS_OK) {
+    nanosleep(&ts, nullptr);
+    return true;
+  }
+  pollfd p{event_fd_, POLLIN, 0};
+  ++stats_.idle_waits;
+  if (ppoll(&p, 1, &ts, nullptr) > 0) ++stats_.idle_wakeups;
+  return true;
 }
 
 // --- membership ----------------------------------------------------------------

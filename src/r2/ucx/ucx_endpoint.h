@@ -110,6 +110,10 @@ class UcxEndpoint final : public Endpoint {
   // atomics here are atomic with them.
   bool execute_local(const WorkRequest& wr, OpStatus* st) override;
   bool executes_local() const override { return local_ops_; }
+  // Blocks on the worker's event descriptor (ucp_worker_arm + ppoll) for up
+  // to `ns`: a peer's request wakes it at once, where a sleep would let the
+  // request wait out the sleep (on tcp this worker executes it).
+  bool wait_idle(long ns) override;
 
   // What the channel machinery did (tests, benchmarks).
   struct Stats {
@@ -123,6 +127,8 @@ class UcxEndpoint final : public Endpoint {
     uint64_t messages_reordered = 0;  // arrived ahead of an earlier one
     uint64_t endpoint_errors = 0;     // UCP endpoints UCX reported failed
     uint64_t fenced_notices = 0;      // "you were removed" notices obeyed
+    uint64_t idle_waits = 0;          // waits on the event descriptor
+    uint64_t idle_wakeups = 0;        // of which ended by an event before the timeout
   };
   const Stats& stats() const { return stats_; }
 
@@ -228,6 +234,7 @@ class UcxEndpoint final : public Endpoint {
   bool force_strict_;
   bool local_ops_ = false;  // execute_local runs ops (set at connect)
   ucp_worker_h worker_ = nullptr;
+  int event_fd_ = -1;  // the worker's (ucp_worker_get_efd); -1: sleep instead
   std::string address_;
   std::vector<ucp_ep_h> eps_;                   // [node * threads + thread]
   std::vector<std::vector<ucp_rkey_h>> rkeys_;  // [node][region id]

@@ -41,7 +41,8 @@ class Context {
     ucp_params_t p{};
     p.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED |
                    UCP_PARAM_FIELD_ESTIMATED_NUM_EPS;
-    p.features = UCP_FEATURE_RMA | UCP_FEATURE_AMO64 | UCP_FEATURE_AM;
+    // WAKEUP: an idle worker blocks on its event descriptor (wait_idle).
+    p.features = UCP_FEATURE_RMA | UCP_FEATURE_AMO64 | UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
     p.mt_workers_shared = 0;  // each worker is one thread's
     p.estimated_num_eps = size_t{cfg.num_nodes} * cfg.threads;
     ucs_status_t s = ucp_init(&p, config, &ctx_);
