@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <ostream>
 #include <thread>
 
 #include "r2/support/inproc_cluster.h"
@@ -40,6 +41,9 @@ struct Mode {
   std::string tls;
   bool strict = false;
 };
+void PrintTo(const Mode& m, std::ostream* os) {
+  *os << "UCX_TLS=" << (m.tls.empty() ? "(unset)" : m.tls) << (m.strict ? " strict" : "");
+}
 
 class UcxFabric : public ::testing::TestWithParam<Mode> {
  protected:
