@@ -940,7 +940,17 @@ int UcxEndpoint::poll_messages(Message* out, int max) {
   progress();
   int n = 0;
   while (!inbox_.empty() && n < max) {
-    delivered_.push_back(std::move(inbox_.front()));
+    Rx& front = inbox_.front();
+    // Received before a membership change that removed its sender (or this
+    // node): dropped unread, as shm stops reading a removed node's rings.
+    if (cut_off_ || peer_closed_[front.node] || !fence_.member(self_) ||
+        !fence_.member(front.node)) {
+      ++stats_.messages_dropped;
+      spare_.push_back(std::move(front.data));
+      inbox_.pop_front();
+      continue;
+    }
+    delivered_.push_back(std::move(front));
     inbox_.pop_front();
     const Rx& r = delivered_.back();
     out[n++] = {r.node, r.thread, static_cast<uint32_t>(r.data.size()), r.data.data()};
