@@ -35,6 +35,9 @@ struct R2BenchOptions {
   std::string json;
   bool processes = false;
   uint32_t region_mb = 4;
+  // Nodes below this id run the coroutines; the others only serve (an
+  // idle target: its worker backs off as any idle worker does).
+  uint16_t issuers = 0;           // 0: every node
   int node = -1;                  // >= 0: run as this node of an already started cluster
   std::string coordinator;        // node mode: the coordinator; launcher: where to listen
   bool host_coordinator = false;  // node mode: this node also hosts the coordinator

@@ -29,6 +29,7 @@ std::vector<std::string> R2BenchOptions::node_args(int n, const std::string& coo
       "--warmup=" + std::to_string(warmup),
       "--fabric-delay-ns=" + std::to_string(fabric.delay_ns),
       "--region-mb=" + std::to_string(region_mb),
+      "--issuers=" + std::to_string(issuers),
   };
   append_node_args(a, fabric, join_timeout_ms, n, coord);
   if (passive_ack) a.push_back("--passive-ack");
@@ -44,7 +45,7 @@ Result<R2BenchOptions> parse_r2_bench(int argc, char** argv) {
       "r2-bench: one-sided READ/WRITE/CAS/FAA and RPC echo between the nodes of a cluster\n"
       "Options");
   desc.add_options()("help,h", "show this help")("fabric", po::value(&fabric)->default_value("shm"),
-                                                 "shm | verbs")(
+                                                 "shm | verbs | ucx")(
       "nodes", po::value(&nodes)->default_value(2), "nodes in the cluster")(
       "threads", po::value(&threads)->default_value(1), "worker threads per node")(
       "coroutines", po::value(&coroutines)->default_value(8), "coroutines per worker thread")(
@@ -65,6 +66,8 @@ Result<R2BenchOptions> parse_r2_bench(int argc, char** argv) {
       "cluster", po::value(&o.fabric.cluster),
       "cluster name (names shm segments); default r2bench-<pid>")(
       "region-mb", po::value(&o.region_mb)->default_value(4), "registered data MiB per node")(
+      "issuers", po::value(&o.issuers)->default_value(0),
+      "only nodes 0..N-1 issue ops, the others just serve (idle targets); 0: every node")(
       "mtu", po::value(&o.fabric.mtu)->default_value(4096), "largest message payload")(
       "device", po::value(&o.fabric.device), "verbs: RDMA device name (default: first)")(
       "node", po::value(&o.node), "run only this node of a cluster started elsewhere")(
@@ -101,6 +104,10 @@ Result<R2BenchOptions> parse_r2_bench(int argc, char** argv) {
     return bad("--threads=" + std::to_string(threads) + ": expected 1..64");
   if (coroutines == 0 || coroutines > 256) {
     return bad("--coroutines=" + std::to_string(coroutines) + ": expected 1..256");
+  }
+  if (o.issuers > nodes) {
+    return bad("--issuers=" + std::to_string(o.issuers) + ": expected 0..--nodes (" +
+               std::to_string(nodes) + ")");
   }
   if (o.batch == 0 || o.batch > 64)
     return bad("--batch=" + std::to_string(o.batch) + ": expected 1..64");

@@ -196,11 +196,14 @@ void write_config(const R2BenchOptions& o, JsonWriter& j) {
   j.key("op").value(o.op_name).key("payload").value(o.payload).key("batch").value(o.batch);
   j.key("fabric_delay_ns").value(o.fabric.delay_ns).key("passive_ack").value(o.passive_ack);
   j.key("processes").value(o.processes).key("seconds").value(o.seconds, 3);
+  j.key("issuers").value(unsigned{o.issuers == 0 ? o.fabric.num_nodes : o.issuers});
 }
 
 namespace {
 
-Status report(const R2BenchOptions& o, const std::vector<NodeResult>& rs) {
+Status report(const R2BenchOptions& o, const std::vector<NodeResult>& rs,
+              const r2::FabricInfo& fabric) {
+  const std::string transports = r2::describe_transports(fabric);
   double mops = 0;
   uint64_t ops = 0, successes = 0, words = 0;
   LatencyHistogram h;
@@ -231,6 +234,8 @@ Status report(const R2BenchOptions& o, const std::vector<NodeResult>& rs) {
         << " payload=" << o.payload << " batch=" << o.batch << " delay_ns=" << o.fabric.delay_ns
         << " passive_ack=" << (o.passive_ack ? 1 : 0) << " processes=" << (o.processes ? 1 : 0)
         << " seconds=" << o.seconds;
+    if (o.issuers != 0) cfg << " issuers=" << o.issuers;
+    if (!transports.empty()) cfg << " transports=" << transports;
     std::cout << "r2-bench " << cfg.str() << "\n"
               << "  mops      p50_us    p99_us    ops         check\n"
               << "  " << std::left << std::setw(10) << fmt(mops, 3) << std::setw(10) << fmt(p50, 2)
@@ -244,6 +249,14 @@ Status report(const R2BenchOptions& o, const std::vector<NodeResult>& rs) {
     j.key("config").begin_object();
     write_config(o, j);
     j.end_object();
+    if (!fabric.peer_transports.empty()) {
+      j.key("transports").begin_array();
+      for (size_t n = 0; n < fabric.peer_transports.size(); ++n) {
+        j.begin_object().key("node").value(static_cast<unsigned>(n));
+        j.key("lanes").value(fabric.peer_transports[n]).end_object();
+      }
+      j.end_array();
+    }
     j.key("per_node_mops").begin_array();
     for (const NodeResult& r : rs) {
       j.value(r.measured_ns ? static_cast<double>(r.ops) * 1e3 / static_cast<double>(r.measured_ns)
@@ -273,7 +286,8 @@ Status run_node(const R2BenchOptions& o, r2::NodeRuntime& rt) {
         (void)sink;
       });
     }
-    for (uint16_t c = 0; c < o.coroutines && s.is_ok(); ++c) {
+    const bool issues = o.issuers == 0 || o.node < o.issuers;
+    for (uint16_t c = 0; issues && c < o.coroutines && s.is_ok(); ++c) {
       uint8_t* local = scratch + (size_t{w.thread()} * o.coroutines + c) * per_co;
       s = w.spawn([&, local](Co& co) {
         if (o.op == Op::kRpc) {
@@ -345,7 +359,7 @@ Status run_node(const R2BenchOptions& o, r2::NodeRuntime& rt) {
         return internal_error("node " + std::to_string(i) + " sent a malformed result");
       }
     }
-    DRTMX_RETURN_IF_ERROR(report(o, rs));
+    DRTMX_RETURN_IF_ERROR(report(o, rs, rt.fabric().info()));
   } else if (!mine.error.empty()) {
     return internal_error(mine.error);
   }

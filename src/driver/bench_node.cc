@@ -502,7 +502,8 @@ Status run_bench_node(const BenchOptions& o) {
         fo.check_workload = std::move(*w2);
       }
     }
-    result = report(o, **wl, *cat, cfg.policy, replicas, rs, durable, fo);
+    result = report(o, **wl, *cat, cfg.policy, replicas, rs, durable, fo,
+                    r2::describe_transports(n.runtime().fabric().info()));
   }
   Status left = n.runtime().control().leave();
   return result.is_ok() ? left : result;

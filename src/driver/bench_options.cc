@@ -101,7 +101,7 @@ Result<BenchOptions> parse_bench(int argc, char** argv, const std::vector<Worklo
   desc.add_options()("help,h", "show this help")("config", po::value(&config),
                                                  "read options from this file (key = value lines)")(
       "bench", po::value(&o.bench)->default_value("smallbank"), names.c_str())(
-      "fabric", po::value(&fabric)->default_value("shm"), "shm | verbs")(
+      "fabric", po::value(&fabric)->default_value("shm"), "shm | verbs | ucx")(
       "nodes", po::value(&nodes)->default_value(3), "nodes in the cluster")(
       "threads", po::value(&threads)->default_value(1), "worker threads per node")(
       "coroutines", po::value(&coroutines)->default_value(8), "transaction coroutines per thread")(

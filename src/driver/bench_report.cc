@@ -206,7 +206,7 @@ std::string table_name(const store::Catalog& cat, uint64_t id) {
 
 Status report(const BenchOptions& o, const Workload& wl, const store::Catalog& cat,
               const txn::Policy& policy, uint16_t replicas, const std::vector<NodeResult>& rs,
-              const DurableRun& run, const FailoverRun& fo) {
+              const DurableRun& run, const FailoverRun& fo, const std::string& transports) {
   const std::vector<std::string> types = wl.txn_types();
   std::vector<uint64_t> committed(types.size(), 0), aborts(txn::kAbortKinds, 0);
   std::vector<uint64_t> type_aborts(types.size(), 0), ro_blocked(types.size(), 0),
@@ -262,7 +262,8 @@ Status report(const BenchOptions& o, const Workload& wl, const store::Catalog& c
   const double p50 = double(h.quantile(0.5)) / 1e3, p99 = double(h.quantile(0.99)) / 1e3,
                p999 = double(h.quantile(0.999)) / 1e3;
   std::ostringstream cfg;
-  cfg << "bench=" << o.bench << " fabric=" << o.fabric.backend << " nodes=" << o.fabric.num_nodes
+  cfg << "bench=" << o.bench << " fabric=" << o.fabric.backend
+      << (transports.empty() ? "" : " transports=" + transports) << " nodes=" << o.fabric.num_nodes
       << " threads=" << o.fabric.threads << " coroutines=" << o.coroutines
       << " replicas=" << replicas << " policy=" << policy.preset << " (" << policy.describe()
       << ") seconds=" << o.seconds << " warmup=" << o.warmup
@@ -472,6 +473,7 @@ Status report(const BenchOptions& o, const Workload& wl, const store::Catalog& c
     j.key("check").value(check.is_ok() ? std::string("ok") : check.message());
     j.key("config").begin_object();
     j.key("bench").value(o.bench).key("fabric").value(o.fabric.backend);
+    if (!transports.empty()) j.key("transports").value(transports);
     j.key("nodes")
         .value(unsigned{o.fabric.num_nodes})
         .key("threads")

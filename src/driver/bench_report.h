@@ -222,6 +222,6 @@ void add_into(std::vector<int64_t>& acc, const std::vector<int64_t>& v);
 // Fails with the workload's check when that fails.
 Status report(const BenchOptions& o, const Workload& wl, const store::Catalog& cat,
               const txn::Policy& policy, uint16_t replicas, const std::vector<NodeResult>& rs,
-              const DurableRun& run, const FailoverRun& fo);
+              const DurableRun& run, const FailoverRun& fo, const std::string& transports = "");
 
 }  // namespace drtmx::bench

@@ -25,7 +25,11 @@ void add_membership_options(boost::program_options::options_description& desc,
       "plane) for this long is declared failed (--survive-failures) or only measured")(
       "survive-failures", po::bool_switch(&fabric.survive_failures),
       "membership: remove a failed node (lease expired or connection lost) and keep the others "
-      "running at the next epoch, instead of ending the run");
+      "running at the next epoch, instead of ending the run")(
+      "ucx-strict-order", po::bool_switch(&fabric.ucx_strict_order),
+      "ucx: one-sided ops through UCX's RMA (on tcp its emulation), every WRITE/atomic waiting "
+      "for the ops before it to complete at the target, as when UCX spreads ops over several "
+      "lanes (to measure what that order costs)");
 }
 
 void add_cluster_key_option(boost::program_options::options_description& desc, std::string& file) {
@@ -62,6 +66,7 @@ std::string key_stdin(const r2::FabricConfig& fabric) {
 void append_membership_args(std::vector<std::string>& args, const r2::FabricConfig& fabric) {
   args.push_back("--lease-ms=" + std::to_string(fabric.lease_ms));
   if (fabric.survive_failures) args.push_back("--survive-failures");
+  if (fabric.ucx_strict_order) args.push_back("--ucx-strict-order");
 }
 
 void append_node_args(std::vector<std::string>& args, const r2::FabricConfig& fabric,

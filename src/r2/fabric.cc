@@ -54,6 +54,23 @@ const char* persistence_name(Persistence p) {
   return "?";
 }
 
+std::string describe_transports(const FabricInfo& info) {
+  std::vector<std::pair<NodeId, std::string>> peers;
+  for (size_t n = 0; n < info.peer_transports.size(); ++n) {
+    if (n != info.node) peers.emplace_back(static_cast<NodeId>(n), info.peer_transports[n]);
+  }
+  if (peers.empty()) {
+    return info.peer_transports.empty() ? "" : info.peer_transports[0] + " (to itself)";
+  }
+  bool same = true;
+  for (const auto& p : peers) same = same && p.second == peers[0].second;
+  if (same) return peers[0].second + (peers.size() > 1 ? " to every peer" : " to the peer");
+  std::string s;
+  for (const auto& [n, t] : peers)
+    s += (s.empty() ? "" : "; ") + ("node " + std::to_string(n) + ": " + t);
+  return s;
+}
+
 bool persistence_from_code(uint8_t code, Persistence* out) {
   if (code > static_cast<uint8_t>(Persistence::kMsync)) return false;
   *out = static_cast<Persistence>(code);

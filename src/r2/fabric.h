@@ -1,8 +1,11 @@
 // The fabric: the one narrow interface between drtmx and the network.
 //
 // A Fabric is one node's view of the cluster. It owns the node's registered
-// memory regions and one Endpoint per worker thread. Two backends implement it
+// memory regions and one Endpoint per worker thread. Three backends implement it
 // (selected at run time, see make_fabric in fabric_factory.h):
+//   ucx   — UCX (UCP): one-sided PUT/GET/atomics and active messages over
+//           whatever transport UCX picks (tcp, shared memory, RDMA NICs);
+//           see r2/ucx/README.md.
 //   shm   — regions are shared-memory segments mapped by every node on the
 //           host; the issuing thread executes one-sided ops directly on the
 //           target's memory, so the target's CPU is never involved.
@@ -94,8 +97,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <ctime>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 #include "r2/control/membership.h"
@@ -277,10 +282,23 @@ class Endpoint {
   // True when execute_local() runs ops (it may still refuse one that must
   // queue behind others); false when it never does.
   virtual bool executes_local() const { return false; }
+
+  // --- waiting while idle ------------------------------------------------------
+  // An idle worker (nothing to poll, no coroutine waiting) waits up to `ns`
+  // nanoseconds for this endpoint to have something to poll; returns false
+  // when something already was there (nothing waited). The default sleeps
+  // `ns` (shm and verbs: peers' one-sided ops need nothing from this
+  // thread); ucx blocks on its worker's event descriptor, since on tcp the
+  // target's worker executes the peers' ops (see r2/ucx/README.md).
+  virtual bool wait_idle(long ns) {
+    timespec ts{0, ns};
+    nanosleep(&ts, nullptr);
+    return true;
+  }
 };
 
 struct FabricInfo {
-  std::string backend;  // "shm" or "verbs"
+  std::string backend;  // "shm", "verbs" or "ucx"
   NodeId node = 0;
   uint16_t num_nodes = 0;
   uint16_t threads = 0;
@@ -290,7 +308,16 @@ struct FabricInfo {
   // the CPU's memory order (store/record_io.h, quiet copies). False where a
   // NIC's DMA writes it (verbs).
   bool writes_are_cpu_stores = false;
+  // ucx, after connect(): per node (this one included), the transports UCX
+  // chose toward it, e.g. "tcp/lo[am,rma_bw]" or
+  // "posix/memory[am] + cma/memory[rma_bw]" (empty for shm and verbs).
+  std::vector<std::string> peer_transports;
 };
+
+// For reports: the transports UCX chose toward the other nodes, one line
+// ("tcp/lo.0[am,am_bw] to every peer", or "node 1: ...; node 2: ..." when
+// they differ); "" when the fabric is not ucx (or not connected).
+std::string describe_transports(const FabricInfo& info);
 
 class Fabric {
  public:

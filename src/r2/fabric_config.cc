@@ -15,8 +15,8 @@ bool valid_cluster_name(const std::string& s) {
 }  // namespace
 
 Status FabricConfig::validate() const {
-  if (backend != "shm" && backend != "verbs") {
-    return invalid_argument("--fabric='" + backend + "': expected 'shm' or 'verbs'");
+  if (backend != "shm" && backend != "verbs" && backend != "ucx") {
+    return invalid_argument("--fabric='" + backend + "': expected 'shm', 'verbs' or 'ucx'");
   }
   if (!valid_cluster_name(cluster)) {
     return invalid_argument("--cluster='" + cluster +
@@ -43,7 +43,7 @@ Status FabricConfig::validate() const {
     return invalid_argument("--fabric-delay-ns=" + std::to_string(delay_ns) +
                             ": expected at most 1000000000 (1 s)");
   }
-  if (backend == "verbs" && delay_ns != 0) {
+  if (backend != "shm" && delay_ns != 0) {
     return invalid_argument("--fabric-delay-ns works only with --fabric=shm");
   }
   if (ring_bytes < 4 * (mtu + 64) || (ring_bytes & (ring_bytes - 1)) != 0) {

@@ -13,7 +13,7 @@
 namespace drtmx::r2 {
 
 struct FabricConfig {
-  std::string backend = "shm";    // "shm" or "verbs"
+  std::string backend = "shm";    // "shm", "verbs" or "ucx"
   std::string cluster = "drtmx";  // names shm segments; must match on all nodes
   NodeId node = 0;
   uint16_t num_nodes = 1;
@@ -37,6 +37,13 @@ struct FabricConfig {
   int gid_index = 0;
   // verbs: receive buffers pre-posted on each UD QP.
   uint32_t recv_buffers = 1024;
+  // ucx: one-sided ops through UCX's own RMA and atomics (on tcp: UCX's
+  // emulation, instead of the backend's active messages), each channel
+  // ordered as when UCX spreads them over several lanes (r2/ucx/README.md,
+  // "Ordering"): an op that is not a READ, and any op after one, waits for
+  // the earlier ones' remote completion. For tests and for measuring what
+  // that order costs.
+  bool ucx_strict_order = false;
 
   // Membership (r2/control/README.md, "Leases and membership"). Every node
   // renews a lease of `lease_ms` through the control plane every

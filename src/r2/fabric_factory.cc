@@ -2,6 +2,7 @@
 
 #include "r2/shm/segment.h"
 #include "r2/shm/shm_fabric.h"
+#include "r2/ucx/ucx_fabric.h"
 #include "r2/verbs/verbs_fabric.h"
 
 namespace drtmx::r2 {
@@ -9,6 +10,7 @@ namespace drtmx::r2 {
 Result<std::unique_ptr<Fabric>> make_fabric(const FabricConfig& cfg) {
   DRTMX_RETURN_IF_ERROR(cfg.validate());
   if (cfg.backend == "verbs") return make_verbs_fabric(cfg);
+  if (cfg.backend == "ucx") return make_ucx_fabric(cfg);
   return make_shm_fabric(cfg);
 }
 

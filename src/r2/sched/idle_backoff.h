@@ -23,6 +23,7 @@
 #include <time.h>
 
 #include <cstdint>
+#include <functional>
 
 #include "r2/common/clock.h"
 
@@ -30,6 +31,10 @@ namespace drtmx::r2 {
 
 class IdleBackoff {
  public:
+  // Replaces the sleep: called with the nanoseconds it would sleep; may
+  // return early when there is work (ucx: the worker's event descriptor).
+  // Returns false when it did not wait at all (work was already there).
+  void set_waiter(std::function<bool(long)> w) { waiter_ = std::move(w); }
   void on_work() { idle_ = yields_ = sleeps_ = 0; }
   // Returns true when it slept.
   bool on_idle(bool coroutines_waiting) {
@@ -50,7 +55,9 @@ class IdleBackoff {
       return false;
     }
     const uint64_t shift = sleeps_++ / 64;
-    timespec ts{0, 1000L << (shift > 6 ? 6 : shift)};
+    const long ns = 1000L << (shift > 6 ? 6 : shift);
+    if (waiter_) return waiter_(ns);
+    timespec ts{0, ns};
     nanosleep(&ts, nullptr);
     return true;
   }
@@ -72,6 +79,7 @@ class IdleBackoff {
   uint64_t yields_ = 0;  // yields since the last work
   uint64_t sleeps_ = 0;  // sleeps since the last work
   uint64_t spin_ = kMinSpin;
+  std::function<bool(long)> waiter_;
 };
 
 }  // namespace drtmx::r2

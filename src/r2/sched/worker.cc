@@ -48,6 +48,7 @@ Worker::Worker(Endpoint* ep, NodeId self, uint16_t num_nodes, uint16_t threads_p
   msgs_.resize(64);
   scratch_.resize(ep_->mtu());
   direct_local_ = cfg_.direct_local_ops && ep_->executes_local();
+  backoff_.set_waiter([ep = ep_](long ns) { return ep->wait_idle(ns); });
 }
 
 Worker::~Worker() {
