@@ -46,4 +46,15 @@ std::string remote_start(const std::string& remote_shell, const std::string& hos
 std::string remote_stop(const std::string& remote_shell, const std::string& host,
                         const std::string& cluster, int timeout_s);
 
+// The /bin/sh -c text that sends `signal` (a name: KILL, STOP, CONT) to
+// node `node` of `cluster` on `host` (bounded by `timeout_s`); its exit
+// status is 0 when a process was found.
+std::string remote_signal(const std::string& remote_shell, const std::string& host,
+                          const std::string& cluster, int node, const std::string& signal,
+                          int timeout_s);
+
+// The /bin/sh -c text that runs every command of `cmds` at once and waits
+// for them all (a crash of every host at the same moment).
+std::string all_at_once(const std::vector<std::string>& cmds);
+
 }  // namespace drtmx::bench
