@@ -244,9 +244,9 @@ Status run_once(const BenchOptions& o) {
                     << " to the network again: " << link_command(o, "up", node) << std::endl;
         }
       } else if (f.kind == BenchOptions::Fault::kStop && remote) {
-        (void)std::system(remote_signal(o.remote_shell, o.hosts[node].host, o.fabric.cluster,
-                                        f.node, "CONT", 20)
-                              .c_str());
+        (void)std::system(
+            remote_signal(o.remote_shell, o.hosts[node].host, o.fabric.cluster, f.node, "CONT", 20)
+                .c_str());
       } else if (f.kind == BenchOptions::Fault::kStop) {
         group.signal_one(node, SIGCONT);
       }

@@ -2,6 +2,7 @@
 // validated before any node starts.
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/program_options.hpp>
 #include <filesystem>
 #include <fstream>
@@ -283,8 +284,9 @@ Result<BenchOptions> parse_bench(int argc, char** argv, const std::vector<Worklo
                  std::to_string(nodes) + " hosts");
     }
     if (!crash_point.empty())
-      return bad("--crash-point: a node's own crash is judged by its process's signal: not with "
-                 "--hosts (use --crash-at or --kill-node there)");
+      return bad(
+          "--crash-point: a node's own crash is judged by its process's signal: not with "
+          "--hosts (use --crash-at or --kill-node there)");
     if (o.remote_shell.empty()) return bad("--remote-shell is empty");
   } else {
     for (const char* k : {"remote-exe", "coordinator-host", "partition-node", "link-shell"}) {
@@ -375,8 +377,16 @@ Result<BenchOptions> parse_bench(int argc, char** argv, const std::vector<Worklo
     if (lock_words != "dram" && lock_words != "slots")
       return bad("--lock-words=" + lock_words + ": expected dram or slots");
     o.locks_apart = lock_words == "dram";
-    if (o.pmem_dir.empty())
-      return bad("--durability=pmem needs --pmem-dir=DIR (where the pool files live)");
+    // --hosts: every host line may give its own --pmem-dir instead.
+    const bool every_host_has_one =
+        !o.hosts.empty() && std::all_of(o.hosts.begin(), o.hosts.end(), [](const HostLine& h) {
+          return std::any_of(h.options.begin(), h.options.end(),
+                             [](const std::string& x) { return x.rfind("--pmem-dir=", 0) == 0; });
+        });
+    if (o.pmem_dir.empty() && !every_host_has_one)
+      return bad(
+          "--durability=pmem needs --pmem-dir=DIR (where the pool files live; with --hosts, "
+          "or on every host's line)");
     if (o.format && o.recover)
       return bad(
           "--format and --recover exclude each other: --format starts a new database "
@@ -481,8 +491,7 @@ Result<BenchOptions> parse_bench(int argc, char** argv, const std::vector<Worklo
     BenchOptions::Fault f;
     f.kind = BenchOptions::Fault::kPartition;
     DRTMX_RETURN_IF_ERROR(node_of(what, partition_node.substr(0, at), &f.node));
-    DRTMX_RETURN_IF_ERROR(
-        seconds_of(what, partition_node.substr(at + 1, plus - at - 1), &f.at));
+    DRTMX_RETURN_IF_ERROR(seconds_of(what, partition_node.substr(at + 1, plus - at - 1), &f.at));
     char* end = nullptr;
     const std::string ms_s = partition_node.substr(plus + 1);
     f.stop_ms = std::strtod(ms_s.c_str(), &end);
@@ -490,8 +499,9 @@ Result<BenchOptions> parse_bench(int argc, char** argv, const std::vector<Worklo
       return bad(what + ": MS must be 1..600000 milliseconds");
     // The launcher cuts the link; a node only learns the fault is there.
     if (o.node < 0 && o.link_shell.empty())
-      return bad(what + " needs --link-shell=CMD (CMD down|up HOST cuts a host off the network "
-                        "and joins it again; scripts/netns-cluster.sh prints one)");
+      return bad(what +
+                 " needs --link-shell=CMD (CMD down|up HOST cuts a host off the network "
+                 "and joins it again; scripts/netns-cluster.sh prints one)");
     o.faults.push_back(f);
   }
   if (!o.crash_name.empty() && !o.durable) {

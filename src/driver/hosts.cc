@@ -88,8 +88,8 @@ std::string remote_signal(const std::string& remote_shell, const std::string& ho
   // As remote_stop, narrowed to one node: node_args puts --node=N right
   // before --coordinator=.
   const std::string cmd = "pkill -" + signal + " -f -- " +
-                          shell_quote("[-]-cluster=" + cluster + " .*[-]-node=" +
-                                      std::to_string(node) + " [-]-coordinator=");
+                          shell_quote("[-]-cluster=" + cluster +
+                                      " .*[-]-node=" + std::to_string(node) + " [-]-coordinator=");
   return "timeout -k 2 " + std::to_string(timeout_s) + " " + remote_shell + " " +
          shell_quote(host) + " " + shell_quote(cmd) + " >/dev/null 2>&1";
 }

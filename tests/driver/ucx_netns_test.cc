@@ -57,12 +57,12 @@ class NetnsHosts : public ::testing::Test {
   Outcome bench(const std::string& hosts_file, const std::string& args, int limit_s = 150) {
     const std::string cmd =
         cluster_->in_launcher() + "env UCX_TLS=tcp UCX_NET_DEVICES=eth0 " + DRTMX_BENCH_PATH;
-    return drtmx::bench::testing::run(
-        cmd,
-        "--fabric=ucx --hosts=" + hosts_file + " --remote-shell=" + cluster_->remote_shell() +
-            " --coordinator-host=" + cluster_->launcher_address() + " --cluster=" +
-            cluster_->prefix() + " " + args,
-        limit_s);
+    return drtmx::bench::testing::run(cmd,
+                                      "--fabric=ucx --hosts=" + hosts_file +
+                                          " --remote-shell=" + cluster_->remote_shell() +
+                                          " --coordinator-host=" + cluster_->launcher_address() +
+                                          " --cluster=" + cluster_->prefix() + " " + args,
+                                      limit_s);
   }
   // The run passed its check, over tcp on the hosts' eth0.
   static void expect_checked(const Outcome& o) {
@@ -109,19 +109,18 @@ TEST_F(NetnsHosts, TpccOverTcpBetweenHosts) {
 }
 
 TEST_F(NetnsHosts, TpceOverTcpBetweenHosts) {
-  const Outcome o =
-      bench(cluster_->hosts_file(),
-            "--bench=tpce --replicas=3 --coroutines=4 --initial-trade-days=0.02 "
-            "--market-days=20 --dm-interval-ms=100 --tc-interval-ms=100 --warmup=0.5 "
-            "--mix=10,10,10,10,10,10,10,10,10,10 --seconds=2");
+  const Outcome o = bench(cluster_->hosts_file(),
+                          "--bench=tpce --replicas=3 --coroutines=4 --initial-trade-days=0.02 "
+                          "--market-days=20 --dm-interval-ms=100 --tc-interval-ms=100 --warmup=0.5 "
+                          "--mix=10,10,10,10,10,10,10,10,10,10 --seconds=2");
   expect_checked(o);
   EXPECT_NE(o.output.find("tpsE "), std::string::npos) << o.output;
   expect_nothing_left();
 }
 
 TEST_F(NetnsHosts, KilledNodeIsFailedOverWithoutLosingAcknowledgedCommits) {
-  const Outcome o = bench(cluster_->hosts_file(),
-                          kSmallBank + "--policy=drtmh --seconds=3 --kill-node=2@1.5");
+  const Outcome o =
+      bench(cluster_->hosts_file(), kSmallBank + "--policy=drtmh --seconds=3 --kill-node=2@1.5");
   expect_survived(o);
   expect_nothing_left();
 }
@@ -136,8 +135,7 @@ TEST_F(NetnsHosts, EveryNodeCrashedRecoversFromItsHostsPools) {
       "--audit-pct=10 --durability=pmem --warmup=0.3 ";
   const Outcome crash = bench(hosts, durable + "--seconds=3 --crash-at=1");
   ASSERT_EQ(crash.exit_code, 0) << crash.output;
-  EXPECT_NE(crash.output.find("SIGKILLed all 3 node processes"), std::string::npos)
-      << crash.output;
+  EXPECT_NE(crash.output.find("SIGKILLed all 3 node processes"), std::string::npos) << crash.output;
   for (int i = 0; i < 3; ++i) {
     EXPECT_FALSE(fs::is_empty(dir_ + "/pool-h" + std::to_string(i))) << "host " << i;
   }
@@ -151,12 +149,13 @@ TEST_F(NetnsHosts, EveryNodeCrashedRecoversFromItsHostsPools) {
 }
 
 TEST_F(NetnsHosts, PartitionedHostIsFencedFailedOverAndHarmlessWhenItReturns) {
-  // Cut off 1 s into the run for 1.5 s (three leases), back for 2.5 s before
-  // the end: whatever the fenced node still had in flight arrives then.
+  // Cut off 1 s into the run for 2.5 s (two and a half leases), back for
+  // 2.5 s before the end: whatever the fenced node still had in flight
+  // arrives then.
   const Outcome o =
       bench(cluster_->hosts_file(), kSmallBank +
-                                        "--policy=drtmh --seconds=5 --lease-ms=500 "
-                                        "--partition-node=2@1+1500 --link-shell=" +
+                                        "--policy=drtmh --seconds=6 --lease-ms=1000 "
+                                        "--partition-node=2@1+2500 --link-shell=" +
                                         cluster_->link_shell());
   expect_survived(o);
   EXPECT_NE(o.output.find("failover: epoch 1 removal by the coordinator"), std::string::npos)
@@ -189,9 +188,9 @@ TEST_F(NetnsHosts, BadLinkShellAndRefusals) {
 // and a leftover of the same prefix is removed first.
 TEST_F(NetnsHosts, FixtureMakesSeparateHostsAndRemovesEverything) {
   std::string out;
-  ASSERT_EQ(NetnsCluster::sh(cluster_->remote_shell() + " " + cluster_->host(1) +
-                                 " ip -o -4 addr show dev eth0",
-                             &out),
+  ASSERT_EQ(NetnsCluster::sh(
+                cluster_->remote_shell() + " " + cluster_->host(1) + " ip -o -4 addr show dev eth0",
+                &out),
             0)
       << out;
   EXPECT_NE(out.find(cluster_->host_address(1) + "/24"), std::string::npos) << out;

@@ -195,6 +195,8 @@ class UcxEndpoint final : public Endpoint {
 
   UcxEndpoint(const FabricConfig& cfg, ThreadId thread, const RegionTable* table);
   ucp_ep_h ep(NodeId n, ThreadId t) const { return eps_[size_t{n} * threads_ + t]; }
+  // UCX reported the endpoint's connection failed (on_ep_error).
+  bool ep_failed(NodeId n, ThreadId t) const { return ep_failed_[size_t{n} * threads_ + t] != 0; }
   Slot* push_slot(Channel& ch, Kind kind);
   void finish_now(Slot* s, OpStatus st);
   void track(Slot* s, ucs_status_ptr_t r);
@@ -237,6 +239,7 @@ class UcxEndpoint final : public Endpoint {
   int event_fd_ = -1;  // the worker's (ucp_worker_get_efd); -1: sleep instead
   std::string address_;
   std::vector<ucp_ep_h> eps_;                   // [node * threads + thread]
+  std::vector<uint8_t> ep_failed_;              // [node * threads + thread]: on_ep_error
   std::vector<std::vector<ucp_rkey_h>> rkeys_;  // [node][region id]
   std::vector<LaneInfo> lanes_;                 // [node]
   std::vector<Channel> channels_;               // [node]

@@ -68,8 +68,7 @@ class NetnsCluster {
 
   // A cluster of `hosts` hosts; its scripts and hosts file go into `dir`
   // (created). Null and *why set when it cannot be made.
-  static std::unique_ptr<NetnsCluster> create(int hosts, const std::string& dir,
-                                              std::string* why) {
+  static std::unique_ptr<NetnsCluster> create(int hosts, const std::string& dir, std::string* why) {
     if (geteuid() != 0) {
       *why = "network namespaces need root (ip netns add); this test runs as uid " +
              std::to_string(geteuid());
@@ -193,8 +192,9 @@ class NetnsCluster {
     auto member = [&](const std::string& port, const std::string& ns, const std::string& addr) {
       cmd += "ip netns add " + ns + "; ip -n " + ns + " link set lo up; ip -n " + sw +
              " link add " + port + " type veth peer name eth0 netns " + ns + "; ip -n " + sw +
-             " link set " + port + " master br0; ip -n " + sw + " link set " + port + " up; ip -n " +
-             ns + " addr add " + addr + "/24 dev eth0; ip -n " + ns + " link set eth0 up; ";
+             " link set " + port + " master br0; ip -n " + sw + " link set " + port +
+             " up; ip -n " + ns + " addr add " + addr + "/24 dev eth0; ip -n " + ns +
+             " link set eth0 up; ";
     };
     member("c", launcher_ns(), launcher_address());
     for (int i = 0; i < hosts_; ++i) member("h" + std::to_string(i), host(i), host_address(i));
@@ -206,7 +206,9 @@ class NetnsCluster {
            "# Runs COMMAND in HOST's network namespace, as ssh HOST COMMAND would.\n"
            "host=\"$1\"; shift\n"
            "case \"$host\" in\n"
-           "  " << prefix_ << "-h[0-9]*) ;;\n"
+           "  "
+        << prefix_
+        << "-h[0-9]*) ;;\n"
            "  *) echo \"netns-shell: '$host' is not a host of cluster "
         << prefix_
         << "\" >&2; exit 255 ;;\n"
@@ -222,7 +224,9 @@ class NetnsCluster {
            "case \"$1\" in up|down) ;; *) echo \"netns-link: expected up or down, not '$1'\" >&2; "
            "exit 2 ;; esac\n"
            "case \"$2\" in\n"
-           "  " << prefix_ << "-h[0-9]*) ;;\n"
+           "  "
+        << prefix_
+        << "-h[0-9]*) ;;\n"
            "  *) echo \"netns-link: '$2' is not a host of cluster "
         << prefix_
         << "\" >&2; exit 2 ;;\n"
