@@ -12,7 +12,11 @@
 // launcher's coordinator goes away; on any exit of the launcher (a finished
 // run, a failed node, SIGINT/SIGTERM) it also kills, on every host, the
 // drtmx-node processes of its cluster (pkill on the --cluster=<name> of
-// their command lines; the cluster name is unique per run).
+// their command lines; the cluster name is unique per run). Faults go the
+// same way: --kill-node / --stop-node signal one node on its host
+// (remote_signal), --crash-at kills every host's nodes at once (all_at_once
+// of remote_stop) — killing the local remote shell would kill nothing on a
+// host reached by ssh.
 #pragma once
 
 #include <string>
