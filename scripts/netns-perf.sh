@@ -27,19 +27,27 @@ bench="$(cd "$build/bin" && pwd)/drtmx-bench"
 r2="$(cd "$build/bin" && pwd)/r2-bench"
 export UCX_TLS=tcp UCX_NET_DEVICES=eth0
 
-committed() { awk '/committed\/s/ {print $2; exit}'; }
+committed() { awk '$1 == "committed/s" {print $2; exit}'; }
 
 echo "# $(date -u +%FT%TZ) load $(cut -d' ' -f1-3 /proc/loadavg) $(ucx_info -v | head -1)"
+logs=$(mktemp -d "${TMPDIR:-/tmp}/netns-perf.XXXXXX")
 for wl in smallbank tpcc; do
   for r in $(seq 1 "$rounds"); do
-    shm=$(nice "$bench" --bench=$wl --nodes=3 --seconds="$secs" --warmup=1 2>&1 | committed)
-    ucx=$(ip netns exec "$name-c" nice "$bench" --bench=$wl --fabric=ucx --hosts="$dir/hosts" \
-      --remote-shell="$dir/shell" --coordinator-host="$coord" --seconds="$secs" --warmup=1 2>&1 |
-      committed)
-    echo "drtmx-bench $wl round=$r shm_committed_s=$shm ucx_netns_committed_s=$ucx" \
-      "ratio=$(awk -v a="$ucx" -v b="$shm" 'BEGIN{ if (b > 0) printf "%.3f", a / b; else print "-" }')"
+    # A failed run is reported as such (its output stays in $logs).
+    nice "$bench" --bench=$wl --nodes=3 --seconds="$secs" --warmup=1 >"$logs/$wl-shm-$r" 2>&1 || true
+    ip netns exec "$name-c" nice "$bench" --bench=$wl --fabric=ucx --hosts="$dir/hosts" \
+      --remote-shell="$dir/shell" --coordinator-host="$coord" --seconds="$secs" --warmup=1 \
+      >"$logs/$wl-ucx-$r" 2>&1 || true
+    shm=$(committed <"$logs/$wl-shm-$r")
+    ucx=$(committed <"$logs/$wl-ucx-$r")
+    echo "drtmx-bench $wl round=$r shm_committed_s=${shm:-failed} ucx_netns_committed_s=${ucx:-failed}" \
+      "ratio=$(awk -v a="${ucx:-0}" -v b="${shm:-0}" 'BEGIN{ if (b > 0) printf "%.4f", a / b; else print "-" }')"
+  done
+  for f in shm ucx; do
+    echo "  $wl $f: $(grep -h 'per transaction:' "$logs/$wl-$f-1" | sed 's/^ *//')"
   done
 done
+echo "# full outputs: $logs"
 
 port=$((20000 + RANDOM % 20000))
 perftest() { # test, label

@@ -152,11 +152,10 @@ TEST_F(NetnsHosts, PartitionedHostIsFencedFailedOverAndHarmlessWhenItReturns) {
   // Cut off 1 s into the run for 2.5 s (two and a half leases), back for
   // 2.5 s before the end: whatever the fenced node still had in flight
   // arrives then.
-  const Outcome o =
-      bench(cluster_->hosts_file(), kSmallBank +
-                                        "--policy=drtmh --seconds=6 --lease-ms=1000 "
-                                        "--partition-node=2@1+2500 --link-shell=" +
-                                        cluster_->link_shell());
+  const Outcome o = bench(cluster_->hosts_file(), kSmallBank +
+                                                      "--policy=drtmh --seconds=6 --lease-ms=1000 "
+                                                      "--partition-node=2@1+2500 --link-shell=" +
+                                                      cluster_->link_shell());
   expect_survived(o);
   EXPECT_NE(o.output.find("failover: epoch 1 removal by the coordinator"), std::string::npos)
       << o.output;
