@@ -25,8 +25,9 @@ void add_membership_options(boost::program_options::options_description& desc,
       "membership: remove a failed node (lease expired or connection lost) and keep the others "
       "running at the next epoch, instead of ending the run")(
       "ucx-strict-order", po::bool_switch(&fabric.ucx_strict_order),
-      "ucx: every WRITE/atomic waits for the ops before it to complete at the target, as when UCX "
-      "spreads ops over several lanes (to measure what that order costs)");
+      "ucx: one-sided ops through UCX's RMA (on tcp its emulation), every WRITE/atomic waiting "
+      "for the ops before it to complete at the target, as when UCX spreads ops over several "
+      "lanes (to measure what that order costs)");
 }
 
 void append_membership_args(std::vector<std::string>& args, const r2::FabricConfig& fabric) {

@@ -37,11 +37,12 @@ struct FabricConfig {
   int gid_index = 0;
   // verbs: receive buffers pre-posted on each UD QP.
   uint32_t recv_buffers = 1024;
-  // ucx: order every channel as when UCX spreads RMA and atomics over
-  // several lanes (r2/ucx/README.md, "Ordering"): an op that is not a READ,
-  // and any op after one, waits for the earlier ones' remote completion.
-  // Off: the order UCX's lanes give is used where it suffices. For tests
-  // and for measuring what strict order costs.
+  // ucx: one-sided ops through UCX's own RMA and atomics (on tcp: UCX's
+  // emulation, instead of the backend's active messages), each channel
+  // ordered as when UCX spreads them over several lanes (r2/ucx/README.md,
+  // "Ordering"): an op that is not a READ, and any op after one, waits for
+  // the earlier ones' remote completion. For tests and for measuring what
+  // that order costs.
   bool ucx_strict_order = false;
 
   // Membership (r2/control/README.md, "Leases and membership"). Every node

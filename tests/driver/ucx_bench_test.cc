@@ -5,7 +5,7 @@
 // preset and the RPC-only one, TPC-C, and SmallBank crashed and recovered
 // from its pools (the flushing READ's persist requests at work); each run
 // must pass its workload's check, and the report must name the fabric and
-// the transports UCX chose.
+// the transports UCX chose. And a SIGKILLed node's failover.
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -114,6 +114,28 @@ TEST_F(UcxBench, SmallBankCrashedAndRecoveredFromItsPools) {
   std::remove(json.c_str());
   EXPECT_NE(j.find("\"check\": \"ok\""), std::string::npos) << j;
   fs::remove_all(dir);
+}
+
+// Failover over ucx: node 2 is SIGKILLed mid-run; the survivors fence it
+// (their view, the removal notice), promote backups and finish with the
+// check (which finds every commit the killed node acknowledged).
+// DISABLED: passes 11 runs in 16 on this machine; in the others the
+// survivors' backup appliers do not drain, at the membership change
+// ("records not taken by their copy (waiting for an earlier change of their
+// key ...)") or at the end of the run (the drain timeout). The same command
+// on shm passed 6 of 6. Open (src/r2/ucx/README.md, "Open"); run it with
+// --gtest_also_run_disabled_tests.
+TEST_F(UcxBench, DISABLED_SmallBankSurvivesAKilledNode) {
+  tcp_only();
+  const Outcome r = bench(
+      "--bench=smallbank --nodes=3 --coroutines=4 --replicas=3 --accounts=2000 --hot-pct=10 "
+      "--seconds=3 --warmup=0.5 --kill-node=2@1.5");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("check: ok"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("every partition served by a primary after"), std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("still locked"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("killed node's journal: "), std::string::npos) << r.output;
 }
 
 TEST_F(UcxBench, ABadTransportListIsReportedByUcx) {

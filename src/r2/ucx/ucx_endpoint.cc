@@ -53,6 +53,7 @@ UcxEndpoint::UcxEndpoint(const FabricConfig& cfg, ThreadId thread, const RegionT
   }
   send_seq_.assign(size_t{nodes_} * threads_, 0);
   expect_seq_.assign(size_t{nodes_} * threads_, 0);
+  rma_expect_.assign(size_t{nodes_} * threads_, 0);
   peer_closed_.assign(nodes_, 0);
   lanes_.resize(nodes_);
 }
@@ -81,7 +82,9 @@ Result<std::unique_ptr<UcxEndpoint>> UcxEndpoint::open(ucp_context_h ctx, const 
   } handlers[] = {{kAmMessage, &UcxEndpoint::on_message},
                   {kAmPersistRequest, &UcxEndpoint::on_persist_request},
                   {kAmPersistReply, &UcxEndpoint::on_persist_reply},
-                  {kAmFenced, &UcxEndpoint::on_fenced_notice}};
+                  {kAmFenced, &UcxEndpoint::on_fenced_notice},
+                  {kAmRma, &UcxEndpoint::on_rma_request},
+                  {kAmRmaReply, &UcxEndpoint::on_rma_reply}};
   for (const Handler& h : handlers) {
     ucp_am_handler_param_t hp{};
     hp.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
@@ -103,15 +106,18 @@ UcxEndpoint::~UcxEndpoint() {
 Status UcxEndpoint::connect(const std::vector<NodeDesc>& nodes, uint32_t max_op_bytes) {
   max_op_bytes_ = max_op_bytes;
   eps_.assign(size_t{nodes_} * threads_, nullptr);
-  ep_failed_.assign(eps_.size(), 0);
   rkeys_.assign(nodes_, {});
+  ep_args_.clear();
+  for (NodeId n = 0; n < nodes_; ++n) {
+    for (ThreadId t = 0; t < threads_; ++t) ep_args_.push_back({this, n, t});
+  }
   for (NodeId n = 0; n < nodes_; ++n) {
     for (ThreadId t = 0; t < threads_; ++t) {
       ucp_ep_params_t p{};
       p.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
                      UCP_EP_PARAM_FIELD_ERR_HANDLER;
       p.err_handler.cb = &UcxEndpoint::on_ep_error;
-      p.err_handler.arg = this;
+      p.err_handler.arg = &ep_args_[size_t{n} * threads_ + t];
       p.address = reinterpret_cast<const ucp_address_t*>(nodes[n].workers[t].data());
       // Peer failures complete the ops with an error instead of hanging
       // them (and allow closing an endpoint by force when fencing).
@@ -135,6 +141,14 @@ Status UcxEndpoint::connect(const std::vector<NodeDesc>& nodes, uint32_t max_op_
     }
     lanes_[n] = parse_ep_info(ep_info_text(mine));
     channels_[n].strict = force_strict_ || !lanes_[n].single_lane;
+    // No lane for RMA or atomics: UCX would emulate them with active
+    // messages its target executes; the endpoint does so itself, in
+    // channel order and with its own error handling (README.md).
+    bool emulated = true;
+    for (const Lane& l : lanes_[n].lanes) {
+      emulated = emulated && !l.has("rma") && !l.has("rma_bw") && !l.has("amo");
+    }
+    channels_[n].am_rma = emulated && !force_strict_;
   }
   // Own-memory ops with the CPU only where no atomic is a NIC's: every
   // node's atomics on this node's memory are then this node's workers' CPU
@@ -195,16 +209,25 @@ bool UcxEndpoint::execute_local(const WorkRequest& wr, OpStatus* st) {
 
 // A peer's worker went away or its connection failed: the ops on the
 // endpoint complete with errors by themselves (kTransportError, or kFenced
-// once the peer is fenced). Nothing is posted on it any more: UCX 1.13
-// aborts the process ("unexpected error: Endpoint timeout") when an op is
-// sent on a failed endpoint's lanes, and a peer killed before this node's
-// view moved is still a member (found by the namespace-host failover tests).
-void UcxEndpoint::on_ep_error(void* arg, ucp_ep_h ep, ucs_status_t) {
-  auto* self = static_cast<UcxEndpoint*>(arg);
+// once the peer is fenced); counted only.
+void UcxEndpoint::on_ep_error(void* arg, ucp_ep_h, ucs_status_t) {
+  const auto* a = static_cast<const EpArg*>(arg);
+  UcxEndpoint* self = a->owner;
   ++self->stats_.endpoint_errors;
-  for (size_t i = 0; i < self->eps_.size(); ++i) {
-    if (self->eps_[i] == ep) self->ep_failed_[i] = 1;
+  // The channel's ops waiting for the target's answer get none now.
+  if (a->thread == self->thread_) {
+    Channel& ch = self->channels_[a->node];
+    ch.failed = true;
+    self->fail_channel(ch, ch.closed ? OpStatus::kFenced : OpStatus::kTransportError);
   }
+}
+
+void UcxEndpoint::fail_channel(Channel& ch, OpStatus st) {
+  for (size_t i = 0; i < ch.count; ++i) {
+    Slot& s = ch.slots[(ch.head + i) % ch.slots.size()];
+    if (!s.done && (s.am || s.kind == Kind::kPersist)) finish_now(&s, st);
+  }
+  ch.persists.clear();
 }
 
 void UcxEndpoint::close() {
@@ -344,8 +367,7 @@ bool UcxEndpoint::drained(Channel& ch) {
   fp.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
   fp.cb.send = &UcxEndpoint::on_done;
   fp.user_data = f;
-  track(f, ep_failed(ch.peer, thread_) ? UCS_STATUS_PTR(UCS_ERR_CONNECTION_RESET)
-                                       : ucp_ep_flush_nbx(ep(ch.peer, thread_), &fp));
+  track(f, ucp_ep_flush_nbx(ep(ch.peer, thread_), &fp));
   ++stats_.flushes;
   return f->done;
 }
@@ -372,8 +394,11 @@ bool UcxEndpoint::issue_one(Channel& ch, Op& op) {
     finish_now(s, OpStatus::kFenced);
     return true;
   }
-  if (ep_failed(ch.peer, thread_)) {
-    // The connection failed (on_ep_error): as UCX completes the ops it held.
+  // Order (README.md, "Ordering"): READs pipeline behind READs; on one
+  // lane, WRITEs and atomics pipeline behind each other; at any other
+  // boundary the op waits until everything before it on the channel
+  // completed at the target.
+  if (ch.failed) {
     Slot* s = push_slot(ch, Kind::kUser);
     s->wr_id = wr.wr_id;
     s->verb = wr.verb;
@@ -383,11 +408,8 @@ bool UcxEndpoint::issue_one(Channel& ch, Op& op) {
     finish_now(s, OpStatus::kTransportError);
     return true;
   }
-  // Order (README.md, "Ordering"): READs pipeline behind READs; on one
-  // lane, WRITEs and atomics pipeline behind each other; at any other
-  // boundary the op waits until everything before it on the channel
-  // completed at the target.
-  const bool pipelines = ch.last_read ? read : (!read && !ch.strict);
+  // Over active messages the target executes the channel's ops in order.
+  const bool pipelines = ch.am_rma || (ch.last_read ? read : (!read && !ch.strict));
   if (!pipelines && !drained(ch)) {
     ++stats_.waits;
     return false;
@@ -410,6 +432,23 @@ bool UcxEndpoint::issue_one(Channel& ch, Op& op) {
   s->flushing = flushing;
   s->stage_bytes = op.stage_bytes;
   ++ch.user_slots;
+  if (ch.am_rma) {
+    if (wr.verb == Verb::kWrite && r->persistence != Persistence::kNone) {
+      PersistRange pr;
+      pr.offset = wr.remote.offset;
+      pr.len = wr.len;
+      pr.region = wr.remote.region;
+      if (!ch.dirty.empty() && ch.dirty.back().region == pr.region &&
+          ch.dirty.back().offset + ch.dirty.back().len == pr.offset) {
+        ch.dirty.back().len += pr.len;
+      } else {
+        ch.dirty.push_back(pr);
+      }
+    }
+    issue_am(ch, wr, s);
+    ch.last_read = read;
+    return true;
+  }
   ucp_request_param_t p{};
   p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
   p.cb.send = &UcxEndpoint::on_done;
@@ -473,38 +512,6 @@ bool UcxEndpoint::issue_one(Channel& ch, Op& op) {
   return true;
 }
 
-void UcxEndpoint::send_persist(Channel& ch, Slot* s, uint32_t id) {
-  ++stats_.persist_requests;
-  SendBuf* b = take_send_buf();
-  const uint32_t count = static_cast<uint32_t>(ch.dirty.size());
-  b->bytes.resize(sizeof(AmHeader) + 8 + size_t{count} * sizeof(PersistRange));
-  AmHeader h{self_, thread_, id};
-  std::memcpy(b->bytes.data(), &h, sizeof h);
-  std::memcpy(b->bytes.data() + sizeof h, &count, 4);
-  std::memcpy(b->bytes.data() + sizeof h + 8, ch.dirty.data(), count * sizeof(PersistRange));
-  ch.dirty.clear();
-  ucp_request_param_t p{};
-  p.op_attr_mask =
-      UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
-  p.cb.send = &UcxEndpoint::on_sent;
-  p.user_data = b;
-  p.flags = UCP_AM_SEND_FLAG_EAGER;
-  ucs_status_ptr_t r = ep_failed(ch.peer, thread_)
-                           ? UCS_STATUS_PTR(UCS_ERR_CONNECTION_RESET)
-                           : ucp_am_send_nbx(ep(ch.peer, thread_), kAmPersistRequest, nullptr, 0,
-                                             b->bytes.data(), b->bytes.size(), &p);
-  if (UCS_PTR_IS_PTR(r)) {
-    ++sends_in_flight_;
-  } else {
-    give_send_buf(b);
-  }
-  if (UCS_PTR_IS_ERR(r)) {
-    finish_now(s, map_error(ch));
-    ch.persists.pop_back();
-  }
-  // Otherwise done when the reply arrives (on_persist_reply).
-}
-
 int UcxEndpoint::retire(Channel& ch, Completion* out, int max) {
   int n = 0;
   while (ch.count > 0 && n < max) {
@@ -534,6 +541,11 @@ int UcxEndpoint::retire(Channel& ch, Completion* out, int max) {
 
 void UcxEndpoint::progress() {
   for (int i = 0; i < kProgressRounds && ucp_worker_progress(worker_) != 0; ++i) {
+  }
+  if (!out_am_.empty()) {
+    std::vector<OutAm> todo;
+    todo.swap(out_am_);
+    for (const OutAm& o : todo) send_queued(o.b, o.node, o.thread, o.id);
   }
   if (!replies_.empty()) send_replies();
 }
@@ -601,14 +613,12 @@ void UcxEndpoint::close_peer(NodeId n) {
   // Persist requests nobody will answer now, and the ops still waiting to
   // be issued, complete kFenced; ops UCX already carries complete as UCX
   // reports them.
-  for (auto& [id, s] : ch.persists) finish_now(s, OpStatus::kFenced);
-  ch.persists.clear();
+  fail_channel(ch, OpStatus::kFenced);
   issue(ch);
   // Tell the removed node's threads (it may not know yet): from then on
   // they issue and send nothing (on_fenced_notice).
   if (cut_off_ || !fence_.member(self_) || n == self_ || eps_.empty()) return;
   for (ThreadId t = 0; t < threads_; ++t) {
-    if (ep_failed(n, t)) continue;
     SendBuf* b = take_send_buf();
     b->bytes.resize(sizeof(AmHeader));
     AmHeader h{self_, thread_, static_cast<uint32_t>(seen_epoch_)};
@@ -645,213 +655,6 @@ ucs_status_t UcxEndpoint::on_fenced_notice(void* arg, const void*, size_t, void*
     for (NodeId n = 0; n < self->nodes_; ++n) {
       if (!self->peer_closed_[n]) self->close_peer(n);
     }
-  }
-  return UCS_OK;
-}
-
-// --- messaging ---------------------------------------------------------------
-
-UcxEndpoint::SendBuf* UcxEndpoint::take_send_buf() {
-  if (free_sends_.empty()) {
-    all_sends_.push_back(std::make_unique<SendBuf>());
-    all_sends_.back()->owner = this;
-    return all_sends_.back().get();
-  }
-  SendBuf* b = free_sends_.back();
-  free_sends_.pop_back();
-  return b;
-}
-
-void UcxEndpoint::give_send_buf(SendBuf* b) {
-  free_sends_.push_back(b);
-}
-
-void UcxEndpoint::on_sent(void* request, ucs_status_t, void* user_data) {
-  auto* b = static_cast<SendBuf*>(user_data);
-  --b->owner->sends_in_flight_;
-  b->owner->give_send_buf(b);
-  ucp_request_free(request);
-}
-
-SendResult UcxEndpoint::send(NodeId node, ThreadId thread, const void* msg, uint32_t len) {
-  if (node >= nodes_ || thread >= threads_) return SendResult::kBadPeer;
-  if (len > mtu_) return SendResult::kTooLarge;
-  if (peer_closed_[node] || !fence_.allowed(node)) return SendResult::kFenced;
-  if (ep_failed(node, thread)) return SendResult::kOk;  // a lost message
-  if (sends_in_flight_ >= kMaxSendsInFlight) {
-    progress();
-    if (sends_in_flight_ >= kMaxSendsInFlight) return SendResult::kNoSpace;
-  }
-  const size_t key = size_t{node} * threads_ + thread;
-  SendBuf* b = take_send_buf();
-  b->bytes.resize(sizeof(AmHeader) + len);
-  AmHeader h{self_, thread_, send_seq_[key]++};
-  std::memcpy(b->bytes.data(), &h, sizeof h);
-  std::memcpy(b->bytes.data() + sizeof h, msg, len);
-  ucp_request_param_t p{};
-  p.op_attr_mask =
-      UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
-  p.cb.send = &UcxEndpoint::on_sent;
-  p.user_data = b;
-  p.flags = UCP_AM_SEND_FLAG_EAGER;
-  ucs_status_ptr_t r = ucp_am_send_nbx(ep(node, thread), kAmMessage, nullptr, 0, b->bytes.data(),
-                                       b->bytes.size(), &p);
-  if (UCS_PTR_IS_PTR(r)) {
-    ++sends_in_flight_;
-  } else {
-    give_send_buf(b);  // sent (copied) at once, or failed: a lost message
-  }
-  return SendResult::kOk;
-}
-
-void UcxEndpoint::flush_sends() {
-  // Sends leave at send(); progress pushes out what UCX queued.
-  ucp_worker_progress(worker_);
-}
-
-int UcxEndpoint::poll_messages(Message* out, int max) {
-  for (Rx& r : delivered_) spare_.push_back(std::move(r.data));
-  delivered_.clear();
-  apply_epoch();
-  progress();
-  int n = 0;
-  while (!inbox_.empty() && n < max) {
-    delivered_.push_back(std::move(inbox_.front()));
-    inbox_.pop_front();
-    const Rx& r = delivered_.back();
-    out[n++] = {r.node, r.thread, static_cast<uint32_t>(r.data.size()), r.data.data()};
-  }
-  return n;
-}
-
-ucs_status_t UcxEndpoint::on_message(void* arg, const void*, size_t, void* data, size_t length,
-                                     const ucp_am_recv_param_t* param) {
-  auto* self = static_cast<UcxEndpoint*>(arg);
-  AmHeader h;
-  if ((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0 || length < sizeof h) {
-    ++self->stats_.messages_dropped;
-    return UCS_OK;
-  }
-  std::memcpy(&h, data, sizeof h);
-  if (h.src_node >= self->nodes_ || h.src_thread >= self->threads_ ||
-      !self->fence_.member(self->self_) || !self->fence_.member(h.src_node) ||
-      self->peer_closed_[h.src_node]) {
-    ++self->stats_.messages_dropped;
-    return UCS_OK;
-  }
-  Rx rx;
-  rx.node = h.src_node;
-  rx.thread = h.src_thread;
-  if (!self->spare_.empty()) {
-    rx.data = std::move(self->spare_.back());
-    self->spare_.pop_back();
-  }
-  const auto* p = static_cast<const uint8_t*>(data) + sizeof h;
-  rx.data.assign(p, p + (length - sizeof h));
-  const size_t key = size_t{h.src_node} * self->threads_ + h.src_thread;
-  uint32_t& expect = self->expect_seq_[key];
-  if (h.seq != expect) {
-    ++self->stats_.messages_reordered;
-    self->early_.emplace((uint64_t{key} << 32) | h.seq, std::move(rx));
-    return UCS_OK;
-  }
-  self->inbox_.push_back(std::move(rx));
-  ++expect;
-  // Messages that arrived ahead of this one follow it now.
-  while (!self->early_.empty()) {
-    auto it = self->early_.find((uint64_t{key} << 32) | expect);
-    if (it == self->early_.end()) break;
-    self->inbox_.push_back(std::move(it->second));
-    self->early_.erase(it);
-    ++expect;
-  }
-  return UCS_OK;
-}
-
-// --- persistence (the flushing READ) -----------------------------------------
-
-ucs_status_t UcxEndpoint::on_persist_request(void* arg, const void*, size_t, void* data,
-                                             size_t length, const ucp_am_recv_param_t*) {
-  auto* self = static_cast<UcxEndpoint*>(arg);
-  AmHeader h;
-  uint32_t count = 0;
-  if (length < sizeof h + 8) return UCS_OK;
-  std::memcpy(&h, data, sizeof h);
-  std::memcpy(&count, static_cast<const uint8_t*>(data) + sizeof h, 4);
-  if (h.src_node >= self->nodes_ || h.src_thread >= self->threads_ ||
-      length != sizeof h + 8 + size_t{count} * sizeof(PersistRange)) {
-    return UCS_OK;
-  }
-  PersistStatus st = PersistStatus::kOk;
-  const auto* at = static_cast<const uint8_t*>(data) + sizeof h + 8;
-  for (uint32_t i = 0; i < count; ++i) {
-    PersistRange pr;
-    std::memcpy(&pr, at + size_t{i} * sizeof pr, sizeof pr);
-    const RegionEntry* r = self->table_->find(self->self_, pr.region);
-    if (r == nullptr || pr.offset > r->size || pr.len > r->size - pr.offset) {
-      st = PersistStatus::kBadRange;
-      continue;
-    }
-    auto* p = reinterpret_cast<uint8_t*>(r->base + pr.offset);
-    self->stats_.persisted_bytes += pr.len;
-    if (r->persistence == Persistence::kMsync) {
-      const uintptr_t b = reinterpret_cast<uintptr_t>(p) & ~(kPage - 1);
-      const uintptr_t e = (reinterpret_cast<uintptr_t>(p) + pr.len + kPage - 1) & ~(kPage - 1);
-      if (pmem_msync(reinterpret_cast<void*>(b), e - b) != 0) st = PersistStatus::kMsyncFailed;
-    } else if (r->persistence != Persistence::kNone) {
-      pmem_persist(p, pr.len);  // write the lines back and fence
-    }
-  }
-  ++self->stats_.persist_served;
-  self->replies_.push_back({h.src_node, h.src_thread, h.seq, st});
-  return UCS_OK;
-}
-
-void UcxEndpoint::send_replies() {
-  std::vector<Reply> todo;
-  todo.swap(replies_);
-  for (const Reply& r : todo) {
-    if (peer_closed_[r.node] || ep(r.node, r.thread) == nullptr || ep_failed(r.node, r.thread))
-      continue;
-    SendBuf* b = take_send_buf();
-    b->bytes.resize(sizeof(AmHeader) + 4);
-    AmHeader h{self_, thread_, r.id};
-    const auto st = static_cast<uint32_t>(r.status);
-    std::memcpy(b->bytes.data(), &h, sizeof h);
-    std::memcpy(b->bytes.data() + sizeof h, &st, 4);
-    ucp_request_param_t p{};
-    p.op_attr_mask =
-        UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
-    p.cb.send = &UcxEndpoint::on_sent;
-    p.user_data = b;
-    p.flags = UCP_AM_SEND_FLAG_EAGER;
-    ucs_status_ptr_t q = ucp_am_send_nbx(ep(r.node, r.thread), kAmPersistReply, nullptr, 0,
-                                         b->bytes.data(), b->bytes.size(), &p);
-    if (UCS_PTR_IS_PTR(q)) {
-      ++sends_in_flight_;
-    } else {
-      give_send_buf(b);
-    }
-  }
-}
-
-ucs_status_t UcxEndpoint::on_persist_reply(void* arg, const void*, size_t, void* data,
-                                           size_t length, const ucp_am_recv_param_t*) {
-  auto* self = static_cast<UcxEndpoint*>(arg);
-  AmHeader h;
-  uint32_t st = 0;
-  if (length != sizeof h + 4) return UCS_OK;
-  std::memcpy(&h, data, sizeof h);
-  std::memcpy(&st, static_cast<const uint8_t*>(data) + sizeof h, 4);
-  if (h.src_node >= self->nodes_) return UCS_OK;
-  Channel& ch = self->channels_[h.src_node];
-  for (auto it = ch.persists.begin(); it != ch.persists.end(); ++it) {
-    if (it->first != h.seq) continue;
-    Slot* s = it->second;
-    s->done = true;
-    s->status = st == 0 ? OpStatus::kOk : OpStatus::kTransportError;
-    ch.persists.erase(it);
-    break;
   }
   return UCS_OK;
 }

@@ -8,6 +8,9 @@
 //     order and retires their completions strictly in that order (a ring of
 //     slots), so a reported completion implies every earlier op of the
 //     channel completed (passive ACK);
+//   * on tcp (no RMA or amo lane) every op is an active message of the
+//     backend's own (kAmRma) that the target's worker executes in channel
+//     order and answers (README.md, "One-sided ops"); otherwise UCX's RMA:
 //   * ordering of execution at the target (UCX promises none between
 //     operations): READs pipeline behind READs and, when UCX uses one lane
 //     for RMA, atomics and active messages (lanes.h), WRITEs and atomics
@@ -127,6 +130,7 @@ class UcxEndpoint final : public Endpoint {
     uint64_t messages_reordered = 0;  // arrived ahead of an earlier one
     uint64_t endpoint_errors = 0;     // UCP endpoints UCX reported failed
     uint64_t fenced_notices = 0;      // "you were removed" notices obeyed
+    uint64_t am_ops_served = 0;       // one-sided ops this worker executed for peers (kAmRma)
     uint64_t idle_waits = 0;          // waits on the event descriptor
     uint64_t idle_wakeups = 0;        // of which ended by an event before the timeout
   };
@@ -144,8 +148,12 @@ class UcxEndpoint final : public Endpoint {
     Verb verb = Verb::kRead;
     Kind kind = Kind::kUser;
     bool report = false;
-    bool flushing = false;  // a READ that must fail if the channel's persist failed
-    bool paired = false;    // a signaled WRITE whose completion its flush reports
+    bool flushing = false;     // a READ that must fail if the channel's persist failed
+    bool paired = false;       // a signaled WRITE whose completion its flush reports
+    bool am = false;           // executed by the target's worker from an active message
+    uint32_t am_seq = 0;       // its number on the channel
+    void* am_local = nullptr;  // where its reply's bytes go (READ, atomics)
+    uint32_t am_len = 0;
     bool done = false;
     OpStatus status = OpStatus::kOk;
   };
@@ -157,6 +165,13 @@ class UcxEndpoint final : public Endpoint {
     NodeId peer = 0;
     bool strict = false;
     bool closed = false;
+    // UCX would emulate RMA and atomics with active messages (no rma or amo
+    // lane): the endpoint sends its own (kAmRma), executed by the target's
+    // worker in channel order (README.md, "One-sided ops over active
+    // messages").
+    bool am_rma = false;
+    bool failed = false;  // UCX reported the endpoint failed
+    uint32_t am_next = 0;
     std::vector<Op> queued;  // posted, not doorbelled
     std::deque<Op> ready;    // doorbelled, not issued
     std::vector<Slot> slots;
@@ -195,8 +210,6 @@ class UcxEndpoint final : public Endpoint {
 
   UcxEndpoint(const FabricConfig& cfg, ThreadId thread, const RegionTable* table);
   ucp_ep_h ep(NodeId n, ThreadId t) const { return eps_[size_t{n} * threads_ + t]; }
-  // UCX reported the endpoint's connection failed (on_ep_error).
-  bool ep_failed(NodeId n, ThreadId t) const { return ep_failed_[size_t{n} * threads_ + t] != 0; }
   Slot* push_slot(Channel& ch, Kind kind);
   void finish_now(Slot* s, OpStatus st);
   void track(Slot* s, ucs_status_ptr_t r);
@@ -217,6 +230,38 @@ class UcxEndpoint final : public Endpoint {
   static void on_done(void* request, ucs_status_t status, void* user_data);
   static void on_sent(void* request, ucs_status_t status, void* user_data);
   static void on_ep_error(void* arg, ucp_ep_h ep, ucs_status_t status);
+  static ucs_status_t on_rma_request(void* arg, const void* header, size_t header_length,
+                                     void* data, size_t length, const ucp_am_recv_param_t* param);
+  static ucs_status_t on_rma_reply(void* arg, const void* header, size_t header_length, void* data,
+                                   size_t length, const ucp_am_recv_param_t* param);
+  void issue_am(Channel& ch, const WorkRequest& wr, Slot* s);
+  // Executes one kAmRma request of (node, thread) and queues its reply.
+  void execute_am(NodeId node, ThreadId thread, uint32_t seq, const RmaRequest& rq,
+                  const uint8_t* bytes);
+  void fail_channel(Channel& ch, OpStatus st);
+  void send_queued(SendBuf* b, NodeId node, ThreadId thread, unsigned id);
+  struct EpArg {
+    UcxEndpoint* owner;
+    NodeId node;
+    ThreadId thread;
+  };
+  std::vector<EpArg> ep_args_;  // [node * threads + thread], the error handler's argument
+  struct PendingRma {
+    NodeId node;
+    ThreadId thread;
+    uint32_t seq;
+    RmaRequest rq;
+    std::vector<uint8_t> bytes;
+  };
+  std::vector<uint32_t> rma_expect_;          // [node * threads + thread] next op number
+  std::map<uint64_t, PendingRma> rma_early_;  // ops that arrived ahead of an earlier one
+  struct OutAm {
+    SendBuf* b;
+    NodeId node;
+    ThreadId thread;
+    unsigned id;
+  };
+  std::vector<OutAm> out_am_;  // replies built in handlers, sent after progress
   static ucs_status_t on_message(void* arg, const void* header, size_t header_length, void* data,
                                  size_t length, const ucp_am_recv_param_t* param);
   static ucs_status_t on_persist_request(void* arg, const void* header, size_t header_length,
@@ -239,7 +284,6 @@ class UcxEndpoint final : public Endpoint {
   int event_fd_ = -1;  // the worker's (ucp_worker_get_efd); -1: sleep instead
   std::string address_;
   std::vector<ucp_ep_h> eps_;                   // [node * threads + thread]
-  std::vector<uint8_t> ep_failed_;              // [node * threads + thread]: on_ep_error
   std::vector<std::vector<ucp_rkey_h>> rkeys_;  // [node][region id]
   std::vector<LaneInfo> lanes_;                 // [node]
   std::vector<Channel> channels_;               // [node]
