@@ -16,10 +16,11 @@ namespace {
 // A node that lost its cluster must not act on it later. What its
 // connections still queue — a cut-off host's unacknowledged one-sided ops
 // (UCX over TCP) — would otherwise be delivered when the network heals,
-// after the survivors removed it, and a survivor's UCX executes a PUT from a
-// removed peer (UCX 1.13 cannot refuse one) and then aborts acknowledging
-// it on the failed endpoint. So every socket of the process is set to reset
-// on close (SO_LINGER 0): the exit discards what it queued instead of
+// after the survivors removed it; where UCX carries one-sided ops itself
+// (its emulation: --ucx-strict-order on tcp; RDMA transports) a survivor
+// cannot refuse them, and UCX 1.13 even aborted one acknowledging such a
+// PUT on the failed endpoint. So every socket of the process is set to
+// reset on close (SO_LINGER 0): the exit discards what it queued instead of
 // sending it (found by ucx_netns_test's partitioned host).
 void discard_unsent_at_exit() {
   DIR* d = ::opendir("/proc/self/fd");

@@ -15,13 +15,15 @@
 //   (every acknowledged commit present, nothing partial) and then runs.
 // - --partition-node: a host's port on the switch taken down mid-run (the
 //   process runs on, cut off): detected by its lease, fenced and failed over
-//   as a killed node; the link comes back before the run ends and the fenced
-//   node corrupts nothing (the check holds) and stops.
+//   as a killed node while the link is still down; the link comes back
+//   before the run ends and the fenced node corrupts nothing (the check
+//   holds) and stops.
 // - The fixture removes every namespace and process it made.
 // Each case skips, with the reason, where namespaces cannot be made.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -159,6 +161,12 @@ TEST_F(NetnsHosts, PartitionedHostIsFencedFailedOverAndHarmlessWhenItReturns) {
   expect_survived(o);
   EXPECT_NE(o.output.find("failover: epoch 1 removal by the coordinator"), std::string::npos)
       << o.output;
+  // Failed over while the host was still cut off, as after a kill: the
+  // survivors' ops toward it did not wait for the network to heal.
+  const std::string served = "every partition served by a primary after ";
+  const size_t at = o.output.find(served);
+  ASSERT_NE(at, std::string::npos) << o.output;
+  EXPECT_LT(std::strtod(o.output.c_str() + at + served.size(), nullptr), 2500) << o.output;
   // The cut-off node learned it had lost the cluster and stopped.
   const bool removed = o.output.find("node 2 was removed from the cluster") != std::string::npos;
   const bool lost = o.output.find("lost the coordinator") != std::string::npos;
