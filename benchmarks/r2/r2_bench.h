@@ -41,6 +41,7 @@ struct R2BenchOptions {
   int node = -1;                  // >= 0: run as this node of an already started cluster
   std::string coordinator;        // node mode: the coordinator; launcher: where to listen
   bool host_coordinator = false;  // node mode: this node also hosts the coordinator
+  std::string cluster_key_file;   // --cluster-key-file ("": launcher makes a key)
   uint32_t join_timeout_ms = 20000;
   std::string suite;             // "thesis": run the comparison suite instead of one run
   bool quiet = false;            // no per-run table (the suite prints its own)

@@ -81,6 +81,7 @@ Result<R2BenchOptions> parse_r2_bench(int argc, char** argv) {
       "thesis: run the Fig 2-4 / 2-5 comparisons back to back (--seconds each) and print them "
       "with their ratios");
   add_membership_options(desc, o.fabric);
+  add_cluster_key_option(desc, o.cluster_key_file);
   po::variables_map vm;
   DRTMX_RETURN_IF_ERROR(
       parse_command_line(desc, argc, argv, vm, nullptr, "\n(run r2-bench --help for the options)"));
@@ -141,6 +142,7 @@ Result<R2BenchOptions> parse_r2_bench(int argc, char** argv) {
   o.fabric.ring_bytes = 256 * 1024;
   o.fabric.node = o.node >= 0 ? static_cast<uint16_t>(o.node) : 0;
   DRTMX_RETURN_IF_ERROR(o.fabric.validate());
+  DRTMX_RETURN_IF_ERROR(resolve_cluster_key(o.cluster_key_file, o.node, o.fabric));
   return o;
 }
 
@@ -153,8 +155,7 @@ Status run_local_cluster(const R2BenchOptions& o) {
                                                o.join_timeout_ms + 60000);
   Status result;
   if (o.processes) {
-    result =
-        run_node_processes(o.fabric.num_nodes, limit, [&](int n) { return o.node_args(n, coord); });
+    result = run_node_processes(o.fabric, limit, [&](int n) { return o.node_args(n, coord); });
   } else {
     result = run_node_threads(o.fabric.num_nodes,
                               [&](uint16_t n) { return run_r2_bench_node(as_node(o, n, coord)); });

@@ -42,6 +42,7 @@ struct RdpmaBenchOptions {
   int node = -1;                  // >= 0: one node of a cluster started elsewhere
   std::string coordinator;        // node mode: the coordinator; launcher: where to listen
   bool host_coordinator = false;  // node mode: this node also hosts the coordinator
+  std::string cluster_key_file;   // --cluster-key-file ("": launcher makes a key)
   uint32_t join_timeout_ms = 20000;
 
   std::vector<PmemExperiment> experiments() const;

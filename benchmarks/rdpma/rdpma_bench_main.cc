@@ -153,6 +153,7 @@ Result<RdpmaBenchOptions> parse_rdpma_bench(int argc, char** argv) {
   add("json-part", po::value(&o.json_part),
       "(internal, launcher -> node 0) where to write the run");
   add_membership_options(desc, o.fabric);
+  add_cluster_key_option(desc, o.cluster_key_file);
   po::variables_map vm;
   DRTMX_RETURN_IF_ERROR(parse_command_line(desc, argc, argv, vm));
   auto bad = [](const std::string& m) { return invalid_argument(m + " (see --help)"); };
@@ -244,6 +245,7 @@ Result<RdpmaBenchOptions> parse_rdpma_bench(int argc, char** argv) {
                std::to_string((need + (1 << 20) - 1) >> 20) + " MiB");
   }
   DRTMX_RETURN_IF_ERROR(o.fabric.validate());
+  DRTMX_RETURN_IF_ERROR(resolve_cluster_key(o.cluster_key_file, o.node, o.fabric));
   return o;
 }
 
@@ -298,7 +300,7 @@ Status run_cluster(const RdpmaBenchOptions& o, const std::string& json_part) {
       o.join_timeout_ms + 60000);
   Status result;
   if (o.processes) {
-    result = run_node_processes(o.fabric.num_nodes, limit,
+    result = run_node_processes(o.fabric, limit,
                                 [&](int n) { return o.node_args(n, coord, json_part); });
   } else {
     result = run_node_threads(o.fabric.num_nodes, [&](uint16_t n) {

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "command_line.h"
+#include "r2/control/cluster_key.h"
 #include "r2/shm/segment.h"
 #include "store_bench.h"
 
@@ -98,6 +99,10 @@ Result<StoreBenchOptions> parse_store_bench(int argc, char** argv) {
   o.coroutines = static_cast<uint16_t>(coroutines);
   if (!vm.count("cluster")) o.fabric.cluster = "storebench-" + std::to_string(getpid());
   DRTMX_RETURN_IF_ERROR(o.fabric.validate());
+  // Its nodes are threads of this process: a key of this run.
+  auto key = r2::make_cluster_key();
+  if (!key) return key.status();
+  o.fabric.cluster_key = std::move(key.value());
   return o;
 }
 

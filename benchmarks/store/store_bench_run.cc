@@ -470,6 +470,7 @@ Result<std::vector<PathResult>> run_store_bench(const StoreBenchOptions& o) {
   r2::ControlServerConfig sc;
   sc.listen = "127.0.0.1:0";
   sc.cluster = o.fabric.cluster;
+  sc.key = o.fabric.cluster_key;
   sc.num_nodes = o.fabric.num_nodes;
   sc.join_timeout = std::chrono::milliseconds(o.join_timeout_ms);
   auto server = r2::ControlServer::start(sc);

@@ -52,6 +52,15 @@ struct BenchOptions {
   std::string remote_shell = "ssh -o BatchMode=yes";
   std::string remote_exe;  // default: the drtmx-node beside drtmx-bench
   std::string coordinator_host;
+  // The address the coordinator binds (drtmx-bench; drtmx-node with
+  // --host-coordinator): "" for the default — 127.0.0.1 for one-host runs;
+  // with --hosts, --coordinator-host, or else this machine's address toward
+  // the hosts (coordinator_bind_address); "*": every interface.
+  std::string coordinator_bind;
+  // --cluster-key-file: the cluster key's file ("-": standard input). A
+  // node needs it; drtmx-bench without it makes a random key per run
+  // (fabric.cluster_key stays empty until then).
+  std::string cluster_key_file;
   // The workloads --bench may name (parse_bench's `known`), and the program
   // the launcher starts as each node ("": the drtmx-node beside it).
   std::shared_ptr<const std::vector<WorkloadInfo>> known;
@@ -159,6 +168,10 @@ Result<std::vector<BenchOptions>> sweep_points(int argc, char** argv, const Benc
 // One run_local_cluster per point, a table of the points, and with --json
 // one file {"sweep": {"key", "values"}, "points": [{"value", "report"}]}.
 Status run_sweep(const BenchOptions& o, std::vector<BenchOptions> points);
+// Launcher, before its runs: a --cluster-key-file=- is read now, once, for
+// every run (a key file is read by each run; without one, each run makes
+// its own key).
+Status read_launcher_key(BenchOptions& o);
 // Launcher: a coordinator here, the nodes as drtmx-node processes (default)
 // or threads; with several policies, one run each, then a summary table.
 Status run_local_cluster(const BenchOptions& o);

@@ -20,6 +20,7 @@
 #include "json_writer.h"
 #include "local_cluster.h"
 #include "memory_watch.h"
+#include "node_options.h"
 #include "process_group.h"
 #include "r2/common/clock.h"
 #include "r2/shm/segment.h"
@@ -102,8 +103,43 @@ uint64_t read_killed_file(const BenchOptions& o) {
   return (in >> v) ? v : 0;
 }
 
-// One run of one preset: the nodes, the coordinator, cleanup.
-Status run_once(const BenchOptions& o) {
+// Where the coordinator listens, and the host:port at which the nodes
+// reach it (once it listens: coordinator_at).
+struct CoordinatorPlace {
+  std::string bind;       // an address, or "*"
+  std::string advertise;  // the host the nodes connect to
+};
+
+Result<CoordinatorPlace> coordinator_place(const BenchOptions& o) {
+  if (o.hosts.empty()) {
+    // One host: the nodes are local.
+    const std::string bind = o.coordinator_bind.empty() ? "127.0.0.1" : o.coordinator_bind;
+    return CoordinatorPlace{bind, bind == "*" || bind == "0.0.0.0" ? "127.0.0.1" : bind};
+  }
+  CoordinatorPlace p;
+  if (!o.coordinator_bind.empty()) {
+    p.bind = o.coordinator_bind;
+  } else if (!o.coordinator_host.empty()) {
+    p.bind = o.coordinator_host;
+  } else {
+    auto a = coordinator_bind_address(o.hosts);
+    if (!a) return a.status();
+    p.bind = *a;
+  }
+  const bool every = p.bind == "*" || p.bind == "0.0.0.0";
+  p.advertise = !o.coordinator_host.empty() ? o.coordinator_host : every ? this_host() : p.bind;
+  return p;
+}
+
+// One run of one preset: the nodes, the coordinator, cleanup. A run has a
+// cluster key of its own (or --cluster-key-file's; one read from standard
+// input is read once, by read_launcher_key).
+Status run_once(const BenchOptions& given) {
+  BenchOptions keyed = given;
+  if (keyed.fabric.cluster_key.empty()) {
+    DRTMX_RETURN_IF_ERROR(resolve_cluster_key(given.cluster_key_file, -1, keyed.fabric));
+  }
+  const BenchOptions& o = keyed;
   const bool shm = o.fabric.backend == "shm";
   if (shm) {
     r2::remove_shm_segments(o.fabric.cluster);
@@ -170,8 +206,10 @@ Status run_once(const BenchOptions& o) {
                       ec.value());
     }
   }
+  auto place = coordinator_place(o);
+  if (!place.is_ok()) return place.status();
   auto server = start_coordinator(
-      o, remote ? "0.0.0.0:0" : "127.0.0.1:0",
+      o, place->bind + ":0",
       [measuring](uint16_t, const std::string& topic, const std::string&) {
         int64_t zero = 0;
         if (topic == "measuring") {
@@ -190,9 +228,7 @@ Status run_once(const BenchOptions& o) {
         removals->second.push_back(std::move(r));
       });
   if (!server.is_ok()) return server.status();
-  const std::string coord =
-      (remote ? (o.coordinator_host.empty() ? this_host() : o.coordinator_host) : "127.0.0.1") +
-      ":" + std::to_string((*server)->port());
+  const std::string coord = place->advertise + ":" + std::to_string((*server)->port());
   const auto limit =
       std::chrono::milliseconds(static_cast<int64_t>((o.seconds + o.warmup) * 1000) + 180000);
   const uint16_t nodes = o.fabric.num_nodes;
@@ -222,11 +258,15 @@ Status run_once(const BenchOptions& o) {
     if (o.crash_requested() && !o.failover_run()) group.set_stop_signal(SIGKILL);
     for (int n = 0; n < nodes && result.is_ok(); ++n) {
       if (remote) {
+        // The key on the remote shell's standard input, which it forwards
+        // to the node (as ssh does).
         result = group.spawn(
             "node " + std::to_string(n) + " (" + o.hosts[n].host + ")", "/bin/sh",
-            {"-c", remote_start(o.remote_shell, o.hosts[n].host, exe, o.node_args(n, coord))});
+            {"-c", remote_start(o.remote_shell, o.hosts[n].host, exe, o.node_args(n, coord))},
+            key_stdin(o.fabric));
       } else {
-        result = group.spawn("node " + std::to_string(n), exe, o.node_args(n, coord));
+        result = group.spawn("node " + std::to_string(n), exe, o.node_args(n, coord),
+                             key_stdin(o.fabric));
       }
     }
     for (const BenchOptions::Fault& f : o.faults) {

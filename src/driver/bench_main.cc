@@ -15,6 +15,8 @@ int main(int argc, char** argv) {
     std::cerr << "drtmx-bench: --node runs one node of a cluster: use drtmx-node for that\n";
     return 2;
   }
+  if (drtmx::Status k = read_launcher_key(*o); !k.is_ok())
+    return options_exit_code("drtmx-bench", k, 2);
   if (!o->sweep.empty()) {
     auto points = sweep_points(argc, argv, *o);
     if (!points.is_ok()) return options_exit_code("drtmx-bench", points.status(), 2);

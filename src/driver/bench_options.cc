@@ -12,6 +12,7 @@
 #include "command_line.h"
 #include "exit_code.h"
 #include "node_options.h"
+#include "r2/control/cluster_key.h"
 #include "txn/crash_point.h"
 #include "txn/policy.h"
 
@@ -41,6 +42,9 @@ std::vector<std::string> BenchOptions::node_args(int n, const std::string& coord
       "--coordinator=" + coord,
       "--join-timeout-ms=" + std::to_string(join_timeout_ms),
       "--timeline-ms=" + std::to_string(timeline_ms),
+      // The key comes on standard input (BenchOptions::node_input), never
+      // on a command line.
+      kKeyFromStdinArg,
   };
   for (const auto& [k, v] : overrides) a.push_back("--phase=" + k + "=" + v);
   for (const auto& [k, v] : workload) a.push_back("--" + k + "=" + v);
@@ -171,7 +175,12 @@ Result<BenchOptions> parse_bench(int argc, char** argv, const std::vector<Worklo
       "drtmx-bench)")(
       "coordinator-host", po::value(&o.coordinator_host),
       "--hosts: the address at which the hosts reach this machine's coordinator (default: "
-      "its host name)")(
+      "the address it binds)")(
+      "coordinator-bind", po::value(&o.coordinator_bind),
+      "the one local address the coordinator listens on (drtmx-bench; drtmx-node with "
+      "--host-coordinator); '*' for every interface. Default: 127.0.0.1 for one-host runs; "
+      "with --hosts, --coordinator-host if given, else this machine's address toward the "
+      "hosts")(
       "sweep", po::value(&o.sweep),
       "drtmx-bench: KEY=V1,V2,... runs the experiment once per value of option --KEY (any "
       "option but the ones naming files or nodes, e.g. coroutines=1,2,4,8 or nodes=2,3,4), "
@@ -228,6 +237,7 @@ Result<BenchOptions> parse_bench(int argc, char** argv, const std::vector<Worklo
   desc.add(dur);
   po::options_description membership("Membership (src/r2/control/README.md)");
   add_membership_options(membership, o.fabric);
+  add_cluster_key_option(membership, o.cluster_key_file);
   desc.add(membership);
   // Every workload's options; a key shared by several workloads is
   // declared once (each workload validates its own values).
@@ -333,6 +343,14 @@ Result<BenchOptions> parse_bench(int argc, char** argv, const std::vector<Worklo
     return bad("--node=" + std::to_string(o.node) + " is not below --nodes");
   if (o.node >= 0 && o.coordinator.empty()) return bad("--node needs --coordinator=HOST:PORT");
   if (o.host_coordinator && o.node != 0) return bad("--host-coordinator needs --node=0");
+  if (vm.count("coordinator-bind") && o.node >= 0 && !o.host_coordinator)
+    return bad(
+        "--coordinator-bind is for the process that serves the coordinator (drtmx-bench, "
+        "or drtmx-node with --host-coordinator)");
+  if (vm.count("coordinator-bind") &&
+      (o.coordinator_bind.empty() || o.coordinator_bind.find(':') != std::string::npos))
+    return bad("--coordinator-bind='" + o.coordinator_bind +
+               "': expected one address (e.g. 10.0.0.1) or '*', without a port");
   if (o.join_timeout_ms < 100 || o.join_timeout_ms > 3600000)
     return bad("--join-timeout-ms must be 100..3600000");
   // --policy: one preset, a comma list, or "all" (the launcher runs each).
@@ -539,6 +557,13 @@ Result<BenchOptions> parse_bench(int argc, char** argv, const std::vector<Worklo
     }
   }
   DRTMX_RETURN_IF_ERROR(o.fabric.validate());
+  // The key is read when the run starts (node_main, run_once: a node's may
+  // come on standard input, once); a node without one is refused there. A
+  // launcher's key file is checked now, before anything starts.
+  if (o.node < 0 && !o.cluster_key_file.empty() && o.cluster_key_file != "-") {
+    auto key = r2::read_cluster_key_file(o.cluster_key_file);
+    if (!key.is_ok()) return key.status();
+  }
   // Fail early on a bad policy or workload option, before any node starts.
   for (const std::string& p : o.policies) {
     auto pol = txn::make_policy(p, o.overrides, o.fabric.backend == "shm");
@@ -559,6 +584,11 @@ Result<BenchOptions> parse_bench(int argc, char** argv, const std::vector<Worklo
     }
   }
   return o;
+}
+
+Status read_launcher_key(BenchOptions& o) {
+  if (o.node >= 0 || o.cluster_key_file != "-") return Status::ok();
+  return resolve_cluster_key(o.cluster_key_file, -1, o.fabric);
 }
 
 std::unique_ptr<BenchOptions> parse_for_main(int argc, char** argv, const char* program,

@@ -23,16 +23,28 @@ namespace {
 
 // Options a sweep may not vary: they name files, nodes or the launcher's
 // own plumbing, or are switches without a value.
-constexpr const char* kNotSweepable[] = {"sweep",        "json",
-                                         "config",       "node",
-                                         "coordinator",  "host-coordinator",
-                                         "help",         "cluster",
-                                         "pmem-dir",     "crash-at",
-                                         "format",       "recover",
-                                         "crash-point",  "inprocess",
-                                         "local",        "journal-kb",
-                                         "hosts",        "remote-exe",
-                                         "remote-shell", "coordinator-host"};
+constexpr const char* kNotSweepable[] = {"sweep",
+                                         "json",
+                                         "config",
+                                         "node",
+                                         "coordinator",
+                                         "host-coordinator",
+                                         "help",
+                                         "cluster",
+                                         "pmem-dir",
+                                         "crash-at",
+                                         "format",
+                                         "recover",
+                                         "crash-point",
+                                         "inprocess",
+                                         "local",
+                                         "journal-kb",
+                                         "hosts",
+                                         "remote-exe",
+                                         "remote-shell",
+                                         "coordinator-host",
+                                         "coordinator-bind",
+                                         "cluster-key-file"};
 
 // argv[1..] without any --KEY / --sweep (in either the --K=V or the --K V
 // form), then --KEY=value.
@@ -122,6 +134,7 @@ Result<std::vector<BenchOptions>> sweep_points(int argc, char** argv, const Benc
     p->sweep.clear();
     p->rounds = 1;  // the sweep runs its rounds itself
     p->node_exe = o.node_exe;
+    p->fabric.cluster_key = o.fabric.cluster_key;  // read once (standard input)
     points.push_back(std::move(*p));
   }
   return points;

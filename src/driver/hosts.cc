@@ -1,5 +1,13 @@
 #include "hosts.h"
 
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -45,6 +53,60 @@ Result<std::vector<HostLine>> read_hosts(const std::string& path) {
   }
   if (out.empty()) return invalid_argument("--hosts=" + path + ": no host in the file");
   return out;
+}
+
+namespace {
+
+// The source address of a route to `host` (IPv4), or an error.
+Result<std::string> source_toward(const std::string& host) {
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_DGRAM;
+  addrinfo* res = nullptr;
+  if (int e = getaddrinfo(host.c_str(), "9", &hints, &res); e != 0) {
+    return not_found("cannot resolve host '" + host + "' (" + gai_strerror(e) + ")");
+  }
+  const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  // A UDP connect sends nothing: it only picks the route.
+  const bool routed = fd >= 0 && connect(fd, res->ai_addr, res->ai_addrlen) == 0;
+  const int err = errno;
+  freeaddrinfo(res);
+  sockaddr_in me{};
+  socklen_t len = sizeof me;
+  const bool named = routed && getsockname(fd, reinterpret_cast<sockaddr*>(&me), &len) == 0;
+  if (fd >= 0) close(fd);
+  if (!named) {
+    return unavailable("no route to host '" + host + "' (" + std::strerror(err) + ")");
+  }
+  char ip[INET_ADDRSTRLEN] = "";
+  inet_ntop(AF_INET, &me.sin_addr, ip, sizeof ip);
+  return std::string(ip);
+}
+
+}  // namespace
+
+Result<std::string> coordinator_bind_address(const std::vector<HostLine>& hosts) {
+  const std::string give =
+      "; give --coordinator-bind=ADDR (this machine's address on the hosts' network, or '*' "
+      "for every interface) or --coordinator-host=ADDR";
+  std::string chosen, first_host;
+  for (const HostLine& h : hosts) {
+    const size_t at = h.host.rfind('@');
+    const std::string host = at == std::string::npos ? h.host : h.host.substr(at + 1);
+    auto a = source_toward(host);
+    if (!a) {
+      return invalid_argument("--hosts: cannot tell which local address reaches the hosts: " +
+                              a.status().message() + give);
+    }
+    if (chosen.empty()) {
+      chosen = *a;
+      first_host = host;
+    } else if (*a != chosen) {
+      return invalid_argument("--hosts: this machine reaches " + first_host + " from " + chosen +
+                              " but " + host + " from " + *a + give);
+    }
+  }
+  return chosen;
 }
 
 std::string shell_quote(const std::string& s) {

@@ -37,6 +37,16 @@ struct HostLine {
 // that does not start with "--".
 Result<std::vector<HostLine>> read_hosts(const std::string& path);
 
+// The one local address from which this machine reaches every host of
+// `hosts` (the kernel's route: the source address a UDP socket connected
+// to the host gets): where drtmx-bench's coordinator listens by default
+// with --hosts, so that it is reachable from the hosts and from no other
+// interface. "user@host" lines count as host. Errors, each naming what to
+// give instead (--coordinator-bind or --coordinator-host): a host that
+// does not resolve (an ssh alias, say), none routable, or hosts reached
+// from different local addresses.
+Result<std::string> coordinator_bind_address(const std::vector<HostLine>& hosts);
+
 // `s` as one word for a POSIX shell (single quotes).
 std::string shell_quote(const std::string& s);
 

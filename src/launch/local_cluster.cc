@@ -4,6 +4,7 @@
 #include <iostream>
 #include <thread>
 
+#include "node_options.h"
 #include "process_group.h"
 #include "r2/shm/shm_fabric.h"
 
@@ -19,6 +20,7 @@ r2::ControlServerConfig coordinator_config(const r2::FabricConfig& fabric,
   r2::ControlServerConfig sc;
   sc.listen = listen;
   sc.cluster = fabric.cluster;
+  sc.key = fabric.cluster_key;
   sc.num_nodes = fabric.num_nodes;
   sc.join_timeout = join_timeout;
   sc.lease = std::chrono::milliseconds(fabric.lease_ms);
@@ -39,12 +41,13 @@ Status run_node_threads(uint16_t nodes, const std::function<Status(uint16_t node
   return Status::ok();
 }
 
-Status run_node_processes(uint16_t nodes, std::chrono::milliseconds limit,
+Status run_node_processes(const r2::FabricConfig& fabric, std::chrono::milliseconds limit,
                           const std::function<std::vector<std::string>(int node)>& args) {
   ProcessGroup group;
   const std::string exe = self_exe();
-  for (int n = 0; n < nodes; ++n) {
-    DRTMX_RETURN_IF_ERROR(group.spawn("node " + std::to_string(n), exe, args(n)));
+  for (int n = 0; n < fabric.num_nodes; ++n) {
+    DRTMX_RETURN_IF_ERROR(
+        group.spawn("node " + std::to_string(n), exe, args(n), key_stdin(fabric)));
   }
   return group.wait_all(limit);
 }

@@ -49,10 +49,11 @@ Options as_node(const Options& o, uint16_t n, const std::string& coordinator) {
 Status run_node_threads(uint16_t nodes, const std::function<Status(uint16_t node)>& run);
 
 // Starts `nodes` copies of this executable, node n with the arguments
-// args(n) and named "node n", and waits for them (ProcessGroup::wait_all:
+// args(n) (which hold kKeyFromStdinArg) and `fabric`'s cluster key on its
+// standard input, named "node n", and waits for them (ProcessGroup::wait_all:
 // the first failure stops the others and is returned; past `limit` all are
 // killed and kTimeout returned). No child outlives the call.
-Status run_node_processes(uint16_t nodes, std::chrono::milliseconds limit,
+Status run_node_processes(const r2::FabricConfig& fabric, std::chrono::milliseconds limit,
                           const std::function<std::vector<std::string>(int node)>& args);
 
 // A local cluster's coordinator and its shm segments, around one run of

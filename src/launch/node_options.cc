@@ -1,5 +1,7 @@
 #include "node_options.h"
 
+#include "r2/control/cluster_key.h"
+
 namespace drtmx::bench {
 
 Status check_node_option(int node, uint32_t nodes, const std::string& coordinator) {
@@ -30,6 +32,37 @@ void add_membership_options(boost::program_options::options_description& desc,
       "lanes (to measure what that order costs)");
 }
 
+void add_cluster_key_option(boost::program_options::options_description& desc, std::string& file) {
+  namespace po = boost::program_options;
+  desc.add_options()("cluster-key-file", po::value(&file),
+                     "the cluster key: a file only its owner may read (at least 32 bytes, e.g. "
+                     "from 'openssl rand -hex 32'), or '-' for standard input. A launcher makes a "
+                     "random key per run without it; a node started on its own needs it");
+}
+
+Status resolve_cluster_key(const std::string& file, int node, r2::FabricConfig& fabric) {
+  if (!file.empty()) {
+    auto key = r2::read_cluster_key_file(file);
+    if (!key) return key.status();
+    fabric.cluster_key = std::move(key.value());
+    return Status::ok();
+  }
+  if (node >= 0) {
+    return invalid_argument(
+        "--node=" + std::to_string(node) +
+        " needs --cluster-key-file=FILE: the cluster's key, the same file on every node and "
+        "the coordinator (make one with: openssl rand -hex 32 > FILE; chmod 600 FILE)");
+  }
+  auto key = r2::make_cluster_key();
+  if (!key) return key.status();
+  fabric.cluster_key = std::move(key.value());
+  return Status::ok();
+}
+
+std::string key_stdin(const r2::FabricConfig& fabric) {
+  return fabric.cluster_key + "\n";
+}
+
 void append_membership_args(std::vector<std::string>& args, const r2::FabricConfig& fabric) {
   args.push_back("--lease-ms=" + std::to_string(fabric.lease_ms));
   if (fabric.survive_failures) args.push_back("--survive-failures");
@@ -43,6 +76,7 @@ void append_node_args(std::vector<std::string>& args, const r2::FabricConfig& fa
   args.push_back("--node=" + std::to_string(node));
   args.push_back("--coordinator=" + coordinator);
   append_membership_args(args, fabric);
+  args.push_back(kKeyFromStdinArg);
   if (!fabric.device.empty()) args.push_back("--device=" + fabric.device);
 }
 

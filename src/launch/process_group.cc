@@ -1,5 +1,6 @@
 #include "process_group.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -12,6 +13,10 @@
 extern char** environ;
 
 namespace drtmx::bench {
+namespace {
+// A pipe's default capacity: spawn() writes the input before the child runs.
+constexpr size_t kMaxInput = 65536;
+}  // namespace
 
 std::string self_exe() {
   char buf[PATH_MAX];
@@ -26,15 +31,40 @@ ProcessGroup::~ProcessGroup() {
 }
 
 Status ProcessGroup::spawn(const std::string& name, const std::string& exe,
-                           const std::vector<std::string>& args) {
+                           const std::vector<std::string>& args, const std::string& input) {
   std::vector<std::string> all;
   all.push_back(exe);
   all.insert(all.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (auto& a : all) argv.push_back(a.data());
   argv.push_back(nullptr);
+  // The input goes through a pipe whose ends are close-on-exec here: only
+  // this child gets the read end (as its standard input), and no child
+  // keeps the write end open (the child sees the end of its input).
+  int pipe_fds[2] = {-1, -1};
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  if (!input.empty()) {
+    if (input.size() > kMaxInput || pipe2(pipe_fds, O_CLOEXEC) != 0) {
+      posix_spawn_file_actions_destroy(&actions);
+      return io_error("starting " + name + ": a pipe for its input",
+                      input.size() > kMaxInput ? E2BIG : errno);
+    }
+    // The whole input fits the pipe's buffer: written before the child runs.
+    const bool written =
+        ::write(pipe_fds[1], input.data(), input.size()) == static_cast<ssize_t>(input.size());
+    close(pipe_fds[1]);
+    if (!written) {
+      close(pipe_fds[0]);
+      posix_spawn_file_actions_destroy(&actions);
+      return io_error("starting " + name + ": writing its input", errno);
+    }
+    posix_spawn_file_actions_adddup2(&actions, pipe_fds[0], 0);
+  }
   pid_t pid = 0;
-  int err = posix_spawn(&pid, exe.c_str(), nullptr, nullptr, argv.data(), environ);
+  int err = posix_spawn(&pid, exe.c_str(), &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (pipe_fds[0] >= 0) close(pipe_fds[0]);
   if (err != 0) return io_error("starting " + name + " (" + exe + ")", err);
   children_.push_back({name, pid, false});
   return Status::ok();

@@ -26,9 +26,12 @@ class ProcessGroup {
   ProcessGroup(const ProcessGroup&) = delete;
   ProcessGroup& operator=(const ProcessGroup&) = delete;
 
-  // Starts `exe args...` named `name` (used in error messages).
+  // Starts `exe args...` named `name` (used in error messages). With
+  // `input`, the child's standard input is a pipe holding it and then its
+  // end (how a launcher hands a node its cluster key); without, the
+  // child inherits this process's.
   Status spawn(const std::string& name, const std::string& exe,
-               const std::vector<std::string>& args);
+               const std::vector<std::string>& args, const std::string& input = "");
   // Waits until every child exited. The first one that exits non-zero or by
   // a signal makes the others stop (SIGTERM, then SIGKILL after a grace
   // period) and is returned as the error — of the children found ended at

@@ -55,6 +55,11 @@ struct FabricConfig {
   // measured with 3 node processes on 2 busy cores (docs/membership.md).
   uint32_t lease_ms = kDefaultLeaseMs;
   bool survive_failures = false;
+  // The cluster key (r2/control/README.md, "The cluster key"): the secret
+  // every node and the coordinator hold; a join proves it by an HMAC over
+  // fresh nonces. Never part of the fingerprint, never printed. Launchers
+  // make one per run or read --cluster-key-file (r2/control/cluster_key.h).
+  std::string cluster_key;
   static constexpr uint32_t kDefaultLeaseMs = 1000;
   static constexpr uint32_t kMinLeaseMs = 20;
   static constexpr uint32_t kMaxLeaseMs = 600000;

@@ -68,6 +68,7 @@ Result<std::unique_ptr<NodeRuntime>> NodeRuntime::start(const NodeRuntimeConfig&
   // running node's id must never touch.
   ControlClientConfig cc = cfg.control;
   cc.cluster = cfg.fabric.cluster;
+  if (cc.key.empty()) cc.key = cfg.fabric.cluster_key;
   cc.node = cfg.fabric.node;
   cc.num_nodes = cfg.fabric.num_nodes;
   cc.fingerprint = cfg.fabric.fingerprint();

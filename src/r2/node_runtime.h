@@ -36,8 +36,8 @@ struct NodeRuntimeConfig {
   // lease and mode.
   FabricConfig fabric;
   // node, num_nodes, cluster, fingerprint, lease and mode are filled from
-  // fabric; control.on_change, if set, is called after the runtime applied
-  // the change to the fabric.
+  // fabric, and the key from fabric.cluster_key when control.key is empty; control.on_change, if
+  // set, is called after the runtime applied the change to the fabric.
   ControlClientConfig control;
   WorkerConfig worker;
   std::vector<std::pair<RegionId, size_t>> regions;  // volatile: register_region

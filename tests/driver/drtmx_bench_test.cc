@@ -14,6 +14,7 @@
 #include <string>
 
 #include "support/bench_run.h"
+#include "support/test_cluster_key.h"
 
 namespace {
 
@@ -366,7 +367,7 @@ TEST(DrtmxBench, MultiHostStyleStartWithHostCoordinator) {
   const std::string port = std::to_string(20000 + getpid() % 20000);
   const std::string common =
       "--nodes=2 --accounts=200 --seconds=0.5 --warmup=0.1 --cluster=" + cluster +
-      " --coordinator=127.0.0.1:" + port;
+      " --coordinator=127.0.0.1:" + port + " --cluster-key-file=" + drtmx::testing::test_key_file();
   const std::string cmd = std::string(DRTMX_NODE_PATH) + " --node=1 " + common +
                           " >/dev/null 2>&1 & " + DRTMX_NODE_PATH + " --node=0 " + common +
                           " --host-coordinator; st=$?; wait; exit $st";

@@ -47,7 +47,11 @@ class MultiHost : public ::testing::Test {
                              "echo \"$host $*\" >> '"
                           << log_
                           << "'\n"
-                             "sh -c \"$*\" &\n"
+                             // Like ssh, it hands the command its input (the
+                             // cluster key); a background job's would be
+                             // /dev/null.
+                             "exec 3<&0\n"
+                             "sh -c \"$*\" 0<&3 3<&- &\n"
                              "trap 'exit 143' TERM INT\n"
                              "wait $!\n";
     fs::permissions(shell_, fs::perms::owner_all);

@@ -18,6 +18,7 @@
 #include "r2/control/control.h"
 #include "r2/control/framing.h"
 #include "support/raw_node.h"
+#include "support/test_cluster_key.h"
 
 namespace drtmx::r2 {
 namespace {
@@ -39,6 +40,7 @@ std::unique_ptr<ControlServer> survive_server(uint16_t nodes, Recorder* rec = nu
                                               int lease = kLease) {
   ControlServerConfig c;
   c.cluster = "mem";
+  c.key = drtmx::testing::kTestClusterKey;
   c.num_nodes = nodes;
   c.join_timeout = milliseconds(5000);
   c.lease = milliseconds(lease);
@@ -60,6 +62,7 @@ ControlClientConfig client_cfg(const ControlServer& s, uint16_t node, uint16_t n
   ControlClientConfig c;
   c.coordinator = "127.0.0.1:" + std::to_string(s.port());
   c.cluster = "mem";
+  c.key = drtmx::testing::kTestClusterKey;
   c.node = node;
   c.num_nodes = nodes;
   c.join_timeout = milliseconds(5000);
@@ -203,6 +206,7 @@ TEST(ControlMembership, CollectiveInProgressFailsOnEverySurvivor) {
   bool published = false;
   ControlServerConfig c;
   c.cluster = "mem";
+  c.key = drtmx::testing::kTestClusterKey;
   c.num_nodes = 3;
   c.join_timeout = milliseconds(5000);
   c.lease = milliseconds(lease);
@@ -306,6 +310,7 @@ TEST(ControlMembership, JoinMustAgreeOnLeaseAndMode) {
   }
   ControlServerConfig bad;
   bad.survive_failures = true;
+  bad.key = drtmx::testing::kTestClusterKey;
   auto s = ControlServer::start(bad);
   ASSERT_FALSE(s.is_ok());
   EXPECT_NE(s.status().message().find("needs leases"), std::string::npos);
@@ -314,6 +319,7 @@ TEST(ControlMembership, JoinMustAgreeOnLeaseAndMode) {
 TEST(ControlMembership, DefaultModeStillFailsTheClusterAndMeasuresLeases) {
   ControlServerConfig c;
   c.cluster = "mem";
+  c.key = drtmx::testing::kTestClusterKey;
   c.num_nodes = 2;
   c.join_timeout = milliseconds(5000);
   auto s = ControlServer::start(c);
@@ -328,13 +334,8 @@ TEST(ControlMembership, DefaultModeStillFailsTheClusterAndMeasuresLeases) {
   });
   RawNode raw;
   ASSERT_TRUE(raw.connect_to((*s)->port()));
+  ASSERT_TRUE(raw.send_join(1, 2, 40, "mem", false).is_ok());
   Envelope e;
-  auto* j = e.mutable_join();
-  j->set_cluster("mem");
-  j->set_node(1);
-  j->set_num_nodes(2);
-  j->set_lease_ms(40);
-  ASSERT_TRUE(raw.send(e).is_ok());
   ASSERT_TRUE(raw.recv(&e).is_ok());
   t.join();
   ASSERT_TRUE(c0);

@@ -20,6 +20,7 @@
 
 #include "r2/control/control.h"
 #include "r2/shm/shm_fabric.h"
+#include "support/test_cluster_key.h"
 
 namespace drtmx::r2 {
 namespace {
@@ -91,6 +92,7 @@ struct Cluster {
     reports.resize(nodes);
     ControlServerConfig c;
     c.cluster = name;
+    c.key = drtmx::testing::kTestClusterKey;
     c.num_nodes = static_cast<uint16_t>(nodes);
     c.join_timeout = milliseconds(20000);
     c.lease = milliseconds(lease);

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "r2/control/control.h"
+#include "support/test_cluster_key.h"
 
 namespace {
 
@@ -96,6 +97,7 @@ struct ManualCluster {
   explicit ManualCluster(uint16_t nodes, const std::string& c, int join_ms = 1500) {
     drtmx::r2::ControlServerConfig sc;
     sc.cluster = c;
+    sc.key = drtmx::testing::kTestClusterKey;
     sc.num_nodes = nodes;
     sc.join_timeout = std::chrono::milliseconds(join_ms);
     auto s = drtmx::r2::ControlServer::start(sc);
@@ -111,6 +113,7 @@ std::string node_cmd(const std::string& c, uint16_t nodes, int node, const std::
                      const std::string& extra = "") {
   return kBench + " --nodes=" + std::to_string(nodes) + " --node=" + std::to_string(node) +
          " --coordinator=" + coord + " --cluster=" + c +
+         " --cluster-key-file=" + drtmx::testing::test_key_file() +
          " --seconds=0.2 --warmup=0 --join-timeout-ms=1500 " + extra;
 }
 

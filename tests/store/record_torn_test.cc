@@ -34,6 +34,7 @@
 #include "r2/control/control.h"
 #include "r2/support/inproc_cluster.h"
 #include "store/record.h"
+#include "support/test_cluster_key.h"
 
 namespace drtmx::store {
 namespace {
@@ -247,6 +248,7 @@ Result<std::unique_ptr<r2::ControlClient>> join_control(const r2::FabricConfig& 
   r2::ControlClientConfig cc;
   cc.coordinator = "127.0.0.1:" + std::to_string(port);
   cc.cluster = cfg.cluster;
+  cc.key = drtmx::testing::kTestClusterKey;
   cc.node = cfg.node;
   cc.num_nodes = cfg.num_nodes;
   cc.fingerprint = cfg.fingerprint();
@@ -354,6 +356,7 @@ TEST(RecordTorn, ProcessReadersNeverAcceptATornCopy) {
 
   r2::ControlServerConfig sc;
   sc.cluster = cluster;
+  sc.key = drtmx::testing::kTestClusterKey;
   sc.num_nodes = 2;
   sc.join_timeout = std::chrono::seconds(20);
   auto server = r2::ControlServer::start(sc);

@@ -37,6 +37,7 @@
 
 #include "r2/control/control.h"
 #include "r2/shm/shm_fabric.h"
+#include "support/test_cluster_key.h"
 #include "txn/mvcc_ops.h"
 #include "txn/record_ops.h"
 #include "txn/txn_node.h"
@@ -288,6 +289,7 @@ NodeOutcome run_node(const store::Catalog& cat, const RunSpec& spec, uint16_t no
   NodeOutcome out;
   TxnNodeConfig cfg;
   cfg.fabric.cluster = spec.cluster;
+  cfg.fabric.cluster_key = drtmx::testing::kTestClusterKey;
   cfg.fabric.node = node;
   cfg.fabric.num_nodes = kNodes;
   cfg.fabric.threads = 1;
@@ -443,6 +445,7 @@ std::vector<NodeOutcome> run_cluster(const store::Catalog& cat, const RunSpec& s
   r2::remove_shm_segments(spec.cluster);
   r2::ControlServerConfig sc;
   sc.cluster = spec.cluster;
+  sc.key = drtmx::testing::kTestClusterKey;
   sc.num_nodes = kNodes;
   auto server = r2::ControlServer::start(sc);
   std::vector<NodeOutcome> outs(kNodes);

@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "store/record.h"
+#include "support/test_cluster_key.h"
 #include "support/thread_cluster.h"
 #include "txn/txn_node.h"
 
@@ -197,6 +198,7 @@ Outcome run_node(const store::Catalog& cat, const std::string& preset, uint16_t 
   Outcome out;
   TxnNodeConfig cfg;  // the defaults: arena_bytes, coroutines, ...
   cfg.fabric.cluster = cluster;
+  cfg.fabric.cluster_key = drtmx::testing::kTestClusterKey;
   cfg.fabric.node = node;
   cfg.fabric.num_nodes = kNodes;
   cfg.fabric.threads = 1;

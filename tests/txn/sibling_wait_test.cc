@@ -6,6 +6,7 @@
 // every increment is counted exactly, at the primary and the backup.
 #include <gtest/gtest.h>
 
+#include "support/test_cluster_key.h"
 #include "support/thread_cluster.h"
 #include "txn/txn_node.h"
 
@@ -47,6 +48,7 @@ Outcome run_node(const store::Catalog& cat, uint16_t node, const std::string& co
   Outcome out;
   TxnNodeConfig cfg;
   cfg.fabric.cluster = cluster;
+  cfg.fabric.cluster_key = drtmx::testing::kTestClusterKey;
   cfg.fabric.node = node;
   cfg.fabric.num_nodes = kNodes;
   cfg.fabric.threads = 1;

@@ -9,6 +9,7 @@
 
 #include <random>
 
+#include "support/test_cluster_key.h"
 #include "support/thread_cluster.h"
 
 namespace drtmx::txn {
@@ -56,6 +57,7 @@ NodeOutcome run_node(const store::Catalog& cat, uint16_t node, const std::string
   NodeOutcome out;
   TxnNodeConfig cfg;
   cfg.fabric.cluster = cluster;
+  cfg.fabric.cluster_key = drtmx::testing::kTestClusterKey;
   cfg.fabric.node = node;
   cfg.fabric.num_nodes = kNodes;
   cfg.fabric.threads = kThreads;

@@ -20,6 +20,7 @@
 #include <set>
 
 #include "store/record.h"
+#include "support/test_cluster_key.h"
 #include "support/thread_cluster.h"
 #include "txn/mvcc_ops.h"
 #include "txn/txn_node.h"
@@ -104,6 +105,7 @@ NodeOutcome run_node(const store::Catalog& cat, const ClusterRun& r, uint16_t no
   NodeOutcome out;
   TxnNodeConfig cfg;
   cfg.fabric.cluster = cluster;
+  cfg.fabric.cluster_key = drtmx::testing::kTestClusterKey;
   cfg.fabric.node = node;
   cfg.fabric.num_nodes = kNodes;
   cfg.fabric.threads = kThreads;

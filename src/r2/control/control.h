@@ -49,13 +49,18 @@
 // lease (or whose connection closes) has lost it (ControlClientConfig::
 // on_lost): in both modes, every call on its client fails from then on.
 //
-// Connections: while the cluster forms, the coordinator keeps at most one
-// connection per node that has not joined yet, and drops one that does not
-// join within 2 s (or the join timeout, if shorter); a connection beyond
-// that is refused at once ("retry": a real node connects again until its
-// join timeout). Once every node joined, a new connection is refused at
-// once, naming why, never left to time out; a join then never fails the
-// running cluster (a removed node's is answered Removed).
+// Connections: the coordinator speaks first, with a Challenge; a
+// connection becomes a node only by answering it with a join MACed under
+// the cluster key (cluster_key.h), and the node believes the coordinator
+// only once it proved the key back. A connection that sends anything else,
+// garbage, a frame above 64 KiB, a join of another cluster, without a key,
+// with a wrong key or answering another connection's challenge (a replay),
+// or that does not answer within handshake_timeout, is turned away — one
+// line on the coordinator's stderr, the reason to the peer — and nothing
+// else changes. A connection in the handshake holds no node's place. Once
+// every node joined, a new connection is refused at once, naming why, never
+// left to time out; a join then never fails the running cluster (a removed
+// node's is answered Removed).
 //
 // Threading: a ControlClient's calls are made by one thread at a time;
 // epoch(), view() and the on_change callback are the exceptions (below).
@@ -76,9 +81,24 @@
 
 namespace drtmx::r2 {
 
+// Connections in the key handshake at once (ControlServerConfig).
+constexpr size_t kMaxHandshakes = 64;
+
 struct ControlServerConfig {
-  std::string listen = "127.0.0.1:0";  // host:port; port 0 picks a free port
+  // host:port; port 0 picks a free port. The host is the one address
+  // bound ("*" or 0.0.0.0: every interface, only when asked for).
+  std::string listen = "127.0.0.1:0";
   std::string cluster = "drtmx";
+  // The cluster key (at least kMinClusterKeyBytes, cluster_key.h): a
+  // connection becomes a node only after proving it (README.md, "The
+  // cluster key"). Required.
+  std::string key;
+  // A connection must complete the key handshake (send its SignedJoin)
+  // within this long after it was accepted, else it is turned away; the
+  // join timeout caps it. A connection in the handshake holds no node's
+  // place; at most kMaxHandshakes are in it at once (the oldest is turned
+  // away for a newer one).
+  std::chrono::milliseconds handshake_timeout{2000};
   uint16_t num_nodes = 1;
   // All nodes must have joined within this time after the server started.
   std::chrono::milliseconds join_timeout{10000};
@@ -125,6 +145,10 @@ class ControlServer {
 struct ControlClientConfig {
   std::string coordinator = "127.0.0.1:7400";  // host:port of the server
   std::string cluster = "drtmx";
+  // The cluster key. The node proves it to the coordinator and joins only
+  // a coordinator that proves it back. Empty: the node has none, and the
+  // coordinator turns it away (saying so on both sides).
+  std::string key;
   uint16_t node = 0;
   uint16_t num_nodes = 1;
   // Address other nodes may use to reach this one (for multi-host setups);

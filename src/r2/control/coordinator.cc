@@ -14,6 +14,8 @@
 #include <cstring>
 #include <iostream>
 
+#include "r2/control/cluster_key.h"
+
 namespace drtmx::r2 {
 namespace control {
 
@@ -49,7 +51,11 @@ Status Coordinator::listen_on(const std::string& addr) {
   if (rc != 0) {
     return unavailable(
         "cannot listen on " + addr + ": " + std::strerror(err) +
-        (err == EADDRINUSE ? " (another cluster uses that port? pick another)" : ""));
+        (err == EADDRINUSE ? " (another cluster uses that port? pick another)" : "") +
+        (err == EADDRNOTAVAIL
+             ? " (not an address of this machine: give the coordinator one of its own, e.g. "
+               "--coordinator-bind=ADDR)"
+             : ""));
   }
   // The kernel's largest backlog (net.core.somaxconn caps it): a burst of
   // connections waits in the accept queue for the loop, which answers each
@@ -97,8 +103,10 @@ void Coordinator::send_to(Conn& c, const Envelope& e) {
 }
 
 void Coordinator::broadcast(const Envelope& e) {
+  // The nodes (and one whose join is being refused): a connection still in
+  // the key handshake is none of them.
   for (auto& c : conns_) {
-    if (c.fd >= 0 && !c.left && !c.removed) send_to(c, e);
+    if (c.fd >= 0 && c.proven && !c.left && !c.removed) send_to(c, e);
   }
 }
 
@@ -117,10 +125,8 @@ std::string Coordinator::name_of(const Conn& c) const {
 
 Status Coordinator::check_join_settings(const Join& j) const {
   const std::string who = "node " + std::to_string(j.node());
-  if (j.cluster() != cfg_.cluster) {
-    return aborted(who + " joined cluster '" + j.cluster() + "' but the coordinator serves '" +
-                   cfg_.cluster + "' (check --cluster)");
-  }
+  // (The cluster's name was checked in the handshake: a node of another
+  // cluster is only turned away.)
   if (j.num_nodes() != cfg_.num_nodes) {
     return aborted(who + " expects " + std::to_string(j.num_nodes()) +
                    " nodes but the cluster has " + std::to_string(cfg_.num_nodes) +
@@ -253,20 +259,13 @@ void Coordinator::on_leave(Conn& c) {
 void Coordinator::on_frame(Conn& c, const Envelope& e) {
   if (c.removed) return;  // a removed node's late frames change nothing
   if (c.node >= 0) renew(static_cast<uint16_t>(c.node));
-  if (c.node < 0 && e.body_case() != Envelope::kJoin) {
-    // Whatever talks to the port must join first; it is not a node of
-    // this cluster, and the cluster goes on.
-    std::cerr << "coordinator: dropping " << name_of(c) << ": it sent a message before joining\n";
-    Envelope f;
-    f.mutable_failure()->set_refused(true);
-    f.mutable_failure()->set_reason("the first message to the coordinator must be a join");
-    send_to(c, f);
-    drop(c);
-    return;
-  }
+  // Whatever talks to the port must complete the key handshake first; until
+  // then it is not a node of this cluster, and the cluster goes on.
+  if (c.node < 0) return on_unjoined_frame(c, e);
   switch (e.body_case()) {
     case Envelope::kJoin:
-      return on_join(c, e.join());
+    case Envelope::kSignedJoin:
+      return fail(name_of(c) + " sent a second join");
     case Envelope::kExchange:
       return on_exchange(c, e.exchange());
     case Envelope::kLeave:
@@ -296,10 +295,12 @@ void Coordinator::on_readable(Conn& c) {
   if (!perr.is_ok()) {
     if (c.node >= 0 && !c.removed) {
       node_failed(static_cast<uint16_t>(c.node), &c, name_of(c) + " sent a " + perr.message());
+      drop(c);
+    } else if (c.node < 0) {
+      turn_away(c, "it sent a " + perr.message());
     } else {
-      std::cerr << "coordinator: dropping " << name_of(c) << ": " << perr.message() << "\n";
+      drop(c);
     }
-    drop(c);
     return;
   }
   if (!open) {
@@ -307,6 +308,8 @@ void Coordinator::on_readable(Conn& c) {
       node_failed(static_cast<uint16_t>(c.node), &c,
                   "node " + std::to_string(c.node) + " disconnected without leaving (" +
                       err.message() + "; did its process die?)");
+    } else if (c.node < 0) {
+      std::cerr << "coordinator: " << name_of(c) << " closed before completing the key handshake\n";
     }
     drop(c);
   }
@@ -317,31 +320,19 @@ void Coordinator::drop(Conn& c) {
   c.fd = -1;
 }
 
-std::string Coordinator::refusal(bool* retry) const {
-  size_t waiting = 0;  // connections that have not joined (yet)
-  for (const Conn& c : conns_) waiting += c.fd >= 0 && c.node < 0;
-  const uint16_t removed = static_cast<uint16_t>(cfg_.num_nodes - live_count_);
-  *retry = false;
-  if (joined_count_ == cfg_.num_nodes) {
-    // Only a removed node may still knock (it is told it was removed).
-    if (cfg_.survive_failures && waiting < removed) return "";
-    return "cluster '" + cfg_.cluster + "' is running with all its " +
-           std::to_string(cfg_.num_nodes) +
-           " nodes; a node joins only when the cluster starts (a node of another cluster "
-           "given this coordinator's address?)";
-  }
-  if (waiting + joined_count_ < cfg_.num_nodes) return "";
-  *retry = true;
-  return "cluster '" + cfg_.cluster + "' has " + std::to_string(cfg_.num_nodes) +
-         " nodes and a connection for each already (" + std::to_string(joined_count_) +
-         " joined, " + std::to_string(waiting) +
-         " not yet): more connections than nodes (something else connecting to this port?)";
+std::string Coordinator::refusal() const {
+  if (joined_count_ < cfg_.num_nodes) return "";
+  // Only a removed node may still knock (it is told it was removed).
+  if (cfg_.survive_failures && live_count_ < cfg_.num_nodes) return "";
+  return "cluster '" + cfg_.cluster + "' is running with all its " +
+         std::to_string(cfg_.num_nodes) +
+         " nodes; a node joins only when the cluster starts (a node of another cluster "
+         "given this coordinator's address?)";
 }
 
-void Coordinator::refuse(int fd, const std::string& reason, bool retry) {
+void Coordinator::refuse(int fd, const std::string& reason) {
   Envelope e;
   e.mutable_failure()->set_refused(true);
-  e.mutable_failure()->set_retry(retry);
   e.mutable_failure()->set_reason(reason);
   // A fresh socket's buffer holds the small frame: no wait.
   (void)send_frame(fd, e, Clock::now());
@@ -388,9 +379,8 @@ void Coordinator::accept_all() {
       close(fd);
       continue;
     }
-    bool retry = false;
-    if (const std::string why = refusal(&retry); !why.empty()) {
-      refuse(fd, why, retry);
+    if (const std::string why = refusal(); !why.empty()) {
+      refuse(fd, why);
       continue;
     }
     Conn c;
@@ -398,28 +388,25 @@ void Coordinator::accept_all() {
     char ip[INET_ADDRSTRLEN] = "?";
     inet_ntop(AF_INET, &sa.sin_addr, ip, sizeof ip);
     c.peer = std::string(ip) + ":" + std::to_string(ntohs(sa.sin_port));
-    // A real node sends its join right after connecting; a connection that
-    // does not must not hold a node's place for long.
-    c.join_by = Clock::now() + join_grace();
-    conns_.push_back(std::move(c));
+    // A real node answers the challenge at once; one that does not is
+    // turned away at the deadline, and never holds a node's place.
+    c.join_by = Clock::now() + handshake_grace();
+    c.reader.set_limit(kMaxHandshakeFrameBytes);
+    if (challenge(c)) conns_.push_back(std::move(c));
   }
 }
 
-std::chrono::milliseconds Coordinator::join_grace() const {
-  return std::min<std::chrono::milliseconds>(cfg_.join_timeout, std::chrono::seconds(2));
+std::chrono::milliseconds Coordinator::handshake_grace() const {
+  return std::min<std::chrono::milliseconds>(cfg_.join_timeout, cfg_.handshake_timeout);
 }
 
 void Coordinator::check_unjoined() {
   const auto now = Clock::now();
   for (Conn& c : conns_) {
-    if (c.fd < 0 || c.node >= 0 || now < c.join_by) continue;
-    std::cerr << "coordinator: dropping " << name_of(c) << ": it did not join in time\n";
-    Envelope e;
-    e.mutable_failure()->set_refused(true);
-    e.mutable_failure()->set_reason("connected but did not join within " +
-                                    std::to_string(join_grace().count()) + " ms");
-    send_to(c, e);
-    drop(c);
+    if (c.fd < 0 || c.node >= 0 || c.removed || now < c.join_by) continue;
+    turn_away(c, "it did not complete the key handshake within " +
+                     std::to_string(handshake_grace().count()) +
+                     " ms of connecting (a slow or silent connection)");
   }
 }
 
@@ -496,6 +483,15 @@ void Coordinator::loop() {
 
 Result<std::unique_ptr<ControlServer>> ControlServer::start(const ControlServerConfig& cfg) {
   if (cfg.num_nodes == 0) return invalid_argument("a cluster needs at least one node");
+  if (cfg.key.empty()) {
+    return invalid_argument(
+        "the coordinator needs the cluster key: it admits only nodes that prove it (give "
+        "--cluster-key-file=FILE, or let the launcher make one)");
+  }
+  DRTMX_RETURN_IF_ERROR(check_cluster_key(cfg.key, "the coordinator's cluster key"));
+  if (cfg.handshake_timeout.count() <= 0) {
+    return invalid_argument("the handshake timeout must be above 0 ms");
+  }
   if (cfg.num_nodes > kMaxNodes) {
     return invalid_argument("a cluster has at most " + std::to_string(kMaxNodes) + " nodes");
   }

@@ -26,16 +26,20 @@ namespace drtmx::r2::control {
 struct Conn {
   int fd = -1;
   FrameReader reader;
-  int node = -1;  // after a valid Join
+  int node = -1;  // after a valid SignedJoin and Join
   std::string peer;
+  // The nonce of the Challenge this connection was sent (the key
+  // handshake; cluster_key.h), and whether the peer proved the key.
+  std::string nonce;
+  bool proven = false;
   bool left = false;
   // Survive mode: this node was removed (or refused as removed). It was
   // sent Removed; its frames are ignored and it gets nothing more. The
   // connection stays open until the node closes it, so that Removed is
   // not lost to a reset when the node resumes and sends again.
   bool removed = false;
-  // Before the join: when this connection must have joined by (else it is
-  // dropped). After: the lease the node renews (0: none), and when the
+  // Before the join: when this connection must have completed the key
+  // handshake by (else it is turned away). After: the lease the node renews (0: none), and when the
   // coordinator renews its own lease to the node next (a Heartbeat every
   // lease/4).
   Clock::time_point join_by;
@@ -83,6 +87,13 @@ class Coordinator final : public ControlServer {
   void broadcast(const Envelope& e);
   void fail(const std::string& reason);
   std::string name_of(const Conn& c) const;
+  // The key handshake (coordinator_handshake.cc): a SignedJoin checked,
+  // then on_join; a connection turned away says why on both sides.
+  void on_signed_join(Conn& c, const SignedJoin& sj);
+  void on_unjoined_frame(Conn& c, const Envelope& e);
+  void turn_away(Conn& c, const std::string& reason);
+  // Sends a new connection its Challenge (false: it was turned away).
+  bool challenge(Conn& c);
   void on_join(Conn& c, const Join& j);
   Status check_join_settings(const Join& j) const;
   void on_exchange(Conn& c, const Exchange& x);
@@ -91,14 +102,15 @@ class Coordinator final : public ControlServer {
   void on_readable(Conn& c);
   void drop(Conn& c);
   void accept_all();
-  // The reason a new connection is refused, or "" when it may stay;
-  // *retry: the cluster is still forming (the refused may try again).
-  std::string refusal(bool* retry) const;
-  void refuse(int fd, const std::string& reason, bool retry);
+  // The reason a new connection is refused at once, or "" when it may
+  // begin the handshake.
+  std::string refusal() const;
+  void refuse(int fd, const std::string& reason);
   void serve_refused();
-  // Drops connections that did not join within join_grace() of connecting.
+  // Turns away connections that did not complete the handshake within
+  // handshake_grace() of connecting.
   void check_unjoined();
-  std::chrono::milliseconds join_grace() const;
+  std::chrono::milliseconds handshake_grace() const;
   std::string result_message();
   void check_join_deadline();
   void loop();

@@ -77,6 +77,9 @@ Status send_frame(int fd, const Envelope& e, Clock::time_point deadline) {
 bool FrameReader::fill(int fd, Status* err) {
   char tmp[16384];
   for (;;) {
+    // A peer that streams more than one frame's worth without a frame
+    // boundary is cut off here, not buffered without end.
+    if (buf_.size() - pos_ > static_cast<size_t>(limit_) + 4 + sizeof tmp) return true;
     ssize_t r = ::recv(fd, tmp, sizeof tmp, 0);
     if (r > 0) {
       buf_.append(tmp, static_cast<size_t>(r));
@@ -100,9 +103,10 @@ bool FrameReader::next(Envelope* out, Status* err) {
   uint32_t n = 0;
   for (int i = 0; i < 4; ++i)
     n |= static_cast<uint32_t>(static_cast<uint8_t>(buf_[pos_ + i])) << (8 * i);
-  if (n > kMaxFrameBytes) {
+  if (n > limit_) {
     *err = invalid_argument("malformed control frame: length " + std::to_string(n) + " exceeds " +
-                            std::to_string(kMaxFrameBytes) +
+                            std::to_string(limit_) +
+                            (limit_ < kMaxFrameBytes ? " before the key handshake" : "") +
                             " (is something else talking to the coordinator port?)");
     return false;
   }

@@ -17,6 +17,9 @@ using Clock = std::chrono::steady_clock;
 // Frames above this are refused as malformed (a peer speaking another
 // protocol, or garbage).
 constexpr uint32_t kMaxFrameBytes = 64u << 20;
+// Until the key handshake is done, frames are small (a join with its
+// fingerprint); anything larger is refused before it is buffered.
+constexpr uint32_t kMaxHandshakeFrameBytes = 64u << 10;
 
 struct HostPort {
   std::string host;
@@ -38,8 +41,11 @@ class FrameReader {
   bool next(Envelope* out, Status* err);
   // Bytes read so far (a peer that sent anything is alive).
   uint64_t received() const { return received_; }
+  // Frames above `bytes` are malformed (kMaxFrameBytes by default).
+  void set_limit(uint32_t bytes) { limit_ = bytes; }
 
  private:
+  uint32_t limit_ = kMaxFrameBytes;
   std::string buf_;
   size_t pos_ = 0;
   uint64_t received_ = 0;

@@ -12,6 +12,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "r2/control/cluster_key.h"
+
 namespace drtmx::r2 {
 namespace control {
 namespace {
@@ -71,53 +73,34 @@ Status MemberClient::join() {
                             gai_strerror(e));
   }
   const auto deadline = Clock::now() + cfg_.join_timeout;
-  Envelope e;
-  auto* j = e.mutable_join();
-  j->set_cluster(cfg_.cluster);
-  j->set_node(cfg_.node);
-  j->set_num_nodes(cfg_.num_nodes);
-  j->set_host(cfg_.host);
-  j->set_lease_ms(static_cast<uint32_t>(cfg_.lease.count()));
-  j->set_survive_failures(cfg_.survive_failures);
-  for (auto& [k, v] : cfg_.fingerprint) (*j->mutable_fingerprint())[k] = v;
-  Envelope r;
-  std::string refused;  // the last refusal of a cluster still forming
-  for (;;) {
-    while (fd_ < 0 && Clock::now() < deadline) {
-      fd_ = try_connect(res, deadline);
-      if (fd_ < 0) std::this_thread::sleep_for(std::chrono::milliseconds(25));
-    }
-    if (fd_ < 0) {
-      freeaddrinfo(res);
-      if (!refused.empty()) {
-        return unavailable("the coordinator at " + cfg_.coordinator + " kept refusing node " +
-                           std::to_string(cfg_.node) + " for " +
-                           std::to_string(cfg_.join_timeout.count()) + " ms: " + refused);
-      }
-      return unavailable("cannot reach the coordinator at " + cfg_.coordinator + " within " +
-                         std::to_string(cfg_.join_timeout.count()) +
-                         " ms (is it started, and is --coordinator right?)");
-    }
-    if (Status s = send(e, deadline); !s.is_ok()) {
-      freeaddrinfo(res);
-      return s;
-    }
-    // The coordinator itself gives up at its own join timeout and tells us
-    // why; allow it a margin to do so.
-    Status s = receive_join_reply(&r, deadline + std::chrono::seconds(3));
-    if (s.is_ok() || r.body_case() != Envelope::kFailure || !r.failure().retry()) {
-      freeaddrinfo(res);
-      if (!s.is_ok()) return s;
-      break;
-    }
-    // Every node's place is held by a connection that has not joined (a
-    // stranger's, dropped soon): connect again.
-    refused = r.failure().reason();
-    close(fd_);
-    fd_ = -1;
-    reader_ = FrameReader();
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  Join j;
+  j.set_cluster(cfg_.cluster);
+  j.set_node(cfg_.node);
+  j.set_num_nodes(cfg_.num_nodes);
+  j.set_host(cfg_.host);
+  j.set_lease_ms(static_cast<uint32_t>(cfg_.lease.count()));
+  j.set_survive_failures(cfg_.survive_failures);
+  for (auto& [k, v] : cfg_.fingerprint) (*j.mutable_fingerprint())[k] = v;
+  const std::string join_bytes = j.SerializeAsString();
+  while (fd_ < 0 && Clock::now() < deadline) {
+    fd_ = try_connect(res, deadline);
+    if (fd_ < 0) std::this_thread::sleep_for(std::chrono::milliseconds(25));
   }
+  freeaddrinfo(res);
+  if (fd_ < 0) {
+    return unavailable("cannot reach the coordinator at " + cfg_.coordinator + " within " +
+                       std::to_string(cfg_.join_timeout.count()) +
+                       " ms (is it started, and is --coordinator right?)");
+  }
+  // The coordinator speaks first: its challenge, or why not. Until it
+  // proved the key, nothing large is read from it. It gives up at its own
+  // join timeout and tells us why; allow it a margin to do so.
+  reader_.set_limit(kMaxHandshakeFrameBytes);
+  Envelope r;
+  DRTMX_RETURN_IF_ERROR(receive_join_reply(&r, deadline + std::chrono::seconds(3)));
+  DRTMX_RETURN_IF_ERROR(handshake(r, join_bytes, deadline + std::chrono::seconds(3)));
+  reader_.set_limit(kMaxFrameBytes);
+  DRTMX_RETURN_IF_ERROR(receive_join_reply(&r, deadline + std::chrono::seconds(3)));
   if (r.body_case() != Envelope::kJoinOk) {
     return fail_locally(internal_error("the coordinator answered the join with something else"));
   }
@@ -128,6 +111,59 @@ Status MemberClient::join() {
   if (wake_fd_ < 0) return fail_locally(io_error("eventfd for the control client", errno));
   thread_ = std::thread([this] { run(); });
   return Status::ok();
+}
+
+Status MemberClient::handshake(const Envelope& challenge, const std::string& join_bytes,
+                               Clock::time_point deadline) {
+  const std::string me = "node " + std::to_string(cfg_.node);
+  if (challenge.body_case() != Envelope::kChallenge ||
+      challenge.challenge().nonce().size() != kNonceBytes) {
+    return fail_locally(unavailable(
+        "the coordinator at " + cfg_.coordinator + " did not begin the cluster-key handshake (" +
+        me + " did not join: a drtmx coordinator of an older version, or not a coordinator?)"));
+  }
+  auto mine = random_nonce();
+  if (!mine) return fail_locally(mine.status());
+  const std::string& theirs = challenge.challenge().nonce();
+  Envelope e;
+  auto* sj = e.mutable_signed_join();
+  sj->set_join(join_bytes);
+  sj->set_nonce(*mine);
+  sj->set_answers(theirs);
+  if (!cfg_.key.empty()) {
+    sj->set_mac(handshake_mac(cfg_.key, Prover::kMember, theirs, *mine, join_bytes));
+  }
+  DRTMX_RETURN_IF_ERROR(send(e, deadline));
+  Envelope a;
+  Status s = receive_join_reply(&a, deadline);
+  if (!s.is_ok()) {
+    // (The client is failed already; the caller learns why first.)
+    if (cfg_.key.empty()) {
+      return unavailable(me + " has no cluster key (give --cluster-key-file=FILE): " + s.message());
+    }
+    return s;
+  }
+  const bool proven = a.body_case() == Envelope::kAdmitted && !cfg_.key.empty() &&
+                      mac_equal(a.admitted().mac(), handshake_mac(cfg_.key, Prover::kCoordinator,
+                                                                  theirs, *mine, join_bytes));
+  if (proven) return Status::ok();
+  const std::string why =
+      cfg_.key.empty()
+          ? me +
+                " has no cluster key (give --cluster-key-file=FILE), so it cannot tell the "
+                "coordinator at " +
+                cfg_.coordinator + " from an impostor; it did not join"
+          : "the coordinator at " + cfg_.coordinator +
+                " did not prove the cluster key: it is not this cluster's coordinator (an "
+                "impostor, or a coordinator given another key); " +
+                me + " did not join";
+  Envelope f;
+  f.mutable_failure()->set_reason(me + " refused the coordinator: it did not prove the key");
+  {
+    std::lock_guard<std::mutex> lk(send_mu_);
+    (void)send_frame(fd_, f, Clock::now() + std::chrono::milliseconds(200));
+  }
+  return fail_locally(unavailable(why));
 }
 
 Status MemberClient::receive_join_reply(Envelope* out, Clock::time_point deadline) {
@@ -142,10 +178,6 @@ Status MemberClient::receive_join_reply(Envelope* out, Clock::time_point deadlin
     return fail_locally(unavailable("lost the coordinator while joining: " + s.message()));
   }
   if (out->body_case() == Envelope::kFailure) {
-    if (out->failure().refused() && out->failure().retry()) {
-      // Not terminal: join() connects again (the client is not failed).
-      return unavailable(out->failure().reason());
-    }
     if (out->failure().refused()) {
       return fail_locally(unavailable("the coordinator at " + cfg_.coordinator + " refused node " +
                                       std::to_string(cfg_.node) + ": " + out->failure().reason()));
@@ -260,6 +292,7 @@ Status MemberClient::leave() {
 
 Result<std::unique_ptr<ControlClient>> ControlClient::join(const ControlClientConfig& cfg) {
   if (cfg.lease.count() < 0) return invalid_argument("the lease must not be negative");
+  if (!cfg.key.empty()) DRTMX_RETURN_IF_ERROR(check_cluster_key(cfg.key, "the node's cluster key"));
   auto m = std::make_unique<control::MemberClient>(cfg);
   DRTMX_RETURN_IF_ERROR(m->join());
   return std::unique_ptr<ControlClient>(std::move(m));

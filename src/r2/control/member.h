@@ -48,6 +48,11 @@ class MemberClient final : public ControlClient {
   // member.cc
   Status send(const Envelope& e, Clock::time_point deadline);
   Status receive_join_reply(Envelope* out, Clock::time_point deadline);
+  // The key handshake after `challenge` (the coordinator's first frame):
+  // sends this node's SignedJoin of `join_bytes` and checks the
+  // coordinator's proof (Admitted). Ok: the coordinator proved the key.
+  Status handshake(const Envelope& challenge, const std::string& join_bytes,
+                   Clock::time_point deadline);
   // Records the terminal failure `s` (the first one wins) and wakes the caller.
   Status fail_locally(Status s);
   void stop_thread();

@@ -25,6 +25,7 @@
 #include "r2/node_runtime.h"
 #include "r2/sched/co.h"
 #include "r2/sched/op_batch.h"
+#include "support/test_cluster_key.h"
 
 namespace {
 
@@ -60,6 +61,7 @@ int main(int argc, char** argv) {
   std::signal(SIGUSR1, on_usr1);
   NodeRuntimeConfig cfg;
   cfg.fabric.cluster = argv[2];
+  cfg.fabric.cluster_key = drtmx::testing::kTestClusterKey;
   cfg.fabric.node = static_cast<NodeId>(std::stoi(argv[3]));
   cfg.fabric.num_nodes = static_cast<uint16_t>(std::stoi(argv[4]));
   cfg.fabric.lease_ms = static_cast<uint32_t>(std::stoul(argv[5]));

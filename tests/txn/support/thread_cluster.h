@@ -13,6 +13,7 @@
 
 #include "r2/control/control.h"
 #include "r2/shm/shm_fabric.h"
+#include "support/test_cluster_key.h"
 
 namespace drtmx::txn::testing {
 
@@ -25,6 +26,7 @@ std::vector<Outcome> run_thread_cluster(const std::string& name, uint16_t nodes,
   r2::ControlServerConfig sc;
   sc.cluster = cluster;
   sc.num_nodes = nodes;
+  sc.key = drtmx::testing::kTestClusterKey;
   auto server = r2::ControlServer::start(sc);
   EXPECT_TRUE(server.is_ok()) << server.status().to_string();
   if (!server.is_ok()) return {};
