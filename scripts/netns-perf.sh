@@ -66,9 +66,13 @@ perftest() { # test, label
   echo "ucx_perftest $2 $1 latency_us(typical,avg,overall)=$(echo "$last" | awk '{print $2","$3","$4}') msgrate=$(echo "$last" | awk '{print $(NF-1)}')/s"
   port=$((port + 1))
 }
+# Nodes started by hand share a cluster key (a file only its owner reads).
+key="$dir/r2.key"
+(umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$key")
 r2run() { # op, coroutines
   local common="--fabric=ucx --nodes=2 --issuers=1 --op=$1 --payload=8 --coroutines=$2
-    --seconds=$secs --warmup=0.5 --cluster=${name}r2 --coordinator=$net.10:$port"
+    --seconds=$secs --warmup=0.5 --cluster=${name}r2 --coordinator=$net.10:$port
+    --cluster-key-file=$key"
   ip netns exec "$name-h1" "$r2" $common --node=1 >/dev/null 2>&1 &
   local other=$! out
   out=$(ip netns exec "$name-h0" "$r2" $common --node=0 --host-coordinator 2>&1)
