@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(cmake g++ ninja-build pkg-config libibverbs-dev librdmacm-dev ibverbs-providers
-  libucx-dev ucx-utils
+  libucx-dev ucx-utils iproute2
   libboost-context-dev libboost-coroutine-dev libboost-program-options-dev
   libpmem-dev libjemalloc-dev libprotobuf-dev protobuf-compiler libssl-dev libgtest-dev libbenchmark-dev
   python3 python3-matplotlib)

@@ -99,13 +99,20 @@ struct BenchOptions {
   //   kStop        --stop-node=N@S+MS: SIGSTOP it, SIGCONT MS later (beyond
   //                the lease it was removed: it must stop cleanly);
   //   kCrashPoint  --crash-point=NAME:N:HIT without durability: node N
-  //                kills itself at that point of the commit path.
+  //                kills itself at that point of the commit path;
+  //   kPartition   --partition-node=N@S+MS (with --hosts): node N's host is
+  //                cut off the network by `<link_shell> down HOST` and
+  //                joined again by `<link_shell> up HOST` MS later; removed
+  //                beyond the lease, the node must stay fenced or stop.
   struct Fault {
-    enum Kind : uint8_t { kKill, kStop, kCrashPoint } kind = kKill;
+    enum Kind : uint8_t { kKill, kStop, kCrashPoint, kPartition } kind = kKill;
     int node = 0;
-    double at = 0;       // seconds into the measured run (kKill, kStop)
-    double stop_ms = 0;  // kStop
+    double at = 0;       // seconds into the measured run (kKill, kStop, kPartition)
+    double stop_ms = 0;  // kStop, kPartition: how long stopped / cut off
   };
+  // --link-shell=CMD (--partition-node): `CMD down HOST` cuts HOST off the
+  // network, `CMD up HOST` joins it again.
+  std::string link_shell;
   std::vector<Fault> faults;
   // The survivors' copies of each partition (WorkloadEnv::copies), set by
   // the reporting node of a failover run; empty otherwise.

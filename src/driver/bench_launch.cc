@@ -91,6 +91,12 @@ std::string this_host() {
 }
 
 // A failover test's crash point: when the node killed itself (its file).
+// --partition-node: the command that cuts node `node`'s host off the
+// network ("down") or joins it again ("up"), bounded in time.
+std::string link_command(const BenchOptions& o, const std::string& what, size_t node) {
+  return "timeout -k 2 20 " + o.link_shell + " " + what + " " + shell_quote(o.hosts[node].host);
+}
+
 uint64_t read_killed_file(const BenchOptions& o) {
   std::ifstream in(o.kill_dir() + "/killed_ns");
   uint64_t v = 0;
@@ -140,7 +146,10 @@ Status run_once(const BenchOptions& given) {
     const std::string swept = r2::shm::remove_orphan_segments("drtmxbench").summary();
     if (!swept.empty()) std::cout << "drtmx-bench: " << swept << std::endl;
   }
-  if (o.durable && !o.recover) {
+  const bool remote = !o.hosts.empty();
+  // --hosts: each node creates (or recovers from) its --pmem-dir on its own
+  // host; this machine holds none of them.
+  if (o.durable && !o.recover && !remote) {
     std::error_code ec;
     std::filesystem::create_directories(o.pmem_dir, ec);
     if (ec) {
@@ -148,12 +157,11 @@ Status run_once(const BenchOptions& given) {
                           ec.message() + "); give a writable directory",
                       ec.value());
     }
-  } else if (o.recover && !std::filesystem::is_directory(o.pmem_dir)) {
+  } else if (o.recover && !remote && !std::filesystem::is_directory(o.pmem_dir)) {
     return not_found("--pmem-dir=" + o.pmem_dir +
                      " is not a directory: nothing to recover (start without --recover to "
                      "create a database there)");
   }
-  const bool remote = !o.hosts.empty();
   if (o.durable && !remote) {
     // What persisting there means, before anything runs: a disk directory
     // makes every persist an msync.
@@ -265,6 +273,25 @@ Status run_once(const BenchOptions& given) {
       // A failover test's crash point: that node kills itself; the rest go on.
       if (f.kind == BenchOptions::Fault::kCrashPoint) group.expect_end(static_cast<size_t>(f.node));
     }
+    // A stopped node resumes, a cut-off host joins the network again: when
+    // the fault's time is up, or the run ended before.
+    auto end_fault = [&](size_t i) {
+      const BenchOptions::Fault& f = o.faults[i];
+      const size_t node = static_cast<size_t>(f.node);
+      if (f.kind == BenchOptions::Fault::kPartition) {
+        if (std::system(link_command(o, "up", node).c_str()) != 0) {
+          std::cout << "drtmx-bench: --link-shell could not join " << o.hosts[node].host
+                    << " to the network again: " << link_command(o, "up", node) << std::endl;
+        }
+      } else if (f.kind == BenchOptions::Fault::kStop && remote) {
+        (void)std::system(
+            remote_signal(o.remote_shell, o.hosts[node].host, o.fabric.cluster, f.node, "CONT", 20)
+                .c_str());
+      } else if (f.kind == BenchOptions::Fault::kStop) {
+        group.signal_one(node, SIGCONT);
+      }
+      fault_state[i] = 2;
+    };
     std::function<void()> poll = [&] {
       if (!remote) {
         for (uint16_t i = 0; i < nodes; ++i) pids[i] = group.pid(i);
@@ -291,7 +318,22 @@ Status run_once(const BenchOptions& given) {
               std::ofstream(o.kill_dir() + "/killed_ns") << killed_ns << "\n";
             }
             bool ok = false;
-            if (f.kind == BenchOptions::Fault::kKill) {
+            if (f.kind == BenchOptions::Fault::kPartition) {
+              // The process runs on; its host leaves the network.
+              group.expect_end(node);
+              ok = std::system(link_command(o, "down", node).c_str()) == 0;
+              stopped_at[i] = now;
+            } else if (remote) {
+              // The node runs on its host: signalled there, through the
+              // remote shell, as ssh would need (the local remote shell
+              // may end in any way then).
+              group.expect_end(node);
+              const bool kill = f.kind == BenchOptions::Fault::kKill;
+              ok = std::system(remote_signal(o.remote_shell, o.hosts[node].host, o.fabric.cluster,
+                                             f.node, kill ? "KILL" : "STOP", 20)
+                                   .c_str()) == 0;
+              stopped_at[i] = now;
+            } else if (f.kind == BenchOptions::Fault::kKill) {
               ok = group.kill_one(node, SIGKILL);
             } else {
               group.expect_end(node);
@@ -302,8 +344,7 @@ Status run_once(const BenchOptions& given) {
             if (!ok) killed_ns = 1;
           } else if (fault_state[i] == 1 &&
                      now - stopped_at[i] >= std::chrono::duration<double, std::milli>(f.stop_ms)) {
-            group.signal_one(node, SIGCONT);
-            fault_state[i] = 2;
+            end_fault(i);
           }
         }
         return;
@@ -314,11 +355,22 @@ Status run_once(const BenchOptions& given) {
         const auto since = std::chrono::steady_clock::now().time_since_epoch() -
                            std::chrono::steady_clock::duration(t);
         if (since < std::chrono::duration<double>(o.crash_at)) return;
+        if (remote) {
+          // Every host at once, through the remote shell.
+          std::vector<std::string> kills;
+          for (const HostLine& h : o.hosts) {
+            kills.push_back(remote_stop(o.remote_shell, h.host, o.fabric.cluster, 20));
+          }
+          (void)std::system(all_at_once(kills).c_str());
+        }
         group.signal_all(SIGKILL);
         crashed = true;
       }
     };
     if (result.is_ok()) result = group.wait_all(limit, poll);
+    for (size_t i = 0; i < o.faults.size(); ++i) {
+      if (fault_state[i] == 1) end_fault(i);
+    }
     if (!remote) result = watch.explain(result);
     if (remote) {
       // Whatever ended the run, nothing of it stays on the hosts.

@@ -2,6 +2,7 @@
 // validated before any node starts.
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/program_options.hpp>
 #include <filesystem>
 #include <fstream>
@@ -67,6 +68,9 @@ std::vector<std::string> BenchOptions::node_args(int n, const std::string& coord
     std::ostringstream k;
     if (f.kind == Fault::kKill) kills << (kills.tellp() > 0 ? "," : "") << f.node << '@' << f.at;
     if (f.kind == Fault::kStop) k << "--stop-node=" << f.node << '@' << f.at << '+' << f.stop_ms;
+    if (f.kind == Fault::kPartition) {
+      k << "--partition-node=" << f.node << '@' << f.at << '+' << f.stop_ms;
+    }
     if (f.kind == Fault::kCrashPoint) {
       k << "--crash-point=" << crash_name << ':' << crash_node << ':' << crash_hit;
     }
@@ -92,7 +96,7 @@ Result<BenchOptions> parse_bench(int argc, char** argv, const std::vector<Worklo
   uint32_t nodes = 3, threads = 1, coroutines = 8, replicas = 0;
   std::string fabric = "shm", config, mvcc, durability = "off", crash_point, lock_words = "dram",
               local_shortcuts = "on", sibling_wait = "on";
-  std::string kill_node, stop_node;
+  std::string kill_node, stop_node, partition_node;
   std::vector<std::string> phases;
   std::string names;
   for (const WorkloadInfo& w : known) names += (names.empty() ? "" : " | ") + w.name;
@@ -217,6 +221,14 @@ Result<BenchOptions> parse_bench(int argc, char** argv, const std::vector<Worklo
       "N@S+MS: SIGSTOP node N's process S seconds into the measured run and SIGCONT it MS "
       "milliseconds later; beyond --lease-ms it is removed (the others fail over) and, resumed, "
       "it stops with the reason (implies --survive-failures)")(
+      "partition-node", po::value(&partition_node),
+      "--hosts: N@S+MS: cut node N's host off the network S seconds into the measured run "
+      "(`<link-shell> down HOST`) and join it again MS milliseconds later (`<link-shell> up "
+      "HOST`); beyond --lease-ms it is removed, the others fail over, and the node stays "
+      "fenced or stops (implies --survive-failures)")(
+      "link-shell", po::value(&o.link_shell),
+      "--partition-node: the command that cuts a host off the network and joins it again: "
+      "<link-shell> down|up HOST (scripts/netns-cluster.sh prints one for namespace hosts)")(
       "crash-point", po::value(&crash_point),
       "tests: NAME:NODE:HIT — node NODE kills itself (SIGKILL) at the HIT-th occurrence of "
       "crash point NAME (validated, log-partial, logged, acknowledged, written-back, "
@@ -281,12 +293,17 @@ Result<BenchOptions> parse_bench(int argc, char** argv, const std::vector<Worklo
       return bad("--replicas=" + std::to_string(replicas) + " needs at most " +
                  std::to_string(nodes) + " hosts");
     }
-    if (o.crash_requested() || !crash_point.empty())
-      return bad("--crash-at / --crash-point kill local node processes: not with --hosts");
+    if (!crash_point.empty())
+      return bad(
+          "--crash-point: a node's own crash is judged by its process's signal: not with "
+          "--hosts (use --crash-at or --kill-node there)");
     if (o.remote_shell.empty()) return bad("--remote-shell is empty");
   } else {
-    for (const char* k : {"remote-exe", "coordinator-host"}) {
-      if (vm.count(k)) return bad(std::string("--") + k + " needs --hosts=FILE");
+    for (const char* k : {"remote-exe", "coordinator-host", "partition-node", "link-shell"}) {
+      // A node gets --partition-node from its launcher (it only learns the
+      // run is a failover run).
+      const bool nodes_own = std::string(k) == "partition-node" && o.node >= 0;
+      if (vm.count(k) && !nodes_own) return bad(std::string("--") + k + " needs --hosts=FILE");
     }
   }
   // A sweep of --durability: its pmem points take --pmem-dir and the other
@@ -378,8 +395,16 @@ Result<BenchOptions> parse_bench(int argc, char** argv, const std::vector<Worklo
     if (lock_words != "dram" && lock_words != "slots")
       return bad("--lock-words=" + lock_words + ": expected dram or slots");
     o.locks_apart = lock_words == "dram";
-    if (o.pmem_dir.empty())
-      return bad("--durability=pmem needs --pmem-dir=DIR (where the pool files live)");
+    // --hosts: every host line may give its own --pmem-dir instead.
+    const bool every_host_has_one =
+        !o.hosts.empty() && std::all_of(o.hosts.begin(), o.hosts.end(), [](const HostLine& h) {
+          return std::any_of(h.options.begin(), h.options.end(),
+                             [](const std::string& x) { return x.rfind("--pmem-dir=", 0) == 0; });
+        });
+    if (o.pmem_dir.empty() && !every_host_has_one)
+      return bad(
+          "--durability=pmem needs --pmem-dir=DIR (where the pool files live; with --hosts, "
+          "or on every host's line)");
     if (o.format && o.recover)
       return bad(
           "--format and --recover exclude each other: --format starts a new database "
@@ -476,6 +501,27 @@ Result<BenchOptions> parse_bench(int argc, char** argv, const std::vector<Worklo
       return bad(what + ": MS must be 1..600000 milliseconds");
     o.faults.push_back(f);
   }
+  if (!partition_node.empty()) {
+    const std::string what = "--partition-node=" + partition_node;
+    const size_t at = partition_node.find('@'), plus = partition_node.find('+');
+    if (at == std::string::npos || plus == std::string::npos || plus < at)
+      return bad(what + ": expected N@S+MS (node N, S seconds, MS milliseconds cut off)");
+    BenchOptions::Fault f;
+    f.kind = BenchOptions::Fault::kPartition;
+    DRTMX_RETURN_IF_ERROR(node_of(what, partition_node.substr(0, at), &f.node));
+    DRTMX_RETURN_IF_ERROR(seconds_of(what, partition_node.substr(at + 1, plus - at - 1), &f.at));
+    char* end = nullptr;
+    const std::string ms_s = partition_node.substr(plus + 1);
+    f.stop_ms = std::strtod(ms_s.c_str(), &end);
+    if (ms_s.empty() || *end != 0 || !(f.stop_ms > 0 && f.stop_ms <= 600000))
+      return bad(what + ": MS must be 1..600000 milliseconds");
+    // The launcher cuts the link; a node only learns the fault is there.
+    if (o.node < 0 && o.link_shell.empty())
+      return bad(what +
+                 " needs --link-shell=CMD (CMD down|up HOST cuts a host off the network "
+                 "and joins it again; scripts/netns-cluster.sh prints one)");
+    o.faults.push_back(f);
+  }
   if (!o.crash_name.empty() && !o.durable) {
     if (o.crash_name == "load" || o.crash_name == "applied")
       return bad("--crash-point=" + o.crash_name +
@@ -487,10 +533,9 @@ Result<BenchOptions> parse_bench(int argc, char** argv, const std::vector<Worklo
     o.faults.push_back(f);
   }
   if (o.failover_run()) {
-    const std::string what = "failover (--kill-node, --stop-node, --crash-point)";
+    const std::string what = "failover (--kill-node, --stop-node, --crash-point, --partition-node)";
     if (o.inprocess)
       return bad(what + " stops node processes: not with --inprocess (threads of one process)");
-    if (!o.hosts.empty()) return bad(what + " stops local node processes: not with --hosts");
     if (o.durable)
       return bad(what +
                  ": failover with --durability=pmem is not implemented (a crashed "

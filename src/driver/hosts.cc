@@ -144,4 +144,22 @@ std::string remote_stop(const std::string& remote_shell, const std::string& host
          shell_quote(host) + " " + shell_quote(cmd) + " >/dev/null 2>&1";
 }
 
+std::string remote_signal(const std::string& remote_shell, const std::string& host,
+                          const std::string& cluster, int node, const std::string& signal,
+                          int timeout_s) {
+  // As remote_stop, narrowed to one node: node_args puts --node=N right
+  // before --coordinator=.
+  const std::string cmd = "pkill -" + signal + " -f -- " +
+                          shell_quote("[-]-cluster=" + cluster +
+                                      " .*[-]-node=" + std::to_string(node) + " [-]-coordinator=");
+  return "timeout -k 2 " + std::to_string(timeout_s) + " " + remote_shell + " " +
+         shell_quote(host) + " " + shell_quote(cmd) + " >/dev/null 2>&1";
+}
+
+std::string all_at_once(const std::vector<std::string>& cmds) {
+  std::string s;
+  for (const std::string& c : cmds) s += "(" + c + ") & ";
+  return s + "wait";
+}
+
 }  // namespace drtmx::bench

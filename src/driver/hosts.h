@@ -12,7 +12,11 @@
 // launcher's coordinator goes away; on any exit of the launcher (a finished
 // run, a failed node, SIGINT/SIGTERM) it also kills, on every host, the
 // drtmx-node processes of its cluster (pkill on the --cluster=<name> of
-// their command lines; the cluster name is unique per run).
+// their command lines; the cluster name is unique per run). Faults go the
+// same way: --kill-node / --stop-node signal one node on its host
+// (remote_signal), --crash-at kills every host's nodes at once (all_at_once
+// of remote_stop) — killing the local remote shell would kill nothing on a
+// host reached by ssh.
 #pragma once
 
 #include <string>
@@ -55,5 +59,16 @@ std::string remote_start(const std::string& remote_shell, const std::string& hos
 // line holds --cluster=<cluster> (bounded by `timeout_s`).
 std::string remote_stop(const std::string& remote_shell, const std::string& host,
                         const std::string& cluster, int timeout_s);
+
+// The /bin/sh -c text that sends `signal` (a name: KILL, STOP, CONT) to
+// node `node` of `cluster` on `host` (bounded by `timeout_s`); its exit
+// status is 0 when a process was found.
+std::string remote_signal(const std::string& remote_shell, const std::string& host,
+                          const std::string& cluster, int node, const std::string& signal,
+                          int timeout_s);
+
+// The /bin/sh -c text that runs every command of `cmds` at once and waits
+// for them all (a crash of every host at the same moment).
+std::string all_at_once(const std::vector<std::string>& cmds);
 
 }  // namespace drtmx::bench

@@ -1,10 +1,43 @@
 #include "r2/node_runtime.h"
 
+#include <dirent.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <cstdlib>
 
 #include "r2/fabric_factory.h"
 
 namespace drtmx::r2 {
+
+namespace {
+
+// A node that lost its cluster must not act on it later. What its
+// connections still queue — a cut-off host's unacknowledged one-sided ops
+// (UCX over TCP) — would otherwise be delivered when the network heals,
+// after the survivors removed it; where UCX carries one-sided ops itself
+// (its emulation: --ucx-strict-order on tcp; RDMA transports) a survivor
+// cannot refuse them, and UCX 1.13 even aborted one acknowledging such a
+// PUT on the failed endpoint. So every socket of the process is set to
+// reset on close (SO_LINGER 0): the exit discards what it queued instead of
+// sending it (found by ucx_netns_test's partitioned host).
+void discard_unsent_at_exit() {
+  DIR* d = ::opendir("/proc/self/fd");
+  if (d == nullptr) return;
+  const int own = ::dirfd(d);
+  while (const dirent* e = ::readdir(d)) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    const int fd = std::atoi(e->d_name);
+    struct stat st {};
+    if (fd == own || ::fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
+    const linger reset{1, 0};
+    (void)::setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
+  }
+  ::closedir(d);
+}
+
+}  // namespace
 
 std::function<void(const Status&)> exit_when_orphaned(const std::string& program,
                                                       const FabricConfig& fabric) {
@@ -21,6 +54,7 @@ std::function<void(const Status&)> exit_when_orphaned(const std::string& program
     // destructor runs, as after a crash; the workers never see a half
     // torn-down node.
     (void)!::write(2, m.data(), m.size());
+    discard_unsent_at_exit();
     ::_exit(kOrphanExitCode);
   };
 }

@@ -156,6 +156,26 @@ TEST_F(MultiHost, InterruptStopsEveryNodeOnEveryHost) {
   EXPECT_EQ(segments(), 0);
 }
 
+// --kill-node across hosts: the node is killed on its host through the
+// remote shell (as over ssh, where killing the local client would kill
+// nothing there); the survivors fail over and the check holds.
+TEST_F(MultiHost, KillNodeSignalsTheNodeOnItsHost) {
+  const std::string f = hosts("host-a\nhost-b\nhost-c\n");
+  const Outcome o =
+      run(DRTMX_BENCH_PATH, args(f, "--seconds=3 --coroutines=4 --accounts=2000 --kill-node=2@1.5"),
+          120);
+  ASSERT_EQ(o.exit_code, 0) << o.output;
+  EXPECT_NE(o.output.find("check: ok"), std::string::npos) << o.output;
+  EXPECT_NE(o.output.find("every partition served by a primary after"), std::string::npos)
+      << o.output;
+  const std::string log = slurp(log_);
+  EXPECT_NE(log.find("host-c pkill -KILL -f -- '[-]-cluster=" + name_ + " .*[-]-node=2 "),
+            std::string::npos)
+      << log;
+  EXPECT_EQ(processes(), 0);
+  EXPECT_EQ(segments(), 0);
+}
+
 TEST_F(MultiHost, BadHostFilesAndOptionsAreRefusedWithTheReason) {
   const std::pair<std::string, std::string> cases[] = {
       {"--hosts=" + dir_ + "/none", "cannot read the file"},
@@ -168,6 +188,15 @@ TEST_F(MultiHost, BadHostFilesAndOptionsAreRefusedWithTheReason) {
       {"--hosts=" + hosts("a\nb\n") + " --inprocess", "not with --inprocess"},
       {"--remote-exe=/x/drtmx-node", "--remote-exe needs --hosts"},
       {"--coordinator-host=h", "--coordinator-host needs --hosts"},
+      {"--partition-node=1@0.2+100", "--partition-node needs --hosts"},
+      {"--hosts=" + hosts("a\nb\n") + " --partition-node=1@0.2+100",
+       "--partition-node=1@0.2+100 needs --link-shell=CMD"},
+      {"--hosts=" + hosts("a\nb\n") + " --partition-node=1@0.2 --link-shell=x", "expected N@S+MS"},
+      {"--hosts=" + hosts("a\nb\n") +
+           " --crash-point=logged:1:10 --durability=pmem "
+           "--pmem-dir=/tmp/x",
+       "--crash-point: a node's own crash is judged by its process's signal: not with --hosts"},
+      {"--hosts=" + hosts("a\nb\n") + " --durability=pmem", "on every host's line"},
   };
   for (const auto& [a, message] : cases) {
     const Outcome o = run(DRTMX_BENCH_PATH, a + " --seconds=0.5", 60);

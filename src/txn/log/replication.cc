@@ -156,7 +156,15 @@ Status Replicator::log(r2::Co& co, std::span<const r2::NodeId> backups,
 }
 
 namespace {
-// Failover: ops refused only because their target was removed from the
+// A failure that the membership may explain: the target refused the op as
+// fenced, or its connection failed (a transport error: on ucx and verbs a
+// dead process's endpoint fails before the coordinator removes it; on shm
+// its memory stays mapped and the op lands).
+bool target_failure(r2::OpStatus s) {
+  return s == r2::OpStatus::kFenced || s == r2::OpStatus::kTransportError;
+}
+
+// Failover: ops that failed only because their target was removed from the
 // cluster. A log entry that reached every target still a member is
 // complete: the removed node's copies are gone with it. An op fenced by a
 // target this node still counts as a member means the opposite: this node
@@ -166,16 +174,17 @@ bool only_fenced(const r2::OpBatch& b, const std::vector<r2::NodeId>& nodes, con
   for (size_t i = 0; i < b.size(); ++i) {
     const r2::OpStatus s = b.status(i);
     if (s == r2::OpStatus::kOk) continue;
-    if (s != r2::OpStatus::kFenced || i >= nodes.size() || w.is_member(nodes[i])) return false;
+    if (!target_failure(s) || i >= nodes.size() || w.is_member(nodes[i])) return false;
   }
   return true;
 }
 
-// Every op that failed was refused as fenced.
+// Every op that failed was refused as fenced or lost with its target's
+// connection.
 bool all_fenced(const r2::OpBatch& b) {
   for (size_t i = 0; i < b.size(); ++i) {
     const r2::OpStatus s = b.status(i);
-    if (s != r2::OpStatus::kOk && s != r2::OpStatus::kFenced) return false;
+    if (s != r2::OpStatus::kOk && !target_failure(s)) return false;
   }
   return true;
 }
@@ -294,9 +303,10 @@ Status Replicator::log(r2::Co& co, std::span<const BackupEntry> entries, LogBuff
   // is still a member (a removed node must never acknowledge).
   if (st != r2::OpStatus::kOk && !only_fenced(batch, op_nodes, w_)) {
     // The fabric fences a removed node a moment before this worker's view
-    // of the membership moves (r2: the view follows the fence). An op
-    // refused as fenced by a target the view still counts as a member is
-    // therefore not an error yet: the entries that did land will be
+    // of the membership moves (r2: the view follows the fence), and a dead
+    // target's connection fails before the coordinator removes it. An op
+    // refused as fenced, or lost with the connection, by a target the view
+    // still counts as a member is therefore not an error yet: the entries that did land will be
     // applied, so giving up here would abort a transaction that backups
     // apply. Wait for the view to say whether that target was removed
     // (complete) or this node was (never complete).
