@@ -198,6 +198,10 @@ Result<std::unique_ptr<MvccNode>> MvccNode::create(const store::Catalog& c,
   return n;
 }
 
+MvccNode::~MvccNode() {
+  (void)store_.set_heap_growth(nullptr);
+}
+
 const MvccNode::Copy* MvccNode::find(store::TableId t, store::PartitionId p) const {
   if (t >= copies_.size()) return nullptr;
   for (const Copy& c : copies_[t]) {

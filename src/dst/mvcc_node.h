@@ -129,6 +129,12 @@ class MvccNode {
   static Result<std::unique_ptr<MvccNode>> create(const store::Catalog& c,
                                                   store::tables::StoreNode& store,
                                                   r2::Fabric& fabric, const MvccConfig& cfg);
+  // Unhooks the store's heap growth (create() set it to back chain heads):
+  // after the store's GrowAhead ran what was posted, no extent backed later
+  // reaches this object.
+  ~MvccNode();
+  MvccNode(const MvccNode&) = delete;
+  MvccNode& operator=(const MvccNode&) = delete;
 
   // A record of a hosted partition copy: its slot, and its lock and tuple
   // timestamp words (in the slot, or apart on durable nodes: store/record.h).
