@@ -137,22 +137,28 @@ RecordHeap::RecordHeap(std::span<uint8_t> region, const HeapOptions& o, uint64_t
   if (!options_.grow) committed_end_.store(capacity_ * slot_bytes_, std::memory_order_relaxed);
 }
 
+uint64_t RecordHeap::extent_after(uint64_t committed) const {
+  return std::max(next_extent_bytes(committed, options_.min_extent_bytes), slot_bytes_);
+}
+
+bool RecordHeap::ahead_due(uint64_t committed) const {
+  const uint64_t used = next_fresh_ * slot_bytes_;
+  return committed < capacity_ * slot_bytes_ &&
+         committed - std::min(used, committed) < extent_after(committed) / 2;
+}
+
 Status RecordHeap::back_next(bool ahead) {
   std::lock_guard<std::mutex> grow(grow_mu_);
   const uint64_t range = capacity_ * slot_bytes_;
   const uint64_t committed = committed_end_.load(std::memory_order_acquire);
-  const uint64_t extent =
-      std::max(next_extent_bytes(committed, options_.min_extent_bytes), slot_bytes_);
+  const uint64_t extent = extent_after(committed);
   {
     std::lock_guard<SpinLock> g(mu_);
-    const uint64_t used = next_fresh_ * slot_bytes_;
     // Inline: another thread backed the next fresh slot meanwhile. Ahead:
-    // more than half an extent of backed slots left (the inline path got
-    // there first), or nothing left to back.
-    if (!ahead && used + slot_bytes_ <= committed) return Status::ok();
-    if (ahead && (committed >= range || committed - std::min(used, committed) >= extent / 2)) {
-      return Status::ok();
-    }
+    // no longer due (the inline path got there first, or nothing is left
+    // to back).
+    if (!ahead && (next_fresh_ + 1) * slot_bytes_ <= committed) return Status::ok();
+    if (ahead && !ahead_due(committed)) return Status::ok();
   }
   if (committed >= range) {
     return exhausted(heap_label(options_) + " is full: its " + std::to_string(capacity_) +
@@ -175,10 +181,7 @@ Status RecordHeap::back_next(bool ahead) {
 }
 
 void RecordHeap::maybe_post_ahead(uint64_t end) {
-  if (options_.ahead == nullptr || !options_.grow || ahead_posted_) return;
-  const uint64_t used = next_fresh_ * slot_bytes_;
-  const uint64_t extent = std::max(next_extent_bytes(end, options_.min_extent_bytes), slot_bytes_);
-  if (end >= capacity_ * slot_bytes_ || end - std::min(used, end) >= extent / 2) return;
+  if (options_.ahead == nullptr || !options_.grow || ahead_posted_ || !ahead_due(end)) return;
   ahead_posted_ = true;
   options_.ahead->post([this] {
     (void)back_next(true);  // a failure shows at the allocate() that needs the slot

@@ -156,6 +156,11 @@ class RecordHeap final : public RecordSlots {
   // Posts back_next(true) when it is due and none is queued (caller
   // holds mu_; `end`: the backed bytes it saw).
   void maybe_post_ahead(uint64_t end);
+  // The extent backed after `committed` bytes.
+  uint64_t extent_after(uint64_t committed) const;
+  // Whether the next extent is due ahead (caller holds mu_): the range is
+  // not all backed and less than half an extent of backed slots is left.
+  bool ahead_due(uint64_t committed) const;
 
   std::span<uint8_t> region_;
   HeapOptions options_;

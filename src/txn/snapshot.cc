@@ -126,8 +126,7 @@ Abort Engine::snapshot_scan(TableId t, Key from, Key to, size_t limit, Rows* out
   // merged. A key lives in one partition, so no key comes twice.
   const uint32_t vs = loc_.value_size(t);
   Rows all;
-  const std::vector<Locator::ScanPart> parts = scan_parts_;
-  for (const Locator::ScanPart& p : parts) {
+  for (const Locator::ScanPart& p : scan_parts_) {
     bool exhausted = false;
     if (Abort r = snapshot_scan_part(t, p, from, to, limit, &all, &exhausted); r != Abort::kNone) {
       return r;

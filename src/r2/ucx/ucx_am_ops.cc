@@ -15,6 +15,11 @@ void UcxEndpoint::send_queued(SendBuf* b, NodeId node, ThreadId thread, unsigned
     give_send_buf(b);
     return;
   }
+  // Sent (copied), or the peer is gone: its answer never comes.
+  (void)send_eager(e, id, b);
+}
+
+ucs_status_ptr_t UcxEndpoint::send_eager(ucp_ep_h e, unsigned id, SendBuf* b) {
   ucp_request_param_t p{};
   p.op_attr_mask =
       UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
@@ -23,10 +28,11 @@ void UcxEndpoint::send_queued(SendBuf* b, NodeId node, ThreadId thread, unsigned
   p.flags = UCP_AM_SEND_FLAG_EAGER;
   ucs_status_ptr_t r = ucp_am_send_nbx(e, id, nullptr, 0, b->bytes.data(), b->bytes.size(), &p);
   if (UCS_PTR_IS_PTR(r)) {
-    ++sends_in_flight_;
+    ++sends_in_flight_;  // on_sent returns the buffer
   } else {
-    give_send_buf(b);  // sent (copied), or the peer is gone: its answer never comes
+    give_send_buf(b);  // copied at once, or failed
   }
+  return r;
 }
 
 void UcxEndpoint::issue_am(Channel& ch, const WorkRequest& wr, Slot* s) {
@@ -49,20 +55,8 @@ void UcxEndpoint::issue_am(Channel& ch, const WorkRequest& wr, Slot* s) {
   std::memcpy(b->bytes.data(), &h, sizeof h);
   std::memcpy(b->bytes.data() + sizeof h, &rq, sizeof rq);
   if (data != 0) std::memcpy(b->bytes.data() + sizeof h + sizeof rq, wr.local, data);
-  ucp_request_param_t p{};
-  p.op_attr_mask =
-      UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
-  p.cb.send = &UcxEndpoint::on_sent;
-  p.user_data = b;
-  p.flags = UCP_AM_SEND_FLAG_EAGER;
-  ucs_status_ptr_t r = ucp_am_send_nbx(ep(ch.peer, thread_), kAmRma, nullptr, 0, b->bytes.data(),
-                                       b->bytes.size(), &p);
-  if (UCS_PTR_IS_PTR(r)) {
-    ++sends_in_flight_;
-  } else {
-    give_send_buf(b);
-    if (UCS_PTR_IS_ERR(r)) finish_now(s, map_error(ch));
-  }
+  ucs_status_ptr_t r = send_eager(ep(ch.peer, thread_), kAmRma, b);
+  if (UCS_PTR_IS_ERR(r)) finish_now(s, map_error(ch));
   // Otherwise done when the target's reply arrives (on_rma_reply).
 }
 

@@ -623,19 +623,7 @@ void UcxEndpoint::close_peer(NodeId n) {
     b->bytes.resize(sizeof(AmHeader));
     AmHeader h{self_, thread_, static_cast<uint32_t>(seen_epoch_)};
     std::memcpy(b->bytes.data(), &h, sizeof h);
-    ucp_request_param_t p{};
-    p.op_attr_mask =
-        UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
-    p.cb.send = &UcxEndpoint::on_sent;
-    p.user_data = b;
-    p.flags = UCP_AM_SEND_FLAG_EAGER;
-    ucs_status_ptr_t r =
-        ucp_am_send_nbx(ep(n, t), kAmFenced, nullptr, 0, b->bytes.data(), b->bytes.size(), &p);
-    if (UCS_PTR_IS_PTR(r)) {
-      ++sends_in_flight_;
-    } else {
-      give_send_buf(b);
-    }
+    (void)send_eager(ep(n, t), kAmFenced, b);
   }
 }
 

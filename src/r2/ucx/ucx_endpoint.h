@@ -240,6 +240,10 @@ class UcxEndpoint final : public Endpoint {
                   const uint8_t* bytes);
   void fail_channel(Channel& ch, OpStatus st);
   void send_queued(SendBuf* b, NodeId node, ThreadId thread, unsigned id);
+  // b's bytes as eager active message `id` on `e`; the buffer goes back to
+  // the pool once UCX copied it (at once, or in on_sent) or the send
+  // failed (UCS_PTR_IS_ERR of the result).
+  ucs_status_ptr_t send_eager(ucp_ep_h e, unsigned id, SendBuf* b);
   struct EpArg {
     UcxEndpoint* owner;
     NodeId node;

@@ -215,8 +215,9 @@ class UcxFabric final : public Fabric {
   uint32_t max_op_bytes() const override { return max_op_bytes_; }
 
   // The new view goes to the FenceWord the endpoints check; each worker
-  // closes its UCP endpoints to the removed nodes at its next loop turn,
-  // before it progresses UCX again (ucx_endpoint.h).
+  // applies it at its next loop turn, before it progresses UCX again:
+  // ops and sends to removed nodes are refused, their messages dropped
+  // (endpoints stay open: ucx_endpoint.h).
   void apply_membership(uint64_t epoch, const NodeSet& live) override {
     if (epoch <= fence_word_.epoch.load(std::memory_order_relaxed)) return;
     fence_word_.publish(epoch, live);

@@ -44,19 +44,8 @@ SendResult UcxEndpoint::send(NodeId node, ThreadId thread, const void* msg, uint
   AmHeader h{self_, thread_, send_seq_[key]++};
   std::memcpy(b->bytes.data(), &h, sizeof h);
   std::memcpy(b->bytes.data() + sizeof h, msg, len);
-  ucp_request_param_t p{};
-  p.op_attr_mask =
-      UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
-  p.cb.send = &UcxEndpoint::on_sent;
-  p.user_data = b;
-  p.flags = UCP_AM_SEND_FLAG_EAGER;
-  ucs_status_ptr_t r = ucp_am_send_nbx(ep(node, thread), kAmMessage, nullptr, 0, b->bytes.data(),
-                                       b->bytes.size(), &p);
-  if (UCS_PTR_IS_PTR(r)) {
-    ++sends_in_flight_;
-  } else {
-    give_send_buf(b);  // sent (copied) at once, or failed: a lost message
-  }
+  // Sent (copied) at once, or queued, or failed: a lost message.
+  (void)send_eager(ep(node, thread), kAmMessage, b);
   return SendResult::kOk;
 }
 

@@ -22,19 +22,7 @@ void UcxEndpoint::send_persist(Channel& ch, Slot* s, uint32_t id) {
   std::memcpy(b->bytes.data() + sizeof h, &count, 4);
   std::memcpy(b->bytes.data() + sizeof h + 8, ch.dirty.data(), count * sizeof(PersistRange));
   ch.dirty.clear();
-  ucp_request_param_t p{};
-  p.op_attr_mask =
-      UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
-  p.cb.send = &UcxEndpoint::on_sent;
-  p.user_data = b;
-  p.flags = UCP_AM_SEND_FLAG_EAGER;
-  ucs_status_ptr_t r = ucp_am_send_nbx(ep(ch.peer, thread_), kAmPersistRequest, nullptr, 0,
-                                       b->bytes.data(), b->bytes.size(), &p);
-  if (UCS_PTR_IS_PTR(r)) {
-    ++sends_in_flight_;
-  } else {
-    give_send_buf(b);
-  }
+  ucs_status_ptr_t r = send_eager(ep(ch.peer, thread_), kAmPersistRequest, b);
   if (UCS_PTR_IS_ERR(r)) {
     finish_now(s, map_error(ch));
     ch.persists.pop_back();
@@ -93,19 +81,7 @@ void UcxEndpoint::send_replies() {
     const auto st = static_cast<uint32_t>(r.status);
     std::memcpy(b->bytes.data(), &h, sizeof h);
     std::memcpy(b->bytes.data() + sizeof h, &st, 4);
-    ucp_request_param_t p{};
-    p.op_attr_mask =
-        UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
-    p.cb.send = &UcxEndpoint::on_sent;
-    p.user_data = b;
-    p.flags = UCP_AM_SEND_FLAG_EAGER;
-    ucs_status_ptr_t q = ucp_am_send_nbx(ep(r.node, r.thread), kAmPersistReply, nullptr, 0,
-                                         b->bytes.data(), b->bytes.size(), &p);
-    if (UCS_PTR_IS_PTR(q)) {
-      ++sends_in_flight_;
-    } else {
-      give_send_buf(b);
-    }
+    (void)send_eager(ep(r.node, r.thread), kAmPersistReply, b);
   }
 }
 
