@@ -295,6 +295,41 @@ TEST(ControlAuth, SlowAndSilentConnectionsHoldNoPlaceAndEndAtTheHandshakeDeadlin
   cluster_works(*s, cs, 0);
 }
 
+// A node still in the handshake when the cluster fails (here: two nodes
+// gave the same --node) learns why at once, not at the handshake deadline
+// as "a slow or silent connection" (a CI run, slow under load, saw that).
+TEST(ControlAuth, AConnectionInTheHandshakeLearnsWhyTheClusterFailedAtOnce) {
+  auto s = server(3, milliseconds(10000));
+  ASSERT_TRUE(s);
+  RawNode late;
+  ASSERT_TRUE(late.connect_to(s->port()));
+  Envelope challenge;
+  ASSERT_TRUE(late.recv_any(&challenge, milliseconds(5000)).is_ok());
+  ASSERT_EQ(challenge.body_case(), Envelope::kChallenge);
+  const auto t0 = Clock::now();
+  std::vector<std::thread> ts;
+  std::vector<Status> st(2);
+  for (int i = 0; i < 2; ++i) {
+    ts.emplace_back([&, i] {
+      auto c = ControlClient::join(client_cfg(s->port(), 1, 3));
+      st[i] = c.is_ok() ? Status::ok() : c.status();
+    });
+  }
+  for (auto& t : ts) t.join();
+  for (auto& x : st) {
+    EXPECT_NE(x.message().find("duplicate node id 1"), std::string::npos) << x.to_string();
+  }
+  Envelope e;
+  ASSERT_TRUE(late.recv(&e, milliseconds(5000)).is_ok());
+  ASSERT_EQ(e.body_case(), Envelope::kFailure);
+  EXPECT_FALSE(e.failure().refused());
+  EXPECT_NE(e.failure().reason().find("duplicate node id 1"), std::string::npos)
+      << e.failure().reason();
+  EXPECT_LT(Clock::now() - t0, milliseconds(5000));
+  Envelope after;
+  EXPECT_FALSE(late.recv_any(&after, milliseconds(3000)).is_ok()) << "still open";
+}
+
 TEST(ControlAuth, AFloodOfHandshakesMakesTheOldestGiveWayAndNodesStillJoin) {
   auto s = server(1, milliseconds(20000));
   ASSERT_TRUE(s);

@@ -117,6 +117,15 @@ void Coordinator::fail(const std::string& reason) {
   Envelope e;
   e.mutable_failure()->set_reason(reason);
   broadcast(e);
+  // A connection still in the key handshake is no node, but it is a node
+  // joining as likely as a stranger: it learns why the cluster is gone, as a
+  // latecomer does (accept_all), instead of waiting out the handshake
+  // deadline to be told it was slow.
+  for (auto& c : conns_) {
+    if (c.fd < 0 || c.proven) continue;
+    send_and_linger(c.fd, e);
+    c.fd = -1;
+  }
   finish(aborted(reason));
 }
 
@@ -309,7 +318,7 @@ void Coordinator::on_readable(Conn& c) {
       node_failed(static_cast<uint16_t>(c.node), &c,
                   "node " + std::to_string(c.node) + " disconnected without leaving (" +
                       err.message() + "; did its process die?)");
-    } else if (c.node < 0) {
+    } else if (c.node < 0 && !c.proven) {
       std::cerr << "coordinator: " << name_of(c) << " closed before completing the key handshake\n";
     }
     drop(c);
@@ -335,6 +344,10 @@ void Coordinator::refuse(int fd, const std::string& reason) {
   Envelope e;
   e.mutable_failure()->set_refused(true);
   e.mutable_failure()->set_reason(reason);
+  send_and_linger(fd, e);
+}
+
+void Coordinator::send_and_linger(int fd, const Envelope& e) {
   // A fresh socket's buffer holds the small frame: no wait.
   (void)send_frame(fd, e, Clock::now());
   // Up to 256 refused connections linger 200 ms (read and discarded), so

@@ -106,6 +106,8 @@ class Coordinator final : public ControlServer {
   // begin the handshake.
   std::string refusal() const;
   void refuse(int fd, const std::string& reason);
+  // Sends `e` and closes `fd` after a short linger (see refuse()).
+  void send_and_linger(int fd, const Envelope& e);
   void serve_refused();
   // Turns away connections that did not complete the handshake within
   // handshake_grace() of connecting.
