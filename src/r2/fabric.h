@@ -248,6 +248,24 @@ class Endpoint {
   virtual uint32_t outstanding(NodeId peer) const = 0;
   virtual uint32_t send_queue_depth() const = 0;
 
+  // --- local buffers of unsignaled requests (passive ACK) --------------------
+  // The fabric may use a request's local buffer (a WRITE's source, a READ's
+  // or an atomic's destination) until the request RETIRES; a signaled
+  // request retires by its completion, an unsignaled one when the channel
+  // knows it is done — on an RNIC only when a later signaled request of
+  // the channel completes. Requests retire in post order per channel.
+  //   posted(peer):  how many requests the channel accepted so far (the
+  //                  n-th accepted request is number n; one refused with an
+  //                  error completion is not numbered);
+  //   retired(peer): every request numbered up to this has retired.
+  // Both only grow. retire_posted(peer) makes the channel's requests retire
+  // without waiting for later traffic (verbs: a signaled zero-length WRITE
+  // of its own, whose completion it consumes); it never blocks, and
+  // retired() moves as poll() is called.
+  virtual uint64_t posted(NodeId peer) const = 0;
+  virtual uint64_t retired(NodeId peer) const = 0;
+  virtual void retire_posted(NodeId peer) = 0;
+
   // --- messaging -------------------------------------------------------------
   // Largest message payload of this endpoint. May be below the configured
   // mtu (verbs: one UD packet of the port's MTU); split by this value.

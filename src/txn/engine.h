@@ -26,9 +26,9 @@
 // scans, rebuilt from what the store returned) go to ordinary memory that
 // grows as a transaction needs (keep()), and the read checks of a read set
 // larger than the arena's free room run in windows that reuse it: how many
-// rows a transaction scans needs no setting. With passive ACK on an RNIC,
-// commit images must outlive the unsignaled WRITEs; the shm fabric
-// executes them at the doorbell.
+// rows a transaction scans needs no setting. With passive ACK the commit
+// images (and release CAS results) outlive their unsignaled ops: the next
+// attempt settles them (Co::settle_unsignaled) before it resets the arena.
 //
 // Threading: one Engine per coroutine; it must be used only from it.
 #pragma once

@@ -585,6 +585,12 @@ Abort Engine::run(const Procedure& proc, Kind kind) {
 }
 
 Abort Engine::run_attempt(const Procedure& proc, Kind kind) {
+  // Passive ACK: the previous attempt's unsignaled ops (commit images,
+  // unlock WRITEs, release CASes and their results) use the arena until
+  // they retire; on an RNIC that is after the post returned. Usually they
+  // have (later signaled ops of the worker retired them); otherwise this
+  // waits for them before the arena is reused (r2/sched/co.h).
+  if (co_.settle_unsignaled() != r2::OpStatus::kOk) return finish(Abort::kNodeFailure);
   // A fresh lock word per transaction (store/record.h: a passive commit of
   // the previous one may still hold its locks).
   lock_word_ = store::lock_word(co_.node(), co_.thread(), co_.id(), ++txn_seq_);

@@ -42,8 +42,9 @@ int segments_of(const std::string& cluster) {
   return n;
 }
 
-// A short high-contention SmallBank run on 3 node processes with audits.
-void stress(const std::string& policy, const std::string& extra) {
+// A short high-contention SmallBank run on 3 node processes with audits;
+// `min_tps`: what the run must commit per second at least (it ran at all).
+void stress(const std::string& policy, const std::string& extra, double min_tps = 100) {
   const std::string json = tmp(policy + ".json");
   const std::string cluster = "sbtest" + std::to_string(getpid()) + policy;
   const Outcome o =
@@ -56,7 +57,7 @@ void stress(const std::string& policy, const std::string& extra) {
   const std::string j = slurp(json);
   std::remove(json.c_str());
   EXPECT_NE(j.find("\"check\": \"ok\""), std::string::npos) << j;
-  EXPECT_GT(json_number(j, "tps"), 100) << j;
+  EXPECT_GT(json_number(j, "tps"), min_tps) << j;
   // Audits ran (and, per the check, all saw the same total); transfers
   // committed; contention made some transactions abort and retry.
   EXPECT_GT(json_number(j, "Audit"), 0) << j;
@@ -216,7 +217,9 @@ TEST(DrtmxBench, SmallBankPassiveRpcCommitsLandBeforeTheCheck) {
   // sent: the last commits are still on their way when the clients stop.
   // The check must see them applied at their primaries (it failed on the
   // money sum when finish() did not wait for the acknowledgements).
-  stress("drtmh", "--phase=commit=rpc --fabric-delay-ns=2000000");
+  // (Every message 2 ms late: 90 committed/s on a loaded machine, 150+ on
+  // a quiet one; the point is the check.)
+  stress("drtmh", "--phase=commit=rpc --fabric-delay-ns=2000000", 30);
 }
 
 TEST(DrtmxBench, SmallBankInProcessTwoThreadsPerNode) {

@@ -17,6 +17,7 @@ TEST(TornRead, ReadRacingAWriterSeesMixedCopies) {
   constexpr RegionId kData = 1, kScratch = 2;
   auto c = testing::InProcCluster::make(2, 1, {{kData, kBytes}, {kScratch, kBytes}});
   ASSERT_TRUE(c->error.is_ok()) << c->error.to_string();
+  auto served = c->serve({1});
   auto* target = reinterpret_cast<std::atomic<uint64_t>*>(c->base(1, kData));
   std::atomic<bool> stop{false};
   // The owner rewrites the whole area with one value per pass.

@@ -191,6 +191,40 @@ TEST(VerbsWrChain, SignaledCompletionReportsAndRetiresEarlierOnes) {
   EXPECT_EQ(ch.stale_completions(), 1u);
 }
 
+// Endpoint::posted/retired/retire_posted on a channel: unsignaled WRITEs
+// stay unretired until a signaled request completes; the retire marker is
+// a signaled zero-length WRITE to the last request's address, with no
+// local buffer, whose completion retires them and is not reported.
+TEST(VerbsWrChain, ARetireMarkerRetiresUnsignaledWritesUnreported) {
+  Fixture f;
+  RcChannel ch(kPeer, 16);
+  EXPECT_EQ(ch.post_retire_marker(), PostResult::kOk);
+  EXPECT_EQ(ch.chain().size(), 0u) << "nothing to retire: no marker";
+  ch.post(f.wr(Verb::kWrite, 128, 64, false, 1), f.tables());
+  ch.post(f.wr(Verb::kWrite, 128, 256, false, 2), f.tables());
+  EXPECT_EQ(ch.posted(), 2u);
+  EXPECT_EQ(ch.retired(), 0u);
+  ASSERT_EQ(ch.post_retire_marker(), PostResult::kOk);
+  ASSERT_EQ(ch.chain().size(), 3u);
+  const ibv_send_wr& m = ch.chain().at(2);
+  EXPECT_EQ(m.opcode, IBV_WR_RDMA_WRITE);
+  EXPECT_EQ(m.num_sge, 0);
+  EXPECT_NE(m.send_flags & IBV_SEND_SIGNALED, 0u);
+  EXPECT_EQ(m.wr.rdma.remote_addr, kRemoteBase + 256);
+  EXPECT_EQ(m.wr.rdma.rkey, 0x1000u);
+  EXPECT_EQ(ch.posted(), 3u);
+  ch.on_posted();
+  Completion c;
+  EXPECT_FALSE(ch.on_completion(tag_of(m).seq, true, &c)) << "the marker is not reported";
+  EXPECT_EQ(ch.retired(), 3u);
+  EXPECT_EQ(ch.outstanding(), 0u);
+  // An error CQE of an unsignaled request (the QP flushing) retires it too.
+  ch.post(f.wr(Verb::kWrite, 128, 64, false, 4), f.tables());
+  ch.on_posted();
+  EXPECT_TRUE(ch.on_completion(3, false, &c));
+  EXPECT_EQ(ch.retired(), 4u);
+}
+
 TEST(VerbsWrChain, ErrorCompletionsAreReportedEvenUnsignaled) {
   Fixture f;
   RcChannel ch(kPeer, 16);

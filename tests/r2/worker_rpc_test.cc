@@ -191,7 +191,11 @@ TEST(Worker, RpcUnderLoadLosesNothing) {
   }
   EXPECT_EQ(malformed, 0u);
   EXPECT_EQ(stale, 0u);
-  EXPECT_GT(peak, 0u) << "rings never filled: the backlog path went untested";
+  // shm's message rings are bounded, so the load fills them and the
+  // backlog path runs; ucx queues in UCX (what must hold there is above).
+  if (c->f(0).info().backend == "shm") {
+    EXPECT_GT(peak, 0u) << "rings never filled: the backlog path went untested";
+  }
 }
 
 TEST(Worker, LargeMessagesAreFragmentedAndOversizedOnesRefused) {

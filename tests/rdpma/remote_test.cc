@@ -90,8 +90,14 @@ struct PmemCluster {
   RemotePtr at(NodeId n, const FatPtr& p) const { return {n, kPool, p}; }
   uint8_t* bytes(NodeId n, const FatPtr& p) { return pools[n]->mapping() + p.offset; }
   std::span<uint8_t> scratch(NodeId n) { return {cluster->base(n, kScratch), size_t{1} << 16}; }
-  r2::shm::ShmEndpoint& ep(NodeId n) {
-    return *dynamic_cast<r2::shm::ShmEndpoint*>(cluster->f(n).endpoint(0));
+  // shm's count of flushed lines and fences (what H9 costs there); other
+  // fabrics make the bytes durable their own way (r2/ucx/README.md), and
+  // the tests check only the bytes on them.
+  bool shm() const { return cluster->f(0).info().backend == "shm"; }
+  const r2::shm::ShmEndpoint::PersistStats& persist_stats(NodeId n) {
+    static const r2::shm::ShmEndpoint::PersistStats kNone{};
+    auto* ep = dynamic_cast<r2::shm::ShmEndpoint*>(cluster->f(n).endpoint(0));
+    return ep != nullptr ? ep->persist_stats() : kNone;
   }
   // Runs `body` as a coroutine of node `client`; every node serves RDPMA.
   void run(NodeId client, const std::function<void(Co&, Client&)>& body) {
@@ -186,17 +192,20 @@ INSTANTIATE_TEST_SUITE_P(Modes, PWrite, ::testing::Values(Persistence::kMemFs, P
 // a fabric delay D, the strawman cannot finish before 2D.
 TEST(RemotePmem, H9TakesOneRoundTripTheStrawmanTwo) {
   constexpr uint64_t kDelay = 2'000'000;  // 2 ms
+  if (r2::testing::test_fabric() != "shm") GTEST_SKIP() << "--fabric-delay-ns is shm's";
   PmemCluster pc(2, "/dev/shm", kDelay);
   ASSERT_TRUE(pc.error.is_ok()) << pc.error.to_string();
   const auto data = pattern(64, 3);
   pc.run(1, [&](Co& co, Client& c) {
-    const auto& st = pc.ep(1).persist_stats();
+    const auto& st = pc.persist_stats(1);
     const auto& ws = co.worker().stats();
     uint64_t comps = ws.completions, fences = st.fences, t0 = r2::now_ns();
     ASSERT_TRUE(c.pwrite(pc.at(0, pc.layout.line), 0, data.data(), 64, PersistMethod::kH9).is_ok());
     const uint64_t h9_ns = r2::now_ns() - t0;
     EXPECT_EQ(ws.completions - comps, 1u);  // the READ's; the WRITE was unsignaled
-    EXPECT_EQ(st.fences - fences, 1u);
+    if (pc.shm()) {
+      EXPECT_EQ(st.fences - fences, 1u);
+    }
     EXPECT_GE(h9_ns, kDelay);
     comps = ws.completions;
     fences = st.fences;
@@ -205,7 +214,9 @@ TEST(RemotePmem, H9TakesOneRoundTripTheStrawmanTwo) {
         c.pwrite(pc.at(0, pc.layout.line), 0, data.data(), 64, PersistMethod::kStrawman).is_ok());
     const uint64_t straw_ns = r2::now_ns() - t0;
     EXPECT_EQ(ws.completions - comps, 2u);
-    EXPECT_EQ(st.fences - fences, 1u);
+    if (pc.shm()) {
+      EXPECT_EQ(st.fences - fences, 1u);
+    }
     EXPECT_GE(straw_ns, 2 * kDelay);
   });
 }
@@ -221,19 +232,25 @@ TEST(RemotePmem, WholePayloadWritesAreAlignedAndPadded) {
   std::memset(pc.bytes(0, l.big), 0xee, 512);
   const auto d16 = pattern(16, 5), d300 = pattern(300, 6), d64 = pattern(64, 7);
   pc.run(1, [&](Co&, Client& c) {
-    const auto& st = pc.ep(1).persist_stats();
+    const auto& st = pc.persist_stats(1);
     uint64_t lines = st.flushed_lines;
     ASSERT_TRUE(c.pwrite(pc.at(0, l.small), 0, d16.data(), 16, PersistMethod::kH9).is_ok());
-    EXPECT_EQ(st.flushed_lines - lines, 1u);
+    if (pc.shm()) {
+      EXPECT_EQ(st.flushed_lines - lines, 1u);
+    }
     ASSERT_TRUE(c.pwrite(pc.at(0, l.big), 0, d300.data(), 300, PersistMethod::kH9).is_ok());
     lines = st.flushed_lines;
     ASSERT_TRUE(c.pwrite(pc.at(0, l.big), 3, d16.data(), 16, PersistMethod::kH9).is_ok());
-    EXPECT_EQ(st.flushed_lines - lines, 1u);
+    if (pc.shm()) {
+      EXPECT_EQ(st.flushed_lines - lines, 1u);
+    }
     // Raw, 8 bytes into a line: 64 bytes straddle two lines.
     lines = st.flushed_lines;
     const r2::RemoteAddr raw{0, kPool, PmemPool::region_offset(l.page) + 8};
     ASSERT_TRUE(c.pwrite_raw(raw, d64.data(), 64, PersistMethod::kH9).is_ok());
-    EXPECT_EQ(st.flushed_lines - lines, 2u);
+    if (pc.shm()) {
+      EXPECT_EQ(st.flushed_lines - lines, 2u);
+    }
     ASSERT_TRUE(c.pwrite_raw(raw, d64.data(), 64, PersistMethod::kTwoSided).is_ok());
   });
   EXPECT_EQ(std::memcmp(pc.bytes(0, l.small), d16.data(), 16), 0);
@@ -459,14 +476,16 @@ TEST(RemotePmem, APersistentWriteInTheCallersBatch) {
     uint8_t* local = pc.scratch(1).data() + 16384;
     auto* flush = reinterpret_cast<uint64_t*>(local + 4096);
     std::memcpy(local, "log entry 1 -- durable", 23);
-    const auto& st = pc.ep(1).persist_stats();
+    const auto& st = pc.persist_stats(1);
     const uint64_t fences = st.fences;
     r2::OpBatch b;
     b.read({0, kScratch, 0}, local + 8192, 64);  // the caller's own ops
     add_persistent_write(b, RemotePtr{0, kPool, l.line}.addr(), local, 64, flush);
     ASSERT_EQ(b.size(), 3u);
     EXPECT_EQ(co.run(b), r2::OpStatus::kOk);
-    EXPECT_EQ(st.fences - fences, 1u);
+    if (pc.shm()) {
+      EXPECT_EQ(st.fences - fences, 1u);
+    }
     EXPECT_EQ(std::memcmp(flush, "log entr", 8), 0);  // the READ read the written bytes
     // A WRITE out of bounds, unsignaled: its error shows in the batch.
     b.clear();

@@ -51,6 +51,11 @@ constexpr RegionId kData = 1, kScratch = 2;
 constexpr uint32_t kIncarnation = 7;
 constexpr int kReaders = 2, kWriters = 2, kBatch = 16, kMaxRetries = 8;
 constexpr uint64_t kReadsPerTest = 10'000'000;
+// Over ucx on TCP (the suite's second run) a READ is a message round trip
+// through the target's worker, some thousand times slower than shm's copy.
+uint64_t reads_per_test() {
+  return r2::testing::test_fabric() == "shm" ? kReadsPerTest : 200'000;
+}
 constexpr auto kLimit = std::chrono::seconds(150);  // per test; ctest allows 300 s
 static_assert(kValueSize % 8 == 0 && sizeof(RecordHeader) % 8 == 0);
 
@@ -203,7 +208,7 @@ ReadStats run_readers(r2::Fabric& fabric, NodeId owner, Clock::time_point deadli
   for (int t = 0; t < kReaders; ++t) {
     ts.emplace_back([&, t] {
       per[t] = reader_loop(fabric.endpoint(t), scratch + t * kBatch * kSlot, owner,
-                           kReadsPerTest / kReaders, deadline, 100 + t);
+                           reads_per_test() / kReaders, deadline, 100 + t);
     });
   }
   for (auto& t : ts) t.join();
@@ -220,7 +225,7 @@ void expect_clean(const ReadStats& st, uint64_t writes, double secs, const char*
       (unsigned long long)st.ok_while_locked, (unsigned long long)st.torn,
       (unsigned long long)st.changes, (unsigned long long)writes,
       (unsigned long long)st.undetected);
-  EXPECT_GE(st.reads, kReadsPerTest) << "deadline hit before enough reads";
+  EXPECT_GE(st.reads, reads_per_test()) << "deadline hit before enough reads";
   EXPECT_EQ(st.op_errors, 0u);
   EXPECT_EQ(st.undetected, 0u) << "torn copies accepted as kOk";
   EXPECT_EQ(st.bad_checksum, 0u) << "kOk copies with a wrong embedded checksum";
@@ -261,6 +266,7 @@ TEST(RecordTorn, ThreadReadersNeverAcceptATornCopy) {
   ASSERT_TRUE(c->error.is_ok()) << c->error.to_string();
   uint8_t* data = c->base(1, kData);
   init_records(data);
+  auto served = c->serve({1});
   const auto start = Clock::now(), deadline = start + kLimit;
   std::atomic<bool> stop{false};
   std::atomic<uint64_t> writes{0};

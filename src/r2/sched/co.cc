@@ -97,6 +97,10 @@ Status Co::wait_passive_acks() {
   return worker_->wait_passive_acks(worker_->current());
 }
 
+OpStatus Co::settle_unsignaled() {
+  return worker_->settle_unsignaled(worker_->current());
+}
+
 void Co::yield() {
   worker_->yield_now(worker_->current());
 }
@@ -259,7 +263,11 @@ void Worker::post_batch(CoState& c, OpBatch& b) {
       ring_all();
       yield_now(c);
     }
-    if (wr.signaled) ++c.pending;
+    if (wr.signaled) {
+      ++c.pending;
+    } else {
+      note_unsignaled(c, wr.remote.node);
+    }
     const NodeId p = wr.remote.node;
     if (p < 256 && !(touched_mask[p >> 6] & (1ull << (p & 63)))) {
       touched_mask[p >> 6] |= 1ull << (p & 63);
@@ -422,6 +430,42 @@ Status Worker::post_oneway(Target t, uint16_t rpc_id, const void* msg, uint32_t 
   ++passive_unacked_[dest_index(t.node, t.thread)];
   ++passive_unacked_total_;
   return Status::ok();
+}
+
+void Worker::note_unsignaled(CoState& c, NodeId peer) {
+  const uint64_t n = ep_->posted(peer);  // this op's number (or an earlier one if refused)
+  for (auto& [p, last] : c.unsignaled) {
+    if (p == peer) {
+      last = n;
+      return;
+    }
+  }
+  c.unsignaled.emplace_back(peer, n);
+}
+
+OpStatus Worker::settle_unsignaled(CoState& c) {
+  uint64_t deadline = 0;
+  bool asked = false;
+  for (;;) {  // bounded by the deadline
+    // Drop what has retired, and peers gone from the membership.
+    size_t keep = 0;
+    for (const auto& u : c.unsignaled) {
+      if (ep_->retired(u.first) < u.second && is_member(u.first)) c.unsignaled[keep++] = u;
+    }
+    c.unsignaled.resize(keep);
+    if (keep == 0) return OpStatus::kOk;
+    if (!asked) {
+      for (const auto& u : c.unsignaled) ep_->retire_posted(u.first);
+      asked = true;
+      deadline =
+          now_ns() + uint64_t{cfg_.rpc_timeout_ms == 0 ? 10000 : cfg_.rpc_timeout_ms} * 1'000'000;
+    } else if (now_ns() > deadline) {
+      c.unsignaled.clear();
+      return OpStatus::kTransportError;
+    }
+    // The loop polls the endpoint, which moves retired().
+    yield_now(c);
+  }
 }
 
 Status Worker::wait_passive_acks(CoState& c) {

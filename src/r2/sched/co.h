@@ -44,6 +44,20 @@ class Co {
   void post(OpBatch& batch);
   OpStatus wait_posted();
   bool posted() const { return posted_; }
+  // Waits until every UNSIGNALED op this coroutine posted has retired
+  // (Endpoint::posted/retired): until then the fabric may still read a
+  // WRITE's source or write a READ's or an atomic's destination — on an
+  // RNIC an unsignaled WRITE's source is read when the NIC gets to it,
+  // after the post returned (passive ACK). Call it before reusing the
+  // buffers of such ops (an engine, before it resets its arena for the
+  // next transaction). Usually it waits for nothing: a later signaled op on
+  // the same channel — this coroutine's or another's of this worker —
+  // retired them. Otherwise it asks the channel to retire them
+  // (retire_posted) and yields to the loop until they have; peers that are
+  // no longer members are not waited for (their channels are torn down).
+  // kTransportError if they have not within the worker's rpc timeout.
+  // Must not be called between post() and wait_posted().
+  OpStatus settle_unsignaled();
   OpStatus read(RemoteAddr from, void* to, uint32_t len);
   OpStatus write(RemoteAddr to, const void* from, uint32_t len);
   OpStatus cas(RemoteAddr at, uint64_t expected, uint64_t desired, uint64_t* old);

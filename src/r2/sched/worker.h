@@ -175,6 +175,10 @@ class Worker {
     Status rpc_status;
     uint64_t deadline_ns = 0;
     uint32_t wait_dest = 0;  // kPassiveWindow: destination index
+    // Per peer, the number (Endpoint::posted) of the last unsignaled op
+    // this coroutine posted there that may not have retired yet
+    // (Co::settle_unsignaled). A handful of peers: a vector.
+    std::vector<std::pair<NodeId, uint64_t>> unsignaled;
   };
 
   // Reassembly of a fragmented logical message from one source.
@@ -199,6 +203,8 @@ class Worker {
               std::span<const std::span<const uint8_t>> bodies, std::span<RpcBuffer> replies);
   Status send_passive(CoState& c, Target t, uint16_t rpc_id, const void* msg, uint32_t len);
   Status wait_passive_acks(CoState& c);
+  OpStatus settle_unsignaled(CoState& c);
+  void note_unsignaled(CoState& c, NodeId peer);
   void yield_now(CoState& c);
   void streak_yield(CoState& c);  // the periodic yield: yield_now, or a leader's
 

@@ -65,6 +65,7 @@ PostResult ShmEndpoint::post(const WorkRequest& wr) {
   bool forced = false;
   bool signal = ch.sq.on_post(wr.signaled, &forced);
   ch.queued.push_back({wr, signal, forced});
+  ++ch.posted;
   return PostResult::kOk;
 }
 
@@ -262,6 +263,7 @@ void ShmEndpoint::doorbell(NodeId peer) {
   // window, which a survivor that removes this node waits out (OpGate).
   fence_.enter();
   for (const Queued& q : ch.queued) {
+    ++ch.executed;  // (its buffers are used below, or never)
     // Membership, checked for every op just before it touches the target:
     // a node removed meanwhile (in either view) gets kFenced, nothing done.
     if (!fence_.allowed(peer)) {
@@ -285,6 +287,7 @@ void ShmEndpoint::doorbell(NodeId peer) {
         }
         continue;
       }
+      if (pending_per_peer_[peer] == 0) ch.clean = ch.executed - 1;
       defer_read(peer, q.wr);
     } else {
       if (pending_per_peer_[peer] != 0) copy_pending(peer);  // FIFO on the channel
@@ -318,6 +321,20 @@ int ShmEndpoint::poll(Completion* out, int max) {
     --cq_count_;
   }
   return n;
+}
+
+uint64_t ShmEndpoint::posted(NodeId peer) const {
+  return peer < nodes_ ? channels_[peer].posted : 0;
+}
+
+uint64_t ShmEndpoint::retired(NodeId peer) const {
+  if (peer >= nodes_) return 0;
+  const Channel& ch = channels_[peer];
+  return pending_per_peer_[peer] == 0 ? ch.executed : ch.clean;
+}
+
+void ShmEndpoint::retire_posted(NodeId peer) {
+  if (peer < nodes_ && pending_per_peer_[peer] != 0) copy_pending(peer);
 }
 
 uint32_t ShmEndpoint::outstanding(NodeId peer) const {

@@ -85,6 +85,12 @@ class ShmEndpoint final : public Endpoint {
   int poll(Completion* out, int max) override;
   uint32_t outstanding(NodeId peer) const override;
   uint32_t send_queue_depth() const override { return depth_; }
+  // WRITEs and atomics use their buffers at the doorbell; a READ's
+  // destination is written when its copy is made (poll, or the channel's
+  // next WRITE): retire_posted makes the channel's pending copies.
+  uint64_t posted(NodeId peer) const override;
+  uint64_t retired(NodeId peer) const override;
+  void retire_posted(NodeId peer) override;
 
   uint32_t mtu() const override { return mtu_; }
   SendResult send(NodeId node, ThreadId thread, const void* msg, uint32_t len) override;
@@ -130,6 +136,10 @@ class ShmEndpoint final : public Endpoint {
     bool unfenced = false;          // flushed lines since the last fence
     bool persist_failed = false;    // an msync failed: every later flushing READ fails
     std::vector<DirtyRange> dirty;  // kMsync pages written since the last READ
+    // Request numbers (Endpoint::posted/retired): accepted, executed at a
+    // doorbell, and the last one before the channel's oldest READ whose
+    // copy is still pending (a READ's destination is written at the copy).
+    uint64_t posted = 0, executed = 0, clean = 0;
   };
   struct Cqe {
     Completion c;

@@ -300,6 +300,7 @@ PostResult UcxEndpoint::post(const WorkRequest& wr) {
     ++stats_.staged_writes;
   }
   ch.queued.push_back(op);
+  ++ch.posted;
   return PostResult::kOk;
 }
 
@@ -522,6 +523,7 @@ int UcxEndpoint::retire(Channel& ch, Completion* out, int max) {
       if (s.status != OpStatus::kOk) ch.persist_failed = true;
     } else if (s.kind == Kind::kUser) {
       --ch.user_slots;
+      ++ch.retired;
       OpStatus st = s.status;
       // Sticky, as an RNIC's queue pair in the error state: every flushing
       // READ after a failed persist fails.
@@ -567,6 +569,14 @@ int UcxEndpoint::poll(Completion* out, int max) {
   }
   if (++next_channel_ >= channels_.size()) next_channel_ = 0;
   return n;
+}
+
+uint64_t UcxEndpoint::posted(NodeId peer) const {
+  return peer < nodes_ ? channels_[peer].posted : 0;
+}
+
+uint64_t UcxEndpoint::retired(NodeId peer) const {
+  return peer < nodes_ ? channels_[peer].retired : 0;
 }
 
 uint32_t UcxEndpoint::outstanding(NodeId peer) const {

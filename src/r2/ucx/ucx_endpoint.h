@@ -102,6 +102,11 @@ class UcxEndpoint final : public Endpoint {
   int poll(Completion* out, int max) override;
   uint32_t outstanding(NodeId peer) const override;
   uint32_t send_queue_depth() const override { return depth_; }
+  uint64_t posted(NodeId peer) const override;
+  uint64_t retired(NodeId peer) const override;
+  // Nothing to add: every op completes by itself as the worker progresses
+  // (poll), signaled or not (README.md, "Ordering": completions).
+  void retire_posted(NodeId) override {}
   uint32_t mtu() const override { return mtu_; }
   SendResult send(NodeId node, ThreadId thread, const void* msg, uint32_t len) override;
   void flush_sends() override;
@@ -176,7 +181,10 @@ class UcxEndpoint final : public Endpoint {
     std::deque<Op> ready;    // doorbelled, not issued
     std::vector<Slot> slots;
     size_t head = 0, count = 0;
-    uint32_t user_slots = 0;         // user ops among the slots
+    uint32_t user_slots = 0;  // user ops among the slots
+    // Endpoint::posted / retired: ops accepted by post(), and user slots
+    // retired (in order: the slot ring retires from its head).
+    uint64_t posted = 0, retired = 0;
     uint32_t busy = 0;               // issued slots not done
     uint32_t busy_writes = 0;        // of which not READs
     bool last_read = true;           // the last op issued was a READ

@@ -44,7 +44,35 @@ PostOutcome RcChannel::post(const WorkRequest& wr, const ChannelTables& t) {
   ibv_send_wr* w = chain_.next_wr();
   fill_rc_wr(wr, p, w, chain_.next_sge());
   chain_.commit();
+  ++posted_;
+  last_remote_addr_ = p.remote_addr;
+  last_rkey_ = p.rkey;
   return {};
+}
+
+PostResult RcChannel::post_retire_marker() {
+  if (retired_ == posted_) return PostResult::kOk;
+  if (!sq_.has_room() || chain_.full()) return PostResult::kQueueFull;
+  bool forced = false;
+  (void)sq_.on_post(/*user_signaled=*/true, &forced);
+  const uint32_t seq = next_seq_++;
+  Slot& s = slots_[seq & mask_];
+  // Not user-signaled: its completion is consumed, never reported.
+  s = Slot{0, seq, Verb::kWrite, true, false, true, false};
+  WorkRequest marker;
+  marker.verb = Verb::kWrite;
+  marker.len = 0;
+  RcWrParams p;
+  p.remote_addr = last_remote_addr_;
+  p.rkey = last_rkey_;
+  p.signaled = true;
+  p.ibv_wr_id = encode_wr_id({WrKind::kRc, kWrFlagForced, peer_, seq});
+  ibv_send_wr* w = chain_.next_wr();
+  fill_rc_wr(marker, p, w, chain_.next_sge());
+  w->num_sge = 0;  // zero bytes: no local buffer
+  chain_.commit();
+  ++posted_;
+  return PostResult::kOk;
 }
 
 void RcChannel::on_post_failed(uint32_t first_bad) {
@@ -78,6 +106,14 @@ void RcChannel::retire_through(uint32_t seq) {
     slots_[tail_seq_ & mask_].live = false;
     ++tail_seq_;
   }
+  note_retired(seq);
+}
+
+void RcChannel::note_retired(uint32_t seq) {
+  // posted_ and the seqs advance together: request number n has seq n - 1
+  // (mod 2^32); requests up to `seq` are number retired_ + d + 1.
+  const uint32_t d = seq - static_cast<uint32_t>(retired_);
+  if (static_cast<int32_t>(d) >= 0) retired_ += uint64_t{d} + 1;
 }
 
 bool RcChannel::on_completion(uint32_t seq, bool ok, Completion* out) {
@@ -102,6 +138,8 @@ bool RcChannel::on_completion(uint32_t seq, bool ok, Completion* out) {
   if (s.sq_signaled) {
     sq_.on_signaled_completion();
     retire_through(seq);
+  } else if (!ok) {
+    note_retired(seq);  // flushed in error: the RNIC is done with it
   }
   return report;
 }

@@ -82,6 +82,18 @@ class RcChannel {
 
   // Requests posted (queued or on the wire) and not yet retired.
   uint32_t outstanding() const { return sq_.used(); }
+  // Endpoint::posted / retired: requests accepted by post(), and how many
+  // of them (in order) the RNIC is done with — through a signaled success
+  // CQE (FIFO), or an error CQE (the QP flushes everything before it).
+  uint64_t posted() const { return posted_; }
+  uint64_t retired() const { return retired_; }
+  // Endpoint::retire_posted: when requests are unretired, appends a
+  // signaled zero-length RDMA WRITE to the last posted request's remote
+  // address (no local buffer; the responder checks no R_Key for zero
+  // bytes), whose completion retires them and is consumed here. kQueueFull
+  // when the send queue has no room (the requests then retire by the
+  // signals already due).
+  PostResult post_retire_marker();
   const SendQueue& send_queue() const { return sq_; }
   // Completions that matched no live slot (a bug or a corrupted wr_id).
   uint64_t stale_completions() const { return stale_; }
@@ -98,6 +110,7 @@ class RcChannel {
   };
 
   void retire_through(uint32_t seq);
+  void note_retired(uint32_t seq);  // requests up to `seq` are done
 
   NodeId peer_;
   SendQueue sq_;
@@ -105,6 +118,10 @@ class RcChannel {
   uint32_t mask_;
   uint32_t next_seq_ = 0;  // seq of the next post
   uint32_t tail_seq_ = 0;  // oldest seq not yet retired
+  uint64_t posted_ = 0, retired_ = 0;
+  // The last posted request's remote address and key (post_retire_marker).
+  uint64_t last_remote_addr_ = 0;
+  uint32_t last_rkey_ = 0;
   WrChain chain_;
   std::vector<uint32_t> unposted_;
   uint64_t stale_ = 0;

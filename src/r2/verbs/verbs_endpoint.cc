@@ -300,6 +300,19 @@ int VerbsEndpoint::drain_unposted(Completion* out, int max) {
   return n;
 }
 
+uint64_t VerbsEndpoint::posted(NodeId peer) const {
+  return peer < num_nodes_ ? channels_[peer].posted() : 0;
+}
+
+uint64_t VerbsEndpoint::retired(NodeId peer) const {
+  return peer < num_nodes_ ? channels_[peer].retired() : 0;
+}
+
+void VerbsEndpoint::retire_posted(NodeId peer) {
+  if (peer >= num_nodes_ || !fence_.allowed(peer)) return;
+  if (channels_[peer].post_retire_marker() == PostResult::kOk) doorbell(peer);
+}
+
 uint32_t VerbsEndpoint::outstanding(NodeId peer) const {
   if (peer >= num_nodes_) return 0;
   return channels_[peer].outstanding() + local_pending_[peer];

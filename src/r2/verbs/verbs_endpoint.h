@@ -90,6 +90,9 @@ class VerbsEndpoint final : public Endpoint {
   int poll(Completion* out, int max) override;
   uint32_t outstanding(NodeId peer) const override;
   uint32_t send_queue_depth() const override { return depth_; }
+  uint64_t posted(NodeId peer) const override;
+  uint64_t retired(NodeId peer) const override;
+  void retire_posted(NodeId peer) override;
   uint32_t mtu() const override { return msg_mtu_; }
   SendResult send(NodeId node, ThreadId thread, const void* msg, uint32_t len) override;
   void flush_sends() override;

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <memory>
 #include <string>
@@ -19,6 +20,7 @@
 #include "r2/fabric_factory.h"
 #include "r2/shm/shm_fabric.h"
 #include "r2/support/local_control.h"
+#include "r2/support/ucx_pump.h"
 
 namespace drtmx::r2::testing {
 
@@ -47,6 +49,14 @@ inline std::string unique_cluster(const std::string& tag) {
   return "t" + std::to_string(getpid()) + "-" + tag + "-" + std::to_string(counter++);
 }
 
+// The fabric the suite runs on: DRTMX_TEST_FABRIC, or "shm". Tests of a
+// property only shm has (--fabric-delay-ns, ops complete at the doorbell,
+// message rings) skip elsewhere, saying so.
+inline std::string test_fabric() {
+  const char* f = std::getenv("DRTMX_TEST_FABRIC");
+  return f != nullptr && *f != 0 ? f : "shm";
+}
+
 struct InProcCluster {
   // Builds `nodes` fabrics with `threads` endpoints each and the given
   // regions (id, bytes) on every node; `tweak` may change each config;
@@ -67,6 +77,14 @@ struct InProcCluster {
       cfg.num_nodes = nodes;
       cfg.threads = threads;
       cfg.ring_bytes = 64 * 1024;
+      // DRTMX_TEST_FABRIC=ucx runs a suite on the ucx fabric, =ucx-tcp on
+      // it with UCX_TLS=tcp (the network path; ctest registers the
+      // fabric-neutral suites a second time so: tests/CMakeLists.txt). A
+      // test's tweak still wins.
+      if (const std::string fab = test_fabric(); fab != "shm") {
+        cfg.backend = fab == "ucx-tcp" ? "ucx" : fab;
+        if (fab == "ucx-tcp") setenv("UCX_TLS", "tcp", 1);
+      }
       if (tweak) tweak(cfg);
       auto f = make_fabric(cfg);
       if (!f) {
@@ -114,6 +132,19 @@ struct InProcCluster {
   }
 
   Fabric& f(NodeId n) { return *fabrics[n]; }
+  // For tests that drive endpoints themselves, without Workers: the
+  // endpoints of `nodes` polled from threads of their own while the result
+  // lives. On ucx over TCP a one-sided op is executed by the TARGET's UCP
+  // worker, which runs only when its endpoint is polled (ucx_pump.h); on
+  // shm (and an RNIC) the target's CPU takes no part, and nothing is made.
+  std::unique_ptr<Pump> serve(const std::vector<NodeId>& nodes) {
+    if (fabrics.empty() || fabrics[0]->info().backend != "ucx") return nullptr;
+    std::vector<Endpoint*> eps;
+    for (NodeId n : nodes) {
+      for (ThreadId t = 0; t < fabrics[n]->info().threads; ++t) eps.push_back(f(n).endpoint(t));
+    }
+    return std::make_unique<Pump>(eps);
+  }
   uint8_t* base(NodeId n, RegionId r) { return fabrics[n]->region(r)->base; }
 
   std::string cluster;
