@@ -79,7 +79,7 @@ r2run() { # op, coroutines
   wait "$other" || true
   local nums
   nums=$(echo "$out" | sed -n 3p)
-  echo "r2-bench $1 coroutines=$2 mops=$(echo "$nums" | awk '{print $1}') p50_us=$(echo "$nums" | awk '{print $2}') p99_us=$(echo "$nums" | awk '{print $3}')"
+  echo "r2-bench $1 coroutines=$2 mops=$(echo "$nums" | awk '{print $1}') p50_us=$(echo "$nums" | awk '{print $2}') p99_us=$(echo "$nums" | awk '{print $3}') cpu_us_per_op=$(echo "$nums" | awk '{print $4}')"
   port=$((port + 1))
 }
 for pair in "ucp_get read" "ucp_put_lat write"; do

@@ -40,7 +40,7 @@ r2() {  # op, coroutines
     --coroutines="$2" --seconds="$secs" --warmup=0.5 2>&1)
   local nums
   nums=$(echo "$out" | sed -n 3p)
-  echo "r2-bench $1 coroutines=$2 mops=$(echo "$nums" | awk '{print $1}') p50_us=$(echo "$nums" | awk '{print $2}') p99_us=$(echo "$nums" | awk '{print $3}')"
+  echo "r2-bench $1 coroutines=$2 mops=$(echo "$nums" | awk '{print $1}') p50_us=$(echo "$nums" | awk '{print $2}') p99_us=$(echo "$nums" | awk '{print $3}') cpu_us_per_op=$(echo "$nums" | awk '{print $4}')"
 }
 
 echo "# $(date -u +%FT%TZ) UCX_TLS=$UCX_TLS $(ucx_info -v | head -1)"

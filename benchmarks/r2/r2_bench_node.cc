@@ -1,5 +1,7 @@
 // One node of an r2-bench run: the coroutines' op loops, the measurement
 // window, the atomics check, and (node 0) the report.
+#include <time.h>
+
 #include <atomic>
 #include <cstring>
 #include <iomanip>
@@ -155,24 +157,35 @@ void rpc_loop(const R2BenchOptions& o, Co& co, Shared& sh, ThreadCounters& tc) {
   }
 }
 
+// CPU time of this process (all its threads: workers, UCX's, the control
+// plane's), in ns.
+uint64_t process_cpu_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
 struct NodeResult {
   uint64_t ops = 0;
   uint64_t measured_ns = 0;
   uint64_t successes = 0;
   uint64_t words_sum = 0;
+  uint64_t cpu_ns = 0;  // the node's process CPU time while measuring
   std::string error;
   LatencyHistogram hist;
 
   std::string encode() const {
     std::ostringstream os;
-    os << ops << " " << measured_ns << " " << successes << " " << words_sum << " " << hist.encode()
-       << " " << (error.empty() ? "-" : "E") << error;
+    os << ops << " " << measured_ns << " " << successes << " " << words_sum << " " << cpu_ns << " "
+       << hist.encode() << " " << (error.empty() ? "-" : "E") << error;
     return os.str();
   }
   static bool decode(const std::string& s, NodeResult* r) {
     std::istringstream is(s);
     std::string h, e;
-    if (!(is >> r->ops >> r->measured_ns >> r->successes >> r->words_sum >> h)) return false;
+    if (!(is >> r->ops >> r->measured_ns >> r->successes >> r->words_sum >> r->cpu_ns >> h)) {
+      return false;
+    }
     std::getline(is, e);
     if (e.size() >= 2 && e[1] == 'E') r->error = e.substr(2);
     return r->hist.decode(h);
@@ -205,9 +218,12 @@ Status report(const R2BenchOptions& o, const std::vector<NodeResult>& rs,
               const r2::FabricInfo& fabric) {
   const std::string transports = r2::describe_transports(fabric);
   double mops = 0;
-  uint64_t ops = 0, successes = 0, words = 0;
+  uint64_t ops = 0, successes = 0, words = 0, cpu_ns = 0;
   LatencyHistogram h;
   for (auto& r : rs) {
+    // Node processes: each its own CPU; nodes as threads of one process
+    // all measure that process (count it once).
+    cpu_ns = o.processes ? cpu_ns + r.cpu_ns : std::max(cpu_ns, r.cpu_ns);
     if (!r.error.empty()) return internal_error(r.error);
     if (r.measured_ns > 0)
       mops += static_cast<double>(r.ops) * 1e3 / static_cast<double>(r.measured_ns);
@@ -216,6 +232,9 @@ Status report(const R2BenchOptions& o, const std::vector<NodeResult>& rs,
     words += r.words_sum;
     h.merge(r.hist);
   }
+  // The CPU of every node (issuers and targets) per op: on tcp the
+  // target's worker executes each op, so both sides count.
+  const double cpu_us_per_op = ops != 0 ? static_cast<double>(cpu_ns) / 1e3 / ops : 0.0;
   const double p50 = static_cast<double>(h.quantile(0.50)) / 1e3;
   const double p99 = static_cast<double>(h.quantile(0.99)) / 1e3;
   std::string check = "none";
@@ -237,15 +256,17 @@ Status report(const R2BenchOptions& o, const std::vector<NodeResult>& rs,
     if (o.issuers != 0) cfg << " issuers=" << o.issuers;
     if (!transports.empty()) cfg << " transports=" << transports;
     std::cout << "r2-bench " << cfg.str() << "\n"
-              << "  mops      p50_us    p99_us    ops         check\n"
+              << "  mops      p50_us    p99_us    cpu_us/op ops         check\n"
               << "  " << std::left << std::setw(10) << fmt(mops, 3) << std::setw(10) << fmt(p50, 2)
-              << std::setw(10) << fmt(p99, 2) << std::setw(12) << ops << check << "\n";
+              << std::setw(10) << fmt(p99, 2) << std::setw(10) << fmt(cpu_us_per_op, 2)
+              << std::setw(12) << ops << check << "\n";
   }
   if (!o.json.empty()) {
     JsonWriter j;
     j.begin_object();
     j.key("mops").value(mops).key("p50_us").value(p50, 3).key("p99_us").value(p99, 3);
     j.key("ops").value(ops).key("check").value(check);
+    j.key("cpu_us_per_op").value(cpu_us_per_op, 3);
     j.key("config").begin_object();
     write_config(o, j);
     j.end_object();
@@ -316,11 +337,11 @@ Status run_node(const R2BenchOptions& o, r2::NodeRuntime& rt) {
   };
   sleep_s(o.warmup);
   const uint64_t ops0 = sum_ops();
-  const uint64_t t0 = r2::now_ns();
+  const uint64_t t0 = r2::now_ns(), cpu0 = process_cpu_ns();
   sh.measuring.store(true);
   sleep_s(o.seconds);
   const uint64_t ops1 = sum_ops();
-  const uint64_t t1 = r2::now_ns();
+  const uint64_t t1 = r2::now_ns(), cpu1 = process_cpu_ns();
   sh.measuring.store(false);
   sh.stop.store(true);
   Status st;
@@ -334,6 +355,7 @@ Status run_node(const R2BenchOptions& o, r2::NodeRuntime& rt) {
   NodeResult mine;
   mine.ops = ops1 - ops0;
   mine.measured_ns = t1 - t0;
+  mine.cpu_ns = cpu1 - cpu0;
   for (auto& c : counters) {
     mine.successes += c.successes.load();
     mine.hist.merge(c.hist);

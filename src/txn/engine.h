@@ -164,6 +164,11 @@ class Engine final : public Txn {
   void set_observer(CommitObserver* o) { observer_ = o; }
   // Tests: called at each CrashPoint of the commit path (may not return).
   void set_crash_hook(CrashHook h) { crash_ = std::move(h); }
+  // Tests: fill the arena with `byte` at each attempt's start, after the
+  // previous attempt's unsignaled ops settled (0, the default: off). A
+  // fabric still reading a commit image after that would carry the poison
+  // to its target, where the tests' invariants see it.
+  void set_arena_poison(uint8_t byte) { poison_ = byte; }
   // Durable nodes (hint H8): record lock words live apart from the slots,
   // where `locks` says (not owned; null, the default: in the slots).
   // Validate, Commit and aborts then CAS, READ and WRITE them there.
@@ -387,6 +392,7 @@ class Engine final : public Txn {
   Policy policy_;
   uint8_t* arena_;
   size_t arena_bytes_, used_ = 0;
+  uint8_t poison_ = 0;
   struct KeptBlock {
     std::unique_ptr<uint64_t[]> words;
     size_t bytes;

@@ -591,6 +591,7 @@ Abort Engine::run_attempt(const Procedure& proc, Kind kind) {
   // have (later signaled ops of the worker retired them); otherwise this
   // waits for them before the arena is reused (r2/sched/co.h).
   if (co_.settle_unsignaled() != r2::OpStatus::kOk) return finish(Abort::kNodeFailure);
+  if (poison_ != 0) std::memset(arena_, poison_, arena_bytes_);
   // A fresh lock word per transaction (store/record.h: a passive commit of
   // the previous one may still hold its locks).
   lock_word_ = store::lock_word(co_.node(), co_.thread(), co_.id(), ++txn_seq_);

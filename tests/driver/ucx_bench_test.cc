@@ -80,6 +80,17 @@ TEST_F(UcxBench, SmallBankDrtmxOverTcp) {
   EXPECT_GT(json_number(j, "tps"), 50) << j;
 }
 
+// The other preset families over tcp: FaRM (one-sided reads, messages
+// for locks) and DrTM+R (one-sided locking and commit).
+TEST_F(UcxBench, SmallBankFarmAndDrtmrOverTcp) {
+  tcp_only();
+  for (const char* policy : {"farm", "drtm-r"}) {
+    const std::string j = checked(std::string("sb-") + policy, kSmallBank + "--policy=" + policy);
+    EXPECT_GT(json_number(j, "tps"), 50) << policy << ": " << j;
+    EXPECT_GT(json_number(j, "Audit"), 0) << policy << ": " << j;
+  }
+}
+
 TEST_F(UcxBench, TpccOverTcp) {
   tcp_only();
   const std::string j =

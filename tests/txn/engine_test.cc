@@ -180,6 +180,9 @@ void run_bank(const std::string& preset) {
           w.spawn([&, wi, k](Co& co) {
              uint8_t* mem = c->base(co.node(), kScratch) + (co.thread() * kCos + k) * per_co;
              Engine eng(co, *locs[wi], reps[wi].get(), *policy, mem, per_co);
+             // Commit images that a fabric read after the next attempt
+             // began would land poisoned: the money check would see them.
+             eng.set_arena_poison(0xa5);
              std::mt19937 rng(static_cast<uint32_t>(wi * 31 + k));
              const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
              for (int i = 0; i < 150 && std::chrono::steady_clock::now() < until; ++i) {
