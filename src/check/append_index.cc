@@ -1,5 +1,6 @@
 #include "check/append_index.h"
 
+#include <algorithm>
 #include <bit>
 
 namespace drtmx::check {

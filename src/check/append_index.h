@@ -4,6 +4,7 @@
 // checker's memory).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
