@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 packages=(cmake g++ ninja-build pkg-config libibverbs-dev librdmacm-dev ibverbs-providers
   libucx-dev ucx-utils iproute2
   libboost-context-dev libboost-coroutine-dev libboost-program-options-dev
-  libpmem-dev libjemalloc-dev libprotobuf-dev protobuf-compiler libssl-dev libgtest-dev libbenchmark-dev
+  libpmem-dev libjemalloc-dev libprotobuf-dev protobuf-compiler libssl-dev libgtest-dev libbenchmark-dev libsimdjson-dev
   python3 python3-matplotlib)
 missing=()
 for p in "${packages[@]}"; do
