@@ -184,8 +184,9 @@ class OrphanNodes : public ::testing::Test {
     EXPECT_FALSE(segments_of(cluster_).empty());
   }
 
+  // `why`: what the nodes' lines say (any of them).
   void expect_nodes_ended(const std::vector<Ended>& ended, std::chrono::milliseconds bound,
-                          const std::string& why) {
+                          const std::vector<std::string>& why) {
     ASSERT_EQ(ended.size(), 3u) << "nodes still running " << bound.count()
                                 << " ms after the coordinator was lost\n"
                                 << slurp(out_);
@@ -201,7 +202,9 @@ class OrphanNodes : public ::testing::Test {
       const std::string line = "drtmx-node node " + std::to_string(n) + ": lost the coordinator";
       EXPECT_NE(out.find(line), std::string::npos) << out;
     }
-    EXPECT_NE(out.find(why), std::string::npos) << out;
+    bool said = false;
+    for (const std::string& w : why) said |= out.find(w) != std::string::npos;
+    EXPECT_TRUE(said) << "none of the reasons expected (" << why.front() << ", ...) in:\n" << out;
     EXPECT_NE(out.find("stopping this node (removed its"), std::string::npos) << out;
   }
 
@@ -217,9 +220,11 @@ TEST_F(OrphanNodes, NodesEndWhenTheirLauncherIsKilled) {
   ASSERT_EQ(waitpid(launcher_, nullptr, 0), launcher_);
   launcher_ = -1;
   // The closed connections tell at once; the bound leaves room for a
-  // loaded machine, and is still far below the run's 60 s.
+  // loaded machine, and is still far below the run's 60 s. A node whose
+  // heartbeat the launcher had not read when it died sees a reset instead
+  // of a close (the kernel resets a socket closed with unread data).
   const auto ended = wait_nodes(killed, 5000ms);
-  expect_nodes_ended(ended, 5000ms, "connection closed by the peer");
+  expect_nodes_ended(ended, 5000ms, {"connection closed by the peer", "Connection reset by peer"});
 }
 
 TEST_F(OrphanNodes, NodesEndWhenTheirCoordinatorFallsSilent) {
@@ -229,7 +234,7 @@ TEST_F(OrphanNodes, NodesEndWhenTheirCoordinatorFallsSilent) {
   const auto stopped = Clock::now();
   ASSERT_EQ(kill(launcher_, SIGSTOP), 0);
   const auto ended = wait_nodes(stopped, std::chrono::milliseconds(kLeaseMs + 5000));
-  expect_nodes_ended(ended, std::chrono::milliseconds(kLeaseMs + 5000), "nothing from it for");
+  expect_nodes_ended(ended, std::chrono::milliseconds(kLeaseMs + 5000), {"nothing from it for"});
   // Not before the lease ran out: the last frame came at most a period
   // before the stop.
   for (const Ended& e : ended) EXPECT_GE(e.after.count(), kLeaseMs - kLeaseMs / 4 - 5);
