@@ -39,6 +39,17 @@ struct Progress {
   std::vector<bool> live;  // members (survive-failures: removed nodes report no more)
 };
 
+// A node on this host is the kernel's OOM victim before its launcher
+// (oom_score_adj +500; raising it needs no privilege), so that the
+// launcher lives to say which node the kernel killed and what it held —
+// under a memory cgroup the launcher, large itself in a sanitizer build,
+// was taken instead. Best effort: a node that already ended is no error.
+void prefer_node_as_oom_victim(pid_t pid) {
+  if (pid <= 0) return;
+  std::ofstream f("/proc/" + std::to_string(pid) + "/oom_score_adj");
+  if (f) f << 500;
+}
+
 std::string fmt_seconds(double s) {
   std::ostringstream os;
   os << std::setprecision(3) << s;
@@ -267,6 +278,7 @@ Status run_once(const BenchOptions& given) {
       } else {
         result = group.spawn("node " + std::to_string(n), exe, o.node_args(n, coord),
                              key_stdin(o.fabric));
+        if (result.is_ok()) prefer_node_as_oom_victim(group.pid(static_cast<size_t>(n)));
       }
     }
     for (const BenchOptions::Fault& f : o.faults) {
