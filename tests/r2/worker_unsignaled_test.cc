@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <thread>
 #include <vector>
 
@@ -109,6 +110,36 @@ struct Outcome {
   bool ran = false;
 };
 
+// The coroutine's part, on whatever endpoint its worker has: `after_run`
+// looks at the endpoint once the WRITEs are posted, before the settle.
+void write_settle_poison_on(Co& co, uint8_t* buf, bool settle, uint32_t bytes, uint32_t blocks,
+                            Outcome& o, const std::function<void()>& after_run = nullptr) {
+  for (uint32_t b = 0; b < blocks; ++b) {
+    std::memset(buf + size_t{b} * bytes, static_cast<int>(b + 1), bytes);
+  }
+  OpBatch batch;
+  for (uint32_t b = 0; b < blocks; ++b) {
+    batch.write({1, kData, uint64_t{b} * bytes}, buf + size_t{b} * bytes, bytes,
+                /*signaled=*/false);
+  }
+  (void)co.run(batch);  // nothing signaled: returns at once
+  if (after_run) after_run();
+  if (settle) o.settled = co.settle_unsignaled();
+  Endpoint* ep = co.worker().endpoint();
+  o.posted = ep->posted(1);
+  o.retired = ep->retired(1);
+  std::memset(buf, kPoison, size_t{bytes} * blocks);
+  // A signaled READ per block: on the channel behind the WRITEs, so it
+  // sees what they wrote (and releases what LateReader still held,
+  // reading the poison).
+  uint8_t* back = buf + size_t{bytes} * blocks;
+  for (uint32_t b = 0; b < blocks; ++b) {
+    ASSERT_EQ(co.read({1, kData, uint64_t{b} * bytes}, back, bytes), OpStatus::kOk);
+    if (back[0] == kPoison || back[bytes - 1] == kPoison) ++o.poisoned_blocks;
+  }
+  o.ran = true;
+}
+
 Outcome write_settle_poison(InProcCluster& c, bool settle, uint32_t bytes, uint32_t blocks) {
   Outcome o;
   WorkerConfig wc;
@@ -117,34 +148,9 @@ Outcome write_settle_poison(InProcCluster& c, bool settle, uint32_t bytes, uint3
   wc.rpc_timeout_ms = 5000;
   auto run = run_workers(c, wc, [&](Worker& w) {
     if (w.node() != 0) return;
-    ASSERT_TRUE(
-        w.spawn([&](Co& co) {
-           uint8_t* buf = c.base(0, kScratch);
-           for (uint32_t b = 0; b < blocks; ++b) {
-             std::memset(buf + size_t{b} * bytes, static_cast<int>(b + 1), bytes);
-           }
-           OpBatch batch;
-           for (uint32_t b = 0; b < blocks; ++b) {
-             batch.write({1, kData, uint64_t{b} * bytes}, buf + size_t{b} * bytes, bytes,
-                         /*signaled=*/false);
-           }
-           (void)co.run(batch);  // nothing signaled: returns at once
-           if (settle) o.settled = co.settle_unsignaled();
-           Endpoint* ep = co.worker().endpoint();
-           o.posted = ep->posted(1);
-           o.retired = ep->retired(1);
-           std::memset(buf, kPoison, size_t{bytes} * blocks);
-           // A signaled READ per block: on the channel behind the
-           // WRITEs, so it sees what they wrote (and releases what
-           // LateReader still held, reading the poison).
-           std::vector<uint8_t> got(bytes);
-           uint8_t* back = buf + size_t{bytes} * blocks;
-           for (uint32_t b = 0; b < blocks; ++b) {
-             ASSERT_EQ(co.read({1, kData, uint64_t{b} * bytes}, back, bytes), OpStatus::kOk);
-             if (back[0] == kPoison || back[bytes - 1] == kPoison) ++o.poisoned_blocks;
-           }
-           o.ran = true;
-         }).is_ok());
+    ASSERT_TRUE(w.spawn([&](Co& co) {
+                   write_settle_poison_on(co, c.base(0, kScratch), settle, bytes, blocks, o);
+                 }).is_ok());
   });
   EXPECT_FALSE(run.timed_out);
   return o;
@@ -165,31 +171,13 @@ Outcome with_late_reader(bool settle) {
   Worker w0(&late, 0, 2, 1, wc);
   Worker w1(c->f(1).endpoint(0), 1, 2, 1, wc);
   std::atomic<bool> done{false};
-  EXPECT_TRUE(
-      w0.spawn([&](Co& co) {
-          uint8_t* buf = c->base(0, kScratch);
-          for (uint32_t b = 0; b < kBlocks; ++b) {
-            std::memset(buf + size_t{b} * kBytes, static_cast<int>(b + 1), kBytes);
-          }
-          OpBatch batch;
-          for (uint32_t b = 0; b < kBlocks; ++b) {
-            batch.write({1, kData, uint64_t{b} * kBytes}, buf + size_t{b} * kBytes, kBytes, false);
-          }
-          (void)co.run(batch);
-          EXPECT_EQ(late.held(), kBlocks);  // the RNIC has not read them yet
-          if (settle) o.settled = co.settle_unsignaled();
-          o.posted = late.posted(1);
-          o.retired = late.retired(1);
-          std::memset(buf, kPoison, size_t{kBytes} * kBlocks);
-          uint8_t* back = buf + size_t{kBytes} * kBlocks;
-          for (uint32_t b = 0; b < kBlocks; ++b) {
-            EXPECT_EQ(co.read({1, kData, uint64_t{b} * kBytes}, back, kBytes), OpStatus::kOk);
-            if (back[0] == kPoison) ++o.poisoned_blocks;
-          }
-          o.ran = true;
-          done = true;
-        }).is_ok());
-  // Node 1 only answers; both loops on this thread, in turns (bounded).
+  EXPECT_TRUE(w0.spawn([&](Co& co) {
+                  write_settle_poison_on(co, c->base(0, kScratch), settle, kBytes, kBlocks, o, [&] {
+                    EXPECT_EQ(late.held(), kBlocks);  // the RNIC has not read them yet
+                  });
+                  done = true;
+                }).is_ok());
+  // Node 1 only answers, on a thread of its own (bounded).
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   std::thread t1([&] {
     w1.run_until([&] { return done.load() || std::chrono::steady_clock::now() > until; });
