@@ -77,16 +77,23 @@ struct Backer {
   std::vector<std::pair<uint64_t, uint64_t>> extents;
 };
 
-TEST(HeapGrowth, BacksGrowingExtentsBeforeHandingOutTheirSlots) {
-  Mem m(64 << 20);
-  Backer b(m);
+// A heap of 100-byte values over `m` past its first page, in extents of
+// 64 KiB and up that `b` backs.
+HeapOptions growing_options(Mem& m, Backer& b, const std::string& name) {
   HeapOptions o;
-  o.name = "grow/p0";
+  o.name = name;
   o.value_size = 100;
   o.range_offset = 4096;
   o.range_bytes = m.bytes - 4096;
   o.min_extent_bytes = 64 * 1024;
   o.grow = [&b](uint64_t off, uint64_t n) { return b(off, n); };
+  return o;
+}
+
+TEST(HeapGrowth, BacksGrowingExtentsBeforeHandingOutTheirSlots) {
+  Mem m(64 << 20);
+  Backer b(m);
+  const HeapOptions o = growing_options(m, b, "grow/p0");
   auto h = RecordHeap::create(m.span(), o);
   ASSERT_TRUE(h.is_ok()) << h.status().to_string();
   EXPECT_TRUE(b.extents.empty()) << "nothing is backed before the first slot";
@@ -318,13 +325,7 @@ TEST(GrowAhead, RunsTasksInOrderAndDrainWaitsForThem) {
 }
 
 HeapOptions ahead_options(Mem& m, Backer& b, GrowAhead* ahead) {
-  HeapOptions o;
-  o.name = "ahead/p0";
-  o.value_size = 100;
-  o.range_offset = 4096;
-  o.range_bytes = m.bytes - 4096;
-  o.min_extent_bytes = 64 * 1024;
-  o.grow = [&b](uint64_t off, uint64_t n) { return b(off, n); };
+  HeapOptions o = growing_options(m, b, "ahead/p0");
   o.ahead = ahead;
   return o;
 }

@@ -88,6 +88,18 @@ void expect_rows(const Txn::Rows& rows, Key from, Key count) {
   }
 }
 
+// A read-only scan of the whole range sees every row; one with a limit
+// the smallest keys of the range over all partitions.
+void expect_whole_and_limited_scans(Engine& e, TableId t, Txn::Rows& rows) {
+  EXPECT_EQ(e.run([&](Txn& tx) { return tx.scan(t, 0, kRows - 1, kRows, &rows); }, Kind::kReadOnly),
+            Abort::kNone);
+  expect_rows(rows, 0, kRows);
+  EXPECT_EQ(
+      e.run([&](Txn& tx) { return tx.scan(t, 1234, kRows - 1, 100, &rows); }, Kind::kReadOnly),
+      Abort::kNone);
+  expect_rows(rows, 1234, 100);
+}
+
 std::span<const uint8_t> bytes(const Val& v) {
   return {reinterpret_cast<const uint8_t*>(&v), sizeof v};
 }
@@ -107,15 +119,7 @@ void occ_script(const store::Catalog& cat, TxnContext& c) {
     }),
               Abort::kNone);
     expect_rows(rows, 0, kRows);
-    EXPECT_EQ(
-        e.run([&](Txn& tx) { return tx.scan(t, 0, kRows - 1, kRows, &rows); }, Kind::kReadOnly),
-        Abort::kNone);
-    expect_rows(rows, 0, kRows);
-    // A limit: the smallest keys of the range over all partitions.
-    EXPECT_EQ(
-        e.run([&](Txn& tx) { return tx.scan(t, 1234, kRows - 1, 100, &rows); }, Kind::kReadOnly),
-        Abort::kNone);
-    expect_rows(rows, 1234, 100);
+    expect_whole_and_limited_scans(e, t, rows);
   }
   // Validation of a large read set: a scanned row changed by another
   // transaction after the scan, or a key inserted into the range.
@@ -183,15 +187,7 @@ void mvcc_script(const store::Catalog& cat, TxnContext& c) {
   for (TableId t : {kByRange, kByFunction, kByHash}) {
     SCOPED_TRACE("table " + std::to_string(t));
     Txn::Rows rows;
-    EXPECT_EQ(
-        e.run([&](Txn& tx) { return tx.scan(t, 0, kRows - 1, kRows, &rows); }, Kind::kReadOnly),
-        Abort::kNone);
-    expect_rows(rows, 0, kRows);
-    // A limit: the smallest keys of the range over all partitions.
-    EXPECT_EQ(
-        e.run([&](Txn& tx) { return tx.scan(t, 1234, kRows - 1, 100, &rows); }, Kind::kReadOnly),
-        Abort::kNone);
-    expect_rows(rows, 1234, 100);
+    expect_whole_and_limited_scans(e, t, rows);
     EXPECT_EQ(e.run([&](Txn& tx) {
       if (Abort r = tx.scan(t, 0, kRows - 1, kRows, &rows); r != Abort::kNone) return r;
       Val v = val_of(1);
