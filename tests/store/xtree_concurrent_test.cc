@@ -321,9 +321,17 @@ TEST(XTreeConcurrent, OneHotLeaf) {
   const LeafArea area = t.area();
   const auto deadline = Clock::now() + std::chrono::milliseconds(400);
   std::atomic<bool> stop{false};
+  // The writer goes on (up to 20 s more) until the reader has its images:
+  // over ucx/tcp a READ waits for the target's worker (see above).
+  std::atomic<uint64_t> sealed_seen{0};
   std::thread w([&] {
     std::mt19937_64 rng(3);
-    for (int op = 0; op < 2000000 && Clock::now() < deadline; ++op) {
+    auto running = [&] {
+      const auto now = Clock::now();
+      return now < deadline ||
+             (sealed_seen.load() <= 100 && now < deadline + std::chrono::seconds(20));
+    };
+    for (int op = 0; op < 2000000 && running(); ++op) {
       const uint64_t k = 100 + rng() % 6;  // at most 6 keys: leaf 0 never splits
       Val v = make_val(k, rng());
       switch (rng() % 3) {
@@ -360,7 +368,7 @@ TEST(XTreeConcurrent, OneHotLeaf) {
       ++torn;
       continue;
     }
-    ++sealed;
+    sealed_seen.store(++sealed);
     const LeafMeta m = unpack_meta(meta);
     if (m.count > 6) err = "sealed image with count " + std::to_string(m.count);
     for (uint32_t i = 0; i < m.count && err.empty(); ++i) {
