@@ -35,6 +35,14 @@ struct BenchOptions {
   // for nodes that are threads of a launcher. Not an option.
   std::string node_program;
   std::string json;
+  // --history=FILE (history.h): every node writes its clients' parts into
+  // FILE.parts/, the launcher merges them into FILE after the run (a
+  // --recover run continues FILE).
+  std::string history;
+  // --check-history[=MODEL]: the launcher then runs drtmx-check on FILE
+  // with this consistency model ("": no check); its verdict joins the
+  // report, and an invalid history fails the run.
+  std::string check_history;
   int node = -1;                  // >= 0: run only this node (the launcher passes it)
   std::string coordinator;        // node mode: where the coordinator listens
   bool host_coordinator = false;  // node 0 also serves the coordinator

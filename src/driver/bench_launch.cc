@@ -17,6 +17,7 @@
 
 #include "bench.h"
 #include "bench_series.h"
+#include "history.h"
 #include "json_writer.h"
 #include "local_cluster.h"
 #include "memory_watch.h"
@@ -145,7 +146,7 @@ Result<CoordinatorPlace> coordinator_place(const BenchOptions& o) {
 // One run of one preset: the nodes, the coordinator, cleanup. A run has a
 // cluster key of its own (or --cluster-key-file's; one read from standard
 // input is read once, by read_launcher_key).
-Status run_once(const BenchOptions& given) {
+Status run_cluster(const BenchOptions& given) {
   BenchOptions keyed = given;
   if (keyed.fabric.cluster_key.empty()) {
     DRTMX_RETURN_IF_ERROR(resolve_cluster_key(given.cluster_key_file, -1, keyed.fabric));
@@ -467,6 +468,11 @@ Status run_once(const BenchOptions& given) {
   return result;
 }
 
+// One run, with --history's merge and check around it.
+Status run_once(const BenchOptions& o) {
+  return run_with_history(o, [&] { return run_cluster(o); });
+}
+
 }  // namespace
 
 Result<std::unique_ptr<r2::ControlServer>> start_coordinator(
@@ -530,6 +536,7 @@ Status run_local_cluster(const BenchOptions& o) {
     one.policy = p;
     one.policies = {p};
     one.rounds = 1;
+    if (!o.history.empty() && o.policies.size() > 1) one.history = history_file_for(o.history, p);
     points.push_back(std::move(one));
   }
   const std::vector<SeriesRow> rows = run_series(

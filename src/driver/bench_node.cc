@@ -21,6 +21,7 @@
 #include "bench.h"
 #include "bench_report.h"
 #include "failover_report.h"
+#include "history.h"
 #include "journal.h"
 #include "json_writer.h"
 #include "memory_report.h"
@@ -224,16 +225,44 @@ Status run_bench_node(const BenchOptions& o) {
     c.read_only.assign(types, 0);
   }
   std::vector<std::vector<int64_t>> sums(cos);
+  // Histories: a client's process number is unique across the restarts of
+  // a durable database (history.h); each coroutine writes its own part.
+  const uint64_t process_base =
+      o.durable ? n.pools()->state().recoveries * uint64_t{o.fabric.num_nodes} * cos : 0;
+  std::vector<std::unique_ptr<HistoryPart>> parts(cos);
+  std::vector<Status> history_errors(cos);
+  if (!o.history.empty()) {
+    const std::string dir = history_parts_dir(o.history);
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    for (size_t i = 0; i < cos; ++i) {
+      const uint64_t process = process_base + first_index + i;
+      auto part = HistoryPart::create(dir + "/n" + std::to_string(o.node) + "-p" +
+                                      std::to_string(process) + ".jsonl");
+      if (!part.is_ok()) return fail(part.status());
+      parts[i] = std::move(*part);
+    }
+  }
   Shared sh;
   Status st = n.run([&](txn::TxnContext& ctx) {
     const size_t me = ctx.index - first_index;
     CoCounters& cc = counters[me];
     auto client = (*wl)->client(ctx.index, o.seed);
+    client->set_process(process_base + ctx.index);
+    txn::CommitObserver* observer = nullptr;
     if (journal) {
       WorkloadClient* c = client.get();
-      ctx.engine.set_observer(journal->observer(
-          static_cast<uint32_t>(me), [c](std::vector<int64_t>& out) { c->pending_sums(out); }));
+      observer = journal->observer(static_cast<uint32_t>(me),
+                                   [c](std::vector<int64_t>& out) { c->pending_sums(out); });
     }
+    std::unique_ptr<HistoryRecorder> history;
+    std::string value;
+    if (parts[me]) {
+      history = std::make_unique<HistoryRecorder>(std::move(parts[me]), process_base + ctx.index,
+                                                  observer);
+      observer = history.get();
+    }
+    ctx.engine.set_observer(observer);
     while (sh.phase.load(std::memory_order_relaxed) != 2) {
       TxnDraw d = client->next();
       const uint64_t t0 = r2::now_ns();
@@ -241,7 +270,19 @@ Status run_bench_node(const BenchOptions& o) {
       for (uint32_t attempt = 0; attempt < kMaxAttempts; ++attempt) {
         const uint64_t waits0 = ctx.engine.stats().sibling_waits;
         const uint64_t wait_ns0 = ctx.engine.stats().sibling_wait_ns;
+        if (history) {
+          value.clear();
+          (void)client->history_value(false, value);
+          if (Status hs = history->invoke(value); !hs.is_ok() && history_errors[me].is_ok())
+            history_errors[me] = hs;
+        }
         const txn::Abort r = ctx.engine.run(d.proc, d.kind);
+        if (history) {
+          value.clear();
+          (void)client->history_value(r == txn::Abort::kNone, value);
+          if (Status hs = history->complete(r, value); !hs.is_ok() && history_errors[me].is_ok())
+            history_errors[me] = hs;
+        }
         const bool measuring = sh.phase.load(std::memory_order_relaxed) == 1;
         if (measuring) {
           cc.sib_waits[d.type] += ctx.engine.stats().sibling_waits - waits0;
@@ -273,11 +314,16 @@ Status run_bench_node(const BenchOptions& o) {
         }
         // Randomized exponential back-off (by the clock).
         ctx.engine.backoff(attempt + 1);
+        client->retrying();
       }
       if (!done) ++cc.given_up;
     }
     client->sums(sums[me]);
     ctx.engine.set_observer(nullptr);
+    if (history) {
+      if (Status hs = history->close(); !hs.is_ok() && history_errors[me].is_ok())
+        history_errors[me] = hs;
+    }
   });
   if (!st.is_ok()) return fail(st);
   auto total = [&] {
@@ -347,6 +393,9 @@ Status run_bench_node(const BenchOptions& o) {
   sh.phase.store(2);
   st = n.finish(std::chrono::seconds(60));
   if (!st.is_ok()) return st;
+  for (const Status& hs : history_errors) {
+    if (!hs.is_ok()) return fail(hs);
+  }
   if (o.failover_run()) {
     // After a failover nothing may stay locked: not by the removed node
     // (its locks were released), not by a survivor (a lost unlock).

@@ -49,6 +49,7 @@ std::vector<std::string> BenchOptions::node_args(int n, const std::string& coord
   for (const auto& [k, v] : overrides) a.push_back("--phase=" + k + "=" + v);
   for (const auto& [k, v] : workload) a.push_back("--" + k + "=" + v);
   if (!json.empty() && n == 0) a.push_back("--json=" + json);
+  if (!history.empty()) a.push_back("--history=" + history);
   if (!local_shortcuts) a.push_back("--local-shortcuts=off");
   if (!sibling_wait) a.push_back("--sibling-wait=off");
   if (durable) {
@@ -137,7 +138,13 @@ Result<BenchOptions> parse_bench(int argc, char** argv, const std::vector<Worklo
       "inprocess", po::bool_switch(&o.inprocess), "run the nodes as threads of this process")(
       "local", "run the nodes as local processes (the default)")(
       "json", po::value(&o.json), "also write the report to this JSON file")(
-      "seed", po::value(&o.seed)->default_value(1), "random seed of the run")(
+      "history", po::value(&o.history),
+      "write every transaction attempt to this file as a Jepsen history (JSON Lines; "
+      "drtmx-check judges the append workload's); a --recover run continues it")(
+      "check-history", po::value(&o.check_history)->implicit_value("serializable"),
+      "after the run, check the --history with drtmx-check under this model (default "
+      "serializable; also strict-serializable, snapshot-isolation, ...); an invalid history "
+      "fails the run")("seed", po::value(&o.seed)->default_value(1), "random seed of the run")(
       "log-ring-kb", po::value(&o.log_ring_kb)->default_value(1024),
       "replication log ring per (coordinator thread, backup), KiB")(
       "xstore-refresh-keys", po::value(&o.xstore_refresh_keys)->default_value(16),
@@ -414,6 +421,21 @@ Result<BenchOptions> parse_bench(int argc, char** argv, const std::vector<Worklo
   }
   if (o.journal_kb < 16 || o.journal_kb > (1u << 20))
     return bad("--journal-kb must be 16..1048576");
+  if (!o.check_history.empty()) {
+    if (o.history.empty())
+      return bad("--check-history checks the run's history: give --history=FILE too");
+    std::istringstream models(o.check_history);
+    for (std::string m; std::getline(models, m, ',');) {
+      static const char* kModels[] = {"read-committed", "snapshot-isolation", "serializable",
+                                      "strong-session-serializable", "strict-serializable"};
+      if (std::find(std::begin(kModels), std::end(kModels), m) == std::end(kModels))
+        return bad("--check-history=" + o.check_history + ": unknown model '" + m +
+                   "'; known: read-committed, snapshot-isolation, serializable, "
+                   "strong-session-serializable, strict-serializable");
+    }
+    if (o.node >= 0)
+      return bad("--check-history is drtmx-bench's (it checks the merged history after the run)");
+  }
   if (crash_at_given) {
     if (!(o.crash_at > 0 && o.crash_at < o.seconds))
       return bad("--crash-at=" + std::to_string(o.crash_at) +

@@ -16,6 +16,7 @@
 
 #include "bench.h"
 #include "bench_series.h"
+#include "history.h"
 #include "json_writer.h"
 
 namespace drtmx::bench {
@@ -144,6 +145,11 @@ Status run_sweep(const BenchOptions& o, std::vector<BenchOptions> points) {
   auto sw = parse_sweep(o.sweep);
   if (!sw.is_ok()) return sw.status();
   if (points.size() != sw->values.size()) return internal_error("sweep: points and values differ");
+  // --history: a file per point (h.jsonl -> h.KEY=VALUE.jsonl).
+  for (size_t i = 0; i < points.size(); ++i) {
+    if (!points[i].history.empty())
+      points[i].history = history_file_for(points[i].history, sw->key + "=" + sw->values[i]);
+  }
   const std::vector<SeriesRow> rows = run_series(
       std::move(points), sw->values,
       [&](size_t i) { return "--sweep point --" + sw->key + "=" + sw->values[i]; },

@@ -51,6 +51,28 @@ class WorkloadClient {
   // of those acknowledged or committed just before a crash, before
   // committed() was called. Read-only transactions are never asked.
   virtual void pending_sums(std::vector<int64_t>& out) const { out.clear(); }
+  // The attempt of the transaction drawn last aborted, and it is run again.
+  // Each attempt is an operation of its own in a history (--history): a
+  // workload whose history values must be unique per operation (append's
+  // appended elements) renews them here.
+  virtual void retrying() {}
+  // The client's process number, as histories (--history) name it: unique
+  // among the clients of every run of a database (a durable restart's
+  // clients get new ones). Called once, before the first next(). A
+  // workload whose written values must be unique across runs (append)
+  // builds them from it.
+  virtual void set_process(uint64_t process) { (void)process; }
+  // Histories: appends the `value` of the transaction drawn last — Jepsen's
+  // list of micro-ops as JSON, e.g. [["append",3,17],["r",4,[1,2]]] — to
+  // `out`: for its invoke (completed == false: reads are null) or after an
+  // attempt committed (true: the reads hold what that attempt read).
+  // false: the workload does not describe its transactions (its history
+  // entries then carry no value, and drtmx-check cannot judge them).
+  virtual bool history_value(bool completed, std::string& out) const {
+    (void)completed;
+    (void)out;
+    return false;
+  }
 };
 
 class Workload {

@@ -1,5 +1,6 @@
 // The workloads drtmx-bench knows, by --bench name: one line each here,
 // the workload itself in its own library (benchmarks/<name>/).
+#include "append/append.h"
 #include "bench.h"
 #include "smallbank/smallbank.h"
 #include "tpcc/tpcc.h"
@@ -12,6 +13,7 @@ const std::vector<WorkloadInfo>& workloads() {
       smallbank::info(),
       tpcc::info(),
       tpce::info(),
+      append::info(),
   };
   return all;
 }

@@ -1,0 +1,201 @@
+// List-append's client (append_client.h).
+#include "append/append_client.h"
+
+#include <charconv>
+#include <cstring>
+#include <optional>
+
+#include "ycsb.h"
+
+namespace drtmx::bench::append {
+namespace {
+
+using txn::Abort;
+using txn::Txn;
+
+struct MicroOp {
+  bool append = false;
+  uint32_t slot = 0;
+  uint64_t key = 0;    // logical key (epoch * keys + slot), fixed at the draw
+  uint64_t value = 0;  // append: the element
+};
+
+// A slot this transaction appends to: the head as read, and what it added.
+struct Written {
+  uint32_t slot = 0;
+  Head head;            // as read
+  uint64_t epoch = 0;   // the epoch its appends go to
+  uint64_t length = 0;  // that epoch's list length after the appends so far
+};
+
+void put_int(std::string& out, uint64_t v) {
+  char buf[24];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  out.append(buf, r.ptr);
+}
+
+class Client final : public WorkloadClient {
+ public:
+  Client(const Config& c, uint32_t index, uint64_t seed)
+      : c_(c),
+        rng_((seed * 0x9E3779B97F4A7C15ull) ^ (uint64_t{index} * 0xD1B54A32D192ED03ull) ^ 7),
+        epoch_(c.keys, 0),
+        process_(index) {
+    if (c_.theta > 0) zipf_.emplace(c_.keys, c_.theta);
+  }
+
+  void set_process(uint64_t process) override { process_ = process; }
+
+  TxnDraw next() override {
+    ops_.clear();
+    const uint32_t n = 1 + static_cast<uint32_t>(rand() % c_.max_ops);
+    bool writes = false;
+    for (uint32_t i = 0; i < n; ++i) {
+      MicroOp m;
+      m.slot = slot();
+      m.key = logical_key(c_, m.slot, epoch_[m.slot]);
+      m.append = rand() % 100 >= c_.read_pct;
+      if (m.append) m.value = (process_ << 36) | ++counter_;
+      writes |= m.append;
+      ops_.push_back(m);
+    }
+    appends_ = 0;
+    for (const MicroOp& m : ops_) appends_ += m.append;
+    return TxnDraw{writes ? kAppend : kRead, [this](Txn& tx) { return run(tx); },
+                   writes ? txn::Kind::kReadWrite : txn::Kind::kReadOnly};
+  }
+
+  // A new attempt is a new operation: its appends take new values.
+  void retrying() override {
+    for (MicroOp& m : ops_) {
+      if (m.append) m.value = (process_ << 36) | ++counter_;
+    }
+  }
+
+  void committed() override { committed_appends_ += static_cast<int64_t>(appends_); }
+  void sums(std::vector<int64_t>& out) const override { out = {committed_appends_, ahead_}; }
+  void pending_sums(std::vector<int64_t>& out) const override {
+    out = {static_cast<int64_t>(appends_), 0};
+  }
+
+  bool history_value(bool completed, std::string& out) const override {
+    out += '[';
+    size_t r = 0;
+    for (size_t i = 0; i < ops_.size(); ++i) {
+      const MicroOp& m = ops_[i];
+      if (i) out += ',';
+      out += m.append ? "[\"append\"," : "[\"r\",";
+      put_int(out, m.key);
+      out += ',';
+      if (m.append) {
+        put_int(out, m.value);
+      } else if (!completed || r >= reads_.size()) {
+        out += "null";
+      } else {
+        out += '[';
+        const std::vector<uint64_t>& l = reads_[r++];
+        for (size_t j = 0; j < l.size(); ++j) {
+          if (j) out += ',';
+          put_int(out, l[j]);
+        }
+        out += ']';
+      }
+      out += ']';
+    }
+    out += ']';
+    return true;
+  }
+
+ private:
+  uint64_t rand() {
+    rng_ ^= rng_ << 13;
+    rng_ ^= rng_ >> 7;
+    rng_ ^= rng_ << 17;
+    return rng_;
+  }
+  uint32_t slot() {
+    if (!zipf_) return static_cast<uint32_t>(rand() % c_.keys);
+    const double u = static_cast<double>(rand() >> 11) * 0x1.0p-53;
+    return static_cast<uint32_t>(zipf_->next(u));
+  }
+
+  // One attempt. Reads are recorded for the history as they happen; the
+  // epochs learned from heads apply whatever the outcome (they are
+  // committed values: a head is only ever written by a commit).
+  Abort run(Txn& tx) {
+    reads_.clear();
+    written_.clear();
+    Txn::Rows rows;
+    for (const MicroOp& m : ops_) {
+      if (!m.append) {
+        const uint64_t from = row_key(m.key, 0);
+        const uint64_t to = row_key(m.key, (uint64_t{1} << kPositionBits) - 1);
+        if (Abort a = tx.scan(kLists, from, to, c_.max_writes + 1, &rows); a != Abort::kNone)
+          return a;
+        std::vector<uint64_t>& list = reads_.emplace_back(rows.keys.size());
+        for (size_t i = 0; i < rows.keys.size(); ++i) {
+          std::memcpy(&list[i], rows.values.data() + i * sizeof(uint64_t), sizeof(uint64_t));
+        }
+        continue;
+      }
+      Written* w = nullptr;
+      for (Written& x : written_) w = x.slot == m.slot ? &x : w;
+      if (w == nullptr) {
+        w = &written_.emplace_back();
+        w->slot = m.slot;
+        if (Abort a = tx.get_for_update(kHeads, m.slot, &w->head); a != Abort::kNone) return a;
+        const uint64_t mine = m.key / c_.keys;  // the epoch this op was drawn for
+        const Head& h = w->head;
+        if (mine == h.epoch) {
+          w->epoch = h.epoch;
+          w->length = h.length;
+        } else if (mine == h.epoch + 1 && h.length >= c_.max_writes) {
+          w->epoch = mine;  // the first list of the slot's next epoch
+          w->length = 0;
+        } else {
+          // Retired (mine < h.epoch), or ahead of the database, which only
+          // a lost commit makes possible: counted for the check.
+          if (mine > h.epoch) ++ahead_;
+          epoch_[m.slot] = h.epoch;
+          return tx.user_abort();
+        }
+      }
+      if (m.key / c_.keys != w->epoch) return tx.user_abort();  // the slot moved within the txn
+      if (w->length >= c_.max_writes) {
+        // Full. The next draws use the slot's next epoch when the database's
+        // list is (not when only this transaction's own appends overfill it).
+        if (w->epoch == w->head.epoch && w->head.length >= c_.max_writes) {
+          epoch_[m.slot] = w->epoch + 1;
+        }
+        return tx.user_abort();
+      }
+      if (Abort a = tx.insert(kLists, row_key(m.key, w->length), &m.value); a != Abort::kNone)
+        return a;
+      ++w->length;
+      const Head nh{w->epoch, w->length};
+      if (Abort a = tx.put(kHeads, m.slot, &nh); a != Abort::kNone) return a;
+    }
+    return Abort::kNone;
+  }
+
+  Config c_;
+  uint64_t rng_;
+  std::optional<Zipfian> zipf_;
+  std::vector<uint64_t> epoch_;  // per slot: the epoch this client draws keys of
+  uint64_t process_;
+  uint64_t counter_ = 0;
+  std::vector<MicroOp> ops_;
+  size_t appends_ = 0;
+  std::vector<std::vector<uint64_t>> reads_;  // the last attempt's, in op order
+  std::vector<Written> written_;
+  int64_t committed_appends_ = 0;
+  int64_t ahead_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<WorkloadClient> make_client(const Config& c, uint32_t index, uint64_t seed) {
+  return std::make_unique<Client>(c, index, seed);
+}
+
+}  // namespace drtmx::bench::append
