@@ -43,6 +43,9 @@ struct BenchOptions {
   // with this consistency model ("": no check); its verdict joins the
   // report, and an invalid history fails the run.
   std::string check_history;
+  // --test-fault=NAME (tests only, txn::TestFault): every engine skips a
+  // duty of the protocol, so that the outside checks can be seen to fail.
+  txn::TestFault test_fault = txn::TestFault::kNone;
   int node = -1;                  // >= 0: run only this node (the launcher passes it)
   std::string coordinator;        // node mode: where the coordinator listens
   bool host_coordinator = false;  // node 0 also serves the coordinator

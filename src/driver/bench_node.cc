@@ -84,6 +84,7 @@ Result<txn::TxnNodeConfig> engine_config(const BenchOptions& o, const Workload& 
   cfg.mvcc.versions_pct = o.versions_pct;
   cfg.mvcc.min_versions = o.min_versions;
   cfg.arena_bytes = std::max(cfg.arena_bytes, wl.arena_bytes());
+  cfg.test_fault = o.test_fault;
   return cfg;
 }
 

@@ -50,6 +50,8 @@ std::vector<std::string> BenchOptions::node_args(int n, const std::string& coord
   for (const auto& [k, v] : workload) a.push_back("--" + k + "=" + v);
   if (!json.empty() && n == 0) a.push_back("--json=" + json);
   if (!history.empty()) a.push_back("--history=" + history);
+  if (test_fault != txn::TestFault::kNone)
+    a.push_back(std::string("--test-fault=") + txn::test_fault_name(test_fault));
   if (!local_shortcuts) a.push_back("--local-shortcuts=off");
   if (!sibling_wait) a.push_back("--sibling-wait=off");
   if (durable) {
@@ -96,7 +98,7 @@ Result<BenchOptions> parse_bench(int argc, char** argv, const std::vector<Worklo
   o.known = std::make_shared<const std::vector<WorkloadInfo>>(known);
   uint32_t nodes = 3, threads = 1, coroutines = 8, replicas = 0;
   std::string fabric = "shm", config, mvcc, durability = "off", crash_point, lock_words = "dram",
-              local_shortcuts = "on", sibling_wait = "on";
+              local_shortcuts = "on", sibling_wait = "on", test_fault = "none";
   std::string kill_node, stop_node, partition_node;
   std::vector<std::string> phases;
   std::string names;
@@ -141,6 +143,9 @@ Result<BenchOptions> parse_bench(int argc, char** argv, const std::vector<Worklo
       "history", po::value(&o.history),
       "write every transaction attempt to this file as a Jepsen history (JSON Lines; "
       "drtmx-check judges the append workload's); a --recover run continues it")(
+      "test-fault", po::value(&test_fault)->default_value("none"),
+      "TESTS ONLY: break the engine on purpose — skip-read-validation (Validate checks no read) "
+      "or skip-log (no backup receives a commit) — to see drtmx-check reject the history")(
       "check-history", po::value(&o.check_history)->implicit_value("serializable"),
       "after the run, check the --history with drtmx-check under this model (default "
       "serializable; also strict-serializable, snapshot-isolation, ...); an invalid history "
@@ -421,6 +426,9 @@ Result<BenchOptions> parse_bench(int argc, char** argv, const std::vector<Worklo
   }
   if (o.journal_kb < 16 || o.journal_kb > (1u << 20))
     return bad("--journal-kb must be 16..1048576");
+  if (!txn::test_fault_from(test_fault, &o.test_fault))
+    return bad("--test-fault=" + test_fault +
+               ": expected none, skip-read-validation or skip-log (tests only)");
   if (!o.check_history.empty()) {
     if (o.history.empty())
       return bad("--check-history checks the run's history: give --history=FILE too");

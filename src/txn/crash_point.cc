@@ -23,4 +23,26 @@ bool crash_point_from(const std::string& name, CrashPoint* out) {
   return false;
 }
 
+const char* test_fault_name(TestFault f) {
+  switch (f) {
+    case TestFault::kNone:
+      return "none";
+    case TestFault::kSkipReadValidation:
+      return "skip-read-validation";
+    case TestFault::kSkipLog:
+      return "skip-log";
+  }
+  return "?";
+}
+
+bool test_fault_from(const std::string& name, TestFault* out) {
+  for (TestFault f : {TestFault::kNone, TestFault::kSkipReadValidation, TestFault::kSkipLog}) {
+    if (name == test_fault_name(f)) {
+      *out = f;
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace drtmx::txn

@@ -27,4 +27,15 @@ const char* crash_point_name(CrashPoint p);  // "validated", "log-partial", ...
 bool crash_point_from(const std::string& name, CrashPoint* out);
 using CrashHook = std::function<void(CrashPoint)>;
 
+// Faults tests inject to prove that the outside checks (drtmx-check on a
+// --history) catch a broken engine: each drops one duty of the protocol.
+// Never for measuring anything.
+enum class TestFault : uint8_t {
+  kNone,
+  kSkipReadValidation,  // Validate locks the write set but checks no read and no scan
+  kSkipLog,             // no Log phase: commits reach no backup (a failover loses them)
+};
+const char* test_fault_name(TestFault f);  // "none", "skip-read-validation", "skip-log"
+bool test_fault_from(const std::string& name, TestFault* out);
+
 }  // namespace drtmx::txn

@@ -169,6 +169,8 @@ class Engine final : public Txn {
   // fabric still reading a commit image after that would carry the poison
   // to its target, where the tests' invariants see it.
   void set_arena_poison(uint8_t byte) { poison_ = byte; }
+  // Tests: break the protocol on purpose (crash_point.h, TestFault).
+  void set_test_fault(TestFault f) { fault_ = f; }
   // Durable nodes (hint H8): record lock words live apart from the slots,
   // where `locks` says (not owned; null, the default: in the slots).
   // Validate, Commit and aborts then CAS, READ and WRITE them there.
@@ -393,6 +395,7 @@ class Engine final : public Txn {
   uint8_t* arena_;
   size_t arena_bytes_, used_ = 0;
   uint8_t poison_ = 0;
+  TestFault fault_ = TestFault::kNone;
   struct KeptBlock {
     std::unique_ptr<uint64_t[]> words;
     size_t bytes;

@@ -5,7 +5,7 @@
 namespace drtmx::txn {
 
 Abort Engine::log() {
-  if (rep_ == nullptr) return Abort::kNone;
+  if (rep_ == nullptr || fault_ == TestFault::kSkipLog) return Abort::kNone;
   // Each backup receives the records of the partitions it backs up — never
   // records it is the primary of (it must not apply over a locked primary).
   // Durable logs: a record's primary receives it too, marked with where

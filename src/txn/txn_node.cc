@@ -581,6 +581,7 @@ Status TxnNode::setup_worker(r2::Worker& w, const r2::Region* scratch, const r2:
       engines_[i] = std::make_unique<Engine>(co, *locs_[i], reps_[t].get(), cfg_.policy,
                                              arena->base + i * per_co, per_co, mvcc_.get());
       if (cfg_.crash_hook) engines_[i]->set_crash_hook(cfg_.crash_hook);
+      engines_[i]->set_test_fault(cfg_.test_fault);
       engines_[i]->set_lock_plan(locks_.get());
       engines_[i]->set_local_holds(holds_[t].get());
       if (gate_) engines_[i]->set_gate(gate_.get(), i);

@@ -64,6 +64,8 @@ struct TxnNodeConfig {
   // Tests: called at every CrashPoint of the commit path, on the worker
   // thread that reaches it (see txn/crash_point.h).
   CrashHook crash_hook;
+  // Tests only: a protocol duty every engine skips (crash_point.h).
+  TestFault test_fault = TestFault::kNone;
   // Accesses to this node's own memory skip the fabric's machinery: one-
   // sided ops run at once on the local memory and RPCs to the worker's own
   // thread run their handler inline (r2::WorkerConfig direct_local_ops,

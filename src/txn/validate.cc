@@ -207,6 +207,8 @@ Abort Engine::validate() {
     }
   }
 
+  if (fault_ == TestFault::kSkipReadValidation) return Abort::kNone;  // tests: broken on purpose
+
   // 2. Phantoms: the scanned ranges, before the read checks (see
   // validate_scans for why this order).
   if (Abort r = validate_scans(check); r != Abort::kNone) return r;
