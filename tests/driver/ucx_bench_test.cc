@@ -67,6 +67,25 @@ TEST_F(UcxBench, SmallBankOneSidedPreset) {
   EXPECT_GT(json_number(j, "ops_per_txn"), 0) << j;  // one-sided ops over UCX
 }
 
+// The list-append history over UCX/tcp, judged by drtmx-check under the
+// model drtmx claims for the preset (strict serializability: no MVCC).
+TEST_F(UcxBench, AppendHistoryIsStrictSerializableOverTcp) {
+  tcp_only();
+  const std::string history = tmp("append.jsonl");
+  const std::string j =
+      checked("append",
+              "--bench=append --nodes=3 --coroutines=4 --replicas=3 --append-keys=40 "
+              "--seconds=2 --warmup=0.3 --policy=drtmh --history=" +
+                  history + " --check-history=strict-serializable");
+  const size_t ok = slurp(history).find("\"type\":\"ok\"");
+  std::remove(history.c_str());
+  std::remove((history + ".check.json").c_str());
+  std::remove((history + ".check.txt").c_str());
+  EXPECT_NE(ok, std::string::npos);
+  EXPECT_NE(j.find("\"valid\": true"), std::string::npos) << j;
+  EXPECT_GT(json_number(j, "operations"), 200) << j;
+}
+
 TEST_F(UcxBench, SmallBankRpcPresetOverTcp) {
   tcp_only();
   const std::string j = checked("sb-fasst", kSmallBank + "--policy=fasst");
