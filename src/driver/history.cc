@@ -19,8 +19,10 @@
 namespace drtmx::bench {
 namespace {
 
-// A part grows by this much at a time: one ftruncate and one mmap per chunk.
-constexpr size_t kChunk = size_t{8} << 20;
+// A part grows by this much at a time: one ftruncate and one mmap per
+// chunk, its pages faulted in by that mmap (MAP_POPULATE: one system call
+// instead of a page fault every 4 KiB of lines on the coroutine's path).
+constexpr size_t kChunk = size_t{4} << 20;
 
 uint64_t realtime_ns() {
   timespec ts;
@@ -135,7 +137,7 @@ Status HistoryPart::map_next() {
   }
   const off_t end = static_cast<off_t>((chunk_ + 1) * kChunk);
   if (::ftruncate(fd_, end) != 0) return sys_error("--history: growing " + path_, errno);
-  void* m = ::mmap(nullptr, kChunk, PROT_READ | PROT_WRITE, MAP_SHARED, fd_,
+  void* m = ::mmap(nullptr, kChunk, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd_,
                    static_cast<off_t>(chunk_ * kChunk));
   if (m == MAP_FAILED) return sys_error("--history: mapping " + path_, errno);
   map_ = static_cast<char*>(m);

@@ -55,7 +55,7 @@ class History : public ::testing::Test {
 TEST_F(History, APartKeepsEveryLineAcrossChunksAndEndsAtItsLastLine) {
   auto p = HistoryPart::create(part(0, 0));
   ASSERT_TRUE(p.is_ok()) << p.status().message();
-  // About 12 MiB: past the first 8 MiB chunk.
+  // About 12 MiB: past the first 4 MiB chunks.
   const std::string pad(1000, 'x');
   uint64_t bytes = 0;
   for (int i = 0; i < 12000; ++i) {
@@ -68,7 +68,7 @@ TEST_F(History, APartKeepsEveryLineAcrossChunksAndEndsAtItsLastLine) {
   // The file ends at the last line (no zero tail); the chunk's padding is
   // empty lines only.
   EXPECT_GE(fs::file_size(part(0, 0)), bytes);
-  EXPECT_LT(fs::file_size(part(0, 0)), bytes + (size_t{8} << 20));
+  EXPECT_LT(fs::file_size(part(0, 0)), bytes + (size_t{4} << 20));
   auto m = merge_history(file_, false, 1);
   ASSERT_TRUE(m.is_ok()) << m.status().message();
   EXPECT_EQ(m->operations, 12000u);
