@@ -64,7 +64,7 @@ void data_edges(const Analysis& a, std::vector<Edge>* out) {
 // edge is implied with the same single rw edge (rw to the next value, ww
 // along the order to its last writer, then the ww edge above), so it would
 // change no cycle's kind, only its length (on the generated million
-// transactions it was 1.9 million more edges against 0.2). Bound: per key
+// transactions it was 2.1 million more edges against 0.2). Bound: per key
 // at most kUnreadEdgesPerOp * (readers + unread appenders) rw edges, at
 // least one per appender, all appenders from the same readers: those invoked
 // latest (a writer that completed before some reader's invoke did so before
