@@ -18,6 +18,9 @@ struct KeyOrder {
   int64_t key = 0;
   uint64_t begin = 0;  // into History::reads: the longest ok read of the key
   uint32_t len = 0;
+  // Every ok read of the key is a prefix of the order (no
+  // incompatible-order): a value outside the order was seen by no read.
+  bool reads_agree = true;
 };
 
 struct Analysis {
@@ -30,11 +33,19 @@ struct Analysis {
   std::vector<uint8_t> read_in_order;
   // Per transaction: a graph node: ok, or info with an append somebody read.
   std::vector<uint8_t> is_node;
-  uint64_t unread_ok_appends = 0;  // ok appends no read saw (informational)
+  // The append micro-ops for which unread_committed() holds, in order.
+  std::vector<uint32_t> unread_mops;
+  uint64_t unread_ok_appends = 0;  // ok appends no read saw
   uint64_t unread_info_appends = 0;
   uint64_t ok_txns = 0, fail_txns = 0, info_txns = 0;
   AnomalySet anomalies;
 
+  // An append that comes after every value of its key's order: a graph
+  // node's (committed, so in the key's final list) that no ok read saw, on a
+  // key whose reads agree (so no read saw it out of order either).
+  bool unread_committed(uint32_t kid, const AppendRef& r) const {
+    return r.pos < 0 && keys[kid].reads_agree && is_node[r.txn];
+  }
   std::span<const int64_t> order(uint32_t kid) const {
     return {h->reads.data() + keys[kid].begin, keys[kid].len};
   }

@@ -34,7 +34,8 @@ class CycleFinder {
         seen_(2 * uint64_t{g.n}, 0),
         parent_(2 * uint64_t{g.n}, 0),
         label_(2 * uint64_t{g.n}, 0),
-        member_(g.n, 0) {}
+        member_(g.n, 0),
+        target_(g.n, 0) {}
 
   CycleStats run();
 
@@ -46,9 +47,11 @@ class CycleFinder {
   bool any_cycle(const std::vector<uint32_t>& comp, uint8_t extra);
   // Shortest path from -> to among nodes marked with member stamp `ms`,
   // over edges with a type in `allowed`, using at least one `need` edge
-  // when need != 0. Appends its steps to *out.
+  // when need != 0. Appends its steps to *out. With to == kAnyTarget: to
+  // the nearest node whose target_ is target_stamp_, stored in *reached.
+  static constexpr uint32_t kAnyTarget = UINT32_MAX;
   bool path(uint32_t from, uint32_t to, uint8_t allowed, uint8_t need, uint32_t ms,
-            std::vector<Step>* out, bool budgeted);
+            std::vector<Step>* out, bool budgeted, uint32_t* reached = nullptr);
   uint32_t mark(const std::vector<uint32_t>& nodes);
   void report(std::vector<Step> steps, uint8_t extra);
 
@@ -56,11 +59,13 @@ class CycleFinder {
   const Graph& g_;
   CycleOptions opt_;
   SccFinder scc_;
-  std::vector<uint32_t> seen_;    // per (node, flag) state: == bfs_stamp_
-  std::vector<uint64_t> parent_;  // previous state
-  std::vector<uint8_t> label_;    // the step's edge type into the state
-  std::vector<uint32_t> member_;  // == a mark() stamp
-  uint32_t bfs_stamp_ = 0, member_stamp_ = 0;
+  std::vector<uint32_t> seen_;                     // per (node, flag) state: == bfs_stamp_
+  std::vector<uint64_t> parent_;                   // previous state
+  std::vector<uint8_t> label_;                     // the step's edge type into the state
+  std::vector<uint32_t> member_;                   // == a mark() stamp
+  std::vector<uint32_t> target_;                   // == target_stamp_: a goal of path(kAnyTarget)
+  std::vector<std::pair<uint32_t, uint32_t>> rw_;  // g_single: (head, tail)
+  uint32_t bfs_stamp_ = 0, member_stamp_ = 0, target_stamp_ = 0;
   uint64_t budget_left_ = 0;
   CycleStats stats_;
 };
@@ -72,11 +77,13 @@ uint32_t CycleFinder::mark(const std::vector<uint32_t>& nodes) {
 }
 
 bool CycleFinder::path(uint32_t from, uint32_t to, uint8_t allowed, uint8_t need, uint32_t ms,
-                       std::vector<Step>* out, bool budgeted) {
+                       std::vector<Step>* out, bool budgeted, uint32_t* reached) {
   bfs_stamp_++;
   std::vector<uint64_t> frontier{uint64_t{from} * 2}, next;
   seen_[uint64_t{from} * 2] = bfs_stamp_;
-  uint64_t goal = uint64_t{to} * 2 + (need != 0 ? 1 : 0);
+  uint64_t goal_flag = need != 0 ? 1 : 0;
+  bool any = to == kAnyTarget;
+  uint64_t goal = any ? UINT64_MAX : uint64_t{to} * 2 + goal_flag;
   bool found = (from == to && need == 0);
   while (!found && !frontier.empty()) {
     next.clear();
@@ -102,7 +109,8 @@ bool CycleFinder::path(uint32_t from, uint32_t to, uint8_t allowed, uint8_t need
         seen_[ns] = bfs_stamp_;
         parent_[ns] = s;
         label_[ns] = lab;
-        if (ns == goal) {
+        if (ns == goal || (any && nflag == goal_flag && target_[v] == target_stamp_)) {
+          goal = ns;
           found = true;
           break;
         }
@@ -113,6 +121,7 @@ bool CycleFinder::path(uint32_t from, uint32_t to, uint8_t allowed, uint8_t need
     frontier.swap(next);
   }
   if (!found) return false;
+  if (reached != nullptr) *reached = static_cast<uint32_t>(goal / 2);
   std::vector<Step> rev;
   for (uint64_t s = goal; s != uint64_t{from} * 2;) {
     uint64_t p = parent_[s];
@@ -171,19 +180,29 @@ bool CycleFinder::cycle_in_subgraph(const std::vector<uint32_t>& comp, uint8_t a
 bool CycleFinder::g_single(const std::vector<uint32_t>& comp, uint8_t extra) {
   uint32_t ms = mark(comp);
   uint8_t allowed = kWW | kWR | extra;
+  // The rw edges inside, by head: one search from a head serves every rw
+  // edge into it (many readers miss the same append).
+  rw_.clear();
   for (uint32_t u : comp) {
     for (uint64_t e = g_.begin[u]; e < g_.begin[u + 1]; e++) {
-      uint32_t v = g_.dst[e];
-      if ((g_.type[e] & kRW) == 0 || member_[v] != ms) continue;
-      std::vector<Step> steps{{u, v, kRW}};
-      if (path(v, u, allowed, extra, ms, &steps, true)) {
-        report(std::move(steps), extra);
-        return true;
-      }
-      if (budget_left_ == 0) {
-        stats_.budget_exhausted = true;
-        return false;
-      }
+      if ((g_.type[e] & kRW) != 0 && member_[g_.dst[e]] == ms) rw_.push_back({g_.dst[e], u});
+    }
+  }
+  std::sort(rw_.begin(), rw_.end());
+  for (size_t i = 0, j = 0; i < rw_.size(); i = j) {
+    uint32_t v = rw_[i].first;
+    target_stamp_++;
+    for (j = i; j < rw_.size() && rw_[j].first == v; j++) target_[rw_[j].second] = target_stamp_;
+    std::vector<Step> steps;
+    uint32_t u = 0;
+    if (path(v, kAnyTarget, allowed, extra, ms, &steps, true, &u)) {
+      steps.insert(steps.begin(), Step{u, v, kRW});
+      report(std::move(steps), extra);
+      return true;
+    }
+    if (budget_left_ == 0) {
+      stats_.budget_exhausted = true;
+      return false;
     }
   }
   return false;

@@ -14,8 +14,9 @@ struct CycleOptions {
   bool process = false;   // search cycles that need process edges
   bool realtime = false;  // search cycles that need real-time edges
   // Breadth-first steps allowed per phase for the G-single search (a
-  // search per rw edge of a component); past it, components are classified
-  // by the first cycle found.
+  // search from each node that rw edges of a component point to, back to
+  // any of their sources); past it, components are classified by the first
+  // cycle found.
   uint64_t budget = 200'000'000;
 };
 

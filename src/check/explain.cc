@@ -39,16 +39,39 @@ StepEvidence step_evidence(const Analysis& a, const Step& s) {
     const AppendRef* r = a.appends.find(kid, v);
     return r == nullptr ? -1 : r->txn;
   };
+  // An append of `txn` to key `kid` that comes after the whole order.
+  auto unread_append = [&](const Txn& txn, uint32_t kid, int64_t* value) {
+    for (uint32_t j = txn.mop_begin; j < txn.mop_begin + txn.mop_count; j++) {
+      if (h.mops[j].kind != MopKind::kAppend || a.mop_kid[j] != kid) continue;
+      if (a.unread_committed(kid, *a.appends.find(kid, h.mops[j].value))) {
+        *value = h.mops[j].value;
+        return true;
+      }
+    }
+    return false;
+  };
   if (s.type == kWW) {
-    for (uint32_t i = from.mop_begin; i < from.mop_begin + from.mop_count && !ev.found; i++) {
-      if (h.mops[i].kind != MopKind::kAppend) continue;
-      const AppendRef* ri = a.appends.find(a.mop_kid[i], h.mops[i].value);
-      for (uint32_t j = to.mop_begin; j < to.mop_begin + to.mop_count; j++) {
-        if (h.mops[j].kind != MopKind::kAppend || a.mop_kid[j] != a.mop_kid[i]) continue;
-        const AppendRef* rj = a.appends.find(a.mop_kid[j], h.mops[j].value);
-        if (ri->pos >= 0 && rj->pos > ri->pos) {
-          ev = {true, h.mops[i].key, h.mops[j].value, UINT32_MAX, h.mops[i].value};
-          break;
+    // Consecutive in the order first, else an earlier value and an unread one.
+    for (int pass = 0; pass < 2 && !ev.found; pass++) {
+      for (uint32_t i = from.mop_begin; i < from.mop_begin + from.mop_count && !ev.found; i++) {
+        if (h.mops[i].kind != MopKind::kAppend) continue;
+        uint32_t kid = a.mop_kid[i];
+        const AppendRef* ri = a.appends.find(kid, h.mops[i].value);
+        if (ri->pos < 0) continue;
+        if (pass == 1) {
+          int64_t v = 0;
+          if (unread_append(to, kid, &v)) {
+            ev = {true, h.mops[i].key, v, UINT32_MAX, h.mops[i].value, true};
+          }
+          continue;
+        }
+        for (uint32_t j = to.mop_begin; j < to.mop_begin + to.mop_count; j++) {
+          if (h.mops[j].kind != MopKind::kAppend || a.mop_kid[j] != kid) continue;
+          const AppendRef* rj = a.appends.find(kid, h.mops[j].value);
+          if (rj->pos > ri->pos) {
+            ev = {true, h.mops[i].key, h.mops[j].value, UINT32_MAX, h.mops[i].value, false};
+            break;
+          }
         }
       }
     }
@@ -62,8 +85,16 @@ StepEvidence step_evidence(const Analysis& a, const Step& s) {
       uint32_t at = s.type == kWR ? len - 1 : len;
       if ((s.type == kWR && len == 0) || at >= order.size()) continue;
       if (writer(a.mop_kid[i], order[at]) == other) {
-        ev = {true, h.mops[i].key, order[at], i, 0};
+        ev = {true, h.mops[i].key, order[at], i, 0, false};
         break;
+      }
+    }
+    // rw to an append no read saw: the reader's read lacks it.
+    for (uint32_t i = reader.mop_begin;
+         s.type == kRW && !ev.found && i < reader.mop_begin + reader.mop_count; i++) {
+      int64_t v = 0;
+      if (a.read_in_order[i] && unread_append(to, a.mop_kid[i], &v)) {
+        ev = {true, h.mops[i].key, v, i, 0, true};
       }
     }
   }
@@ -83,6 +114,13 @@ std::string explain_cycle(const Analysis& a, const Anomaly& c) {
     s += (i ? ", " : "") + name(c.txns[i]) + " = " + txn_name(h, c.txns[i]);
   }
   s += ". ";
+  // Why an append no read saw comes after every value read: it is in the
+  // key's final list, of which every read is a prefix.
+  auto after_all = [&](uint32_t txn, int64_t value) {
+    return " (" + name(txn) + " committed" +
+           (h.txns[txn].outcome == Outcome::kOk ? "" : ", as a read saw another of its appends") +
+           ", so " + std::to_string(value) + " comes after every value read)";
+  };
   for (const Step& st : c.steps) {
     std::string f = name(st.from), t = name(st.to);
     StepEvidence ev = step_evidence(a, st);
@@ -90,7 +128,9 @@ std::string explain_cycle(const Analysis& a, const Anomaly& c) {
     switch (st.type) {
       case kWW:
         s += f + " appended " + std::to_string(ev.value_before) + " to " + key + " and " + t +
-             " appended " + std::to_string(ev.value) + " after it, so " + f + " < " + t + " (ww); ";
+             " appended " + std::to_string(ev.value) +
+             (ev.unread ? ", which no read saw" + after_all(st.to, ev.value) : " after it") +
+             ", so " + f + " < " + t + " (ww); ";
         break;
       case kWR:
         s += t + " read " + key + " = " + list_text(h.read_of(h.mops[ev.read_mop])) +
@@ -99,8 +139,10 @@ std::string explain_cycle(const Analysis& a, const Anomaly& c) {
         break;
       case kRW:
         s += f + " read " + key + " = " + list_text(h.read_of(h.mops[ev.read_mop])) + " without " +
-             t + "'s append of " + std::to_string(ev.value) + ", the next in its order, so " + f +
-             " < " + t + " (rw); ";
+             t + "'s append of " + std::to_string(ev.value) +
+             (ev.unread ? ", which no read saw" + after_all(st.to, ev.value)
+                        : ", the next in its order") +
+             ", so " + f + " < " + t + " (rw); ";
         break;
       case kProcess:
         s += f + " ran before " + t + " on process " + std::to_string(h.txns[st.from].process) +

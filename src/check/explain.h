@@ -29,6 +29,9 @@ struct StepEvidence {
   int64_t value = 0;
   uint32_t read_mop = UINT32_MAX;  // wr: the reader's read; rw: the reader's
   int64_t value_before = 0;        // ww: the earlier append's value
+  // ww, rw: `value` is an append no read saw (Analysis::unread_committed),
+  // after every value of the key's order rather than next in it.
+  bool unread = false;
 };
 StepEvidence step_evidence(const Analysis& a, const Step& s);
 

@@ -24,7 +24,9 @@ struct GraphOptions {
 };
 
 // ww, wr and rw from the version orders (reads that are prefixes of their
-// key's order only), plus process and real-time edges when asked.
+// key's order only); ww and rw to appends of committed transactions that no
+// read saw (after every value read; bounded per key, see graph.cc); plus
+// process and real-time edges when asked.
 // Real-time edges use the frontier technique: a transaction gets edges from
 // the transactions completed before its invoke that no other completed
 // transaction follows in real time, about one per concurrent process, not

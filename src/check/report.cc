@@ -68,6 +68,7 @@ std::string anomaly_json(const Analysis& a, const Anomaly& an) {
            ",\"to\":" + std::to_string(txn_index(h, st.to));
       if (ev.found) {
         s += ",\"key\":" + std::to_string(ev.key) + ",\"value\":" + std::to_string(ev.value);
+        if (ev.unread) s += ",\"unread\":true";
       }
       s += "}";
     }
@@ -161,7 +162,8 @@ std::string report_summary(const CheckReport& r) {
   }
   if (a.unread_ok_appends > 0) {
     s += "\n  " + std::to_string(a.unread_ok_appends) +
-         " appends of ok transactions were never read (nothing to check them against).";
+         " appends of ok transactions were never read (each is ordered after every value read "
+         "of its key).";
   }
   return s;
 }

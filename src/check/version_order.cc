@@ -196,6 +196,7 @@ void VersionAnalyzer::check_read(uint32_t txn, uint32_t mi) {
   bool prefix = r.size() <= order.size() &&
                 (r.empty() || std::memcmp(r.data(), order.data(), r.size() * sizeof(int64_t)) == 0);
   if (!prefix) {
+    a_.keys[kid].reads_agree = false;
     Anomaly an{"incompatible-order", {txn}, {}, true, m.key, false, 0, ""};
     if (a_.anomalies.wants(an.type)) {
       an.explanation = txn_name(h_, txn) + " read " + key_s(m.key) + " = " + list_text(r) +
@@ -366,6 +367,13 @@ void VersionAnalyzer::mark_nodes() {
       if (!read && tx.outcome == Outcome::kInfo) a_.unread_info_appends++;
     }
     a_.is_node[t] = tx.outcome == Outcome::kOk || (tx.outcome == Outcome::kInfo && observed);
+    for (uint32_t mi = tx.mop_begin; a_.is_node[t] && mi < tx.mop_begin + tx.mop_count; mi++) {
+      const MicroOp& m = h_.mops[mi];
+      uint32_t kid = a_.mop_kid[mi];
+      if (m.kind == MopKind::kAppend && a_.unread_committed(kid, *a_.appends.find(kid, m.value))) {
+        a_.unread_mops.push_back(mi);
+      }
+    }
   }
 }
 
