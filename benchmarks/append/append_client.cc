@@ -5,6 +5,7 @@
 #include <cstring>
 #include <optional>
 
+#include "xorshift.h"
 #include "ycsb.h"
 
 namespace drtmx::bench::append {
@@ -107,12 +108,7 @@ class Client final : public WorkloadClient {
   }
 
  private:
-  uint64_t rand() {
-    rng_ ^= rng_ << 13;
-    rng_ ^= rng_ >> 7;
-    rng_ ^= rng_ << 17;
-    return rng_;
-  }
+  uint64_t rand() { return xorshift64(rng_); }
   uint32_t slot() {
     if (!zipf_) return static_cast<uint32_t>(rand() % c_.keys);
     const double u = static_cast<double>(rand() >> 11) * 0x1.0p-53;

@@ -120,6 +120,22 @@ TEST_F(NetnsHosts, TpceOverTcpBetweenHosts) {
   expect_nothing_left();
 }
 
+// A list-append history written by nodes on three hosts (the parts go to
+// a directory they share), merged by the launcher and judged by drtmx-check.
+TEST_F(NetnsHosts, AppendHistoryAcrossHostsIsStrictSerializable) {
+  const std::string history = dir_ + "/h.jsonl";
+  const Outcome o = bench(cluster_->hosts_file(),
+                          "--bench=append --coroutines=4 --replicas=3 --append-keys=40 "
+                          "--warmup=0.5 --seconds=2 --history=" +
+                              history + " --check-history=strict-serializable");
+  expect_checked(o);
+  EXPECT_NE(o.output.find("history check (strict-serializable): valid"), std::string::npos)
+      << o.output;
+  EXPECT_NE(o.output.find("operations of 12 processes in " + history), std::string::npos)
+      << o.output;
+  expect_nothing_left();
+}
+
 TEST_F(NetnsHosts, KilledNodeIsFailedOverWithoutLosingAcknowledgedCommits) {
   const Outcome o =
       bench(cluster_->hosts_file(), kSmallBank + "--policy=drtmh --seconds=3 --kill-node=2@1.5");
