@@ -226,9 +226,14 @@ Status rpc_reserve(r2::Co& co, std::span<Reservation> items, uint64_t lock_word,
   if (targets.empty()) return Status::ok();
   std::vector<std::span<const uint8_t>> bodies(reqs.begin(), reqs.end());
   std::vector<r2::RpcBuffer> replies(targets.size());
-  DRTMX_RETURN_IF_ERROR(co.call(targets, kRpcReserve, bodies, replies));
+  // A failed call (a target removed from the cluster, or silent) still
+  // takes the replies that came: those primaries reserved, and the caller
+  // must hold and release what they reserved — else the keys stay locked
+  // under a lock word nobody will use again.
+  const Status called = co.call(targets, kRpcReserve, bodies, replies);
   for (size_t g = 0; g < targets.size(); ++g) {
     if (replies[g].size() != index[g].size() * sizeof(ReserveReply)) {
+      if (!called.is_ok()) continue;  // no reply from this one
       return internal_error("reserve reply of " + std::to_string(replies[g].size()) +
                             " bytes for " + std::to_string(index[g].size()) + " keys");
     }
@@ -238,7 +243,7 @@ Status rpc_reserve(r2::Co& co, std::span<Reservation> items, uint64_t lock_word,
       take_reply(rr, targets[g].node, items[index[g][k]]);
     }
   }
-  return Status::ok();
+  return called;
 }
 
 Status rpc_remove_held(r2::Co& co, std::span<const HeldRecord> items, uint64_t lock_word,

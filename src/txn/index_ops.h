@@ -100,8 +100,12 @@ struct LocalIndex {
   RangeTs range_ts;  // as given to register_index_handlers
 };
 
-// Coordinator side. A failed call (fabric, error reply) returns its status
-// and leaves the result of every item it carried kNodeFailure.
+// Coordinator side. A failed call (a removed or silent target, an error
+// reply) returns its status; the items of the primaries that replied take
+// their replies all the same (reserved ones are the caller's to hold and
+// release), those of the others stay kNodeFailure. A primary that handles
+// a request after its caller gave up on it (a timeout) leaves a
+// reservation nobody holds: the documented leftover of a lost reply.
 Status rpc_reserve(r2::Co& co, std::span<Reservation> items, uint64_t lock_word,
                    const LocalIndex* local = nullptr);
 // With `passive` the requests are one-way (acknowledged on later traffic);

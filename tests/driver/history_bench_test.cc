@@ -96,14 +96,12 @@ INSTANTIATE_TEST_SUITE_P(Preset, HistoryOfEachPreset,
                            return n;
                          });
 
-// DISABLED: fails about 1 run in 3 on an engine defect this workload found
-// (issue 48's closing note): after the failover a survivor's insert
-// reservation in `lists` stays locked ("1 records are still locked after
-// the run: key ... of table lists (locked by node 0)"), appends to that
-// list stall, and the run fails its end-of-run lock check. The history
-// itself was valid in every run. Enable once the release of a reservation
-// whose transaction aborts across an epoch change is fixed.
-TEST_F(HistoryRun, DISABLED_AKilledNodesOpenOperationsAreInfoAndTheHistoryStaysValid) {
+// This run found a defect (3 runs in 4 before its fix): a transaction
+// inserting at the killed node and a survivor had its reserve call fail,
+// and the survivor's reservation, which had come back, was never released
+// ("1 records are still locked after the run: key ... of table lists
+// (locked by node 0)"): every later append to that list stalled.
+TEST_F(HistoryRun, AKilledNodesOpenOperationsAreInfoAndTheHistoryStaysValid) {
   const Outcome r = bench(kAppend + "--seconds=3 --kill-node=1@1.2 --history=" + file() +
                           " --check-history=strict-serializable");
   expect_valid(r, "strict-serializable", "--kill-node=1@1.2");

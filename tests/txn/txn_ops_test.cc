@@ -234,14 +234,28 @@ Procedure read_then(std::vector<Key> keys, std::function<void()> meanwhile) {
 // The request is handled once node 2 runs: the reservation it makes is
 // the documented leftover of a lost reply (index_ops.h) and is removed
 // here with the engine's lock word, so nothing of it remains.
+// The same transaction also inserts a key whose primary (node 1) answers:
+// that reservation came back with the failed call, so the abort releases
+// it (a primary that answered must never keep a key reserved for a
+// transaction that is gone; after a failover it stalled every later insert
+// of that key).
 void node_failure_script(TxnContext& c, std::atomic<bool>& node2_go) {
   Engine& e = c.engine;
+  constexpr Key kOn1 = 799;  // kKv partition 799 % 3 == 1: primary node 1
   constexpr Key kOn2 = 800;  // kKv partition 800 % 3 == 2: primary node 2
   EXPECT_EQ(e.run([](Txn& tx) {
     Val x = val(800);
+    if (Abort r = tx.insert(kKv, kOn1, &x); r != Abort::kNone) return r;
     return tx.insert(kKv, kOn2, &x);
   }),
             Abort::kNodeFailure);
+  const uint64_t word = e.last_lock_word();  // the failed transaction's
+  EXPECT_EQ(e.run([](Txn& tx) {
+    Val x;
+    return tx.get(kKv, kOn1, &x);
+  }),
+            Abort::kRecordMissing)
+      << "the answered reservation of key " << kOn1 << " was left behind";
   node2_go = true;
   RecordRef ref;
   std::vector<uint8_t> copy(store::record_slot_size(sizeof(Val)));
@@ -255,8 +269,7 @@ void node_failure_script(TxnContext& c, std::atomic<bool>& node2_go) {
   store::RecordHeader h;
   std::memcpy(&h, copy.data(), sizeof h);
   HeldRecord held{kKv, kOn2, ref.addr, h.incarnation};
-  EXPECT_TRUE(
-      c.locator.remove_held(c.co, {&held, 1}, e.last_lock_word(), /*passive=*/false).is_ok());
+  EXPECT_TRUE(c.locator.remove_held(c.co, {&held, 1}, word, /*passive=*/false).is_ok());
   EXPECT_EQ(e.run([](Txn& tx) {
     Val x;
     return tx.get(kKv, kOn2, &x);
@@ -670,7 +683,7 @@ TEST_P(TxnOps, EveryAbortReasonOnPurposeAndAbortedInsertsLeaveNoTrace) {
   ASSERT_EQ(outs.size(), kNodes);
   const Snapshot& s = outs[0].snap;
   // No trace of the aborted or released inserts, on any copy (compared above).
-  for (Key k : {500, 3000, 3199, 601}) EXPECT_EQ(s.count({kKv, k}), 0u) << k;
+  for (Key k : {500, 3000, 3199, 601, 799, 800}) EXPECT_EQ(s.count({kKv, k}), 0u) << k;
   for (Key k : {2550, 2420, 1234}) EXPECT_EQ(s.count({kQueue, k}), 0u) << k;
   EXPECT_EQ(s.count({kKv, 600}), 1u);
   EXPECT_EQ(s.count({kQueue, 1601}), 1u);
