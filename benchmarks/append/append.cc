@@ -18,7 +18,7 @@ int64_t digest(uint64_t key, uint64_t value) {
 
 class Append final : public Workload {
  public:
-  explicit Append(const Config& c) : c_(c) {}
+  explicit Append(const Config& c) : c_(c), hints_(std::make_shared<EpochHints>(c.keys)) {}
 
   std::string name() const override { return "append"; }
   std::vector<std::string> txn_types() const override { return {"Append", "Read"}; }
@@ -72,7 +72,7 @@ class Append final : public Workload {
   }
 
   std::unique_ptr<WorkloadClient> client(uint32_t index, uint64_t seed) const override {
-    return make_client(c_, index, seed);
+    return make_client(c_, index, seed, hints_);
   }
 
   // [0, P): rows of the primaries; [P, 2P): of the backup copies; [2P, 3P)
@@ -206,6 +206,7 @@ class Append final : public Workload {
 
  private:
   Config c_;
+  std::shared_ptr<EpochHints> hints_;  // shared by this node's clients
 };
 
 }  // namespace

@@ -7,7 +7,8 @@
 // `keys` slots are active; a slot's list takes at most `max_writes`
 // appends, then the slot moves to its next epoch, a new empty list (Elle's
 // key retirement: lists stay short, so reads and histories stay small for
-// any run length). Clients learn a slot's epoch from the database.
+// any run length). Clients learn a slot's epoch from the database and
+// share it with the other clients of their node (append_client.h).
 //
 // Tables (both partitioned by slot % partitions, one partition per worker
 // thread of the cluster, so most transactions are distributed):
@@ -16,8 +17,8 @@
 // append k v: get_for_update(heads, slot) and check the epoch, insert(lists,
 //             (k, length), v), put(heads, slot, length + 1); a key whose
 //             list is full or retired aborts the transaction (kUserAbort: a
-//             `fail` in the history) and the client moves to the slot's next
-//             epoch.
+//             `fail` in the history) and the node's clients move to the
+//             slot's next epoch.
 // r k:        scan(lists) over k's whole range: the list in position order,
 //             with the transaction's own appends (the engine's scans see them).
 // A transaction of reads only is declared read-only (Kind::kReadOnly: a

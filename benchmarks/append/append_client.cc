@@ -37,10 +37,10 @@ void put_int(std::string& out, uint64_t v) {
 
 class Client final : public WorkloadClient {
  public:
-  Client(const Config& c, uint32_t index, uint64_t seed)
+  Client(const Config& c, uint32_t index, uint64_t seed, std::shared_ptr<EpochHints> hints)
       : c_(c),
         rng_((seed * 0x9E3779B97F4A7C15ull) ^ (uint64_t{index} * 0xD1B54A32D192ED03ull) ^ 7),
-        epoch_(c.keys, 0),
+        epochs_(std::move(hints)),
         process_(index) {
     if (c_.theta > 0) zipf_.emplace(c_.keys, c_.theta);
   }
@@ -54,7 +54,7 @@ class Client final : public WorkloadClient {
     for (uint32_t i = 0; i < n; ++i) {
       MicroOp m;
       m.slot = slot();
-      m.key = logical_key(c_, m.slot, epoch_[m.slot]);
+      m.key = logical_key(c_, m.slot, epochs_->get(m.slot));
       m.append = rand() % 100 >= c_.read_pct;
       if (m.append) m.value = (process_ << 36) | ++counter_;
       writes |= m.append;
@@ -152,7 +152,7 @@ class Client final : public WorkloadClient {
           // Retired (mine < h.epoch), or ahead of the database, which only
           // a lost commit makes possible: counted for the check.
           if (mine > h.epoch) ++ahead_;
-          epoch_[m.slot] = h.epoch;
+          epochs_->learn(m.slot, h.epoch);
           return tx.user_abort();
         }
       }
@@ -161,7 +161,7 @@ class Client final : public WorkloadClient {
         // Full. The next draws use the slot's next epoch when the database's
         // list is (not when only this transaction's own appends overfill it).
         if (w->epoch == w->head.epoch && w->head.length >= c_.max_writes) {
-          epoch_[m.slot] = w->epoch + 1;
+          epochs_->learn(m.slot, w->epoch + 1);
         }
         return tx.user_abort();
       }
@@ -177,7 +177,7 @@ class Client final : public WorkloadClient {
   Config c_;
   uint64_t rng_;
   std::optional<Zipfian> zipf_;
-  std::vector<uint64_t> epoch_;  // per slot: the epoch this client draws keys of
+  std::shared_ptr<EpochHints> epochs_;  // per slot: the epoch clients draw keys of
   uint64_t process_;
   uint64_t counter_ = 0;
   std::vector<MicroOp> ops_;
@@ -190,8 +190,9 @@ class Client final : public WorkloadClient {
 
 }  // namespace
 
-std::unique_ptr<WorkloadClient> make_client(const Config& c, uint32_t index, uint64_t seed) {
-  return std::make_unique<Client>(c, index, seed);
+std::unique_ptr<WorkloadClient> make_client(const Config& c, uint32_t index, uint64_t seed,
+                                            std::shared_ptr<EpochHints> hints) {
+  return std::make_unique<Client>(c, index, seed, std::move(hints));
 }
 
 }  // namespace drtmx::bench::append

@@ -279,8 +279,11 @@ Status run_bench_node(const BenchOptions& o) {
         }
         const txn::Abort r = ctx.engine.run(d.proc, d.kind);
         if (history) {
-          value.clear();
-          (void)client->history_value(r == txn::Abort::kNone, value);
+          // A failed or unknown attempt's value is its invoke's (reads null).
+          if (r == txn::Abort::kNone) {
+            value.clear();
+            (void)client->history_value(true, value);
+          }
           if (Status hs = history->complete(r, value); !hs.is_ok() && history_errors[me].is_ok())
             history_errors[me] = hs;
         }

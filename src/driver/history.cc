@@ -178,11 +178,16 @@ Status HistoryPart::close() {
   return s;
 }
 
+HistoryRecorder::HistoryRecorder(std::unique_ptr<HistoryPart> part, uint64_t process,
+                                 txn::CommitObserver* inner)
+    : part_(std::move(part)), inner_(inner) {
+  prefix_ = "{\"process\":";
+  put_int(prefix_, process);
+  prefix_ += ",\"time\":";
+}
+
 Status HistoryRecorder::line(const char* type, std::string_view value) {
-  buf_.clear();
-  buf_ += "{\"process\":";
-  put_int(buf_, process_);
-  buf_ += ",\"time\":";
+  buf_.assign(prefix_);
   put_int(buf_, realtime_ns());
   buf_ += ",\"type\":\"";
   buf_ += type;

@@ -75,8 +75,7 @@ class HistoryPart {
 // sees whether an attempt reached its Log phase.
 class HistoryRecorder final : public txn::CommitObserver {
  public:
-  HistoryRecorder(std::unique_ptr<HistoryPart> part, uint64_t process, txn::CommitObserver* inner)
-      : part_(std::move(part)), process_(process), inner_(inner) {}
+  HistoryRecorder(std::unique_ptr<HistoryPart> part, uint64_t process, txn::CommitObserver* inner);
 
   // Before an attempt: its invoke, with `value` (JSON; empty: none).
   Status invoke(std::string_view value);
@@ -91,9 +90,9 @@ class HistoryRecorder final : public txn::CommitObserver {
   Status line(const char* type, std::string_view value);
 
   std::unique_ptr<HistoryPart> part_;
-  uint64_t process_;
   txn::CommitObserver* inner_;
   bool prepared_ = false;
+  std::string prefix_;  // {"process":P,"time":
   std::string buf_;
 };
 
