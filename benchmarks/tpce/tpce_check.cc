@@ -63,7 +63,8 @@ class Checker {
  public:
   Checker(const StoreNode& node, const store::Catalog& cat, const Config& c, uint32_t u)
       : node_(node), cat_(cat), c_(c), u_(u) {
-    backup_ = cat.replicas_of(*cat.find(kCustomer), u, node.node()).primary != node.node();
+    // The live view: after a failover a promoted backup is the primary.
+    backup_ = !node.is_primary(*cat.find(kCustomer), u);
     sums_.table_digest.assign(kTableCount, 0);
     sums_.requests_by_unit.assign(c.units(), 0);
     sums_.requests_hash_by_unit.assign(c.units(), 0);
@@ -490,7 +491,7 @@ Result<std::vector<int64_t>> audit_node(const StoreNode& node, const store::Cata
   for (store::PartitionId p : cat.hosted(node.node(), ct)) {
     auto s = check_unit(node, cat, c, p);
     if (!s.is_ok()) return s.status();
-    const bool primary = cat.replicas_of(ct, p, node.node()).primary == node.node();
+    const bool primary = node.is_primary(ct, p);  // the live view (failover)
     int64_t* mine = &out[size_t{p} * kPerUnit];
     int64_t* tables = &out[size_t{U} * kPerUnit + size_t{p} * 2 * kTableCount];
     for (size_t t = 0; t < kTableCount; ++t)
@@ -543,7 +544,7 @@ Status check_sums(const Config& c, const std::vector<int64_t>& node_sums,
     added += s[4];
     completed += s[5];
     canceled += s[6];
-    const int64_t backups = int64_t{c.replicas} - 1;
+    const int64_t backups = c.backups(u);  // the copies left after a failover
     const int64_t* t = &node_sums[size_t{U} * kPerUnit + size_t{u} * 2 * kTableCount];
     if (s[7] != backups) {
       return internal_error("tpce: replication (C10): unit " + std::to_string(u) + " has " +

@@ -79,6 +79,7 @@ Result<Config> parse(const WorkloadOptions& o, const WorkloadEnv& env) {
   c.threads = env.threads;
   c.coroutines = env.coroutines;
   c.replicas = env.replicas;
+  c.copies = env.copies;
   if (o.count("trade-room")) {
     return invalid_argument(
         "--trade-room is no longer needed: TPC-E's tables grow as the run inserts rows; drop the "

@@ -10,6 +10,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "driver/workload.h"
 
@@ -56,6 +57,12 @@ struct Config {
   uint16_t threads = 1;
   uint16_t coroutines = 1;
   uint16_t replicas = 1;
+  // After a failover: the live copies of each unit's partition (empty:
+  // `replicas` everywhere). The replication check (C10) counts on them.
+  std::vector<uint16_t> copies;
+  int64_t backups(uint32_t unit) const {
+    return int64_t{unit < copies.size() ? copies[unit] : replicas} - 1;
+  }
 
   uint32_t customers_per_node = 1000;  // a multiple of 1 000 (load units)
   // Initial trade days (spec: 300). Fractions allowed: 0.25 = 14 400
