@@ -13,6 +13,20 @@ struct Edge {
   uint8_t type;
 };
 
+// Calls fn(t, mi, kid) for each read micro-op `mi` of an ok transaction
+// `t` that fits its key's (`kid`) order.
+template <typename Fn>
+void for_each_ordered_read(const Analysis& a, Fn fn) {
+  const History& h = *a.h;
+  for (uint32_t t = 0; t < h.txns.size(); t++) {
+    const Txn& tx = h.txns[t];
+    if (tx.outcome != Outcome::kOk) continue;
+    for (uint32_t mi = tx.mop_begin; mi < tx.mop_begin + tx.mop_count; mi++) {
+      if (a.read_in_order[mi]) fn(t, mi, a.mop_kid[mi]);
+    }
+  }
+}
+
 void data_edges(const Analysis& a, std::vector<Edge>* out) {
   const History& h = *a.h;
   auto writer = [&](uint32_t kid, int64_t v) -> int64_t {
@@ -33,24 +47,18 @@ void data_edges(const Analysis& a, std::vector<Edge>* out) {
     }
   }
   // wr and rw from every read that fits its key's order.
-  for (uint32_t t = 0; t < h.txns.size(); t++) {
-    const Txn& tx = h.txns[t];
-    if (tx.outcome != Outcome::kOk) continue;
-    for (uint32_t mi = tx.mop_begin; mi < tx.mop_begin + tx.mop_count; mi++) {
-      if (!a.read_in_order[mi]) continue;
-      uint32_t kid = a.mop_kid[mi];
-      auto order = a.order(kid);
-      uint32_t len = h.mops[mi].read_len;
-      if (len > 0) {
-        int64_t w = writer(kid, order[len - 1]);
-        if (w >= 0 && w != t) out->push_back({static_cast<uint32_t>(w), t, kWR});
-      }
-      if (len < order.size()) {
-        int64_t w = writer(kid, order[len]);
-        if (w >= 0 && w != t) out->push_back({t, static_cast<uint32_t>(w), kRW});
-      }
+  for_each_ordered_read(a, [&](uint32_t t, uint32_t mi, uint32_t kid) {
+    auto order = a.order(kid);
+    uint32_t len = h.mops[mi].read_len;
+    if (len > 0) {
+      int64_t w = writer(kid, order[len - 1]);
+      if (w >= 0 && w != t) out->push_back({static_cast<uint32_t>(w), t, kWR});
     }
-  }
+    if (len < order.size()) {
+      int64_t w = writer(kid, order[len]);
+      if (w >= 0 && w != t) out->push_back({t, static_cast<uint32_t>(w), kRW});
+    }
+  });
 }
 
 // Edges to the appends nobody read (Analysis::unread_committed). Such a
@@ -103,16 +111,10 @@ void unread_edges(const Analysis& a, std::vector<Edge>* out) {
   writers.erase(std::unique(writers.begin(), writers.end(), same), writers.end());
 
   std::vector<Reader> readers;  // of the whole order
-  for (uint32_t t = 0; t < h.txns.size(); t++) {
-    const Txn& tx = h.txns[t];
-    if (tx.outcome != Outcome::kOk) continue;
-    for (uint32_t mi = tx.mop_begin; mi < tx.mop_begin + tx.mop_count; mi++) {
-      if (!a.read_in_order[mi]) continue;
-      uint32_t kid = a.mop_kid[mi];
-      if (slot_of[kid] == kNoSlot || h.mops[mi].read_len != a.keys[kid].len) continue;
-      readers.push_back({slot_of[kid], t, tx.invoke_time});
-    }
-  }
+  for_each_ordered_read(a, [&](uint32_t t, uint32_t mi, uint32_t kid) {
+    if (slot_of[kid] == kNoSlot || h.mops[mi].read_len != a.keys[kid].len) return;
+    readers.push_back({slot_of[kid], t, h.txns[t].invoke_time});
+  });
   // Per key, latest invoke first; a transaction's repeated reads adjacent.
   std::sort(readers.begin(), readers.end(), [](const Reader& x, const Reader& y) {
     if (x.slot != y.slot) return x.slot < y.slot;
