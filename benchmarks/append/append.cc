@@ -252,6 +252,7 @@ WorkloadInfo info() {
       {"append-read-pct", "percent of micro-operations that read a whole list (default 50)"},
       {"append-theta", "Zipfian skew of the keys drawn, in [0, 1) (default 0: uniform)"},
   };
+  w.checkable_history = true;
   w.make = make_from<Config>(&parse, &make);
   return w;
 }

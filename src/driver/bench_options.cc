@@ -443,6 +443,13 @@ Result<BenchOptions> parse_bench(int argc, char** argv, const std::vector<Worklo
     }
     if (o.node >= 0)
       return bad("--check-history is drtmx-bench's (it checks the merged history after the run)");
+    for (const WorkloadInfo& w : known) {
+      if (w.name == o.bench && !w.checkable_history)
+        return bad("--check-history: --bench=" + o.bench +
+                   " writes histories of outcomes and times only (its transactions are not "
+                   "list-append micro-ops), which drtmx-check cannot judge; check --bench=append, "
+                   "or drop --check-history and keep --history");
+    }
   }
   if (crash_at_given) {
     if (!(o.crash_at > 0 && o.crash_at < o.seconds))

@@ -139,6 +139,10 @@ struct WorkloadInfo {
   // The options it reads: --KEY and a help text. A key may be shared by
   // several workloads (e.g. --mix); each parses and validates its own.
   std::vector<std::pair<std::string, std::string>> options;
+  // Its clients describe their transactions as list-append micro-ops
+  // (WorkloadClient::history_value), so drtmx-check can judge its
+  // histories: --check-history is refused for the others.
+  bool checkable_history = false;
   // Builds the workload; an error names the option and the accepted values.
   std::function<Result<std::unique_ptr<Workload>>(const WorkloadOptions&, const WorkloadEnv&)> make;
 };

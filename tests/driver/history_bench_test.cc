@@ -173,6 +173,12 @@ TEST_F(HistoryRun, BadOptionsAreRefusedClearly) {
   r = bench(kAppend + "--history=" + file() + " --check-history=linearizable");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("unknown model 'linearizable'"), std::string::npos) << r.output;
+  r = bench("--bench=smallbank --seconds=1 --history=" + file() + " --check-history");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--check-history: --bench=smallbank writes histories of outcomes and "
+                          "times only"),
+            std::string::npos)
+      << r.output;
   r = bench(kAppend + "--test-fault=sometimes");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("--test-fault=sometimes: expected none"), std::string::npos) << r.output;
