@@ -71,7 +71,7 @@ int main(int argc, char** argv) {
   }
   if (path.empty()) return fail("no history given (usage: drtmx-check [options] HISTORY.json)");
   auto ms = parse_models(models);
-  if (!ms) return fail(ms.status().message());
+  if (!ms) return fail("--consistency-models: " + ms.status().message());
 
   auto t0 = std::chrono::steady_clock::now();
   auto h = parse_history_file(path);

@@ -58,7 +58,7 @@ Result<std::vector<Model>> parse_models(std::string_view list) {
     if (!known) {
       std::string names;
       for (const Model& m : all_models()) names += (names.empty() ? "" : ", ") + m.name;
-      return invalid_argument("--consistency-models: unknown model '" + std::string(name) +
+      return invalid_argument("unknown model '" + std::string(name) +
                               "'; use one or more (comma-separated) of " + names);
     }
     if (comma == std::string_view::npos) break;

@@ -20,7 +20,8 @@ struct Model {
 // read-committed, snapshot-isolation, serializable,
 // strong-session-serializable, strict-serializable; weakest first.
 const std::vector<Model>& all_models();
-// A comma-separated list of model names; an error naming the unknown one.
+// A comma-separated list of model names; an error naming the unknown one
+// (drtmx-check's --consistency-models, drtmx-bench's --check-history).
 Result<std::vector<Model>> parse_models(std::string_view list);
 
 }  // namespace drtmx::check

@@ -249,7 +249,8 @@ Status run_bench_node(const BenchOptions& o) {
     const size_t me = ctx.index - first_index;
     CoCounters& cc = counters[me];
     auto client = (*wl)->client(ctx.index, o.seed);
-    client->set_process(process_base + ctx.index);
+    const uint64_t process = process_base + ctx.index;
+    client->set_process(process);
     txn::CommitObserver* observer = nullptr;
     if (journal) {
       WorkloadClient* c = client.get();
@@ -259,8 +260,7 @@ Status run_bench_node(const BenchOptions& o) {
     std::unique_ptr<HistoryRecorder> history;
     std::string value;
     if (parts[me]) {
-      history = std::make_unique<HistoryRecorder>(std::move(parts[me]), process_base + ctx.index,
-                                                  observer);
+      history = std::make_unique<HistoryRecorder>(std::move(parts[me]), process, observer);
       observer = history.get();
     }
     ctx.engine.set_observer(observer);
@@ -271,11 +271,11 @@ Status run_bench_node(const BenchOptions& o) {
       for (uint32_t attempt = 0; attempt < kMaxAttempts; ++attempt) {
         const uint64_t waits0 = ctx.engine.stats().sibling_waits;
         const uint64_t wait_ns0 = ctx.engine.stats().sibling_wait_ns;
+        // History errors stick in the part; close() below returns the first.
         if (history) {
           value.clear();
           (void)client->history_value(false, value);
-          if (Status hs = history->invoke(value); !hs.is_ok() && history_errors[me].is_ok())
-            history_errors[me] = hs;
+          (void)history->invoke(value);
         }
         const txn::Abort r = ctx.engine.run(d.proc, d.kind);
         if (history) {
@@ -284,8 +284,7 @@ Status run_bench_node(const BenchOptions& o) {
             value.clear();
             (void)client->history_value(true, value);
           }
-          if (Status hs = history->complete(r, value); !hs.is_ok() && history_errors[me].is_ok())
-            history_errors[me] = hs;
+          (void)history->complete(r, value);
         }
         const bool measuring = sh.phase.load(std::memory_order_relaxed) == 1;
         if (measuring) {
@@ -324,10 +323,7 @@ Status run_bench_node(const BenchOptions& o) {
     }
     client->sums(sums[me]);
     ctx.engine.set_observer(nullptr);
-    if (history) {
-      if (Status hs = history->close(); !hs.is_ok() && history_errors[me].is_ok())
-        history_errors[me] = hs;
-    }
+    if (history) history_errors[me] = history->close();
   });
   if (!st.is_ok()) return fail(st);
   auto total = [&] {

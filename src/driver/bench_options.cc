@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "bench.h"
+#include "check/models.h"
 #include "command_line.h"
 #include "exit_code.h"
 #include "node_options.h"
@@ -432,15 +433,9 @@ Result<BenchOptions> parse_bench(int argc, char** argv, const std::vector<Worklo
   if (!o.check_history.empty()) {
     if (o.history.empty())
       return bad("--check-history checks the run's history: give --history=FILE too");
-    std::istringstream models(o.check_history);
-    for (std::string m; std::getline(models, m, ',');) {
-      static const char* kModels[] = {"read-committed", "snapshot-isolation", "serializable",
-                                      "strong-session-serializable", "strict-serializable"};
-      if (std::find(std::begin(kModels), std::end(kModels), m) == std::end(kModels))
-        return bad("--check-history=" + o.check_history + ": unknown model '" + m +
-                   "'; known: read-committed, snapshot-isolation, serializable, "
-                   "strong-session-serializable, strict-serializable");
-    }
+    // drtmx-check's own list of models, so the two never disagree.
+    if (auto models = check::parse_models(o.check_history); !models.is_ok())
+      return bad("--check-history=" + o.check_history + ": " + models.status().message());
     if (o.node >= 0)
       return bad("--check-history is drtmx-bench's (it checks the merged history after the run)");
     for (const WorkloadInfo& w : known) {

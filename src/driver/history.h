@@ -53,7 +53,8 @@ class HistoryPart {
   // Appends `line` and a newline. An error (the file system is full)
   // sticks: later calls return it too.
   Status append(std::string_view line);
-  // Unmaps and cuts the file to what was written.
+  // Unmaps and cuts the file to what was written; the first error of the
+  // part's life (append's, or this cut's).
   Status close();
   uint64_t bytes() const { return written_; }
 
@@ -81,6 +82,7 @@ class HistoryRecorder final : public txn::CommitObserver {
   Status invoke(std::string_view value);
   // After it: `value` with the reads filled in when it committed.
   Status complete(txn::Abort result, std::string_view value);
+  // The first error of invoke(), complete() or the close (HistoryPart::close).
   Status close() { return part_->close(); }
 
   void prepared(std::span<const Write> writes) override;
