@@ -1,10 +1,10 @@
 // List-append's client (append_client.h).
 #include "append/append_client.h"
 
-#include <charconv>
 #include <cstring>
 #include <optional>
 
+#include "base/decimal.h"
 #include "xorshift.h"
 #include "ycsb.h"
 
@@ -28,12 +28,6 @@ struct Written {
   uint64_t epoch = 0;   // the epoch its appends go to
   uint64_t length = 0;  // that epoch's list length after the appends so far
 };
-
-void put_int(std::string& out, uint64_t v) {
-  char buf[24];
-  const auto r = std::to_chars(buf, buf + sizeof buf, v);
-  out.append(buf, r.ptr);
-}
 
 class Client final : public WorkloadClient {
  public:
@@ -86,18 +80,19 @@ class Client final : public WorkloadClient {
       const MicroOp& m = ops_[i];
       if (i) out += ',';
       out += m.append ? "[\"append\"," : "[\"r\",";
-      put_int(out, m.key);
+      append_decimal(out, m.key);
       out += ',';
       if (m.append) {
-        put_int(out, m.value);
-      } else if (!completed || r >= reads_.size()) {
+        append_decimal(out, m.value);
+      } else if (!completed || r >= read_ends_.size()) {
         out += "null";
       } else {
         out += '[';
-        const std::vector<uint64_t>& l = reads_[r++];
-        for (size_t j = 0; j < l.size(); ++j) {
-          if (j) out += ',';
-          put_int(out, l[j]);
+        const size_t from = r == 0 ? 0 : read_ends_[r - 1], to = read_ends_[r];
+        ++r;
+        for (size_t j = from; j < to; ++j) {
+          if (j > from) out += ',';
+          append_decimal(out, read_values_[j]);
         }
         out += ']';
       }
@@ -119,7 +114,8 @@ class Client final : public WorkloadClient {
   // epochs learned from heads apply whatever the outcome (they are
   // committed values: a head is only ever written by a commit).
   Abort run(Txn& tx) {
-    reads_.clear();
+    read_values_.clear();
+    read_ends_.clear();
     written_.clear();
     Txn::Rows rows;
     for (const MicroOp& m : ops_) {
@@ -128,10 +124,11 @@ class Client final : public WorkloadClient {
         const uint64_t to = row_key(m.key, (uint64_t{1} << kPositionBits) - 1);
         if (Abort a = tx.scan(kLists, from, to, c_.max_writes + 1, &rows); a != Abort::kNone)
           return a;
-        std::vector<uint64_t>& list = reads_.emplace_back(rows.keys.size());
-        for (size_t i = 0; i < rows.keys.size(); ++i) {
-          std::memcpy(&list[i], rows.values.data() + i * sizeof(uint64_t), sizeof(uint64_t));
-        }
+        const size_t at = read_values_.size();
+        read_values_.resize(at + rows.keys.size());
+        std::memcpy(read_values_.data() + at, rows.values.data(),
+                    rows.keys.size() * sizeof(uint64_t));
+        read_ends_.push_back(read_values_.size());
         continue;
       }
       Written* w = nullptr;
@@ -182,7 +179,11 @@ class Client final : public WorkloadClient {
   uint64_t counter_ = 0;
   std::vector<MicroOp> ops_;
   size_t appends_ = 0;
-  std::vector<std::vector<uint64_t>> reads_;  // the last attempt's, in op order
+  // The last attempt's reads, in op order: read i's list is
+  // read_values_[read_ends_[i - 1], read_ends_[i]) (kept across attempts:
+  // no allocation once they have grown).
+  std::vector<uint64_t> read_values_;
+  std::vector<size_t> read_ends_;
   std::vector<Written> written_;
   int64_t committed_appends_ = 0;
   int64_t ahead_ = 0;

@@ -16,6 +16,8 @@
 #include <set>
 #include <vector>
 
+#include "base/decimal.h"
+
 namespace drtmx::bench {
 namespace {
 
@@ -28,12 +30,6 @@ uint64_t realtime_ns() {
   timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
-}
-
-void put_int(std::string& out, uint64_t v) {
-  char b[24];
-  const auto r = std::to_chars(b, b + sizeof b, v);
-  out.append(b, r.ptr);
 }
 
 Status sys_error(const std::string& what, int err) {
@@ -182,13 +178,13 @@ HistoryRecorder::HistoryRecorder(std::unique_ptr<HistoryPart> part, uint64_t pro
                                  txn::CommitObserver* inner)
     : part_(std::move(part)), inner_(inner) {
   prefix_ = "{\"process\":";
-  put_int(prefix_, process);
+  append_decimal(prefix_, process);
   prefix_ += ",\"time\":";
 }
 
 Status HistoryRecorder::line(const char* type, std::string_view value) {
   buf_.assign(prefix_);
-  put_int(buf_, realtime_ns());
+  append_decimal(buf_, realtime_ns());
   buf_ += ",\"type\":\"";
   buf_ += type;
   buf_ += '"';
@@ -293,7 +289,7 @@ Result<HistoryMerge> merge_history(const std::string& file, bool continue_file, 
     PartReader& p = *parts[i];
     const std::string_view l = p.line();
     out += "{\"index\":";
-    put_int(out, index++);
+    append_decimal(out, index++);
     out += ',';
     out.append(l.substr(1));
     out += '\n';
