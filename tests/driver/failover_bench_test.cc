@@ -64,35 +64,32 @@ void expect_survived(const Outcome& r, const std::string& what) {
 
 // The kill of each node in turn, each with another preset; one case per
 // node (they run beside other tests).
-class FailoverOfEachNode : public ::testing::TestWithParam<int> {};
+class FailoverOfEachNode : public ::testing::TestWithParam<int> {
+ protected:
+  // `workload` with presets[node] loses node GetParam() 1.5 s into the run.
+  static void survives(const std::string& workload, const std::array<const char*, 3>& presets) {
+    const int node = GetParam();
+    const std::string what =
+        std::string("--policy=") + presets[node] + " --kill-node=" + std::to_string(node) + "@1.5";
+    expect_survived(bench(workload + what), what);
+  }
+};
 
 TEST_P(FailoverOfEachNode, SmallBankSurvivesIt) {
-  const char* presets[] = {"drtmh", "farm", "drtm-r"};
-  const int node = GetParam();
-  const std::string what =
-      std::string("--policy=") + presets[node] + " --kill-node=" + std::to_string(node) + "@1.5";
-  expect_survived(bench(kSmallBank + what), what);
+  survives(kSmallBank, {"drtmh", "farm", "drtm-r"});
 }
 
 TEST_P(FailoverOfEachNode, TpccSurvivesIt) {
   // drtmx-gts keeps its timestamp oracle on node 0: it loses nodes 1 and 2
   // only (node 0's loss is a refusal, below).
-  const char* presets[] = {"fasst", "drtmx", "drtmx-gts"};
-  const int node = GetParam();
-  const std::string what =
-      std::string("--policy=") + presets[node] + " --kill-node=" + std::to_string(node) + "@1.5";
-  expect_survived(bench(kTpcc + what), what);
+  survives(kTpcc, {"fasst", "drtmx", "drtmx-gts"});
 }
 
 // TPC-E's check reads the live view: after the failover a promoted backup
 // is the primary its conditions (C8: pending orders and their requests)
 // are counted at, and C10 counts the copies left, not the copies loaded.
 TEST_P(FailoverOfEachNode, TpceSurvivesIt) {
-  const char* presets[] = {"drtm-r", "drtmx", "farm"};
-  const int node = GetParam();
-  const std::string what =
-      std::string("--policy=") + presets[node] + " --kill-node=" + std::to_string(node) + "@1.5";
-  expect_survived(bench(kTpce + what), what);
+  survives(kTpce, {"drtm-r", "drtmx", "farm"});
 }
 
 INSTANTIATE_TEST_SUITE_P(Node, FailoverOfEachNode, ::testing::Values(0, 1, 2));
