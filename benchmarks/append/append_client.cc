@@ -124,10 +124,11 @@ class Client final : public WorkloadClient {
         const uint64_t to = row_key(m.key, (uint64_t{1} << kPositionBits) - 1);
         if (Abort a = tx.scan(kLists, from, to, c_.max_writes + 1, &rows); a != Abort::kNone)
           return a;
-        const size_t at = read_values_.size();
-        read_values_.resize(at + rows.keys.size());
-        std::memcpy(read_values_.data() + at, rows.values.data(),
-                    rows.keys.size() * sizeof(uint64_t));
+        const size_t at = read_values_.size(), n = rows.keys.size();
+        read_values_.resize(at + n);
+        if (n > 0) {  // an empty list may leave both buffers null
+          std::memcpy(read_values_.data() + at, rows.values.data(), n * sizeof(uint64_t));
+        }
         read_ends_.push_back(read_values_.size());
         continue;
       }
