@@ -115,28 +115,40 @@ uint64_t conflicts(const TxnStats& s) {
 }
 
 TEST(SiblingWait, AHotRecordOfOneWorkerIsWaitedForNotAbortedOn) {
-  const std::vector<Outcome> off = run_cluster(false);
-  const std::vector<Outcome> on = run_cluster(true);
-  ASSERT_EQ(off.size(), kNodes);
-  ASSERT_EQ(on.size(), kNodes);
-  for (const auto* outs : {&off, &on}) {
-    for (uint16_t n = 0; n < kNodes; ++n) {
-      ASSERT_TRUE((*outs)[n].status.is_ok())
-          << "node " << n << ": " << (*outs)[n].status.to_string();
-      EXPECT_EQ((*outs)[n].copy, int64_t{kCos} * kPerCoroutine)
-          << "node " << n << (outs == &on ? " (sibling waits)" : "") << ": increments lost";
+  // The effect is a rate, and a loaded machine (the suite runs two tests on
+  // two cores) can stretch a Log round trip past the wait's bound in one
+  // run: compare the two ways in up to three rounds, each round a fresh
+  // pair, and require the effect in one of them. Counts are exact in every
+  // round. With sibling waits broken, every round fails.
+  constexpr int kRounds = 3;
+  std::string last;
+  for (int round = 0; round < kRounds; ++round) {
+    const std::vector<Outcome> off = run_cluster(false);
+    const std::vector<Outcome> on = run_cluster(true);
+    ASSERT_EQ(off.size(), kNodes);
+    ASSERT_EQ(on.size(), kNodes);
+    for (const auto* outs : {&off, &on}) {
+      for (uint16_t n = 0; n < kNodes; ++n) {
+        ASSERT_TRUE((*outs)[n].status.is_ok())
+            << "node " << n << ": " << (*outs)[n].status.to_string();
+        ASSERT_EQ((*outs)[n].copy, int64_t{kCos} * kPerCoroutine)
+            << "node " << n << (outs == &on ? " (sibling waits)" : "") << ": increments lost";
+      }
     }
+    const TxnStats& a = off[0].stats;
+    const TxnStats& b = on[0].stats;
+    ASSERT_EQ(a.sibling_waits, 0u) << "waited with sibling waits off";
+    ASSERT_GT(b.sibling_waits, 0u) << "never waited for a sibling";
+    // Without the waits the siblings that read the counter during a
+    // commit's Log round trip abort (about 1 commit in 7 here); with them
+    // few do (a read before a sibling's Validate still races it).
+    if (conflicts(a) >= 60 && conflicts(b) * 4 < conflicts(a)) return;
+    last = "round " + std::to_string(round) + ": sibling waits left " +
+           std::to_string(conflicts(b)) + " conflict aborts against " +
+           std::to_string(conflicts(a)) + " without them";
   }
-  const TxnStats& a = off[0].stats;
-  const TxnStats& b = on[0].stats;
-  EXPECT_EQ(a.sibling_waits, 0u) << "waited with sibling waits off";
-  EXPECT_GT(b.sibling_waits, 0u) << "never waited for a sibling";
-  // Without the waits the siblings that read the counter during a commit's
-  // Log round trip abort (about 1 commit in 7 here); with them few do (a
-  // read before a sibling's Validate still races it).
-  EXPECT_GE(conflicts(a), 60u) << "no contention to remove";
-  EXPECT_LT(conflicts(b) * 4, conflicts(a))
-      << "sibling waits left " << conflicts(b) << " conflict aborts against " << conflicts(a);
+  ADD_FAILURE() << "in no round of " << kRounds << " did sibling waits remove 3/4 of the "
+                << "conflict aborts (at least 60 without them); the last: " << last;
 }
 
 }  // namespace
