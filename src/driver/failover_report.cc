@@ -1,6 +1,7 @@
 #include "failover_report.h"
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
@@ -52,6 +53,10 @@ struct Recovery {
   // follows the serving instant (without a failover report: follows the
   // dip); -1: never.
   double back_ms = -1;
+  // Survivors' committed/s from detection to serving (the reconfiguration:
+  // only transactions that need a moved partition wait), over the
+  // intervals inside it; -1: none lies inside (a finer --timeline-ms).
+  double during_tps = -1;
 };
 
 Recovery recovery(const FailoverRun& fo, const std::vector<uint64_t>& timeline) {
@@ -70,6 +75,18 @@ Recovery recovery(const FailoverRun& fo, const std::vector<uint64_t>& timeline) 
     const double tps = double(timeline[i]) * 1000.0 / tick_ms;
     if (tps < r.min_tps) dip = i;
     r.min_tps = std::min(r.min_tps, tps);
+  }
+  if (!fo.reports.empty() && fo.reports.front().seen_ns > fo.t0_ns &&
+      fo.reports.front().serving_ns > fo.reports.front().seen_ns) {
+    const double seen_ms = double(fo.reports.front().seen_ns - fo.t0_ns) / 1e6;
+    const double served_ms = double(fo.reports.front().serving_ns - fo.t0_ns) / 1e6;
+    const size_t a = static_cast<size_t>(std::ceil(seen_ms / tick_ms));
+    const size_t b = std::min(timeline.size(), static_cast<size_t>(served_ms / tick_ms));
+    if (a < b) {
+      uint64_t in = 0;
+      for (size_t i = a; i < b; ++i) in += timeline[i];
+      r.during_tps = double(in) / double(b - a) * 1000.0 / tick_ms;
+    }
   }
   size_t from = std::max(k + 1, dip + 1);
   if (!fo.reports.empty() && fo.reports.front().serving_ns > fo.killed_ns) {
@@ -150,7 +167,10 @@ void print_failover(const FailoverRun& fo, const std::vector<uint64_t>& timeline
               << " record copies repaired\n";
   }
   std::cout << "  failover: survivors' rate before " << ms(r.before_tps) << " committed/s, lowest "
-            << ms(r.min_tps) << " after; back to 80 % "
+            << ms(r.min_tps) << " after, "
+            << (r.during_tps < 0 ? std::string("? (no whole --timeline-ms interval)")
+                                 : ms(r.during_tps))
+            << " while reconfiguring; back to 80 % "
             << (r.back_ms < 0 ? std::string("not within the run")
                               : "after " + ms(r.back_ms) + " ms")
             << "; killed node's journal: " << fo.acknowledged << " acknowledged, " << fo.in_flight
@@ -176,6 +196,7 @@ void json_failover(JsonWriter& j, const FailoverRun& fo, const std::vector<uint6
   }
   j.key("replicas_before").value(uint64_t{fo.replicas_before});
   j.key("before_tps").value(r.before_tps, 0).key("min_tps").value(r.min_tps, 0);
+  j.key("reconfiguring_tps").value(r.during_tps, 0);
   j.key("back_to_80pct_ms").value(r.back_ms, 1);
   j.key("journal_acknowledged").value(fo.acknowledged);
   j.key("journal_in_flight").value(fo.in_flight);

@@ -562,6 +562,12 @@ Abort Engine::finish(Abort a) {
   return a;
 }
 
+namespace {
+// How long a transaction that failed for a removed node waits for its node
+// to serve the moved partitions (Failover's own steps time out sooner).
+constexpr uint64_t kSettleWaitNs = 20'000'000'000;
+}  // namespace
+
 Abort Engine::run(const Procedure& proc, Kind kind) {
   co_.yield_at_boundary();  // other coroutines' turns between transactions
   // A read-only transaction leads its worker's coroutines (Co::set_leading):
@@ -575,10 +581,14 @@ Abort Engine::run(const Procedure& proc, Kind kind) {
   Abort r = Abort::kNodeFailure;  // failover failed
   if (gate_ == nullptr) {
     r = run_attempt(proc, kind);
-  } else if (gate_->enter(co_, gate_slot_)) {
-    begin_epoch_ = gate_->epoch();
+  } else if (gate_->enter(co_, gate_slot_, &begin_epoch_)) {
     r = run_attempt(proc, kind);
     gate_->leave(gate_slot_);
+    // A node failure under the epoch now: it touched a partition whose
+    // primary was removed, which serves again once this node handled the
+    // epoch (a retry before would fail the same way). One that began
+    // under an older epoch retries at once.
+    if (r == Abort::kNodeFailure) gate_->await_settled(co_, begin_epoch_, kSettleWaitNs);
   }
   if (lead) co_.set_leading(false);
   return r;

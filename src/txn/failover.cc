@@ -18,28 +18,49 @@ namespace drtmx::txn {
 FailoverGate::FailoverGate(const r2::MembershipView* view, size_t slots)
     : view_(view), slots_(new Slot[slots == 0 ? 1 : slots]), n_(slots) {}
 
-bool FailoverGate::enter(r2::Co& co, size_t slot) {
+bool FailoverGate::enter(r2::Co& co, size_t slot, uint64_t* began) {
   Slot& s = slots_[slot];
   for (;;) {
-    // Dekker with close(): the slot is marked inside before the gate's
-    // state is read; the reconfigurer closes before reading the slots.
-    s.state.store(kInside, std::memory_order_seq_cst);
+    // Dekker with close() and with old_epoch_done(): the slot is marked
+    // inside (with the epoch) before the gate's state is read and before
+    // the transaction's own epoch checks; the reconfigurer moves the
+    // epoch or closes before reading the slots.
+    const uint64_t e = epoch();
+    s.word.store(kInside | (e << 2), std::memory_order_seq_cst);
     const uint32_t g = state_.load(std::memory_order_seq_cst);
-    if (g == kOpen) return true;
-    s.state.store(kOutside, std::memory_order_release);
+    if (g == kOpen) {
+      *began = e;
+      return true;
+    }
+    s.word.store(kOutside, std::memory_order_release);
     if (g == kFailed) return false;
     // Paused: what this coroutine sent with passive ACK must be handled
     // (acknowledged) before the survivors compare their copies.
     (void)co.wait_passive_acks();
-    s.state.store(kParked, std::memory_order_seq_cst);
+    s.word.store(kParked, std::memory_order_seq_cst);
     while (state_.load(std::memory_order_acquire) == kClosed) co.yield_idle();
+  }
+}
+
+void FailoverGate::await_settled(r2::Co& co, uint64_t epoch, uint64_t timeout_ns) const {
+  const uint64_t until = r2::now_ns() + timeout_ns;
+  while (settled_.load(std::memory_order_acquire) < epoch && !failed() && r2::now_ns() < until) {
+    co.yield_idle();
   }
 }
 
 bool FailoverGate::quiet() const {
   for (size_t i = 0; i < n_; ++i) {
-    const uint32_t s = slots_[i].state.load(std::memory_order_seq_cst);
+    const uint64_t s = slots_[i].word.load(std::memory_order_seq_cst);
     if (s != kParked && s != kFinished) return false;
+  }
+  return true;
+}
+
+bool FailoverGate::old_epoch_done(uint64_t epoch) const {
+  for (size_t i = 0; i < n_; ++i) {
+    const uint64_t s = slots_[i].word.load(std::memory_order_seq_cst);
+    if ((s & 3) == kInside && (s >> 2) < epoch) return false;
   }
   return true;
 }
@@ -326,8 +347,16 @@ Status Failover::reconfigure(const r2::MembershipView::Snapshot& v, FailoverRepo
   }
   DRTMX_RETURN_IF_ERROR(check_copies(live, &rep->min_copies));
 
-  // 2. Pause.
-  p_.gate->close();
+  // 2. Pause — or, with volatile logs and no GTS oracle, not: transactions
+  //    go on, and only those that touch a partition whose primary was
+  //    removed fail (kNodeFailure) and wait for step 6 (FailoverGate).
+  //    Durable appliers are gated on decisions (a pause lets them settle),
+  //    and settling the GTS oracle's issued timestamps needs every
+  //    coordinator stopped.
+  const bool pause = p_.durable || p_.gts;
+  const auto until =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(p_.pause_timeout_ms);
+  if (pause) p_.gate->close();
   if (p_.mvcc != nullptr) {
     p_.mvcc->set_reconfiguring(true);
     // Garbage collection goes on without the removed nodes' floors: a
@@ -335,36 +364,44 @@ Status Failover::reconfigure(const r2::MembershipView::Snapshot& v, FailoverRepo
     // the record) must get it before the drain below can end.
     p_.mvcc->drop_peers(gone);
   }
-  const auto until =
-      std::chrono::steady_clock::now() + std::chrono::milliseconds(p_.pause_timeout_ms);
-  while (!p_.gate->quiet()) {
+  // Log entries go to the live copies only from here on; primaries stay
+  // where they were until step 6 (store/placement.h).
+  if (!pause) p_.caches->placement().drop_backups(live);
+  while (pause ? !p_.gate->quiet() : !p_.gate->old_epoch_done(v.epoch)) {
     if (std::chrono::steady_clock::now() > until) {
-      return timeout_error("transactions did not pause within " +
-                           std::to_string(p_.pause_timeout_ms) + " ms");
+      return timeout_error(std::string(pause ? "transactions did not pause"
+                                             : "transactions begun before the change did not end") +
+                           " within " + std::to_string(p_.pause_timeout_ms) + " ms");
     }
     std::this_thread::yield();
   }
+  // Every survivor: no transaction of an older epoch is running, so every
+  // entry they logged is complete in the rings.
   DRTMX_RETURN_IF_ERROR(p_.control->barrier(tag + "quiet"));
   rep->quiet_ns = r2::now_ns();
 
-  // 3. Drain: every applier polled a few times in a row with nothing to do
-  //    (entries of removed writers beyond a hole included).
+  // 3. Drain: every applier applied what its rings held at this point
+  //    (entries of removed writers beyond a hole included). With the pause:
+  //    polled a few times in a row with nothing to do; without it, a drain
+  //    mark (live coordinators keep logging).
   const auto& apps = *p_.appliers;
   std::vector<uint64_t> p0(apps.size(), 0);
   for (size_t i = 0; i < apps.size(); ++i) {
     if (!apps[i]) continue;
     apps[i]->skip_holes(gone);
-    p0[i] = apps[i]->polls();
+    p0[i] = pause ? apps[i]->polls() : apps[i]->request_mark();
   }
+  auto drained = [&](size_t i) {
+    return !apps[i] || (pause ? apps[i]->drained_since(p0[i]) : apps[i]->marked(p0[i]));
+  };
   for (;;) {
     bool all = true;
-    for (size_t i = 0; i < apps.size(); ++i)
-      all = all && (!apps[i] || apps[i]->drained_since(p0[i]));
+    for (size_t i = 0; i < apps.size(); ++i) all = all && drained(i);
     if (all) break;
     if (std::chrono::steady_clock::now() > until) {
       std::string why;
       for (size_t i = 0; i < apps.size(); ++i) {
-        if (apps[i] && !apps[i]->drained_since(p0[i])) why += "; " + apps[i]->stuck();
+        if (!drained(i)) why += "; " + apps[i]->stuck();
       }
       return timeout_error("backup appliers did not drain their log rings within " +
                            std::to_string(p_.pause_timeout_ms) + " ms" + why);
@@ -408,9 +445,19 @@ Status Failover::reconfigure(const r2::MembershipView::Snapshot& v, FailoverRepo
   // 5. Every survivor's copies of the records concerned (its locks of
   //    removed nodes cleared first: installs refuse a locked record), the
   //    decisions (the same on every survivor: the same blobs), the repair.
-  for (const auto& h : mine.held) {
-    p_.store->clear_lock(h.table, h.offset, h.lock);
-    ++rep->locks_released;
+  // With the pause the removed nodes' locks go first (installs refuse a
+  // locked record). Without it they stay until every survivor has repaired
+  // its copies (below): a transaction running meanwhile meets them locked
+  // and neither reads a record about to change nor writes one.
+  if (pause) {
+    for (const auto& h : mine.held) {
+      p_.store->clear_lock(h.table, h.offset, h.lock);
+      ++rep->locks_released;
+    }
+  }
+  std::map<failover::RecKey, const store::tables::StoreNode::HeldSlot*> held_here;
+  if (!pause) {
+    for (const auto& h : mine.held) held_here[{static_cast<uint16_t>(h.table), h.key}] = &h;
   }
   auto hosted = [&](const store::TableSpec* spec, uint64_t key) {
     return spec != nullptr &&
@@ -470,9 +517,32 @@ Status Failover::reconfigure(const r2::MembershipView::Snapshot& v, FailoverRepo
   rep->committed_writes.erase(
       std::unique(rep->committed_writes.begin(), rep->committed_writes.end()),
       rep->committed_writes.end());
+  // Held records that end absent: removed under their lock once every
+  // survivor repaired (below).
+  std::vector<const store::tables::StoreNode::HeldSlot*> to_remove;
   for (const auto& [k, w] : res->wanted) {
     const store::TableSpec* spec = p_.catalog->find(k.first);
     if (!hosted(spec, k.second)) continue;
+    if (auto h = held_here.find(k); h != held_here.end()) {
+      // A primary copy locked by a removed node, transactions running: it
+      // changes under that lock.
+      if (!w.present) {
+        to_remove.push_back(h->second);
+      } else if (h->second->version != w.version) {
+        if (w.value.size() != spec->value_size) {
+          return internal_error("cannot repair " + where(spec, k.second) +
+                                ": the copy of version " + std::to_string(w.version) + " has " +
+                                std::to_string(w.value.size()) + " bytes (" + w.why + ")");
+        }
+        DRTMX_RETURN_IF_ERROR(
+            p_.store
+                ->write_held(spec->id, h->second->offset, h->second->lock, w.version,
+                             {reinterpret_cast<const uint8_t*>(w.value.data()), w.value.size()})
+                .with_context(where(spec, k.second)));
+        ++rep->records_repaired;
+      }
+      continue;
+    }
     value.assign(spec->value_size, 0);
     uint64_t version = 0;
     Result<bool> got = p_.store->get_local(*spec, k.second, value, &version);
@@ -497,7 +567,26 @@ Status Failover::reconfigure(const r2::MembershipView::Snapshot& v, FailoverRepo
     if (dst::GtsOracle* o = p_.mvcc->oracle_mut()) o->settle_issued();
   }
 
-  // 6. Promote.
+  if (!pause) {
+    // Every survivor's copies are repaired: the removed nodes' locks go
+    // (the records that end absent with them: deleted under the lock).
+    DRTMX_RETURN_IF_ERROR(p_.control->barrier(tag + "repaired"));
+    for (const auto* h : to_remove) {
+      const store::TableSpec* spec = p_.catalog->find(static_cast<TableId>(h->table));
+      store::tables::RecordAddr a;
+      a.offset = h->offset;
+      a.incarnation = h->incarnation;
+      DRTMX_RETURN_IF_ERROR(p_.store->remove_held(*spec, h->key, a, h->lock)
+                                .with_context("removing " + where(spec, h->key)));
+      ++rep->records_repaired;
+    }
+    for (const auto& h : mine.held) {
+      p_.store->clear_lock(h.table, h.offset, h.lock);
+      ++rep->locks_released;
+    }
+  }
+
+  // 6. Promote: the moved partitions' new primaries serve.
   for (const auto& a : apps) {
     if (a) a->retire(gone);
   }
@@ -507,7 +596,8 @@ Status Failover::reconfigure(const r2::MembershipView::Snapshot& v, FailoverRepo
   DRTMX_RETURN_IF_ERROR(p_.control->barrier(tag + "done"));
   rep->serving_ns = r2::now_ns();
   if (p_.mvcc != nullptr) p_.mvcc->set_reconfiguring(false);
-  p_.gate->open();
+  p_.gate->settled(v.epoch);
+  if (pause) p_.gate->open();
   return Status::ok();
 }
 

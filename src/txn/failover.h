@@ -57,39 +57,60 @@ namespace drtmx::txn {
 
 // Where transactions wait while their node reconfigures. One slot per
 // coroutine; Engine::run enters and leaves it around every transaction.
+//
+// Two ways to reconfigure (Failover::reconfigure):
+//  * without a pause (volatile logs): the gate stays open. The reconfigurer
+//    waits only for the transactions that began under an older epoch
+//    (old_epoch_done: each slot holds the epoch its transaction began
+//    under); transactions that touch a partition whose primary was removed
+//    fail with kNodeFailure and wait in await_settled() until the
+//    survivors serve it again;
+//  * with a pause (durable logs, the GTS oracle): the gate closes, every
+//    transaction ends or waits at the gate (quiet), then it opens.
 class FailoverGate {
  public:
   FailoverGate(const r2::MembershipView* view, size_t slots);
 
   // Coroutine side. Waits (yielding) while the gate is closed; false when
-  // it failed (the transaction must not run).
-  bool enter(r2::Co& co, size_t slot);
-  void leave(size_t slot) { slots_[slot].state.store(kOutside, std::memory_order_release); }
+  // it failed (the transaction must not run). *began: the membership
+  // epoch the transaction begins under (what its slot says).
+  bool enter(r2::Co& co, size_t slot, uint64_t* began);
+  void leave(size_t slot) { slots_[slot].word.store(kOutside, std::memory_order_release); }
   // The coroutine's body returned.
-  void finished(size_t slot) { slots_[slot].state.store(kFinished, std::memory_order_release); }
+  void finished(size_t slot) { slots_[slot].word.store(kFinished, std::memory_order_release); }
   // The membership epoch now (a transaction that sees it move between its
   // start and its Validate or Log phase aborts).
   uint64_t epoch() const { return view_ != nullptr ? view_->epoch() : 0; }
+  // A transaction that began under `epoch` failed for a node: waits
+  // (yielding) until this node handled that epoch (its moved partitions
+  // are served again), the gate failed, or `timeout_ns` passed.
+  void await_settled(r2::Co& co, uint64_t epoch, uint64_t timeout_ns) const;
 
   // Reconfigurer side.
   void close() { state_.store(kClosed, std::memory_order_seq_cst); }
   void open() { state_.store(kOpen, std::memory_order_release); }
   void fail() { state_.store(kFailed, std::memory_order_release); }
   bool failed() const { return state_.load(std::memory_order_acquire) == kFailed; }
+  // This node serves every partition again under `epoch`.
+  void settled(uint64_t epoch) { settled_.store(epoch, std::memory_order_release); }
   // Every coroutine waits at the gate (after its passive messages were
   // acknowledged) or has finished.
   bool quiet() const;
+  // No transaction that began under an epoch below `epoch` is still running.
+  bool old_epoch_done(uint64_t epoch) const;
 
  private:
   enum : uint32_t { kOpen, kClosed, kFailed };
-  enum : uint32_t { kOutside, kInside, kParked, kFinished };
+  // A slot's word: the state in the low 2 bits; kInside: the epoch above.
+  enum : uint64_t { kOutside, kInside, kParked, kFinished };
   struct alignas(64) Slot {
-    std::atomic<uint32_t> state{kOutside};
+    std::atomic<uint64_t> word{kOutside};
   };
   const r2::MembershipView* view_;
   std::unique_ptr<Slot[]> slots_;
   size_t n_;
   std::atomic<uint32_t> state_{kOpen};
+  std::atomic<uint64_t> settled_{0};
 };
 
 // One reconfiguration, as this node saw it.

@@ -98,7 +98,9 @@ Result<HashGet> HashClient::get(r2::Co& co, const HashRemote& r, uint64_t key,
       co.yield();
     }
     CachedLocation loc;
-    if (cache_->get(r.table, key, &loc)) {
+    // An entry of another node than the route's owner predates a failover
+    // that moved the partition (NodeCaches::reset raced a fill): a miss.
+    if (cache_->get(r.table, key, &loc) && loc.addr.node == r.node) {
       ++stats_.cache_hits;
       RecordCheck c;
       Result<bool> ok = read_record(loc.addr, key, loc.incarnation, &c);

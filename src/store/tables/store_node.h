@@ -196,9 +196,16 @@ class StoreNode {
     uint64_t version = 0;
     uint64_t offset = 0;  // in the table's region
     uint64_t lock = 0;
+    uint32_t incarnation = 0;
   };
   std::vector<HeldSlot> locked_slots(const std::function<bool(uint64_t lock)>& stale) const;
   void clear_lock(TableId table, uint64_t offset, uint64_t lock);
+  // Failover with transactions running: sets the record at `offset` (a
+  // slot of a hosted copy, locked by `lock`) to `value` at `version`
+  // without releasing the lock (clear_lock later). Errors: no such slot,
+  // the lock word is not `lock`, a value of the wrong size.
+  Status write_held(TableId table, uint64_t offset, uint64_t lock, uint64_t version,
+                    std::span<const uint8_t> value);
 
   // This node's copy of hash table `table`'s partition p when this node is
   // its primary now, else nullptr. For a coordinator's own reads (the

@@ -26,15 +26,17 @@ Result<std::unique_ptr<NodeCaches>> NodeCaches::create(const Catalog& c,
   return n;
 }
 
-NodeCaches::Learned& NodeCaches::xcache(r2::ThreadId t, TableId table, PartitionId p) {
-  std::unique_ptr<Learned>& slot = threads_.at(t).caches[partition_key(table, p)];
+NodeCaches::Learned& NodeCaches::xcache(r2::ThreadId t, TableId table, PartitionId p,
+                                        r2::NodeId owner) {
+  // partition_key() leaves the top 16 bits free: the owner goes there.
+  const uint64_t k = partition_key(table, p) | (uint64_t{owner} << 48);
+  std::unique_ptr<Learned>& slot = threads_.at(t).caches[k];
   if (!slot) slot = std::make_unique<Learned>(opts_.xcache);
   return *slot;
 }
 
 void NodeCaches::reset() {
   location_->clear();
-  for (PerThread& t : threads_) t.caches.clear();
   generation_.fetch_add(1, std::memory_order_acq_rel);
 }
 
@@ -128,7 +130,7 @@ Result<TableClient::Ordered*> TableClient::ordered(r2::Co& co, const TableSpec& 
   Ordered o;
   o.table = &t;
   o.partition = p;
-  o.learned = &caches_.xcache(co.thread(), t.id, p);
+  o.learned = &caches_.xcache(co.thread(), t.id, p, owner);
   o.remote = OrderedRemote{owner, service_id(t.id, p), plan->leaves.value_bytes};
   if (caches_.local_store() != nullptr && co.direct(owner)) {
     const LocalPartition* lp = caches_.local_store()->partition(t.id, p);

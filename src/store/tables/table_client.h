@@ -83,13 +83,17 @@ class NodeCaches {
   static Result<std::unique_ptr<NodeCaches>> create(const Catalog& c, const NodeCacheOptions& o);
 
   hash::LocationCache& location() { return *location_; }
-  // Thread t's learned cache of one partition; created on first use.
+  // Thread t's learned cache of one partition's copy on node `owner` (its
+  // primary); created on first use. A cache is never dropped while the
+  // node runs (a coroutine may be training it across yields): a failover
+  // that moves a partition's primary makes a new one for the new owner,
+  // and the caches of partitions that did not move stay warm.
   struct Learned {
     explicit Learned(const xstore::XCacheOptions& o) : cache(o) {}
     xstore::XCache cache;
     bool warming = false;  // a coroutine of the thread is training it
   };
-  Learned& xcache(r2::ThreadId t, TableId table, PartitionId p);
+  Learned& xcache(r2::ThreadId t, TableId table, PartitionId p, r2::NodeId owner);
   // Bytes the learned caches of thread t hold.
   size_t xcache_bytes(r2::ThreadId t) const;
 
@@ -97,10 +101,11 @@ class NodeCaches {
   // placement among the live nodes).
   Placement& placement() { return placement_; }
   const Placement& placement() const { return placement_; }
-  // After a membership change, while no coroutine of the node runs a
-  // transaction: empties the location cache and every learned cache, and
-  // raises generation() so that TableClients drop their partition routes;
-  // they all refill from the new primaries.
+  // After the primaries moved (a membership change; transactions may be
+  // running): empties the location cache (thread-safe) and raises
+  // generation() so that TableClients drop their partition routes and
+  // refill them from the new primaries. Learned caches are per owner
+  // (xcache) and stay.
   void reset();
   uint64_t generation() const { return generation_.load(std::memory_order_acquire); }
 

@@ -394,6 +394,18 @@ bool BackupApplier::retry_deferred() {
   return any;
 }
 
+void BackupApplier::advance_mark() {
+  if (cfg_.durable) return;  // gated appliers: the reconfiguration pauses instead
+  if (mark_entry_ == kNoMark) {
+    if (mark_rings_ != 0) return;
+    mark_entry_ = next_entry_;  // every entry before the request was taken
+  }
+  for (const auto& [entry, records] : waiting_) {
+    if (entry < mark_entry_) return;  // one of them still waits
+  }
+  mark_done_.store(mark_seen_, std::memory_order_release);
+}
+
 void BackupApplier::defer(const RedoRecord& rec, uint64_t entry) {
   // A copy: the ring slot (or staging buffer) the value lies in may be
   // reused before the record is taken.
@@ -666,8 +678,17 @@ bool BackupApplier::poll() {
   deferred_progress = install_staged() || deferred_progress;
   bool work = deferred_progress;
   const uint64_t retired = retired_.load(std::memory_order_relaxed);
+  if (const uint64_t req = mark_req_.load(std::memory_order_acquire); req != mark_seen_) {
+    // A new drain mark: every ring must be seen empty from here on.
+    mark_seen_ = req;
+    mark_rings_ = readers_.size() >= 64 ? ~uint64_t{0} : (uint64_t{1} << readers_.size()) - 1;
+    mark_entry_ = kNoMark;
+  }
   for (uint16_t n = 0; n < readers_.size(); ++n) {
-    if (n < 64 && ((retired >> n) & 1) != 0) continue;
+    if (n < 64 && ((retired >> n) & 1) != 0) {
+      mark_rings_ &= ~(uint64_t{1} << n);
+      continue;
+    }
     if (cfg_.durable) {
       work = poll_gated(n, deferred_progress) || work;
       continue;
@@ -693,6 +714,8 @@ bool BackupApplier::poll() {
                    std::to_string(r.next_seq()) + " was expected");
     }
     if (res.applied > 0) work = true;
+    // Fewer than asked for: the ring held nothing more in order.
+    if (n < 64 && res.applied < 32 && !res.corrupt) mark_rings_ &= ~(uint64_t{1} << n);
     if (n < 64 && res.applied == 0 && !res.corrupt &&
         ((skip_.load(std::memory_order_relaxed) >> n) & 1) != 0) {
       // Failover: nothing more in order from this removed writer; entries
@@ -710,6 +733,7 @@ bool BackupApplier::poll() {
       }
     }
   }
+  if (mark_seen_ != mark_done_.load(std::memory_order_relaxed)) advance_mark();
   const size_t waiting = deferred_.size() + staged_.size();
   if (waiting != 0 || deferred_count_.load(std::memory_order_relaxed) != 0) {
     if (waiting != 0) {

@@ -289,6 +289,20 @@ class BackupApplier {
     const uint64_t q = quiet();
     return q >= 4 && polls() >= p0 + 4 && skip_.load(std::memory_order_acquire) == 0;
   }
+  // Failover while transactions run (no pause): a drain mark. After
+  // request_mark() returns m (any thread), marked(m) becomes true once
+  // every entry that was complete in a ring when the request was made is
+  // applied: each ring not retired was seen with nothing more in order at
+  // a poll after the request (so every entry before the request was
+  // taken), and every entry taken until then is installed (none deferred
+  // or staged), and no removed writer's hole is left to skip. Entries
+  // written after the request (live coordinators go on logging) do not
+  // hold it up. Volatile logs only (durable appliers are gated).
+  uint64_t request_mark() { return mark_req_.fetch_add(1, std::memory_order_acq_rel) + 1; }
+  bool marked(uint64_t m) const {
+    return mark_done_.load(std::memory_order_acquire) >= m &&
+           skip_.load(std::memory_order_acquire) == 0;
+  }
   // Why it is not drained, for an error message (any thread): records
   // waiting for an earlier change of their key (the oldest one named),
   // holes still to skip, quiet polls.
@@ -379,6 +393,13 @@ class BackupApplier {
   std::vector<History> history_;
   std::atomic<uint64_t> retired_{0};
   std::atomic<uint64_t> skip_{0};
+  // Drain marks (request_mark): the request seen by poll(), the rings not
+  // yet seen with nothing more in order since, and the entry count when
+  // the last of them was (kNoMark: not yet).
+  static constexpr uint64_t kNoMark = ~uint64_t{0};
+  std::atomic<uint64_t> mark_req_{0}, mark_done_{0};
+  uint64_t mark_seen_ = 0, mark_rings_ = 0, mark_entry_ = kNoMark;
+  void advance_mark();
   std::atomic<uint64_t> quiet_{0};
   std::atomic<uint64_t> polls_{0};
   // stuck(): the oldest deferred record, published by poll() while some wait.
