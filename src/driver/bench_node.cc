@@ -315,6 +315,16 @@ Status run_bench_node(const BenchOptions& o) {
           done = true;
           break;
         }
+        // It needed a partition whose primary was removed, and this node is
+        // still reconfiguring: the client drops it (counted among the "node
+        // failure" aborts) and draws the next one, as an application does
+        // with a request that failed, instead of waiting — otherwise within a
+        // few ms every client waits on a moved partition and the partitions
+        // that did not move stop committing too.
+        if (r == txn::Abort::kNodeFailure && ctx.engine.settling()) {
+          done = true;
+          break;
+        }
         // Randomized exponential back-off (by the clock).
         ctx.engine.backoff(attempt + 1);
         client->retrying();

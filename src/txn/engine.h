@@ -131,7 +131,8 @@ class Engine final : public Txn {
   // exponentially, so conflicting transactions can finish. kRecordMissing,
   // kDuplicateInsert, kNotSupported and kOutOfMemory are final too (a retry
   // would see the same, unless another transaction changes the key or frees
-  // memory meanwhile).
+  // memory meanwhile). An attempt that failed for a partition whose primary
+  // was removed waits until this node serves it again (await_settled).
   Abort run_with_retry(const Procedure& proc, const RetryPolicy& p = {},
                        Kind kind = Kind::kReadWrite);
   // The wait between attempts that run_with_retry() uses (for callers with
@@ -139,6 +140,13 @@ class Engine final : public Txn {
   // run until the back-off time for failed attempt `attempt` (1, 2, ...)
   // has passed.
   void backoff(uint32_t attempt, const RetryPolicy& p = {});
+  // Failover (txn/failover.h): the last run() began under a membership
+  // epoch this node is still reconfiguring for — its kNodeFailure means a
+  // partition whose primary was removed, served again once the node has
+  // promoted. await_settled() waits (yielding) for that; a caller with
+  // other transactions to run may run them instead.
+  bool settling() const;
+  void await_settled();
   const TxnStats& stats() const { return stats_; }
   const Policy& policy() const { return policy_; }
   // The DEP_READ blocking of the last run() (zero unless it was a snapshot

@@ -516,6 +516,12 @@ Abort Engine::scan(TableId t, Key from, Key to, size_t limit, Rows* out) {
   return Abort::kNone;
 }
 
+namespace {
+// How long a transaction that failed for a removed node waits for its node
+// to serve the moved partitions (Failover's own steps time out sooner).
+constexpr uint64_t kSettleWaitNs = 20'000'000'000;
+}  // namespace
+
 Abort Engine::run_with_retry(const Procedure& proc, const RetryPolicy& p, Kind kind) {
   Abort r = Abort::kNone;
   for (uint32_t attempt = 1; attempt <= p.max_attempts; ++attempt) {
@@ -524,9 +530,22 @@ Abort Engine::run_with_retry(const Procedure& proc, const RetryPolicy& p, Kind k
         r == Abort::kDuplicateInsert || r == Abort::kNotSupported || r == Abort::kOutOfMemory) {
       return r;  // final: retrying cannot change them
     }
+    // A node failure while this node reconfigures for the epoch the attempt
+    // ran under: it needed a partition whose primary was removed, which is
+    // served again once the node has promoted (a retry before fails the
+    // same way).
+    if (r == Abort::kNodeFailure && settling()) await_settled();
     if (attempt < p.max_attempts) backoff(attempt, p);
   }
   return r;
+}
+
+bool Engine::settling() const {
+  return gate_ != nullptr && gate_->settled_epoch() < begin_epoch_;
+}
+
+void Engine::await_settled() {
+  if (gate_ != nullptr) gate_->await_settled(co_, begin_epoch_, kSettleWaitNs);
 }
 
 void Engine::backoff(uint32_t attempt, const RetryPolicy& p) {
@@ -562,12 +581,6 @@ Abort Engine::finish(Abort a) {
   return a;
 }
 
-namespace {
-// How long a transaction that failed for a removed node waits for its node
-// to serve the moved partitions (Failover's own steps time out sooner).
-constexpr uint64_t kSettleWaitNs = 20'000'000'000;
-}  // namespace
-
 Abort Engine::run(const Procedure& proc, Kind kind) {
   co_.yield_at_boundary();  // other coroutines' turns between transactions
   // A read-only transaction leads its worker's coroutines (Co::set_leading):
@@ -584,11 +597,6 @@ Abort Engine::run(const Procedure& proc, Kind kind) {
   } else if (gate_->enter(co_, gate_slot_, &begin_epoch_)) {
     r = run_attempt(proc, kind);
     gate_->leave(gate_slot_);
-    // A node failure under the epoch now: it touched a partition whose
-    // primary was removed, which serves again once this node handled the
-    // epoch (a retry before would fail the same way). One that began
-    // under an older epoch retries at once.
-    if (r == Abort::kNodeFailure) gate_->await_settled(co_, begin_epoch_, kSettleWaitNs);
   }
   if (lead) co_.set_leading(false);
   return r;

@@ -7,28 +7,35 @@
 // attempt runs under the newer epoch):
 //   1. refuse what cannot continue: a partition with fewer than 2 live
 //      copies (named), durable logs, the GTS oracle's node removed;
-//   2. pause: the gate closes; transactions running end (those that touched
-//      the removed node abort with kNodeFailure; the r2 worker fails their
-//      calls at once), new ones wait at the gate; barrier "quiet";
-//   3. drain: every backup applier applies what its rings hold (no live
-//      coordinator logs now, so every complete entry is there);
+//   2. backups first, then old epoch done: log entries go to the live
+//      copies only (store/placement.h: primaries stay routed where they
+//      were, so ops on a partition whose primary was removed fail at once);
+//      every transaction begun under an older epoch ends (those that
+//      touched the removed node abort with kNodeFailure); barrier "quiet".
+//      Transactions keep running — with durable logs or the GTS oracle the
+//      gate closes instead and every transaction ends or waits at it;
+//   3. drain: every backup applier applies what its rings held at that
+//      point (a drain mark; with the pause: until it has nothing to do);
 //   4. exchange what each survivor's appliers kept of the removed
 //      coordinators' rings (their last entries: number, targets, records)
 //      and the records the removed nodes still hold locked here (a sweep
 //      over the hosted copies' lock words); exchange "inflight";
-//   5. clear those locks; every survivor reports its copies of the records
-//      concerned (exchange "copies"); decide (txn/failover_resolve.h: a
-//      transaction whose entry reached every surviving target committed,
-//      an incomplete one aborted where its old state survives, else
-//      committed) and set each local copy to the state decided: the records
-//      of incomplete transactions as their decision says, the other held
-//      records as their surviving backups hold them; reservations of the
-//      removed nodes go with their locks;
+//   5. every survivor reports its copies of the records concerned
+//      (exchange "copies"); decide (txn/failover_resolve.h: a transaction
+//      whose entry reached every surviving target committed, an incomplete
+//      one aborted where its old state survives, else committed) and set
+//      each local copy to the state decided: the records of incomplete
+//      transactions as their decision says, the other held records as their
+//      surviving backups hold them — a primary's record under the removed
+//      node's lock (StoreNode::write_held); barrier "repaired"; then the
+//      removed nodes' locks go (reservations with them; with the pause they
+//      go first, before the copies are compared);
 //   6. promote: the placement drops the removed nodes (for each partition
 //      the first live copy of its chain is primary: store/placement.h), the
-//      location and learned caches are emptied (they refill from the new
-//      primaries), the removed nodes' rings are no longer read; barrier
-//      "done"; the gate opens.
+//      location cache is emptied and the table clients' routes dropped
+//      (learned caches are per owner: those of moved partitions are new),
+//      the removed nodes' rings are no longer read; barrier
+//      "done"; the gate settles the epoch (and opens, after a pause).
 // A step that fails (a refusal, a timeout, a copy that cannot be repaired)
 // fails the gate: every later transaction aborts with kNodeFailure and
 // TxnNode::finish() returns the reason.
@@ -63,8 +70,9 @@ namespace drtmx::txn {
 //    waits only for the transactions that began under an older epoch
 //    (old_epoch_done: each slot holds the epoch its transaction began
 //    under); transactions that touch a partition whose primary was removed
-//    fail with kNodeFailure and wait in await_settled() until the
-//    survivors serve it again;
+//    fail with kNodeFailure, and their callers wait in await_settled()
+//    until the survivors serve it again (Engine::run_with_retry) or run
+//    other transactions meanwhile (the benchmark driver);
 //  * with a pause (durable logs, the GTS oracle): the gate closes, every
 //    transaction ends or waits at the gate (quiet), then it opens.
 class FailoverGate {
@@ -93,6 +101,7 @@ class FailoverGate {
   bool failed() const { return state_.load(std::memory_order_acquire) == kFailed; }
   // This node serves every partition again under `epoch`.
   void settled(uint64_t epoch) { settled_.store(epoch, std::memory_order_release); }
+  uint64_t settled_epoch() const { return settled_.load(std::memory_order_acquire); }
   // Every coroutine waits at the gate (after its passive messages were
   // acknowledged) or has finished.
   bool quiet() const;

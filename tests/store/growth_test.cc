@@ -419,8 +419,12 @@ TEST(HeapGrowth, ConcurrentInsertersAndTheGrowAheadBackEachExtentOnceInOrder) {
   EXPECT_EQ(std::adjacent_find(all.begin(), all.end()), all.end()) << "a slot handed out twice";
   EXPECT_EQ(all.size(), size_t{kThreads} * kEach);
   const HeapStats st = (*h)->stats();
+  // Which thread backs each extent is the scheduler's choice: on a loaded
+  // host the inserters can outrun the GrowAhead thread every time (CI saw
+  // grown_ahead == 0). That the thread backs extents ahead of use is
+  // AGrowAheadBacksEveryExtentAfterTheFirstBeforeItIsNeeded's to show; here each one is backed
+  // exactly once, by one of them.
   EXPECT_EQ(st.grown_inline + st.grown_ahead, b.extents.size());
-  EXPECT_GE(st.grown_ahead, 1u);
 }
 
 }  // namespace
