@@ -248,9 +248,11 @@ bool StoreLocator::address_of(ReadPath path, TableId t, Key k, r2::RemoteAddr* a
   const uint32_t service = store::tables::service_id(t, catalog_.partition_of(*s, k));
   store::hash::CachedLocation loc;
   // An entry on another node than the primary now predates a failover that
-  // moved the partition (it raced NodeCaches::reset): a miss.
+  // moved the partition (it raced NodeCaches::reset): a miss. Only a cluster
+  // that lost a node can have one (one load otherwise).
   if (!caches_.location().get(service, k, &loc) ||
-      loc.addr.node != caches_.placement().primary(*s, catalog_.partition_of(*s, k), self_)) {
+      (caches_.placement().degraded() &&
+       loc.addr.node != caches_.placement().primary(*s, catalog_.partition_of(*s, k), self_))) {
     // A miss on a partition this node is the primary of: its table says
     // where the record is (what the owner RPC would answer), and the cache
     // learns it.
