@@ -554,8 +554,15 @@ Result<BenchOptions> parse_bench(int argc, char** argv, const std::vector<Worklo
                  "and joins it again; scripts/netns-cluster.sh prints one)");
     o.faults.push_back(f);
   }
-  if (!o.crash_name.empty() && !o.durable) {
-    if (o.crash_name == "load" || o.crash_name == "applied")
+  // A crash point with durability crashes every node (a restart test),
+  // unless --survive-failures asks for a failover test: the node dies there
+  // and the others go on.
+  if (!o.crash_name.empty() && (!o.durable || o.fabric.survive_failures)) {
+    if (o.durable && o.crash_name == "load")
+      return bad(
+          "--crash-point=load with --survive-failures: a failover test stops a node in the "
+          "measured run, not in its load");
+    if (!o.durable && (o.crash_name == "load" || o.crash_name == "applied"))
       return bad("--crash-point=" + o.crash_name +
                  " without durability: failover tests stop a node on the commit path "
                  "(validated, log-partial, logged, acknowledged, written-back, committed)");
@@ -568,10 +575,10 @@ Result<BenchOptions> parse_bench(int argc, char** argv, const std::vector<Worklo
     const std::string what = "failover (--kill-node, --stop-node, --crash-point, --partition-node)";
     if (o.inprocess)
       return bad(what + " stops node processes: not with --inprocess (threads of one process)");
-    if (o.durable)
+    if (o.durable && o.recover)
       return bad(what +
-                 ": failover with --durability=pmem is not implemented (a crashed "
-                 "durable cluster restarts with --recover)");
+                 " with --recover: recover the cluster first, then fail a node in a later run "
+                 "(a restart after a durable failover is not implemented)");
     if (o.crash_at > 0) return bad(what + ": not with --crash-at");
     if (o.policies.size() > 1) return bad(what + " runs one preset: --policy lists several");
     o.fabric.survive_failures = true;
