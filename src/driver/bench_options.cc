@@ -62,7 +62,10 @@ std::vector<std::string> BenchOptions::node_args(int n, const std::string& coord
     if (format) a.push_back("--format");
     if (recover) a.push_back("--recover");
     if (!locks_apart) a.push_back("--lock-words=slots");
-    if (!crash_name.empty()) {
+    // (A failover test's crash point goes with the faults below.)
+    const bool failover_point = std::any_of(
+        faults.begin(), faults.end(), [](const Fault& f) { return f.kind == Fault::kCrashPoint; });
+    if (!crash_name.empty() && !failover_point) {
       a.push_back("--crash-point=" + crash_name + ":" + std::to_string(crash_node) + ":" +
                   std::to_string(crash_hit));
     }
