@@ -249,7 +249,8 @@ Result<BenchOptions> parse_bench(int argc, char** argv, const std::vector<Worklo
       "tests: NAME:NODE:HIT — node NODE kills itself (SIGKILL) at the HIT-th occurrence of "
       "crash point NAME (validated, log-partial, logged, acknowledged, written-back, "
       "committed, applied; or load: after its load, before it is recorded), then the "
-      "launcher kills the others. Needs --durability=pmem");
+      "launcher kills the others. Needs --durability=pmem; with --survive-failures the others "
+      "fail over instead (durable or not)");
   desc.add(dur);
   po::options_description membership("Membership (src/r2/control/README.md)");
   add_membership_options(membership, o.fabric);
