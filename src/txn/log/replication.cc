@@ -402,10 +402,10 @@ bool BackupApplier::retry_deferred() {
   return any;
 }
 
-void BackupApplier::defer(const RedoRecord& rec, uint64_t entry, uint16_t ring) {
+void BackupApplier::defer(const RedoRecord& rec, uint64_t entry) {
   // A copy: the ring slot (or staging buffer) the value lies in may be
   // reused before the record is taken.
-  deferred_.push_back({rec, {rec.value.begin(), rec.value.end()}, entry, ring});
+  deferred_.push_back({rec, {rec.value.begin(), rec.value.end()}, entry});
   deferred_.back().rec.value = deferred_.back().value;
 }
 
@@ -431,7 +431,7 @@ bool BackupApplier::install_staged() {
     if (install_(s.rec)) {
       one_installed(s.entry);
     } else {
-      defer(s.rec, s.entry, s.ring);
+      defer(s.rec, s.entry);
     }
   }
   staged_.clear();
@@ -454,7 +454,7 @@ void BackupApplier::offer(uint64_t entry) {
   }
   if (second_prefetch_ && !decoded_.empty()) {
     for (const RedoRecord& rec : decoded_) {
-      staged_.push_back({rec, staged_bytes_.size(), entry, offering_ring_});
+      staged_.push_back({rec, staged_bytes_.size(), entry});
       staged_bytes_.insert(staged_bytes_.end(), rec.value.begin(), rec.value.end());
     }
     waiting_.emplace_back(entry, static_cast<uint32_t>(decoded_.size()));
@@ -462,7 +462,7 @@ void BackupApplier::offer(uint64_t entry) {
   }
   for (const RedoRecord& rec : decoded_) {
     if (install_(rec)) continue;
-    defer(rec, entry, offering_ring_);
+    defer(rec, entry);
     ++later;
   }
   if (later == 0) {
@@ -571,7 +571,6 @@ bool BackupApplier::poll_gated(uint16_t n, bool deferred_progress) {
     const uint64_t entry = next_entry_++;
     note_changes(entry);
     took(n);
-    offering_ring_ = n;
     offer(entry);
     r.consume(entry + 1);
     if (crash_) crash_(CrashPoint::kApplied);
@@ -704,31 +703,8 @@ void BackupApplier::remember(uint16_t node, const LogMark& m) {
   for (const RedoRecord& r : decoded_) t.records.push_back({r.table, r.op, r.key, r.version});
 }
 
-void BackupApplier::drop_rings(uint64_t nodes) {
-  auto in = [nodes](uint16_t ring) { return ring < 64 && ((nodes >> ring) & 1) != 0; };
-  std::vector<uint64_t> entries;
-  for (const Deferred& d : deferred_) {
-    if (in(d.ring)) entries.push_back(d.entry);
-  }
-  for (const Staged& s : staged_) {
-    if (in(s.ring)) entries.push_back(s.entry);
-  }
-  std::erase_if(deferred_, [&](const Deferred& d) { return in(d.ring); });
-  // The staged values stay in staged_bytes_ (cleared with the rest).
-  std::erase_if(staged_, [&](const Staged& s) { return in(s.ring); });
-  std::erase_if(waiting_, [&](const std::pair<uint64_t, uint32_t>& w) {
-    return std::find(entries.begin(), entries.end(), w.first) != entries.end();
-  });
-  for (uint16_t n = 0; n < readers_.size() && n < 64; ++n) {
-    if (in(n)) released(readers_[n], readers_[n].unreleased());
-  }
-}
-
 bool BackupApplier::poll() {
   if (corrupt_.load(std::memory_order_relaxed)) return false;
-  if (forget_.load(std::memory_order_relaxed) != 0) {
-    drop_rings(forget_.exchange(0, std::memory_order_acq_rel));
-  }
   gated_now_ = 0;
   if (decide_pending_.load(std::memory_order_acquire)) {
     std::lock_guard<std::mutex> g(decide_mu_);
@@ -761,7 +737,6 @@ bool BackupApplier::poll() {
           }
           if (history_per_ring_ != 0) remember(n, r.last_mark());
           took(n);
-          offering_ring_ = n;
           offer(next_entry_++);
         },
         32);

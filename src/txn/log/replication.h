@@ -300,11 +300,6 @@ class BackupApplier {
     return node < readers_.size() && known_pub_ ? known_pub_[node].load(std::memory_order_acquire)
                                                 : 0;
   }
-  // The next poll drops what it keeps of the rings of these (removed,
-  // retired) writers: records waiting to be installed and the key changes
-  // of their taken, unreleased entries (key_order.h). The failover decides
-  // and repairs those transactions itself. Any thread.
-  void forget(uint64_t nodes) { forget_.fetch_or(nodes, std::memory_order_acq_rel); }
   // Durable logs drained as far as the live writers go, as seen from
   // another thread: since `polls()` was `p0`, at least 4 polls ran, the
   // last 4 took nothing, and nothing is gated but in the rings of the
@@ -313,7 +308,7 @@ class BackupApplier {
   // writer's undecided entry holds, or for a removed writer's write-back.
   bool settled_since(uint64_t p0, uint64_t removed) const {
     return idle_.load(std::memory_order_acquire) >= 4 && polls() >= p0 + 4 &&
-           (gated() & ~removed) == 0 && forget_.load(std::memory_order_acquire) == 0;
+           (gated() & ~removed) == 0;
   }
   // The failover decided the entries of the ring written by `node` (a
   // removed writer) that this applier does not know committed: those whose
@@ -357,7 +352,6 @@ class BackupApplier {
     RedoRecord rec;  // value points into `value`
     std::vector<uint8_t> value;
     uint64_t entry;  // index into waiting_
-    uint16_t ring;   // the writer node of its entry's ring
   };
   bool poll();
   bool poll_gated(uint16_t ring, bool deferred_progress);
@@ -366,10 +360,7 @@ class BackupApplier {
   // those not taken are deferred. True when there were any.
   bool install_staged();
   // Keeps a copy of `rec` (entry `entry`) to offer again at later polls.
-  void defer(const RedoRecord& rec, uint64_t entry, uint16_t ring);
-  // forget(): drops what is kept of these writers' rings.
-  void drop_rings(uint64_t nodes);
-  uint16_t offering_ring_ = 0;  // the ring of the entry offer() is given
+  void defer(const RedoRecord& rec, uint64_t entry);
   // One fewer record of `entry` waits; entry_done() when none does.
   void one_installed(uint64_t entry);
   void entry_done();
@@ -387,7 +378,6 @@ class BackupApplier {
     RedoRecord rec;
     size_t value_at;
     uint64_t entry;
-    uint16_t ring;
   };
   Prefetch second_prefetch_;  // set: records are staged
   std::vector<Staged> staged_;
@@ -434,7 +424,6 @@ class BackupApplier {
   std::vector<History> history_;
   std::atomic<uint64_t> retired_{0};
   std::atomic<uint64_t> gated_{0};
-  std::atomic<uint64_t> forget_{0};
   std::unique_ptr<std::atomic<uint64_t>[]> known_pub_;  // by writer node
   void learned(uint16_t node) { known_pub_[node].store(known_[node], std::memory_order_release); }
   uint64_t gated_now_ = 0;         // poll(): the rings found gated so far
