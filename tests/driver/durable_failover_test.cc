@@ -12,6 +12,7 @@
 //   target only (its transaction is then decided from the survivors' rings:
 //   committed when every surviving target has its entry, else dropped),
 //   after every target, during write-back, in its applier.
+// - Two worker threads per node; 4 nodes (partitions keep 2 or 3 copies).
 // - SIGSTOP beyond the lease (--stop-node): removed, the survivors go on.
 // - What is refused, clearly: --recover with a failover, and restarting a
 //   database whose pools record a failover (the survivors' membership).
@@ -142,6 +143,21 @@ TEST_F(DurableFailover, CoordinatorDiesAtCommitPathPoints) {
 TEST_F(DurableFailover, CoordinatorDiesWithItsLogAtSomeTargets) {
   dies_at(kSmallBank, pmem(), {{"log-partial", "2", "501"}, {"log-partial", "1", "77"}});
   dies_at(kTpcc, pmem(), {{"log-partial", "1", "300"}, {"log-partial", "2", "150"}});
+}
+
+// Two worker threads per node (a ring per coordinator thread, decided
+// apart), and a 4-node cluster whose partitions keep 2 or 3 copies.
+TEST_F(DurableFailover, MoreThreadsAndMoreNodes) {
+  const std::string tpcc2 =
+      "--bench=tpcc --nodes=3 --threads=2 --coroutines=4 --replicas=3 --items=2000 "
+      "--customers=60 --seconds=3 --warmup=0.5 ";
+  expect_survived(bench(tpcc2 + pmem() + "--kill-node=1@1.5"), "--threads=2 --kill-node=1@1.5");
+  fs::remove_all(dir_);
+  const std::string four =
+      "--bench=smallbank --nodes=4 --coroutines=4 --replicas=3 --accounts=2000 --seconds=3 "
+      "--warmup=0.5 ";
+  expect_survived(bench(four + pmem() + "--policy=drtmx --kill-node=0@1.5"),
+                  "4 nodes, --kill-node=0@1.5");
 }
 
 TEST_F(DurableFailover, StoppedBeyondTheLeaseIsRemoved) {
