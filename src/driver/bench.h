@@ -109,8 +109,9 @@ struct BenchOptions {
   //   kKill        --kill-node=N@S: SIGKILL node N S seconds into the run;
   //   kStop        --stop-node=N@S+MS: SIGSTOP it, SIGCONT MS later (beyond
   //                the lease it was removed: it must stop cleanly);
-  //   kCrashPoint  --crash-point=NAME:N:HIT without durability: node N
-  //                kills itself at that point of the commit path;
+  //   kCrashPoint  --crash-point=NAME:N:HIT without durability (with
+  //                durability: and --survive-failures): node N kills
+  //                itself at that point of the commit path;
   //   kPartition   --partition-node=N@S+MS (with --hosts): node N's host is
   //                cut off the network by `<link_shell> down HOST` and
   //                joined again by `<link_shell> up HOST` MS later; removed

@@ -62,7 +62,10 @@ std::vector<std::string> BenchOptions::node_args(int n, const std::string& coord
     if (format) a.push_back("--format");
     if (recover) a.push_back("--recover");
     if (!locks_apart) a.push_back("--lock-words=slots");
-    if (!crash_name.empty()) {
+    // (A failover test's crash point goes with the faults below.)
+    const bool failover_point = std::any_of(
+        faults.begin(), faults.end(), [](const Fault& f) { return f.kind == Fault::kCrashPoint; });
+    if (!crash_name.empty() && !failover_point) {
       a.push_back("--crash-point=" + crash_name + ":" + std::to_string(crash_node) + ":" +
                   std::to_string(crash_hit));
     }
@@ -246,7 +249,8 @@ Result<BenchOptions> parse_bench(int argc, char** argv, const std::vector<Worklo
       "tests: NAME:NODE:HIT — node NODE kills itself (SIGKILL) at the HIT-th occurrence of "
       "crash point NAME (validated, log-partial, logged, acknowledged, written-back, "
       "committed, applied; or load: after its load, before it is recorded), then the "
-      "launcher kills the others. Needs --durability=pmem");
+      "launcher kills the others. Needs --durability=pmem; with --survive-failures the others "
+      "fail over instead (durable or not)");
   desc.add(dur);
   po::options_description membership("Membership (src/r2/control/README.md)");
   add_membership_options(membership, o.fabric);
@@ -554,8 +558,15 @@ Result<BenchOptions> parse_bench(int argc, char** argv, const std::vector<Worklo
                  "and joins it again; scripts/netns-cluster.sh prints one)");
     o.faults.push_back(f);
   }
-  if (!o.crash_name.empty() && !o.durable) {
-    if (o.crash_name == "load" || o.crash_name == "applied")
+  // A crash point with durability crashes every node (a restart test),
+  // unless --survive-failures asks for a failover test: the node dies there
+  // and the others go on.
+  if (!o.crash_name.empty() && (!o.durable || o.fabric.survive_failures)) {
+    if (o.durable && o.crash_name == "load")
+      return bad(
+          "--crash-point=load with --survive-failures: a failover test stops a node in the "
+          "measured run, not in its load");
+    if (!o.durable && (o.crash_name == "load" || o.crash_name == "applied"))
       return bad("--crash-point=" + o.crash_name +
                  " without durability: failover tests stop a node on the commit path "
                  "(validated, log-partial, logged, acknowledged, written-back, committed)");
@@ -568,10 +579,10 @@ Result<BenchOptions> parse_bench(int argc, char** argv, const std::vector<Worklo
     const std::string what = "failover (--kill-node, --stop-node, --crash-point, --partition-node)";
     if (o.inprocess)
       return bad(what + " stops node processes: not with --inprocess (threads of one process)");
-    if (o.durable)
+    if (o.durable && o.recover)
       return bad(what +
-                 ": failover with --durability=pmem is not implemented (a crashed "
-                 "durable cluster restarts with --recover)");
+                 " with --recover: recover the cluster first, then fail a node in a later run "
+                 "(a restart after a durable failover is not implemented)");
     if (o.crash_at > 0) return bad(what + ": not with --crash-at");
     if (o.policies.size() > 1) return bad(what + " runs one preset: --policy lists several");
     o.fabric.survive_failures = true;

@@ -113,7 +113,9 @@ uint64_t read_killed_ns(const BenchOptions& o) {
 
 Status add_removed_node(const BenchOptions& o, uint16_t node, size_t sums, FailoverRun* fo) {
   Journal::Options jo;
-  jo.dir = o.kill_dir();
+  // Durable: the journal lives beside the node's pools; volatile: in the
+  // failover directory (a file in memory that outlives the process).
+  jo.dir = o.durable ? o.pmem_dir : o.kill_dir();
   jo.node = node;
   jo.nodes = o.fabric.num_nodes;
   jo.threads = o.fabric.threads;

@@ -1,12 +1,55 @@
 // The Commit phase: write back and unlock at the primaries.
 #include <algorithm>
 
+#include "r2/common/clock.h"
 #include "rdpma/persist_op.h"
 #include "store/record.h"
 #include "txn/engine.h"
 #include "txn/mvcc_ops.h"
 
 namespace drtmx::txn {
+namespace {
+
+// Durable logs with failover (txn/failover_durable.h): whether a settling
+// transaction's write-backs (or their flushing READs, or its commit RPCs)
+// failed only because a primary was removed from the cluster. Its entries
+// are then at every backup still a member (settle_later: each such record
+// has backups), one of which becomes the primary and applies it: the
+// transaction may settle. Without that it would hold the coordinator's
+// decision watermark back for good and gate every later entry of this
+// worker. The fabric fences a removed node a moment before this worker's
+// view moves: wait for the view (bounded) as Replicator::log() does.
+// `failed(i)`: op i failed (i < n), and `node(i)` its target.
+template <class Failed, class Node>
+bool only_removed_failed(r2::Co& co, size_t n, Failed&& failed, Node&& node) {
+  r2::Worker& w = co.worker();
+  auto explained = [&] {
+    if (!w.is_member(w.node())) return false;
+    for (size_t i = 0; i < n; ++i) {
+      if (failed(i) && w.is_member(node(i))) return false;
+    }
+    return true;
+  };
+  const uint64_t until = r2::now_ns() + 5'000'000'000ull;
+  while (!explained() && w.is_member(w.node()) && r2::now_ns() < until) co.yield_idle();
+  return explained();
+}
+
+bool target_failure(r2::OpStatus s) {
+  return s == r2::OpStatus::kFenced || s == r2::OpStatus::kTransportError;
+}
+
+// A batch that failed only at removed primaries (see above).
+bool batch_failed_at_removed(r2::Co& co, const r2::OpBatch& b) {
+  for (size_t i = 0; i < b.size(); ++i) {
+    if (b.status(i) != r2::OpStatus::kOk && !target_failure(b.status(i))) return false;
+  }
+  return only_removed_failed(
+      co, b.size(), [&](size_t i) { return b.status(i) != r2::OpStatus::kOk; },
+      [&](size_t i) { return b.op(i).remote.node; });
+}
+
+}  // namespace
 
 void Engine::add_unlocks(const uint64_t* zero) {
   for (const RecordRef& r : refs_) add_unlock(batch_, lock_word_of(r.addr), zero, false);
@@ -149,7 +192,12 @@ void Engine::commit() {
     };
     bool ok = settle && flush != nullptr;
     if (ok && !crash_) add_flushes();
-    if (!batch_.empty()) ok = co_.run(batch_) == r2::OpStatus::kOk && ok;
+    if (!batch_.empty()) {
+      const bool ran =
+          co_.run(batch_) == r2::OpStatus::kOk ||
+          (ok && co_.worker().membership() != nullptr && batch_failed_at_removed(co_, batch_));
+      ok = ran && ok;
+    }
     if (crash_ && !refs_.empty()) {
       // Tests: written back, neither persistent (durable) nor unlocked yet.
       crash_point(CrashPoint::kWrittenBack);
@@ -167,7 +215,18 @@ void Engine::commit() {
     // The owner flushes and fences before it replies (record_ops.h): wait
     // for the replies then, passive ACK or not.
     const Status st = rpc_commit(co_, refs_, images_, policy_.passive_ack && !settle);
-    if (settle && st.is_ok()) rep_->settle(log_.txn);
+    // Every primary got its list (rpc_commit): a failure at a removed one
+    // (failover) leaves the others' commits done.
+    const bool ok =
+        st.is_ok() || (settle && co_.worker().membership() != nullptr &&
+                       only_removed_failed(
+                           co_, refs_.size(),
+                           [&](size_t i) { return !co_.worker().is_member(refs_[i].addr.node); },
+                           [&](size_t i) { return refs_[i].addr.node; }) &&
+                       std::any_of(refs_.begin(), refs_.end(), [&](const RecordRef& r) {
+                         return !co_.worker().is_member(r.addr.node);
+                       }));
+    if (settle && ok) rep_->settle(log_.txn);
   }
   if (!held_.empty()) (void)loc_.remove_held(co_, held_, lock_word_, policy_.passive_ack);
 }

@@ -9,7 +9,8 @@
 //                            the region is the pool's whole data area.
 //   node<N>.state.pool       the node's state: the database stamp (the same
 //                            on every node of one database), whether the
-//                            initial load completed, how often it recovered.
+//                            initial load completed, how often it recovered,
+//                            the membership after its last failover.
 // Volatile regions stay in shared memory: client scratch, transaction
 // arenas, MVCC version stores, the GTS oracle, and everything rebuilt at a
 // restart (indexes, location and learned caches), and — hint H8 — the
@@ -56,7 +57,12 @@ struct NodeState {
   uint64_t stamp = 0;       // the database's (node 0 draws it at the first start)
   uint64_t loaded = 0;      // 1 once the initial load is persistent
   uint64_t recoveries = 0;  // completed restarts
-  uint64_t pad[4] = {};
+  // Failover (txn/failover_durable.h): the membership epoch this node last
+  // reconfigured for and the live set then (bit n: node n); live 0: every
+  // node (no failover since the database was created).
+  uint64_t epoch = 0;
+  uint64_t live = 0;
+  uint64_t pad[2] = {};
 };
 static_assert(sizeof(NodeState) == 64);
 

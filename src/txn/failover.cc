@@ -5,6 +5,7 @@
 #include <cstring>
 #include <map>
 #include <set>
+#include <thread>
 #include <tuple>
 
 #include "r2/common/clock.h"
@@ -323,6 +324,59 @@ Status Failover::check_copies(uint64_t live, uint16_t* min_copies) const {
                      "; the cluster cannot continue (raise --replicas, or run more nodes)");
 }
 
+Status Failover::wait_appliers(const std::function<bool(const BackupApplier&, uint64_t)>& done,
+                               std::chrono::steady_clock::time_point until,
+                               const std::string& what) const {
+  const auto& apps = *p_.appliers;
+  std::vector<uint64_t> p0(apps.size(), 0);
+  for (size_t i = 0; i < apps.size(); ++i) p0[i] = apps[i] ? apps[i]->polls() : 0;
+  for (;;) {
+    bool all = true;
+    for (size_t i = 0; i < apps.size() && all; ++i) all = !apps[i] || done(*apps[i], p0[i]);
+    if (all) return Status::ok();
+    if (std::chrono::steady_clock::now() > until) {
+      std::string why;
+      for (size_t i = 0; i < apps.size(); ++i) {
+        if (apps[i] && !done(*apps[i], p0[i])) {
+          why += "; " + apps[i]->stuck() + ", gated rings mask " + std::to_string(apps[i]->gated());
+        }
+      }
+      return timeout_error("backup appliers did not " + what + " within " +
+                           std::to_string(p_.pause_timeout_ms) + " ms" + why);
+    }
+    std::this_thread::yield();
+  }
+}
+
+Status Failover::durable_drain_and_decide(uint64_t gone, const std::string& tag,
+                                          std::chrono::steady_clock::time_point until,
+                                          std::vector<failover::DurableDecision>* decisions) {
+  const auto& apps = *p_.appliers;
+  DRTMX_RETURN_IF_ERROR(wait_appliers(
+      [gone](const BackupApplier& a, uint64_t p0) { return a.settled_since(p0, gone); }, until,
+      "apply the live coordinators' entries"));
+  const failover::DurableReport mine = failover::durable_report(p_.durable_parts, gone, apps);
+  auto all = p_.control->exchange(tag + "durable", failover::encode_durable(mine));
+  if (!all.is_ok()) return all.status();
+  std::vector<failover::DurableReport> reports(all->size());
+  for (size_t n = 0; n < all->size(); ++n) {
+    if (!failover::decode_durable((*all)[n], &reports[n])) {
+      return internal_error("node " + std::to_string(n) +
+                            " sent a malformed durable failover report");
+    }
+  }
+  *decisions = failover::durable_decide(reports);
+  failover::publish_decisions(*decisions, apps, gone);
+  return wait_appliers(
+      [gone](const BackupApplier& a, uint64_t p0) {
+        for (uint16_t n = 0; n < 64; ++n) {
+          if (((gone >> n) & 1) != 0 && !a.stopped(n)) return false;
+        }
+        return a.settled_since(p0, gone);
+      },
+      until, "take the removed writers' decided entries");
+}
+
 Status Failover::reconfigure(const r2::MembershipView::Snapshot& v, FailoverReport* rep) {
   uint64_t live = 0;
   for (uint16_t n = 0; n < p_.nodes && n < 64; ++n) {
@@ -335,10 +389,14 @@ Status Failover::reconfigure(const r2::MembershipView::Snapshot& v, FailoverRepo
   const std::string tag = "reconf." + std::to_string(v.epoch) + ".";
   // 1. Refusals.
   if (p_.nodes > 64) return invalid_argument("failover supports clusters of at most 64 nodes");
-  if (p_.durable) {
-    return unavailable(
-        "failover with durable logs (--durability=pmem) is not implemented: restart the "
-        "cluster from its pools instead");
+  if (p_.durable && rep->removed.size() > 1) {
+    // An entry's mark tells whether its coordinator's own node was among
+    // its targets, not which other nodes were: with two removed at once an
+    // acknowledged transaction could look incomplete.
+    return unavailable("durable failover removes one node at a time; " +
+                       std::to_string(rep->removed.size()) +
+                       " were removed at once (restart the cluster from its pools with "
+                       "--recover)");
   }
   if (p_.gts && ((gone & 1) != 0)) {
     return unavailable(
@@ -383,10 +441,13 @@ Status Failover::reconfigure(const r2::MembershipView::Snapshot& v, FailoverRepo
   // 3. Drain: every applier applied what its rings held at this point
   //    (entries of removed writers beyond a hole included). With the pause:
   //    polled a few times in a row with nothing to do; without it, a drain
-  //    mark (live coordinators keep logging).
+  //    mark (live coordinators keep logging). Durable logs:
+  //    failover_durable.h.
   const auto& apps = *p_.appliers;
+  std::vector<failover::DurableDecision> durable;
+  if (p_.durable) DRTMX_RETURN_IF_ERROR(durable_drain_and_decide(gone, tag, until, &durable));
   std::vector<uint64_t> p0(apps.size(), 0);
-  for (size_t i = 0; i < apps.size(); ++i) {
+  for (size_t i = 0; i < apps.size() && !p_.durable; ++i) {
     if (!apps[i]) continue;
     apps[i]->skip_holes(gone);
     p0[i] = pause ? apps[i]->polls() : apps[i]->request_mark();
@@ -394,7 +455,7 @@ Status Failover::reconfigure(const r2::MembershipView::Snapshot& v, FailoverRepo
   auto drained = [&](size_t i) {
     return !apps[i] || (pause ? apps[i]->drained_since(p0[i]) : apps[i]->marked(p0[i]));
   };
-  for (;;) {
+  for (; !p_.durable;) {
     bool all = true;
     for (size_t i = 0; i < apps.size(); ++i) all = all && drained(i);
     if (all) break;
@@ -506,6 +567,13 @@ Status Failover::reconfigure(const r2::MembershipView::Snapshot& v, FailoverRepo
   }
   Result<failover::Resolution> res = failover::resolve(histories, held, have, live);
   if (!res.is_ok()) return res.status();
+  for (const failover::DurableDecision& d : durable) {
+    (d.committed ? rep->committed : rep->aborted) += 1;
+    if (!d.complete) ++rep->incomplete;
+    if (!d.committed) continue;
+    for (const LoggedRecord& r : d.records)
+      rep->committed_writes.emplace_back(r.table, r.key, r.version);
+  }
   for (const failover::Decision& d : res->txns) {
     (d.committed ? rep->committed : rep->aborted) += 1;
     if (!d.complete) ++rep->incomplete;
@@ -554,6 +622,15 @@ Status Failover::reconfigure(const r2::MembershipView::Snapshot& v, FailoverRepo
                             std::to_string(w.version) + " has " + std::to_string(w.value.size()) +
                             " bytes, not " + std::to_string(spec->value_size) + " (" + w.why + ")");
     }
+    if (p_.durable) {
+      std::span<const uint8_t> val(reinterpret_cast<const uint8_t*>(w.value.data()),
+                                   w.value.size());
+      Result<bool> changed =
+          failover::durable_install(p_.durable_parts, *spec, k.second, w.present, w.version, val);
+      if (!changed.is_ok()) return changed.status().with_context(where(spec, k.second));
+      if (*changed) ++rep->records_repaired;
+      continue;
+    }
     if (present) DRTMX_RETURN_IF_ERROR(p_.store->install(*spec, k.second, 0, {}, true).status());
     if (w.present) {
       std::span<const uint8_t> val(reinterpret_cast<const uint8_t*>(w.value.data()),
@@ -583,6 +660,26 @@ Status Failover::reconfigure(const r2::MembershipView::Snapshot& v, FailoverRepo
     for (const auto& h : mine.held) {
       p_.store->clear_lock(h.table, h.offset, h.lock);
       ++rep->locks_released;
+    }
+  }
+
+  if (p_.durable) {
+    // Every applier applied and released what it took of the removed
+    // writers' rings (their deferred records were waiting for the repair
+    // above), and nothing waits any more.
+    DRTMX_RETURN_IF_ERROR(wait_appliers(
+        [gone](const BackupApplier& a, uint64_t p0) {
+          for (uint16_t n = 0; n < 64; ++n) {
+            if (((gone >> n) & 1) != 0 && !a.resolved(n)) return false;
+          }
+          return a.drained_since(p0);
+        },
+        until, "release the removed writers' entries"));
+    Result<uint64_t> replayed = failover::finish_removed(p_.durable_parts, gone, durable, apps);
+    if (!replayed.is_ok()) return replayed.status();
+    rep->records_repaired += *replayed;
+    if (p_.durable_parts.save_membership) {
+      DRTMX_RETURN_IF_ERROR(p_.durable_parts.save_membership(v.epoch, live));
     }
   }
 

@@ -6,7 +6,8 @@
 // "reconf.<epoch>.<step>" (a further removal interrupts one; the next
 // attempt runs under the newer epoch):
 //   1. refuse what cannot continue: a partition with fewer than 2 live
-//      copies (named), durable logs, the GTS oracle's node removed;
+//      copies (named), durable logs losing more than one node at once, the
+//      GTS oracle's node removed;
 //   2. backups first, then old epoch done: log entries go to the live
 //      copies only (store/placement.h: primaries stay routed where they
 //      were, so ops on a partition whose primary was removed fail at once);
@@ -36,14 +37,20 @@
 //      (learned caches are per owner: those of moved partitions are new),
 //      the removed nodes' rings are no longer read; barrier
 //      "done"; the gate settles the epoch (and opens, after a pause).
+// Durable logs (--durability=pmem) differ in steps 3, 5 and 6: the gated
+// entries of the removed coordinators are decided from the survivors' rings
+// and handed to the appliers, the repair is persistent, the removed rings
+// are emptied and the membership is saved (txn/failover_durable.h).
 // A step that fails (a refusal, a timeout, a copy that cannot be repaired)
 // fails the gate: every later transaction aborts with kNodeFailure and
 // TxnNode::finish() returns the reason.
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -58,6 +65,7 @@
 #include "store/catalog.h"
 #include "store/tables/store_node.h"
 #include "store/tables/table_client.h"
+#include "txn/failover_durable.h"
 #include "txn/log/replication.h"
 
 namespace drtmx::txn {
@@ -154,7 +162,8 @@ class Failover {
     r2::NodeId self = 0;
     uint16_t nodes = 0;
     bool durable = false;
-    bool gts = false;  // MVCC with the global timestamp oracle (node 0)
+    failover::DurableParts durable_parts;  // durable: what failover_durable.h needs
+    bool gts = false;                      // MVCC with the global timestamp oracle (node 0)
     // MVCC: told while the node reconfigures (snapshot reads stop waiting
     // for locks then: dst/mvcc_node.h). Null without MVCC.
     dst::MvccNode* mvcc = nullptr;
@@ -184,6 +193,15 @@ class Failover {
   void loop();
   Status reconfigure(const r2::MembershipView::Snapshot& v, FailoverReport* rep);
   Status check_copies(uint64_t live, uint16_t* min_copies) const;
+  // Durable logs: waits until every applier passes `done(applier, p0)`
+  // (p0: its polls() when the wait began); `what` names the wait.
+  Status wait_appliers(const std::function<bool(const BackupApplier&, uint64_t)>& done,
+                       std::chrono::steady_clock::time_point until, const std::string& what) const;
+  // Durable logs, step 3: drain the live writers' entries, then decide
+  // the removed writers' and hand the decisions to the appliers.
+  Status durable_drain_and_decide(uint64_t gone, const std::string& tag,
+                                  std::chrono::steady_clock::time_point until,
+                                  std::vector<failover::DurableDecision>* decisions);
 
   Parts p_;
   uint64_t live_;  // bit n: node n is a member as far as this node handled

@@ -70,7 +70,7 @@ Abort Engine::log() {
   if (s.is_ok()) return Abort::kNone;
   // Full for the whole back-pressure wait, or an entry larger than a ring
   // could ever hold: both are the log's capacity.
-  return s.code() == Code::kResourceExhausted || s.code() == Code::kOutOfRange
+  return s.code() == drtmx::Code::kResourceExhausted || s.code() == drtmx::Code::kOutOfRange
              ? Abort::kLogFull
              : Abort::kNodeFailure;
 }

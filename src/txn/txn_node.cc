@@ -236,15 +236,18 @@ Status TxnNode::agree_on_database() {
   if (!recover) {
     st.stamp = hash_mix(r2::now_ns(), static_cast<uint64_t>(getpid()));
     st.loaded = 0;
+    st.epoch = 0;
+    st.live = 0;
   }
-  auto all = rt_->control().exchange("txnnode.database",
-                                     std::to_string(st.stamp) + " " + std::to_string(st.loaded));
+  auto all = rt_->control().exchange(
+      "txnnode.database", std::to_string(st.stamp) + " " + std::to_string(st.loaded) + " " +
+                              std::to_string(st.epoch) + " " + std::to_string(st.live));
   if (!all.is_ok()) return all.status().with_context("agreeing on the database");
   uint64_t stamp0 = 0;
   for (size_t i = 0; i < all->size(); ++i) {
     std::istringstream is((*all)[i]);
-    uint64_t stamp = 0, loaded = 0;
-    if (!(is >> stamp >> loaded)) {
+    uint64_t stamp = 0, loaded = 0, epoch = 0, live = 0;
+    if (!(is >> stamp >> loaded >> epoch >> live)) {
       return internal_error("node " + std::to_string(i) + " sent a malformed database stamp");
     }
     if (i == 0) stamp0 = stamp;
@@ -256,6 +259,21 @@ Status TxnNode::agree_on_database() {
                               pools_->dir() +
                               "); recover every node from the same run's pools, or start over "
                               "with --format");
+    }
+    if (live != 0) {
+      // A durable failover removed nodes from this database: the survivors'
+      // pools hold what the removed nodes' do not (the removed coordinators'
+      // decided transactions, the writes made since), and the removed nodes'
+      // pools are stale.
+      std::string removed;
+      for (uint16_t d = 0; d < all->size() && d < 64; ++d) {
+        if (((live >> d) & 1) == 0) removed += (removed.empty() ? "" : ", ") + std::to_string(d);
+      }
+      return not_supported("the pools of node " + std::to_string(i) + " in " + pools_->dir() +
+                           " record a failover at epoch " + std::to_string(epoch) +
+                           " that removed node(s) " + removed +
+                           "; --recover restarts every node of the original membership, and "
+                           "restarting without the removed nodes is not implemented yet");
     }
     if (loaded != 1) {
       return invalid_argument("the pools of node " + std::to_string(i) + " in " + pools_->dir() +
@@ -394,6 +412,23 @@ Status TxnNode::run(const std::function<void(TxnContext&)>& body) {
     fp.self = cfg_.fabric.node;
     fp.nodes = cfg_.fabric.num_nodes;
     fp.durable = durable_;
+    if (durable_) {
+      failover::DurableParts& dp = fp.durable_parts;
+      dp.catalog = &catalog_;
+      dp.store = store_.get();
+      dp.fabric = &rt_->fabric();
+      dp.log_base = log->base;
+      dp.layout = replication().layout;
+      dp.persist = persist_;
+      dp.self = cfg_.fabric.node;
+      NodePools* pools = pools_.get();
+      dp.save_membership = [pools](uint64_t epoch, uint64_t live) {
+        NodeState st = pools->state();
+        st.epoch = epoch;
+        st.live = live;
+        return pools->save(st);
+      };
+    }
     fp.gts = cfg_.policy.mvcc == Mvcc::kGts;
     fp.mvcc = mvcc_.get();
     failover_ = std::make_unique<Failover>(fp);

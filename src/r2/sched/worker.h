@@ -134,6 +134,7 @@ class Worker {
   // call to a node that is no longer a member fails the same way without
   // being sent. Null (the default): fail-stop, nothing changes.
   void set_membership(const MembershipView* view) { view_ = view; }
+  const MembershipView* membership() const { return view_; }
   // Whether node n is a member (always true without a view).
   // (False for every node once this node itself was removed: nobody
   // answers it any more.)

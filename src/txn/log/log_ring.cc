@@ -10,7 +10,7 @@ namespace drtmx::txn {
 namespace {
 struct Header {
   uint32_t len;
-  uint32_t kind;  // low 8 bits: kind; bits 8..23: the transaction's entries
+  uint32_t kind;  // low 8 bits: kind; bits 8..23: the transaction's entries; bit 24: self
   uint64_t seq;
   uint64_t txn;
   uint64_t decided;
@@ -29,7 +29,7 @@ size_t image_bytes(uint32_t kind, uint32_t len) {
 void build(uint8_t* at, uint32_t kind, uint64_t seq, const LogMark& m, const void* payload,
            uint32_t len) {
   const size_t total = image_bytes(kind, len);
-  const uint32_t word = kind | (uint32_t{m.targets} << 8);
+  const uint32_t word = kind | (uint32_t{m.targets} << 8) | (uint32_t{m.self} << 24);
   Header h{len, word, seq, m.txn, m.decided, log_entry_seal(len, word, seq, m, payload)};
   std::memcpy(at, &h, sizeof h);
   if (len > 0) std::memcpy(at + kLogHeaderBytes, payload, len);
@@ -144,7 +144,7 @@ bool complete_at(const uint8_t* ring, uint32_t ring_bytes, uint64_t pos, uint64_
   uint64_t trailer = 0;
   std::memcpy(&trailer, at + *bytes - kLogTrailerBytes, 8);
   if (trailer != h.len) return false;
-  const LogMark m{h.txn, h.decided, static_cast<uint16_t>(h.kind >> 8)};
+  const LogMark m{h.txn, h.decided, static_cast<uint16_t>(h.kind >> 8), ((h.kind >> 24) & 1) != 0};
   if (!verified && log_entry_seal(h.len, h.kind, h.seq, m, at + kLogHeaderBytes) != h.seal) {
     return false;
   }

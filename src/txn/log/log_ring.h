@@ -10,7 +10,8 @@
 // Entry layout (8-byte aligned, `entry_bytes(payload)` long):
 //   +0   len      4 B   payload length
 //   +4   kind     4 B   kData or kWrap (low 8 bits); the transaction's
-//                       number of log entries (bits 8..23, durable logs)
+//                       number of log entries (bits 8..23, durable logs);
+//                       bit 24: one of them went to the writer's own node
 //   +8   seq      8 B   the writer's entry sequence number (1, 2, ...)
 //   +16  txn      8 B   durable logs: the writer's transaction number
 //                       (1, 2, ... per coordinator thread; 0 otherwise)
@@ -95,6 +96,9 @@ struct LogMark {
   uint64_t txn = 0;      // the writer's transaction number
   uint64_t decided = 0;  // the writer's decision watermark when built
   uint16_t targets = 0;  // how many log entries the transaction wrote
+  // Durable logs: one of them went to the writer's own node (failover: a
+  // removed coordinator's own entry is gone with it; txn/failover_durable.h).
+  bool self = false;
 };
 
 // The reader's persistent record of one ring (durable logs): in the log
@@ -246,6 +250,8 @@ class LogReader {
 
   uint64_t head() const { return head_; }
   uint64_t next_seq() const { return next_seq_; }
+  // Gated reading: the sequence number the cursor expects next.
+  uint64_t cursor_seq() const { return cursor_seq_; }
   void reported() { reported_ = head_; }
   // Failover, the writer removed: moves past an entry that will never
   // arrive (its writer died between reserving it and writing it, while a

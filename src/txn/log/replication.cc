@@ -250,6 +250,7 @@ Status Replicator::log(r2::Co& co, std::span<const BackupEntry> entries, LogBuff
     mark.txn = decisions_.begin();
     mark.decided = decisions_.decided();
     mark.targets = static_cast<uint16_t>(entries.size());
+    for (const BackupEntry& e : entries) mark.self = mark.self || e.node == w_.node();
   } else {
     // Volatile logs (failover, txn/failover.h): the transaction's number
     // and its targets (bit n = node n) identify what survivors must find
@@ -361,11 +362,18 @@ BackupApplier::BackupApplier(r2::Worker& w, const ReplicationConfig& cfg, uint8_
   }
   taken_from_ = std::make_unique<std::atomic<uint64_t>[]>(readers_.size());
   if (cfg.durable) {
+    known_pub_ = std::make_unique<std::atomic<uint64_t>[]>(readers_.size());
+    stop_seq_ = std::make_unique<std::atomic<uint64_t>[]>(readers_.size());
+    committed_.resize(readers_.size());
+    resolving_.assign(readers_.size(), 0);
+    for (uint16_t n = 0; n < known_.size(); ++n) learned(n);
     (void)w.register_handler(kRpcLogDecided, [this](r2::RpcRequest& req) {
       uint64_t d;
       if (req.payload().size() != sizeof d || req.from_node() >= known_.size()) return;
       std::memcpy(&d, req.payload().data(), sizeof d);
-      known_[req.from_node()] = std::max(known_[req.from_node()], d);
+      if (d <= known_[req.from_node()]) return;
+      known_[req.from_node()] = d;
+      learned(req.from_node());
     });
   }
   w.add_poller([this] { return poll(); });
@@ -527,11 +535,13 @@ bool BackupApplier::poll_gated(uint16_t n, bool deferred_progress) {
   RingHeader* h = headers_[n];
   const PersistOps& ps = cfg_.persist;
   bool work = false;
+  bool exhausted = false;
   for (uint32_t i = 0; i < 32; ++i) {
     LogEntry e;
     bool corrupt = false;
     uint64_t found = 0;
     if (!r.peek(&e, &corrupt, &found)) {
+      exhausted = !corrupt;
       if (corrupt) {
         stop_corrupt("the ring written by node " + std::to_string(n) + " thread " +
                      std::to_string(w_.thread()) + ": entry " + std::to_string(found) +
@@ -545,8 +555,24 @@ bool BackupApplier::poll_gated(uint16_t n, bool deferred_progress) {
       // behind it (and the messages). It is the coordinator's, so what it
       // covers is committed; it is made persistent with the next release,
       // before any entry it covers disappears (below).
-      known_[n] = std::max(known_[n], r.scan_decided(16));
-      if (e.mark.txn > known_[n]) break;
+      const uint64_t seen = r.scan_decided(16);
+      if (seen > known_[n]) {
+        known_[n] = seen;
+        learned(n);
+      }
+      if (e.mark.txn > known_[n]) {
+        if (!resolving_[n]) {
+          if (n < 64) gated_now_ |= uint64_t{1} << n;
+          break;
+        }
+        // A removed writer's entry the failover decided.
+        if (!std::binary_search(committed_[n].begin(), committed_[n].end(), e.mark.txn)) {
+          // Aborted: dropped unapplied (its tag waits for nothing).
+          r.consume(next_entry_++ + 1);
+          work = true;
+          continue;
+        }
+      }
     }
     if (!decode_redo(e.payload, e.len, &decoded_)) {
       stop_corrupt("the ring written by node " + std::to_string(n) + " thread " +
@@ -562,11 +588,19 @@ bool BackupApplier::poll_gated(uint16_t n, bool deferred_progress) {
     if (crash_) crash_(CrashPoint::kApplied);
     work = true;
   }
+  const bool resolving = resolving_[n] != 0;
+  auto resolved_here = [&] {
+    if (!resolving || !exhausted || n >= 64) return;
+    stop_seq_[n].store(r.cursor_seq(), std::memory_order_release);
+    stopped_.fetch_or(uint64_t{1} << n, std::memory_order_acq_rel);
+    if (r.unreleased() == 0) resolved_.fetch_or(uint64_t{1} << n, std::memory_order_acq_rel);
+  };
   // What may be released changes only when an entry was taken here or a
   // deferred record was installed (this poll), or while a delete's entry
   // waits for another ring's release (key_order.h).
-  if (r.unreleased() == 0 ||
-      (!work && !deferred_progress && !(cfg_.unreleased && cfg_.unreleased->someone_waits()))) {
+  if (r.unreleased() == 0 || (!work && !deferred_progress && !resolving &&
+                              !(cfg_.unreleased && cfg_.unreleased->someone_waits()))) {
+    resolved_here();
     return work;
   }
   bool waits = false;
@@ -589,7 +623,8 @@ bool BackupApplier::poll_gated(uint16_t n, bool deferred_progress) {
   // freed space only that often anyway): each release costs a fence and a
   // persisted head. Not while some applier's delete waits for an earlier
   // change's entry to go (the ring holding it may go quiet).
-  if (head - r.head() < release_every_ && !(cfg_.unreleased && cfg_.unreleased->someone_waits())) {
+  if (head - r.head() < release_every_ && !resolving &&
+      !(cfg_.unreleased && cfg_.unreleased->someone_waits())) {
     return work;
   }
   // What the entries wrote here was flushed as it was written: fence it,
@@ -606,12 +641,20 @@ bool BackupApplier::poll_gated(uint16_t n, bool deferred_progress) {
   h->next_seq = seq;
   ps.persist(&h->decided, 3 * sizeof(uint64_t));
   released(r, done);
-  if (r.release(done)) {
+  if (r.release(done) && !resolving) {
     if (w_.post_oneway({n, w_.thread()}, kRpcLogReclaim, &head, sizeof head).is_ok()) {
       r.reported();
     }
   }
+  resolved_here();
   return work;
+}
+
+void BackupApplier::resolve_removed(uint16_t node, std::vector<uint64_t> committed) {
+  std::sort(committed.begin(), committed.end());
+  std::lock_guard<std::mutex> g(decide_mu_);
+  decide_in_.emplace_back(node, std::move(committed));
+  decide_pending_.store(true, std::memory_order_release);
 }
 
 std::string BackupApplier::stuck() const {
@@ -674,6 +717,17 @@ void BackupApplier::remember(uint16_t node, const LogMark& m) {
 
 bool BackupApplier::poll() {
   if (corrupt_.load(std::memory_order_relaxed)) return false;
+  gated_now_ = 0;
+  if (decide_pending_.load(std::memory_order_acquire)) {
+    std::lock_guard<std::mutex> g(decide_mu_);
+    for (auto& [node, txns] : decide_in_) {
+      if (node >= readers_.size() || !cfg_.durable) continue;
+      committed_[node] = std::move(txns);
+      resolving_[node] = 1;
+    }
+    decide_in_.clear();
+    decide_pending_.store(false, std::memory_order_release);
+  }
   bool deferred_progress = retry_deferred();
   deferred_progress = install_staged() || deferred_progress;
   bool work = deferred_progress;
@@ -744,7 +798,11 @@ bool BackupApplier::poll() {
     }
     deferred_count_.store(waiting, std::memory_order_release);
   }
+  if (cfg_.durable && gated_.load(std::memory_order_relaxed) != gated_now_) {
+    gated_.store(gated_now_, std::memory_order_release);
+  }
   polls_.store(polls_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+  idle_.store(work ? 0 : idle_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
   if (work || waiting != 0) {
     quiet_.store(0, std::memory_order_release);
   } else {

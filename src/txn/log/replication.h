@@ -303,6 +303,51 @@ class BackupApplier {
     return mark_done_.load(std::memory_order_acquire) >= m &&
            skip_.load(std::memory_order_acquire) == 0;
   }
+  // --- failover, durable logs (txn/failover_durable.h) -----------------------
+  // Bit n: the ring written by node n held, at the last poll, a complete
+  // entry still waiting for its writer's decision watermark (gated). Rings
+  // of retired writers are not looked at. Any thread.
+  uint64_t gated() const { return gated_.load(std::memory_order_acquire); }
+  // The decision watermark known here for the ring written by `node`
+  // (entries, messages, the ring's header). Any thread.
+  uint64_t known_decided(uint16_t node) const {
+    return node < readers_.size() && known_pub_ ? known_pub_[node].load(std::memory_order_acquire)
+                                                : 0;
+  }
+  // Durable logs drained as far as the live writers go, as seen from
+  // another thread: since `polls()` was `p0`, at least 4 polls ran, the
+  // last 4 took nothing, and nothing is gated but in the rings of the
+  // writers in `removed` (bit n: node n). Records may still wait
+  // (deferred): for an earlier change of their key that a removed
+  // writer's undecided entry holds, or for a removed writer's write-back.
+  bool settled_since(uint64_t p0, uint64_t removed) const {
+    return idle_.load(std::memory_order_acquire) >= 4 && polls() >= p0 + 4 &&
+           (gated() & ~removed) == 0;
+  }
+  // The failover decided the entries of the ring written by `node` (a
+  // removed writer) that this applier does not know committed: those whose
+  // transaction is in `committed` (sorted) are applied, the others dropped
+  // unapplied; from then on the ring's entries are released as soon as
+  // they may be (not in batches), header persisted. Any thread.
+  void resolve_removed(uint16_t node, std::vector<uint64_t> committed);
+  // True once every entry of that ring up to the first one missing (the
+  // end, or a hole its dead writer left) was taken: applied (or waiting to
+  // be: deferred) or dropped. Any thread.
+  bool stopped(uint16_t node) const {
+    return node < 64 && ((stopped_.load(std::memory_order_acquire) >> node) & 1) != 0;
+  }
+  // ... and every one of them released (persistent here, zeroed, the
+  // ring's header persisted past them). Any thread.
+  bool resolved(uint16_t node) const {
+    return node < 64 && ((resolved_.load(std::memory_order_acquire) >> node) & 1) != 0;
+  }
+  // The sequence number at which the applier stopped in that ring (valid
+  // once stopped()): entries at or above it were not taken here.
+  uint64_t resolved_at(uint16_t node) const {
+    return node < readers_.size() && stop_seq_ ? stop_seq_[node].load(std::memory_order_acquire)
+                                               : 0;
+  }
+
   // Why it is not drained, for an error message (any thread): records
   // waiting for an earlier change of their key (the oldest one named),
   // holes still to skip, quiet polls.
@@ -392,6 +437,19 @@ class BackupApplier {
   };
   std::vector<History> history_;
   std::atomic<uint64_t> retired_{0};
+  std::atomic<uint64_t> gated_{0};
+  std::unique_ptr<std::atomic<uint64_t>[]> known_pub_;  // by writer node
+  void learned(uint16_t node) { known_pub_[node].store(known_[node], std::memory_order_release); }
+  uint64_t gated_now_ = 0;         // poll(): the rings found gated so far
+  std::atomic<uint64_t> idle_{0};  // polls in a row that did no work (waiting records or not)
+  // resolve_removed(): handed over under decide_mu_, taken by the next poll.
+  std::mutex decide_mu_;
+  std::atomic<bool> decide_pending_{false};
+  std::vector<std::pair<uint16_t, std::vector<uint64_t>>> decide_in_;
+  std::vector<std::vector<uint64_t>> committed_;  // per ring (worker thread)
+  std::vector<uint8_t> resolving_;                // per ring (worker thread)
+  std::atomic<uint64_t> stopped_{0}, resolved_{0};
+  std::unique_ptr<std::atomic<uint64_t>[]> stop_seq_;  // by writer node
   std::atomic<uint64_t> skip_{0};
   // Drain marks (request_mark): the request seen by poll(), the rings not
   // yet seen with nothing more in order since, and the entry count when
