@@ -271,7 +271,7 @@ step_recovery() {
 step_failover-smallbank() {
   local r
   for ((r = 1; r <= R; r++)); do
-    run "$B" --bench=smallbank --seconds=$FS --warmup=$W --kill-node=2@$HALF \
+    run "$B" --bench=smallbank --seconds=$FS --warmup=$W --kill-node=2@$HALF --timeline-ms=10 \
       "$(j failover-smallbank-r$r)"
   done
 }
@@ -305,7 +305,7 @@ step_silo() {
 step_failover-tpcc() {
   local r
   for ((r = 1; r <= R2; r++)); do
-    run "$B" --bench=tpcc --seconds=$FS --warmup=$W --kill-node=2@$HALF \
+    run "$B" --bench=tpcc --seconds=$FS --warmup=$W --kill-node=2@$HALF --timeline-ms=10 \
       "$(j failover-tpcc-r$r)"
   done
 }

@@ -202,12 +202,22 @@ def rows_failover(d, step, what):
     def med(k):
         return statistics.median(r[k] for r in runs if r.get(k) is not None)
 
+    def span(k):
+        vals = sorted(r[k] for r in runs if r.get(k) is not None and r[k] >= 0)
+        if not vals:
+            return None
+        return num(vals[0]) if vals[0] == vals[-1] else "%s-%s" % (num(vals[0]), num(vals[-1]))
+
+    lowest = span("min_tps")
+    during = span("reconfiguring_tps")
     return [(what,
              "detected after %.0f ms, every partition served after %.0f ms, back to 80 %% of the "
-             "survivors' rate after %.0f ms%s" % (
+             "survivors' rate after %.0f ms%s%s%s" % (
                  med("detect_ms"), med("serving_ms"), med("back_to_80pct_ms"),
+                 "; lowest 10-ms interval %s/s" % lowest if lowest else "",
+                 "; %s/s while reconfiguring" % during if during else "",
                  " (median of %d runs)" % len(runs) if len(runs) > 1 else ""),
-             "—", "—")]
+             "survivors' rate before %s/s" % span("before_tps"), "—")]
 
 
 def rows_one_node(d):
