@@ -127,6 +127,12 @@ constexpr uint64_t lock_word(uint16_t node, uint16_t thread, uint16_t coroutine,
          (uint64_t{coroutine & 0xfffu} << 27) | (1 + txn_seq % ((uint64_t{1} << 27) - 1));
 }
 
+// The node whose transaction holds a lock word made by lock_word() (not for
+// store::kOwnerLockWord, an owner's own latch).
+constexpr uint16_t lock_node(uint64_t lock) {
+  return static_cast<uint16_t>((lock >> 47) & 0xffu);
+}
+
 // 64-bit hash over the sealed part of a slot image: header fields from
 // `version` to `wts` (the seal itself excluded; `ts` is not sealed) and the
 // value.

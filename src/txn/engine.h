@@ -395,6 +395,16 @@ class Engine final : public Txn {
     if (r != Abort::kNone && blamed_ == Abort::kNone) blamed_ = r, blamed_table_ = t;
     return r;
   }
+  // A record found locked with `lock` fails the transaction with `r` —
+  // unless the holder is a node removed from the cluster: its locks stay
+  // until this node's failover repaired the record, so the transaction
+  // fails as one that needs a moved partition does (kNodeFailure: its
+  // caller waits for the failover, or runs other transactions meanwhile)
+  // instead of retrying into the same lock.
+  Abort held_by(uint64_t lock, Abort r) const {
+    if (lock == 0 || lock == store::kOwnerLockWord) return r;
+    return co_.worker().is_member(store::lock_node(lock)) ? r : Abort::kNodeFailure;
+  }
 
   r2::Co& co_;
   Locator& loc_;

@@ -134,7 +134,7 @@ Abort Engine::validate() {
       if (!cas_ok || !read_ok) {
         failure = blame(Abort::kNodeFailure, a.table);
       } else if (!a.held) {
-        failure = blame(Abort::kLockHeld, a.table);
+        failure = blame(held_by(*old, Abort::kLockHeld), a.table);
       } else if (!unchanged(*st, a.ref, lock_word_)) {
         failure = blame(Abort::kVersionChanged, a.table);
       }
@@ -313,8 +313,9 @@ Abort Engine::validate() {
       for (size_t x = first; x < next; ++x) {
         const Access& a = set_[x];
         if (a.write) continue;
-        if (!unchanged(*states[i++], a.ref, /*my_lock=*/0)) {
-          failure = blame(Abort::kVersionChanged, a.table);
+        const LockState& st = *states[i++];
+        if (!unchanged(st, a.ref, /*my_lock=*/0)) {
+          failure = blame(held_by(st.lock, Abort::kVersionChanged), a.table);
         }
       }
     }

@@ -9,8 +9,11 @@ namespace drtmx::store::hash {
 namespace {
 
 Status read_error(const char* what, r2::OpStatus s, const HashRemote& r) {
-  return unavailable(std::string("hash get: READ of a ") + what + " on node " +
-                     std::to_string(r.node) + " failed: " + r2::op_status_name(s));
+  std::string m = std::string("hash get: READ of a ") + what + " on node " +
+                  std::to_string(r.node) + " failed: " + r2::op_status_name(s);
+  // Fenced: the node was removed from the cluster (a failover moves its
+  // partitions): not a torn read to retry at once.
+  return s == r2::OpStatus::kFenced ? aborted(std::move(m)) : unavailable(std::move(m));
 }
 
 Status status_of(HashStatus s, uint64_t key, const char* op) {

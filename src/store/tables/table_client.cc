@@ -227,8 +227,10 @@ Result<bool> TableClient::record_get(r2::Co& co, Ordered& o, uint64_t key,
         s = co.read(at, record_buf_, static_cast<uint32_t>(slot));
       }
       if (s != r2::OpStatus::kOk) {
-        return unavailable("table '" + o.table->name +
-                           "': record READ failed: " + std::string(r2::op_status_name(s)));
+        std::string m = "table '" + o.table->name +
+                        "': record READ failed: " + std::string(r2::op_status_name(s));
+        // Fenced: its node was removed (a failover moves the partition).
+        return s == r2::OpStatus::kFenced ? aborted(std::move(m)) : unavailable(std::move(m));
       }
       const RecordCheck c = quiet ? verify_quiet(record_buf_, key, a.incarnation)
                                   : verify(record_buf_, o.table->value_size, key, a.incarnation);

@@ -106,9 +106,12 @@ Status XStoreClient::check() const {
 }
 
 Status XStoreClient::fabric_error(r2::OpStatus s, const char* what) const {
-  return unavailable(std::string("xstore client: one-sided ") + what + " of tree " +
-                     std::to_string(remote_.tree) + " on node " +
-                     std::to_string(remote_.owner.node) + " failed: " + r2::op_status_name(s));
+  std::string m = std::string("xstore client: one-sided ") + what + " of tree " +
+                  std::to_string(remote_.tree) + " on node " + std::to_string(remote_.owner.node) +
+                  " failed: " + r2::op_status_name(s);
+  // Fenced: the owner was removed from the cluster (a failover moves its
+  // partitions): not a torn read to retry at once.
+  return s == r2::OpStatus::kFenced ? aborted(std::move(m)) : unavailable(std::move(m));
 }
 
 // --- training ---------------------------------------------------------------
