@@ -130,15 +130,16 @@ TEST(FailoverBench, ReportsTheFailoverInTheJson) {
   EXPECT_NE(j.find("\"timeline\""), std::string::npos) << j;
 }
 
-// Only what moved pauses: with no cross-warehouse transactions the
-// survivors' transactions never need the killed node's partitions, and
-// they commit throughout the reconfiguration (detection to serving) —
-// before, every survivor paused for all of it.
+// Only what moved pauses: the survivors' transactions that need none of the
+// killed node's partitions commit throughout the reconfiguration (detection
+// to serving); those that need one (TPC-C's remote stock and customers)
+// fail at once — a fenced READ, a lock the killed node held — and their
+// clients draw the next. Before, every survivor paused for all of it; and
+// fenced READs counted as torn reads were retried until it ended (2-27 %
+// of the rate before).
 TEST(FailoverBench, PartitionsThatDidNotMoveCommitWhileReconfiguring) {
   const std::string json = "/tmp/drtmx-failover-unmoved-" + std::to_string(::getpid()) + ".json";
-  const std::string what =
-      "--remote-item-pct=0 --remote-payment-pct=0 --timeline-ms=10 --kill-node=2@1.5 --json=" +
-      json;
+  const std::string what = "--timeline-ms=10 --kill-node=2@1.5 --json=" + json;
   const Outcome r = bench(kTpcc + what);
   expect_survived(r, what);
   const std::string j = slurp(json);
@@ -148,10 +149,9 @@ TEST(FailoverBench, PartitionsThatDidNotMoveCommitWhileReconfiguring) {
   // Whole 10-ms intervals inside the window (a reconfiguration is several
   // collectives over the control plane: 40-80 ms on 2 cores).
   if (window < 30.0) GTEST_SKIP() << "a reconfiguration too short to measure in 10-ms intervals";
-  // At a quarter of the rate before the kill at least. Paused, it was about
-  // 5 % (the transactions in flight at the detection, completing).
-  EXPECT_GT(during, 0.25 * json_number(j, "before_tps"))
-      << "the survivors paused while reconfiguring\n"
+  // At half the rate before the kill at least (83-109 % measured).
+  EXPECT_GT(during, 0.5 * json_number(j, "before_tps"))
+      << "the survivors stalled while reconfiguring\n"
       << j;
   EXPECT_NE(r.output.find("while reconfiguring"), std::string::npos) << r.output;
 }
