@@ -10,6 +10,7 @@
 
 #include "r2/common/clock.h"
 #include "store/record.h"
+#include "txn/failover_blob.h"
 #include "txn/failover_resolve.h"
 
 namespace drtmx::txn {
@@ -69,40 +70,8 @@ bool FailoverGate::old_epoch_done(uint64_t epoch) const {
 // --- blobs -------------------------------------------------------------------
 namespace {
 
-struct Out {
-  std::string s;
-  template <typename T>
-  void put(T v) {
-    s.append(reinterpret_cast<const char*>(&v), sizeof v);
-  }
-  void bytes(const uint8_t* p, size_t n) { s.append(reinterpret_cast<const char*>(p), n); }
-};
-
-struct In {
-  const std::string& s;
-  size_t at = 0;
-  bool ok = true;
-  template <typename T>
-  T get() {
-    T v{};
-    if (at + sizeof v > s.size()) {
-      ok = false;
-      return v;
-    }
-    std::memcpy(&v, s.data() + at, sizeof v);
-    at += sizeof v;
-    return v;
-  }
-  const uint8_t* bytes(size_t n) {
-    if (at + n > s.size()) {
-      ok = false;
-      return nullptr;
-    }
-    const auto* p = reinterpret_cast<const uint8_t*>(s.data() + at);
-    at += n;
-    return p;
-  }
-};
+using Out = failover::BlobOut;
+using In = failover::BlobIn;
 
 bool removed_lock(uint64_t lock, uint64_t live) {
   if (lock == store::kOwnerLockWord) return false;

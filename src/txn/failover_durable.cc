@@ -8,34 +8,13 @@
 
 #include "store/record.h"
 #include "store/tables/plan.h"
+#include "txn/failover_blob.h"
 
 namespace drtmx::txn::failover {
 namespace {
 
-struct Writer {
-  std::string s;
-  template <typename T>
-  void put(T v) {
-    s.append(reinterpret_cast<const char*>(&v), sizeof v);
-  }
-};
-
-struct Reader {
-  const std::string& s;
-  size_t at = 0;
-  bool ok = true;
-  template <typename T>
-  T get() {
-    T v{};
-    if (at + sizeof v > s.size()) {
-      ok = false;
-      return v;
-    }
-    std::memcpy(&v, s.data() + at, sizeof v);
-    at += sizeof v;
-    return v;
-  }
-};
+using Writer = BlobOut;
+using Reader = BlobIn;
 
 RingHeader* header_of(const DurableParts& p, uint16_t node, uint16_t thread) {
   return reinterpret_cast<RingHeader*>(p.log_base + p.layout.header_offset(node, thread));

@@ -505,60 +505,59 @@ std::vector<StoreNode::HeldSlot> StoreNode::locked_slots(
   return out;
 }
 
-void StoreNode::clear_lock(TableId table, uint64_t offset, uint64_t lock) {
+LocalPartition* StoreNode::heap_slot(TableId table, uint64_t offset) const {
   for (const auto& [k, part] : parts_) {
     if (!part->heap || part->table == nullptr || part->table->id != table) continue;
     const uint64_t first = part->heap->options().range_offset;
     const uint64_t slot = part->heap->slot_bytes();
     const HeapStats hs = part->heap->stats();
-    if (offset < first || offset >= first + hs.committed * slot || (offset - first) % slot != 0) {
-      continue;
+    if (offset >= first && offset < first + hs.committed * slot && (offset - first) % slot == 0) {
+      return part.get();
     }
-    uint8_t* rec = region_base_[table] + offset;
-    uint64_t expected = lock;
-    std::atomic_ref<uint64_t>(*part->words.lock(rec, offset))
-        .compare_exchange_strong(expected, 0, std::memory_order_acq_rel);
-    return;
   }
+  return nullptr;
+}
+
+void StoreNode::clear_lock(TableId table, uint64_t offset, uint64_t lock) {
+  LocalPartition* part = heap_slot(table, offset);
+  if (part == nullptr) return;
+  uint8_t* rec = region_base_[table] + offset;
+  uint64_t expected = lock;
+  std::atomic_ref<uint64_t>(*part->words.lock(rec, offset))
+      .compare_exchange_strong(expected, 0, std::memory_order_acq_rel);
 }
 
 Status StoreNode::write_held(TableId table, uint64_t offset, uint64_t lock, uint64_t version,
                              std::span<const uint8_t> value) {
-  for (const auto& [k, part] : parts_) {
-    if (!part->heap || part->table == nullptr || part->table->id != table) continue;
-    const uint64_t first = part->heap->options().range_offset;
-    const uint64_t slot = part->heap->slot_bytes();
-    const HeapStats hs = part->heap->stats();
-    if (offset < first || offset >= first + hs.committed * slot || (offset - first) % slot != 0) {
-      continue;
-    }
-    const uint32_t vs = part->table->value_size;
-    if (value.size() != vs) {
-      return invalid_argument("write_held: " + std::to_string(value.size()) +
-                              " bytes for a value of " + std::to_string(vs));
-    }
-    uint8_t* rec = region_base_[table] + offset;
-    // The record stays locked by `lock` throughout: no transaction reads it
-    // as valid or writes it meanwhile; one-sided readers that copy it see
-    // the lock, or a torn copy that the seal rejects.
-    if (std::atomic_ref<uint64_t>(*part->words.lock(rec, offset)).load(std::memory_order_acquire) !=
-        lock) {
-      return aborted("write_held: the record at offset " + std::to_string(offset) + " of table " +
-                     std::to_string(table) + " is no longer held by that lock");
-    }
-    RecordImage img(slot);
-    img.load(rec);
-    RecordHeader* h = img.header();
-    h->version = version;
-    h->flags = kLive;
-    std::memset(img.value(), 0, vs);
-    std::memcpy(img.value(), value.data(), vs);
-    seal(img.data(), vs);
-    img.store_body(rec);
-    return Status::ok();
+  LocalPartition* part = heap_slot(table, offset);
+  if (part == nullptr) {
+    return not_found("write_held: no hosted slot of table " + std::to_string(table) +
+                     " at offset " + std::to_string(offset));
   }
-  return not_found("write_held: no hosted slot of table " + std::to_string(table) + " at offset " +
-                   std::to_string(offset));
+  const uint32_t vs = part->table->value_size;
+  if (value.size() != vs) {
+    return invalid_argument("write_held: " + std::to_string(value.size()) +
+                            " bytes for a value of " + std::to_string(vs));
+  }
+  uint8_t* rec = region_base_[table] + offset;
+  // The record stays locked by `lock` throughout: no transaction reads it
+  // as valid or writes it meanwhile; one-sided readers that copy it see
+  // the lock, or a torn copy that the seal rejects.
+  if (std::atomic_ref<uint64_t>(*part->words.lock(rec, offset)).load(std::memory_order_acquire) !=
+      lock) {
+    return aborted("write_held: the record at offset " + std::to_string(offset) + " of table " +
+                   std::to_string(table) + " is no longer held by that lock");
+  }
+  RecordImage img(part->heap->slot_bytes());
+  img.load(rec);
+  RecordHeader* h = img.header();
+  h->version = version;
+  h->flags = kLive;
+  std::memset(img.value(), 0, vs);
+  std::memcpy(img.value(), value.data(), vs);
+  seal(img.data(), vs);
+  img.store_body(rec);
+  return Status::ok();
 }
 
 Status StoreNode::set_heap_growth(HeapGrowth fn) {

@@ -221,6 +221,9 @@ class StoreNode {
   }
   // The local copy of (table, partition), or nullptr.
   LocalPartition* partition(TableId table, PartitionId p);
+  // The hosted partition whose record heap has a slot at `offset` of
+  // `table`'s region (in its committed range), or nullptr.
+  LocalPartition* heap_slot(TableId table, uint64_t offset) const;
   const LocalPartition* partition(TableId table, PartitionId p) const;
   const Catalog& catalog() const { return catalog_; }
   // Whether this node holds the primary copy of partition p now (the
