@@ -103,13 +103,7 @@ std::string encode_reported(const Reported& r) {
     for (const LoggedTxn& t : g.txns) {
       o.put(t.txn);
       o.put(t.targets);
-      o.put<uint32_t>(static_cast<uint32_t>(t.records.size()));
-      for (const LoggedRecord& rec : t.records) {
-        o.put(rec.table);
-        o.put(static_cast<uint8_t>(rec.op));
-        o.put(rec.key);
-        o.put(rec.version);
-      }
+      failover::put_records(o, t.records);
     }
   }
   o.put<uint32_t>(static_cast<uint32_t>(r.held.size()));
@@ -138,15 +132,7 @@ bool decode_reported(const std::string& s, Reported* r) {
       LoggedTxn t;
       t.txn = in.get<uint64_t>();
       t.targets = in.get<uint64_t>();
-      const uint32_t recs = in.get<uint32_t>();
-      for (uint32_t k = 0; k < recs && in.ok; ++k) {
-        LoggedRecord rec;
-        rec.table = in.get<uint16_t>();
-        rec.op = static_cast<RedoOp>(in.get<uint8_t>());
-        rec.key = in.get<uint64_t>();
-        rec.version = in.get<uint64_t>();
-        t.records.push_back(rec);
-      }
+      failover::get_records(in, &t.records);
       g.txns.push_back(std::move(t));
     }
     r->rings.push_back(std::move(g));

@@ -9,6 +9,9 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <vector>
+
+#include "txn/log/replication.h"
 
 namespace drtmx::txn::failover {
 
@@ -47,5 +50,28 @@ struct BlobIn {
     return p;
   }
 };
+
+// A logged transaction's records (count, then table, op, key, version each):
+// both the volatile histories and the durable reports carry them.
+inline void put_records(BlobOut& o, const std::vector<LoggedRecord>& records) {
+  o.put<uint32_t>(static_cast<uint32_t>(records.size()));
+  for (const LoggedRecord& rec : records) {
+    o.put(rec.table);
+    o.put(static_cast<uint8_t>(rec.op));
+    o.put(rec.key);
+    o.put(rec.version);
+  }
+}
+inline void get_records(BlobIn& in, std::vector<LoggedRecord>* records) {
+  const uint32_t n = in.get<uint32_t>();
+  for (uint32_t k = 0; k < n && in.ok; ++k) {
+    LoggedRecord rec;
+    rec.table = in.get<uint16_t>();
+    rec.op = static_cast<RedoOp>(in.get<uint8_t>());
+    rec.key = in.get<uint64_t>();
+    rec.version = in.get<uint64_t>();
+    records->push_back(rec);
+  }
+}
 
 }  // namespace drtmx::txn::failover

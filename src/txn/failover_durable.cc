@@ -91,13 +91,7 @@ std::string encode_durable(const DurableReport& r) {
     o.put(e.mark.decided);
     o.put(e.mark.targets);
     o.put<uint8_t>(e.mark.self);
-    o.put<uint32_t>(static_cast<uint32_t>(e.records.size()));
-    for (const LoggedRecord& rec : e.records) {
-      o.put(rec.table);
-      o.put(static_cast<uint8_t>(rec.op));
-      o.put(rec.key);
-      o.put(rec.version);
-    }
+    put_records(o, e.records);
   }
   return o.s;
 }
@@ -121,15 +115,7 @@ bool decode_durable(const std::string& blob, DurableReport* out) {
     e.mark.decided = in.get<uint64_t>();
     e.mark.targets = in.get<uint16_t>();
     e.mark.self = in.get<uint8_t>() != 0;
-    const uint32_t recs = in.get<uint32_t>();
-    for (uint32_t k = 0; k < recs && in.ok; ++k) {
-      LoggedRecord rec;
-      rec.table = in.get<uint16_t>();
-      rec.op = static_cast<RedoOp>(in.get<uint8_t>());
-      rec.key = in.get<uint64_t>();
-      rec.version = in.get<uint64_t>();
-      e.records.push_back(rec);
-    }
+    get_records(in, &e.records);
     out->entries.push_back(std::move(e));
   }
   return in.ok && in.at == blob.size();
