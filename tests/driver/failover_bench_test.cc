@@ -29,6 +29,7 @@
 #include <string>
 
 #include "support/bench_run.h"
+#include "support/failover_workloads.h"
 
 namespace {
 
@@ -40,17 +41,9 @@ Outcome bench(const std::string& args, int limit_s = 120) {
   return drtmx::bench::testing::run(DRTMX_BENCH_PATH, args, limit_s);
 }
 
-const std::string kSmallBank =
-    "--bench=smallbank --nodes=3 --coroutines=4 --replicas=3 --accounts=2000 --hot-pct=10 "
-    "--seconds=3 --warmup=0.5 ";
-const std::string kTpcc =
-    "--bench=tpcc --nodes=3 --coroutines=4 --replicas=3 --items=2000 --customers=60 "
-    "--seconds=3 --warmup=0.5 ";
-
-const std::string kTpce =
-    "--bench=tpce --nodes=3 --coroutines=4 --replicas=3 --initial-trade-days=0.02 "
-    "--market-days=20 --dm-interval-ms=100 --tc-interval-ms=100 "
-    "--mix=10,10,10,10,10,10,10,10,10,10 --seconds=3 --warmup=0.5 ";
+const std::string& kSmallBank = drtmx::bench::testing::kFailoverSmallBank;
+const std::string& kTpcc = drtmx::bench::testing::kFailoverTpcc;
+const std::string& kTpce = drtmx::bench::testing::kFailoverTpce;
 
 // The run went on after the failure and its check held.
 void expect_survived(const Outcome& r, const std::string& what) {
